@@ -1,0 +1,122 @@
+//! Benchmark: ring allreduce bus bandwidth at N = 2 against a raw loopback TCP copy of the same bytes,
+//! measured in the same run.
+//!
+//! Bus bandwidth is NCCL's measure: `size / time × 2(N − 1)/N`, the rate each link carries. The baseline
+//! sends the same number of bytes one way over one loopback TCP connection.
+//!
+//! ```text
+//! cargo bench --bench allreduce
+//! ```
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hearth::ml::collective::{Communicator, Coordinator, JobSecret, JoinOptions};
+use prettytable::{Table, row};
+
+const WORLD: usize = 2;
+
+/// Repetitions for a message of `bytes`: enough to run about a quarter of a second, at least 3.
+fn repetitions(bytes: usize) -> usize {
+    (256 * 1024 * 1024 / bytes.max(1)).clamp(3, 2000)
+}
+
+/// Seconds per copy of `bytes` over one loopback TCP connection (best of the repetitions).
+fn raw_copy(bytes: usize) -> f64 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    let reps = repetitions(bytes);
+    let reader = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; bytes];
+        for _ in 0..reps {
+            stream.read_exact(&mut buf).expect("read");
+            stream.write_all(&[1]).expect("ack");
+        }
+    });
+    let mut stream = TcpStream::connect(address).expect("connect");
+    stream.set_nodelay(true).expect("nodelay");
+    let payload = vec![7u8; bytes];
+    let mut ack = [0u8; 1];
+    let mut best = f64::MAX;
+    for _ in 0..reps {
+        let started = Instant::now();
+        stream.write_all(&payload).expect("write");
+        stream.read_exact(&mut ack).expect("ack");
+        best = best.min(started.elapsed().as_secs_f64());
+    }
+    reader.join().expect("reader");
+    best
+}
+
+/// Seconds per allreduce of `bytes` of f32 across `WORLD` ranks (best of the repetitions, slowest rank).
+fn allreduce(bytes: usize) -> f64 {
+    let secret = JobSecret::generate();
+    let coordinator = Coordinator::start(
+        "127.0.0.1:0".parse().expect("addr"),
+        WORLD,
+        secret.clone(),
+        Duration::from_secs(60),
+    )
+    .expect("coordinator");
+    let address = coordinator.address();
+    let reps = repetitions(bytes);
+    let start_line = Arc::new(Barrier::new(WORLD));
+    let ranks: Vec<_> = (0..WORLD)
+        .map(|_| {
+            let (secret, start_line) = (secret.clone(), Arc::clone(&start_line));
+            thread::spawn(move || {
+                let mut comm = Communicator::join(address, &secret, &JoinOptions::default()).expect("join");
+                let mut values = vec![1.0f32; bytes / 4];
+                let mut times = Vec::with_capacity(reps);
+                for _ in 0..reps {
+                    comm.barrier().expect("barrier");
+                    start_line.wait();
+                    let started = Instant::now();
+                    comm.allreduce_sum(&mut values).expect("allreduce");
+                    times.push(started.elapsed().as_secs_f64());
+                }
+                times
+            })
+        })
+        .collect();
+    let per_rank: Vec<Vec<f64>> = ranks.into_iter().map(|r| r.join().expect("rank")).collect();
+    let _ = coordinator.wait();
+    (0..reps)
+        .map(|i| per_rank.iter().map(|t| t[i]).fold(0.0, f64::max))
+        .fold(f64::MAX, f64::min)
+}
+
+fn main() {
+    let sizes = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
+    let mut table = Table::new();
+    table.set_titles(row![
+        "size",
+        "raw TCP copy GB/s",
+        "allreduce bus GB/s",
+        "allreduce / raw",
+        "target"
+    ]);
+    for bytes in sizes {
+        let raw = bytes as f64 / raw_copy(bytes) / 1e9;
+        let bus = bytes as f64 / allreduce(bytes) * 2.0 * (WORLD - 1) as f64 / WORLD as f64 / 1e9;
+        let label = if bytes >= 1 << 20 {
+            format!("{} MiB", bytes >> 20)
+        } else {
+            format!("{} KiB", bytes >> 10)
+        };
+        let target = if bytes >= 16 << 20 { "≥ 0.70" } else { "" };
+        table.add_row(row![
+            label,
+            format!("{raw:.2}"),
+            format!("{bus:.2}"),
+            format!("{:.2}", bus / raw),
+            target
+        ]);
+    }
+    println!("ring allreduce, N = {WORLD} ranks on loopback, f32 sum, best of the repetitions\n");
+    table.printstd();
+}

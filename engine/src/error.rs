@@ -1,0 +1,66 @@
+//! The engine's error type.
+
+use std::path::PathBuf;
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::error::DataFusionError;
+
+/// Everything that can go wrong in hearth's engine. Each message names what was wrong and where.
+#[derive(Debug, thiserror::Error)]
+pub enum HearthError {
+    /// A query failed: reading a file, or a value a stage refuses (its message names the column and value).
+    #[error(transparent)]
+    DataFusion(#[from] DataFusionError),
+    /// An Arrow kernel failed.
+    #[error(transparent)]
+    Arrow(#[from] ArrowError),
+    /// A stage was configured with a parameter it cannot use.
+    #[error("{stage}: parameter {param}: {message}")]
+    InvalidParam {
+        /// The stage's uid.
+        stage: String,
+        /// The parameter's name, as Spark spells it.
+        param: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An input column is missing or has a type the stage cannot take.
+    #[error("{stage}: column {column:?}: {message}")]
+    Schema {
+        /// The stage's uid.
+        stage: String,
+        /// The column in question.
+        column: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The data a stage was fitted on cannot be fitted (empty, negative indices, …).
+    #[error("{stage}: column {column:?}: {message}")]
+    InvalidData {
+        /// The stage's uid.
+        stage: String,
+        /// The column in question.
+        column: String,
+        /// What was found, and where.
+        message: String,
+    },
+    /// A saved pipeline could not be written or read.
+    #[error("{}: {message}", path.display())]
+    Persistence {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A master URL hearth cannot run.
+    #[error("master {master:?}: {message}")]
+    Master {
+        /// The master as given.
+        master: String,
+        /// Why it cannot be used.
+        message: String,
+    },
+}
+
+/// Result type of the engine.
+pub type Result<T, E = HearthError> = std::result::Result<T, E>;

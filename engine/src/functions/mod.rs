@@ -1,0 +1,107 @@
+//! hearth's SQL functions: the transforms of fitted stages (scalar functions taking the fitted state as
+//! literal arguments) and the aggregates that fit them. All are registered by name in every [`Session`],
+//! so they are callable from SQL and resolve on any executor.
+//!
+//! | function | role |
+//! |---|---|
+//! | `ml_vector_assemble(handle_invalid, col, ...)` | `VectorAssembler` |
+//! | `ml_standard_scale(vector, mean, std, with_mean, with_std)` | `StandardScalerModel` |
+//! | `ml_string_index(column, labels, handle_invalid)` | `StringIndexerModel` |
+//! | `ml_one_hot(index, category_size, drop_last, handle_invalid)` | `OneHotEncoderModel` |
+//! | `ml_vector_summary(vector)` (aggregate) | fits `StandardScaler` |
+//! | `ml_label_counts(column)` (aggregate) | fits `StringIndexer` |
+//! | `ml_row_uniform(seed, col, ...)` | `random_split`'s key |
+//!
+//! [`Session`]: crate::session::Session
+
+mod args;
+mod label_counts;
+mod list_state;
+mod one_hot;
+mod row_uniform;
+mod spark_string;
+mod standard_scale;
+mod string_index;
+mod vector_assemble;
+mod vector_summary;
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::logical_expr::{AggregateUDF, Expr, ScalarUDF};
+use datafusion::prelude::SessionContext;
+
+pub(crate) use args::{f64_list_literal, string_list_literal};
+pub use label_counts::LabelCountsUdaf;
+pub use one_hot::OneHotUdf;
+pub(crate) use one_hot::encoded_width;
+pub use row_uniform::RowUniformUdf;
+pub(crate) use spark_string::is_indexable;
+pub use standard_scale::StandardScaleUdf;
+pub use string_index::StringIndexUdf;
+pub use vector_assemble::VectorAssembleUdf;
+pub use vector_summary::VectorSummaryUdaf;
+
+static VECTOR_ASSEMBLE: LazyLock<Arc<ScalarUDF>> =
+    LazyLock::new(|| Arc::new(ScalarUDF::from(VectorAssembleUdf::default())));
+static STANDARD_SCALE: LazyLock<Arc<ScalarUDF>> =
+    LazyLock::new(|| Arc::new(ScalarUDF::from(StandardScaleUdf::default())));
+static STRING_INDEX: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(StringIndexUdf::default())));
+static ONE_HOT: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(OneHotUdf::default())));
+static ROW_UNIFORM: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(RowUniformUdf::default())));
+static VECTOR_SUMMARY: LazyLock<Arc<AggregateUDF>> =
+    LazyLock::new(|| Arc::new(AggregateUDF::from(VectorSummaryUdaf::default())));
+static LABEL_COUNTS: LazyLock<Arc<AggregateUDF>> =
+    LazyLock::new(|| Arc::new(AggregateUDF::from(LabelCountsUdaf::default())));
+
+/// Registers every hearth function in `ctx`, so SQL can call them by name.
+///
+/// ```
+/// use datafusion::execution::FunctionRegistry;
+///
+/// let ctx = datafusion::prelude::SessionContext::new();
+/// hearth_engine::functions::register_all(&ctx);
+/// assert!(ctx.udf("ml_string_index").is_ok());
+/// ```
+pub fn register_all(ctx: &SessionContext) {
+    for udf in [&VECTOR_ASSEMBLE, &STANDARD_SCALE, &STRING_INDEX, &ONE_HOT, &ROW_UNIFORM] {
+        ctx.register_udf(ScalarUDF::clone(udf));
+    }
+    for udaf in [&VECTOR_SUMMARY, &LABEL_COUNTS] {
+        ctx.register_udaf(AggregateUDF::clone(udaf));
+    }
+}
+
+/// `ml_vector_assemble(args...)`.
+pub(crate) fn vector_assemble(args: Vec<Expr>) -> Expr {
+    VECTOR_ASSEMBLE.call(args)
+}
+
+/// `ml_standard_scale(args...)`.
+pub(crate) fn standard_scale(args: Vec<Expr>) -> Expr {
+    STANDARD_SCALE.call(args)
+}
+
+/// `ml_string_index(args...)`.
+pub(crate) fn string_index(args: Vec<Expr>) -> Expr {
+    STRING_INDEX.call(args)
+}
+
+/// `ml_one_hot(args...)`.
+pub(crate) fn one_hot(args: Vec<Expr>) -> Expr {
+    ONE_HOT.call(args)
+}
+
+/// `ml_row_uniform(args...)`.
+pub(crate) fn row_uniform(args: Vec<Expr>) -> Expr {
+    ROW_UNIFORM.call(args)
+}
+
+/// `ml_vector_summary(vector)`.
+pub(crate) fn vector_summary(vector: Expr) -> Expr {
+    VECTOR_SUMMARY.call(vec![vector])
+}
+
+/// `ml_label_counts(column)`.
+pub(crate) fn label_counts(column: Expr) -> Expr {
+    LABEL_COUNTS.call(vec![column])
+}

@@ -1,0 +1,137 @@
+//! `ml_string_index(column, labels, handle_invalid)`: Spark's `StringIndexerModel` transform.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::Float64Array;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{HashMap, exec_err, plan_err};
+use datafusion::error::Result;
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use super::args::{as_string, as_string_list, constant, planned_constant};
+use super::spark_string::{NumericLabel, is_indexable, numeric_labels, spark_strings};
+use crate::attribute::NominalAttribute;
+use crate::params::HandleInvalid;
+
+/// The SQL name.
+pub const NAME: &str = "ml_string_index";
+
+/// Maps each value (numbers cast to strings as Spark does) to its label's position in `labels`, as a double.
+/// Under `'error'` a null or unseen value fails the query naming the column and the value; under `'keep'`
+/// (and `'skip'`, whose row filter is the transformer's job) both become `len(labels)`. The output column
+/// carries the labels as nominal attribute metadata, with `__unknown` appended under keep.
+///
+/// ```sql
+/// SELECT ml_string_index(purpose, ['radio/tv', 'new car', 'furniture'], 'keep') AS purpose_idx FROM credit
+/// ```
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct StringIndexUdf {
+    signature: Signature,
+}
+
+impl Default for StringIndexUdf {
+    fn default() -> Self {
+        Self {
+            signature: Signature::any(3, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for StringIndexUdf {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Float64)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let input = &args.arg_fields[0];
+        if !is_indexable(input.data_type()) {
+            return plan_err!(
+                "StringIndexer: column {:?} has type {}; string or numeric columns only",
+                input.name(),
+                input.data_type()
+            );
+        }
+        let field = Field::new(NAME, DataType::Float64, true);
+        let labels =
+            planned_constant(NAME, args.scalar_arguments, 1, "labels").and_then(|v| as_string_list(NAME, v, "labels"));
+        let mode = planned_constant(NAME, args.scalar_arguments, 2, "handle_invalid")
+            .and_then(|v| as_string(NAME, v, "handle_invalid"));
+        Ok(Arc::new(match (labels, mode) {
+            (Ok(mut labels), Ok(mode)) => {
+                if HandleInvalid::parse(&mode) == Some(HandleInvalid::Keep) {
+                    labels.push(NominalAttribute::UNKNOWN_LABEL.to_string());
+                }
+                NominalAttribute::new(labels).attach(field)
+            }
+            _ => field,
+        }))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let labels = as_string_list(NAME, &constant(NAME, &args.args, 1, "labels")?, "labels")?;
+        let mode = as_string(
+            NAME,
+            &constant(NAME, &args.args, 2, "handle_invalid")?,
+            "handle_invalid",
+        )?;
+        let keep = match HandleInvalid::parse(&mode) {
+            Some(HandleInvalid::Error) => false,
+            Some(HandleInvalid::Keep | HandleInvalid::Skip) => true,
+            None => return exec_err!("{NAME}: handle_invalid must be 'error', 'skip' or 'keep', got {mode:?}"),
+        };
+        let index: HashMap<&str, f64> = labels.iter().enumerate().map(|(i, l)| (l.as_str(), i as f64)).collect();
+        let unknown = labels.len() as f64;
+        let rows = args.number_rows;
+        let column = args.arg_fields[0].name();
+        let input = args.args[0].to_array(rows)?;
+        let invalid = |row: usize, found: String| {
+            exec_err!(
+                "StringIndexer: {found} in column {column:?} (row {row} of a {rows}-row batch) with \
+                 handle_invalid = \"error\"; set handle_invalid to \"skip\" or \"keep\" to handle it"
+            )
+        };
+        let mut out = Vec::with_capacity(rows);
+        if let Some(numbers) = numeric_labels(&input) {
+            // Each distinct number is turned into Spark's string once per batch.
+            let mut positions: HashMap<NumericLabel, Option<f64>> = HashMap::new();
+            for (row, value) in numbers.into_iter().enumerate() {
+                let position = value.and_then(|v| {
+                    *positions
+                        .entry(v)
+                        .or_insert_with(|| index.get(v.spark_string().as_str()).copied())
+                });
+                match (position, keep) {
+                    (Some(i), _) => out.push(i),
+                    (None, true) => out.push(unknown),
+                    (None, false) => {
+                        let found =
+                            value.map_or("null".to_string(), |v| format!("unseen label {:?}", v.spark_string()));
+                        return invalid(row, found);
+                    }
+                }
+            }
+        } else {
+            for (row, value) in spark_strings(&input)?.iter().enumerate() {
+                match (value.and_then(|label| index.get(label).copied()), keep) {
+                    (Some(i), _) => out.push(i),
+                    (None, true) => out.push(unknown),
+                    (None, false) => {
+                        let found = value.map_or("null".to_string(), |label| format!("unseen label {label:?}"));
+                        return invalid(row, found);
+                    }
+                }
+            }
+        }
+        Ok(ColumnarValue::Array(Arc::new(Float64Array::from(out))))
+    }
+}

@@ -1,0 +1,211 @@
+//! `ml_vector_summary(vector)`: count, mean and sample standard deviation of each vector slot, the aggregate a
+//! `StandardScaler` is fitted with.
+
+use std::mem::size_of;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Float64Type, Int64Type};
+use datafusion::common::cast::as_list_array;
+use datafusion::common::{ScalarValue, exec_err, plan_err};
+use datafusion::error::Result;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Signature, Volatility};
+
+use super::list_state::{list_scalar, list_type, struct_scalar};
+use crate::vector::{vector_dim, vector_values};
+
+/// The SQL name.
+pub const NAME: &str = "ml_vector_summary";
+
+/// Per-slot statistics of a vector column, accumulated in `f64` and merged with Chan's parallel formulas:
+/// `{count, mean: [..], std: [..]}`, where `std` is the corrected sample deviation (divisor `n − 1`, 0 when
+/// `n ≤ 1`), as Spark's `Summarizer`. Null vectors are not counted.
+///
+/// ```sql
+/// SELECT ml_vector_summary(features) FROM assembled
+/// ```
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct VectorSummaryUdaf {
+    signature: Signature,
+}
+
+impl Default for VectorSummaryUdaf {
+    fn default() -> Self {
+        Self {
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+fn output_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("count", DataType::Int64, false),
+        Field::new("mean", list_type(DataType::Float64), true),
+        Field::new("std", list_type(DataType::Float64), true),
+    ])
+}
+
+impl AggregateUDFImpl for VectorSummaryUdaf {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if vector_dim(&arg_types[0]).is_none() {
+            return plan_err!("StandardScaler: input must be a vector column, got {}", arg_types[0]);
+        }
+        Ok(DataType::Struct(output_fields()))
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        Ok(vec![
+            Arc::new(Field::new(format!("{}[count]", args.name), DataType::Int64, true)),
+            Arc::new(Field::new(
+                format!("{}[mean]", args.name),
+                list_type(DataType::Float64),
+                true,
+            )),
+            Arc::new(Field::new(
+                format!("{}[m2]", args.name),
+                list_type(DataType::Float64),
+                true,
+            )),
+        ])
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        let dim = vector_dim(args.expr_fields[0].data_type()).unwrap_or(0);
+        Ok(Box::new(Moments::new(dim)))
+    }
+}
+
+/// Count, mean and sum of squared deviations per slot.
+#[derive(Debug)]
+struct Moments {
+    count: i64,
+    mean: Vec<f64>,
+    m2: Vec<f64>,
+}
+
+impl Moments {
+    fn new(dim: usize) -> Self {
+        Self {
+            count: 0,
+            mean: vec![0.0; dim],
+            m2: vec![0.0; dim],
+        }
+    }
+
+    /// Chan et al.'s merge of another partial result into this one.
+    fn merge(&mut self, count: i64, mean: &[f64], m2: &[f64]) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        if mean.len() != self.mean.len() || m2.len() != self.m2.len() {
+            return exec_err!(
+                "{NAME}: partial state has {} slots, expected {}",
+                mean.len(),
+                self.mean.len()
+            );
+        }
+        let total = self.count + count;
+        let (na, nb, n) = (self.count as f64, count as f64, total as f64);
+        for j in 0..self.mean.len() {
+            let delta = mean[j] - self.mean[j];
+            self.mean[j] += delta * nb / n;
+            self.m2[j] += m2[j] + delta * delta * na * nb / n;
+        }
+        self.count = total;
+        Ok(())
+    }
+
+    fn std(&self) -> Vec<f64> {
+        let denominator = self.count as f64 - 1.0;
+        self.m2
+            .iter()
+            .map(|&m2| {
+                // As Scala's `math.max(v, 0.0)`: clamps negatives, keeps NaN (Rust's `f64::max` would drop it).
+                let variance = if denominator > 0.0 { m2 / denominator } else { 0.0 };
+                if variance < 0.0 { 0.0 } else { variance.sqrt() }
+            })
+            .collect()
+    }
+}
+
+impl Accumulator for Moments {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let dim = self.mean.len();
+        let (values, nulls) = vector_values(&values[0])?;
+        let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+        let rows = values
+            .values()
+            .chunks_exact(dim.max(1))
+            .enumerate()
+            .filter(|(i, _)| valid(*i));
+        let count = rows.clone().count();
+        if count == 0 || dim == 0 {
+            self.count += count as i64;
+            return Ok(());
+        }
+        // Two passes over the batch (mean, then squared deviations), then one merge: accurate and vectorisable.
+        let n = count as f64;
+        let mut mean = vec![0.0f64; dim];
+        for (_, row) in rows.clone() {
+            for (m, &x) in mean.iter_mut().zip(row) {
+                *m += f64::from(x);
+            }
+        }
+        mean.iter_mut().for_each(|m| *m /= n);
+        let mut m2 = vec![0.0f64; dim];
+        for (_, row) in rows {
+            for ((s, &m), &x) in m2.iter_mut().zip(&mean).zip(row) {
+                let d = f64::from(x) - m;
+                *s += d * d;
+            }
+        }
+        self.merge(count as i64, &mean, &m2)
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let counts = states[0].as_primitive::<Int64Type>();
+        let means = as_list_array(&states[1])?;
+        let m2s = as_list_array(&states[2])?;
+        for row in 0..counts.len() {
+            if counts.is_null(row) || means.is_null(row) || m2s.is_null(row) {
+                continue;
+            }
+            let mean = means.value(row);
+            let m2 = m2s.value(row);
+            self.merge(
+                counts.value(row),
+                mean.as_primitive::<Float64Type>().values(),
+                m2.as_primitive::<Float64Type>().values(),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![
+            ScalarValue::Int64(Some(self.count)),
+            list_scalar(Arc::new(Float64Array::from(self.mean.clone())))?,
+            list_scalar(Arc::new(Float64Array::from(self.m2.clone())))?,
+        ])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let count: ArrayRef = Arc::new(Int64Array::from(vec![self.count]));
+        let mean = list_scalar(Arc::new(Float64Array::from(self.mean.clone())))?.to_array()?;
+        let std = list_scalar(Arc::new(Float64Array::from(self.std())))?.to_array()?;
+        struct_scalar(output_fields(), vec![count, mean, std])
+    }
+
+    fn size(&self) -> usize {
+        size_of::<Self>() + (self.mean.capacity() + self.m2.capacity()) * size_of::<f64>()
+    }
+}

@@ -1,0 +1,44 @@
+//! hearth's vector column type: `FixedSizeList<Float32>` of a fixed dimension, Spark's dense `Vector`.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, FixedSizeListArray, Float32Array};
+use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::common::cast::{as_fixed_size_list_array, as_float32_array};
+use datafusion::error::Result;
+
+/// The Arrow type of a `dim`-dimensional vector column.
+///
+/// ```
+/// use hearth_engine::vector::{vector_dim, vector_type};
+/// assert_eq!(vector_dim(&vector_type(3)), Some(3));
+/// ```
+pub fn vector_type(dim: usize) -> DataType {
+    DataType::FixedSizeList(Arc::new(Field::new_list_field(DataType::Float32, true)), dim as i32)
+}
+
+/// The dimension of a vector type: a `FixedSizeList` of any numeric element type. `None` for other types.
+pub fn vector_dim(data_type: &DataType) -> Option<usize> {
+    match data_type {
+        DataType::FixedSizeList(item, dim) if item.data_type().is_numeric() => Some(*dim as usize),
+        _ => None,
+    }
+}
+
+/// The values of a vector array as one row-major `f32` buffer of `len × dim` values (converted when the
+/// elements are not `f32`), plus the row validity.
+pub(crate) fn vector_values(array: &ArrayRef) -> Result<(Float32Array, Option<NullBuffer>)> {
+    let list = as_fixed_size_list_array(array)?;
+    let values = cast(list.values(), &DataType::Float32)?;
+    let values = as_float32_array(&values)?.clone();
+    Ok((values, list.nulls().cloned()))
+}
+
+/// Builds a vector array from a row-major buffer of `rows × dim` values.
+pub(crate) fn vector_array(dim: usize, values: Vec<f32>, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    let item = Arc::new(Field::new_list_field(DataType::Float32, true));
+    let list = FixedSizeListArray::try_new(item, dim as i32, Arc::new(Float32Array::from(values)), nulls)?;
+    Ok(Arc::new(list))
+}

@@ -1,0 +1,71 @@
+//! What can go wrong in a collective, named by operation, rank and host.
+
+use std::io;
+use std::net::SocketAddr;
+
+/// A collective or rendezvous failure. Every variant says which operation failed on which rank and, where a
+/// peer is to blame, that peer's rank and host.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectiveError {
+    /// A peer died, stalled past the deadline, or sent something that is not the expected message.
+    #[error("{op} on rank {rank}: peer rank {peer} ({host}) {cause}")]
+    Peer {
+        /// The operation, e.g. `allreduce #12`.
+        op: String,
+        /// This rank.
+        rank: usize,
+        /// The peer's rank.
+        peer: usize,
+        /// The peer's host.
+        host: String,
+        /// What happened: closed the connection, missed the deadline, sent garbage.
+        cause: String,
+    },
+    /// The rendezvous could not complete (timeout with ranks missing, coordinator gone, …).
+    #[error("rendezvous at {coordinator}: {message}")]
+    Rendezvous {
+        /// The coordinator's address.
+        coordinator: SocketAddr,
+        /// What went wrong.
+        message: String,
+    },
+    /// A connection did not prove the job secret, or this side's proof was refused.
+    #[error("authentication with {addr} failed: {message}")]
+    Auth {
+        /// The other end.
+        addr: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The communicator failed before and its links are closed.
+    #[error("rank {rank}: the communicator is closed after an earlier failure ({first})")]
+    Closed {
+        /// This rank.
+        rank: usize,
+        /// The first failure.
+        first: String,
+    },
+    /// A local socket operation (bind, accept) failed.
+    #[error("{what}: {source}")]
+    Local {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+/// Result type of the collectives.
+pub type Result<T, E = CollectiveError> = std::result::Result<T, E>;
+
+/// How a socket error reads in a peer error.
+pub(crate) fn describe_io(error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => "missed the deadline (no data in time)".to_string(),
+        io::ErrorKind::UnexpectedEof => "closed the connection".to_string(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
+            format!("dropped the connection ({error})")
+        }
+        _ => format!("failed: {error}"),
+    }
+}

@@ -1,0 +1,18 @@
+//! Collectives for data-parallel training: a rendezvous that assigns ranks, and a ring communicator with
+//! allreduce, broadcast, allgather and barrier over authenticated TCP links, every operation bounded by a
+//! deadline.
+//!
+//! The driver starts a [`Coordinator`]; each rank calls [`Communicator::join`] with the coordinator's address
+//! and the job's [`JobSecret`]. Values travel in the machine's byte order (little-endian on every platform
+//! hearth supports).
+
+mod auth;
+mod error;
+mod rendezvous;
+mod ring;
+mod wire;
+
+pub use auth::JobSecret;
+pub use error::{CollectiveError, Result};
+pub use rendezvous::{Coordinator, Peer, Registration, register};
+pub use ring::{Communicator, JoinOptions};

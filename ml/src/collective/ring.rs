@@ -1,0 +1,588 @@
+//! The communicator: a ring of authenticated TCP links over which ranks run allreduce, broadcast, allgather
+//! and barrier.
+//!
+//! Rank `r` sends to rank `r + 1` and receives from rank `r − 1` (mod N). Allreduce is a reduce-scatter
+//! followed by an allgather (2(N − 1) steps, each moving 1/N of the buffer), and every step is pipelined in
+//! sub-chunks: a sender thread writes while the calling thread receives and reduces, so the links stay busy
+//! in both directions. Each operation starts with a header (operation, sequence number, length) that both
+//! neighbours check, so ranks that disagree about what they are doing fail instead of mixing data. Every
+//! operation has a deadline; on any failure the links are shut down, so the neighbours fail at once and the
+//! failure travels around the ring.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::ops::Range;
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
+use std::time::{Duration, Instant};
+
+use super::auth::{JobSecret, prove_as_client, prove_as_server};
+use super::error::{CollectiveError, Result, describe_io};
+use super::rendezvous::{Peer, Registration, register};
+use super::wire::{read_exact_by, read_message, write_all_by, write_message};
+
+/// Values per pipelined piece (512 KiB of `f32`).
+const PIECE: usize = 128 * 1024;
+
+/// How a rank joins the job.
+#[derive(Clone, Debug)]
+pub struct JoinOptions {
+    /// The address this rank's collective listener binds to (default `127.0.0.1`).
+    pub bind: IpAddr,
+    /// The host name reported to the coordinator (ranks are sorted by it).
+    pub host: String,
+    /// The devices reported to the coordinator.
+    pub devices: Vec<String>,
+    /// The deadline of the rendezvous and of every operation (default 60 s).
+    pub timeout: Duration,
+}
+
+impl Default for JoinOptions {
+    fn default() -> Self {
+        Self {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            host: "localhost".to_string(),
+            devices: vec!["cpu".to_string()],
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What an operation is, as written in its header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Allreduce = 1,
+    Broadcast = 2,
+    Allgather = 3,
+}
+
+impl Op {
+    fn name(code: u64) -> &'static str {
+        match code {
+            1 => "allreduce",
+            2 => "broadcast",
+            3 => "allgather",
+            _ => "an unknown operation",
+        }
+    }
+}
+
+/// How received values combine with local ones.
+#[derive(Clone, Copy)]
+enum Combine {
+    Add,
+    Replace,
+}
+
+/// One received span of the buffer: where it lands, how, and whether it is passed on to the right.
+struct Receive {
+    range: Range<usize>,
+    combine: Combine,
+    forward: bool,
+}
+
+/// A rank's handle on the job: its rank, the peer table, and the two ring links.
+///
+/// ```
+/// use std::time::Duration;
+/// use hearth_ml::collective::{Communicator, Coordinator, JobSecret, JoinOptions};
+///
+/// let secret = JobSecret::generate();
+/// let coordinator = Coordinator::start("127.0.0.1:0".parse().unwrap(), 2, secret.clone(), Duration::from_secs(30)).unwrap();
+/// let address = coordinator.address();
+/// let ranks: Vec<_> = (0..2)
+///     .map(|_| {
+///         let secret = secret.clone();
+///         std::thread::spawn(move || {
+///             let mut comm = Communicator::join(address, &secret, &JoinOptions::default()).unwrap();
+///             let mut grads = vec![comm.rank() as f32 + 1.0; 5];
+///             comm.allreduce_sum(&mut grads).unwrap();
+///             grads
+///         })
+///     })
+///     .collect();
+/// for rank in ranks {
+///     assert_eq!(rank.join().unwrap(), vec![3.0; 5]);
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Communicator {
+    rank: usize,
+    peers: Vec<Peer>,
+    left: Option<TcpStream>,
+    right: Option<TcpStream>,
+    timeout: Duration,
+    sequence: u64,
+    failure: Option<String>,
+}
+
+impl Communicator {
+    /// Registers with the coordinator at `coordinator`, learns this rank and the peers, and opens the ring
+    /// links (each authenticated with `secret`).
+    pub fn join(coordinator: SocketAddr, secret: &JobSecret, options: &JoinOptions) -> Result<Self> {
+        let listener = TcpListener::bind((options.bind, 0)).map_err(|source| CollectiveError::Local {
+            what: format!("binding the collective listener to {}", options.bind),
+            source,
+        })?;
+        let listen = listener.local_addr().map_err(|source| CollectiveError::Local {
+            what: "reading the collective listener's address".to_string(),
+            source,
+        })?;
+        let registration = Registration {
+            listen,
+            host: options.host.clone(),
+            devices: options.devices.clone(),
+        };
+        let (rank, peers) = register(coordinator, secret, &registration, options.timeout)?;
+        let mut comm = Self {
+            rank,
+            peers,
+            left: None,
+            right: None,
+            timeout: options.timeout,
+            sequence: 0,
+            failure: None,
+        };
+        if comm.world_size() > 1 {
+            let deadline = Instant::now() + options.timeout;
+            let (left, right) = std::thread::scope(|s| {
+                let accepting = s.spawn(|| comm.accept_left(&listener, secret, deadline));
+                let right = comm.connect_right(secret, deadline);
+                let left = accepting.join().unwrap_or_else(|_| {
+                    Err(CollectiveError::Local {
+                        what: "accepting the left link".to_string(),
+                        source: io::Error::other("the accepting thread panicked"),
+                    })
+                });
+                (left, right)
+            });
+            comm.left = Some(left?);
+            comm.right = Some(right?);
+        }
+        Ok(comm)
+    }
+
+    /// This rank, `0..world_size`.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of ranks.
+    pub fn world_size(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// The peer table, indexed by rank.
+    pub fn peers(&self) -> &[Peer] {
+        &self.peers
+    }
+
+    fn left_rank(&self) -> usize {
+        (self.rank + self.world_size() - 1) % self.world_size()
+    }
+
+    fn right_rank(&self) -> usize {
+        (self.rank + 1) % self.world_size()
+    }
+
+    fn host(&self, rank: usize) -> String {
+        self.peers
+            .get(rank)
+            .map_or_else(|| "unknown host".to_string(), |p| p.registration.host.clone())
+    }
+
+    fn peer_error(&self, op: &str, peer: usize, cause: String) -> CollectiveError {
+        CollectiveError::Peer {
+            op: op.to_string(),
+            rank: self.rank,
+            peer,
+            host: self.host(peer),
+            cause,
+        }
+    }
+
+    fn connect_right(&self, secret: &JobSecret, deadline: Instant) -> Result<TcpStream> {
+        let right = self.right_rank();
+        let address = self.peers[right].registration.listen;
+        let fail = |cause: String| self.peer_error("connecting the ring", right, cause);
+        let mut stream = loop {
+            match TcpStream::connect_timeout(&address, Duration::from_secs(1)) {
+                Ok(stream) => break stream,
+                Err(e) if Instant::now() < deadline => {
+                    log::debug!("rank {}: connecting to {address}: {e}; retrying", self.rank);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(fail(format!("cannot be reached at {address}: {e}"))),
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_read_timeout(Some(
+            deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1)),
+        ));
+        prove_as_client(&mut stream, secret)?;
+        write_all_by(&mut stream, &(self.rank as u64).to_le_bytes(), deadline).map_err(|e| fail(describe_io(&e)))?;
+        Ok(stream)
+    }
+
+    fn accept_left(&self, listener: &TcpListener, secret: &JobSecret, deadline: Instant) -> Result<TcpStream> {
+        let left = self.left_rank();
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| CollectiveError::Local {
+                what: "polling the collective listener".to_string(),
+                source,
+            })?;
+        loop {
+            if Instant::now() >= deadline {
+                return Err(self.peer_error("connecting the ring", left, "never connected".to_string()));
+            }
+            let (mut stream, from) = match listener.accept() {
+                Ok(accepted) => accepted,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                Err(source) => {
+                    return Err(CollectiveError::Local {
+                        what: "accepting a ring link".to_string(),
+                        source,
+                    });
+                }
+            };
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_nodelay(true);
+            let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
+            let _ = stream.set_read_timeout(Some(
+                handshake
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(1)),
+            ));
+            if let Err(e) = prove_as_server(&mut stream, secret) {
+                log::warn!("rank {}: refused a ring connection from {from}: {e}", self.rank);
+                continue;
+            }
+            let mut hello = [0u8; 8];
+            match read_exact_by(&mut stream, &mut hello, handshake) {
+                Ok(()) if u64::from_le_bytes(hello) == left as u64 => return Ok(stream),
+                Ok(()) => log::warn!(
+                    "rank {}: refused {from}: it says it is rank {}, expected rank {left}",
+                    self.rank,
+                    u64::from_le_bytes(hello)
+                ),
+                Err(e) => log::warn!("rank {}: refused {from}: {}", self.rank, describe_io(&e)),
+            }
+        }
+    }
+
+    /// Fails fast if an earlier operation failed; otherwise numbers the next operation.
+    fn start(&mut self, op: Op) -> Result<(String, u64, Instant)> {
+        if let Some(first) = &self.failure {
+            return Err(CollectiveError::Closed {
+                rank: self.rank,
+                first: first.clone(),
+            });
+        }
+        self.sequence += 1;
+        Ok((
+            format!("{} #{}", Op::name(op as u64), self.sequence),
+            self.sequence,
+            Instant::now() + self.timeout,
+        ))
+    }
+
+    /// Records the first failure and shuts both links, so the neighbours fail now rather than at their deadline.
+    fn fail(&mut self, error: CollectiveError) -> CollectiveError {
+        self.failure.get_or_insert_with(|| error.to_string());
+        for link in [&self.left, &self.right].into_iter().flatten() {
+            let _ = link.shutdown(Shutdown::Both);
+        }
+        error
+    }
+
+    /// Exchanges operation headers with both neighbours: a neighbour doing something else is garbage.
+    fn exchange_headers(&mut self, op: Op, sequence: u64, len: u64, name: &str, deadline: Instant) -> Result<()> {
+        let mut header = [0u8; 24];
+        header[..8].copy_from_slice(&(op as u64).to_le_bytes());
+        header[8..16].copy_from_slice(&sequence.to_le_bytes());
+        header[16..].copy_from_slice(&len.to_le_bytes());
+        let (left, right) = (self.left_rank(), self.right_rank());
+        let (Some(left_link), Some(right_link)) = (self.left.as_mut(), self.right.as_mut()) else {
+            return Ok(());
+        };
+        if let Err(e) = write_all_by(right_link, &header, deadline) {
+            let error = self.peer_error(name, right, describe_io(&e));
+            return Err(self.fail(error));
+        }
+        let mut theirs = [0u8; 24];
+        if let Err(e) = read_exact_by(left_link, &mut theirs, deadline) {
+            let error = self.peer_error(name, left, describe_io(&e));
+            return Err(self.fail(error));
+        }
+        if theirs != header {
+            let word = |i: usize| u64::from_le_bytes(theirs[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+            let cause = format!(
+                "sent garbage: expected {name} of {len} values, got {} #{} of {} values",
+                Op::name(word(0)),
+                word(1),
+                word(2)
+            );
+            let error = self.peer_error(name, left, cause);
+            return Err(self.fail(error));
+        }
+        Ok(())
+    }
+
+    /// Sums `values` element-wise across all ranks; every rank ends with the sum.
+    pub fn allreduce_sum(&mut self, values: &mut [f32]) -> Result<()> {
+        let n = self.world_size();
+        if n == 1 {
+            return Ok(());
+        }
+        let (name, sequence, deadline) = self.start(Op::Allreduce)?;
+        self.exchange_headers(Op::Allreduce, sequence, values.len() as u64, &name, deadline)?;
+        let chunk = |c: usize| (c * values.len() / n)..((c + 1) * values.len() / n);
+        let r = self.rank;
+        let steps = 2 * (n - 1);
+        let receives: Vec<Receive> = (0..steps)
+            .map(|t| {
+                // Reduce-scatter receives chunk r−t−1; the allgather then receives chunk r−(t−(n−1)).
+                let (c, combine) = if t < n - 1 {
+                    ((r + 2 * n - t - 1) % n, Combine::Add)
+                } else {
+                    ((r + 2 * n - (t - (n - 1))) % n, Combine::Replace)
+                };
+                Receive {
+                    range: chunk(c),
+                    combine,
+                    forward: t + 1 < steps,
+                }
+            })
+            .collect();
+        self.transfer(&name, values, Some(chunk(r)), &receives, deadline)
+    }
+
+    /// Averages `values` across ranks (sum, then divide by the world size): gradient averaging.
+    pub fn allreduce_mean(&mut self, values: &mut [f32]) -> Result<()> {
+        self.allreduce_sum(values)?;
+        let n = self.world_size() as f32;
+        values.iter_mut().for_each(|v| *v /= n);
+        Ok(())
+    }
+
+    /// Copies `values` from rank `root` to every rank.
+    pub fn broadcast(&mut self, values: &mut [f32], root: usize) -> Result<()> {
+        let n = self.world_size();
+        if n == 1 {
+            return Ok(());
+        }
+        let (name, sequence, deadline) = self.start(Op::Broadcast)?;
+        self.exchange_headers(Op::Broadcast, sequence, values.len() as u64, &name, deadline)?;
+        let position = (self.rank + n - root % n) % n;
+        let all = 0..values.len();
+        if position == 0 {
+            self.transfer(&name, values, Some(all), &[], deadline)
+        } else {
+            let receive = Receive {
+                range: all,
+                combine: Combine::Replace,
+                forward: position < n - 1,
+            };
+            self.transfer(&name, values, None, &[receive], deadline)
+        }
+    }
+
+    /// Runs one pipelined ring transfer: optionally sends `first` from `values`, then receives each span in
+    /// order from the left, combining it into `values` and forwarding it to the right where asked.
+    fn transfer(
+        &mut self,
+        name: &str,
+        values: &mut [f32],
+        first: Option<Range<usize>>,
+        receives: &[Receive],
+        deadline: Instant,
+    ) -> Result<()> {
+        let (left_rank, right_rank) = (self.left_rank(), self.right_rank());
+        let (Some(left), Some(right)) = (self.left.as_mut(), self.right.as_mut()) else {
+            return Ok(());
+        };
+        let controls = (left.try_clone(), right.try_clone());
+        let first_failure: Mutex<Option<(usize, String)>> = Mutex::new(None);
+        let shut_down = |peer: usize, cause: String| {
+            if let Ok(mut slot) = first_failure.lock() {
+                slot.get_or_insert((peer, cause));
+            }
+            for link in [&controls.0, &controls.1].into_iter().flatten() {
+                let _ = link.shutdown(Shutdown::Both);
+            }
+        };
+        std::thread::scope(|s| {
+            let (outbox, full) = Outbox::new();
+            let sender = s.spawn(|| {
+                let (full, empty) = full;
+                for (piece, len) in full {
+                    if let Err(e) = write_all_by(right, bytemuck::cast_slice(&piece[..len]), deadline) {
+                        shut_down(right_rank, describe_io(&e));
+                        return;
+                    }
+                    // Recycle the piece; once the receiving side is done nobody takes it back, and the
+                    // pieces still queued must be sent all the same.
+                    let _ = empty.send(piece);
+                }
+            });
+            let received = receive_all(left, values, first, receives, &outbox, deadline);
+            drop(outbox);
+            if let Err(e) = received {
+                shut_down(left_rank, describe_io(&e));
+            }
+            let _ = sender.join();
+        });
+        let failure = first_failure.into_inner().ok().flatten();
+        match failure {
+            None => Ok(()),
+            Some((peer, cause)) => {
+                let error = self.peer_error(name, peer, cause);
+                Err(self.fail(error))
+            }
+        }
+    }
+
+    /// Gathers one byte string from every rank, indexed by rank.
+    pub fn allgather_bytes(&mut self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let n = self.world_size();
+        if n == 1 {
+            return Ok(vec![mine.to_vec()]);
+        }
+        let (name, sequence, deadline) = self.start(Op::Allgather)?;
+        self.exchange_headers(Op::Allgather, sequence, n as u64, &name, deadline)?;
+        let (left_rank, right_rank, rank) = (self.left_rank(), self.right_rank(), self.rank);
+        let (Some(left), Some(right)) = (self.left.as_mut(), self.right.as_mut()) else {
+            return Ok(vec![mine.to_vec()]);
+        };
+        let mut gathered: Vec<Vec<u8>> = vec![Vec::new(); n];
+        gathered[rank] = mine.to_vec();
+        let outcome: std::result::Result<(), (usize, String)> = std::thread::scope(|s| {
+            let (to_sender, from_main) = sync_channel::<Vec<u8>>(n);
+            let sender = s.spawn(move || -> std::result::Result<(), String> {
+                for message in from_main {
+                    write_message(right, &message, deadline).map_err(|e| describe_io(&e))?;
+                }
+                Ok(())
+            });
+            let mut received = Ok(());
+            if to_sender.send(mine.to_vec()).is_ok() {
+                for t in 0..n - 1 {
+                    match read_message(left, deadline) {
+                        Ok(message) => {
+                            if t + 1 < n - 1 && to_sender.send(message.clone()).is_err() {
+                                break;
+                            }
+                            gathered[(rank + 2 * n - t - 1) % n] = message;
+                        }
+                        Err(e) => {
+                            received = Err((left_rank, describe_io(&e)));
+                            break;
+                        }
+                    }
+                }
+            }
+            drop(to_sender);
+            let sent = sender
+                .join()
+                .unwrap_or_else(|_| Err("the sender thread panicked".to_string()));
+            received.and(sent.map_err(|cause| (right_rank, cause)))
+        });
+        match outcome {
+            Ok(()) => Ok(gathered),
+            Err((peer, cause)) => {
+                let error = self.peer_error(&name, peer, cause);
+                Err(self.fail(error))
+            }
+        }
+    }
+
+    /// Waits until every rank has called `barrier`.
+    pub fn barrier(&mut self) -> Result<()> {
+        self.allgather_bytes(&[]).map(|_| ())
+    }
+
+    /// The smallest of every rank's `value` (how ranks agree on a number of steps).
+    pub fn min_u64(&mut self, value: u64) -> Result<u64> {
+        let all = self.allgather_bytes(&value.to_le_bytes())?;
+        Ok(all
+            .iter()
+            .map(|b| b.as_slice().try_into().map_or(0, u64::from_le_bytes))
+            .min()
+            .unwrap_or(value))
+    }
+}
+
+/// The receiving thread's side of the pipeline: pieces to fill and hand to the sender thread.
+///
+/// The queue is unbounded on purpose: the receiving thread must never wait for the sender, or every rank
+/// could end up sending while no rank reads. What it buffers is bounded by one step's chunk; pieces are
+/// recycled, so a steady state allocates nothing.
+struct Outbox {
+    full: Sender<(Vec<f32>, usize)>,
+    empty: Receiver<Vec<f32>>,
+}
+
+type SenderEnds = (Receiver<(Vec<f32>, usize)>, Sender<Vec<f32>>);
+
+impl Outbox {
+    fn new() -> (Self, SenderEnds) {
+        let (full_tx, full_rx) = channel();
+        let (empty_tx, empty_rx) = channel();
+        (
+            Self {
+                full: full_tx,
+                empty: empty_rx,
+            },
+            (full_rx, empty_tx),
+        )
+    }
+
+    /// Queues a copy of `values` (at most one piece) for sending; fails once the sender has stopped.
+    fn send(&self, values: &[f32]) -> io::Result<()> {
+        let mut piece = self.empty.try_recv().unwrap_or_else(|_| vec![0.0f32; PIECE]);
+        piece[..values.len()].copy_from_slice(values);
+        self.full
+            .send((piece, values.len()))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the sending side stopped"))
+    }
+}
+
+fn receive_all(
+    left: &mut TcpStream,
+    values: &mut [f32],
+    first: Option<Range<usize>>,
+    receives: &[Receive],
+    outbox: &Outbox,
+    deadline: Instant,
+) -> io::Result<()> {
+    if let Some(range) = first {
+        for piece in values[range].chunks(PIECE) {
+            outbox.send(piece)?;
+        }
+    }
+    let mut scratch = vec![0.0f32; PIECE];
+    for receive in receives {
+        let mut offset = receive.range.start;
+        while offset < receive.range.end {
+            let len = PIECE.min(receive.range.end - offset);
+            let incoming = &mut scratch[..len];
+            read_exact_by(left, bytemuck::cast_slice_mut(incoming), deadline)?;
+            let target = &mut values[offset..offset + len];
+            match receive.combine {
+                Combine::Add => target.iter_mut().zip(incoming.iter()).for_each(|(x, y)| *x += *y),
+                Combine::Replace => target.copy_from_slice(incoming),
+            }
+            if receive.forward {
+                outbox.send(target)?;
+            }
+            offset += len;
+        }
+    }
+    Ok(())
+}

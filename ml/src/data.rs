@@ -1,0 +1,117 @@
+//! A rank's shard of training data: Arrow record batches turned into a dense feature matrix and a label
+//! vector, one buffer copy per batch (no per-row loops).
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+
+/// Why batches cannot become a shard.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// A column is missing or has the wrong type.
+    #[error("column {column:?}: {message}")]
+    Column {
+        /// The column.
+        column: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Features `[rows × dim]` (row-major `f32`) and one label per row.
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow_array::{FixedSizeListArray, Float32Array, Float64Array, RecordBatch};
+/// use arrow_schema::{DataType, Field};
+///
+/// let item = Arc::new(Field::new_list_field(DataType::Float32, true));
+/// let features = FixedSizeListArray::try_new(item, 2, Arc::new(Float32Array::from(vec![1.0, 2.0, 3.0, 4.0])), None).unwrap();
+/// let batch = RecordBatch::try_from_iter([
+///     ("features", Arc::new(features) as _),
+///     ("label", Arc::new(Float64Array::from(vec![0.0, 1.0])) as _),
+/// ]).unwrap();
+/// let shard = hearth_ml::data::Shard::from_batches(&[batch], "features", "label").unwrap();
+/// assert_eq!((shard.rows(), shard.dim()), (2, 2));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Shard {
+    features: Vec<f32>,
+    labels: Vec<f32>,
+    dim: usize,
+}
+
+impl Shard {
+    /// A shard from a row-major feature buffer and labels.
+    pub fn new(features: Vec<f32>, labels: Vec<f32>, dim: usize) -> Result<Self, DataError> {
+        if labels.len() * dim != features.len() {
+            return Err(DataError::Column {
+                column: "features".to_string(),
+                message: format!("{} values do not make {} rows of {dim}", features.len(), labels.len()),
+            });
+        }
+        Ok(Self { features, labels, dim })
+    }
+
+    /// Gathers the `features` vector column and the numeric `label` column of every batch.
+    pub fn from_batches(batches: &[RecordBatch], features: &str, label: &str) -> Result<Self, DataError> {
+        let error = |column: &str, message: String| DataError::Column {
+            column: column.to_string(),
+            message,
+        };
+        let mut shard = Shard::default();
+        for batch in batches {
+            let vectors = batch
+                .column_by_name(features)
+                .ok_or_else(|| error(features, "no such column".to_string()))?;
+            let DataType::FixedSizeList(_, dim) = vectors.data_type() else {
+                return Err(error(
+                    features,
+                    format!("must be a vector column, got {}", vectors.data_type()),
+                ));
+            };
+            let list = vectors.as_fixed_size_list();
+            if list.null_count() > 0 {
+                return Err(error(features, format!("{} null vectors", list.null_count())));
+            }
+            shard.dim = *dim as usize;
+            let values =
+                arrow_cast::cast(list.values(), &DataType::Float32).map_err(|e| error(features, e.to_string()))?;
+            shard
+                .features
+                .extend_from_slice(values.as_primitive::<Float32Type>().values());
+            let labels = batch
+                .column_by_name(label)
+                .ok_or_else(|| error(label, "no such column".to_string()))?;
+            if labels.null_count() > 0 {
+                return Err(error(label, format!("{} null labels", labels.null_count())));
+            }
+            let labels = arrow_cast::cast(labels, &DataType::Float64).map_err(|e| error(label, e.to_string()))?;
+            shard
+                .labels
+                .extend(labels.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32));
+        }
+        Ok(shard)
+    }
+
+    /// Rows in the shard.
+    pub fn rows(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Features per row.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The row-major feature matrix.
+    pub fn features(&self) -> &[f32] {
+        &self.features
+    }
+
+    /// The labels.
+    pub fn labels(&self) -> &[f32] {
+        &self.labels
+    }
+}

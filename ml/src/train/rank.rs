@@ -1,0 +1,516 @@
+//! One rank's training loop: the same loop on every rank, kept in step by the communicator.
+//!
+//! Rank 0's initial parameters are broadcast to all. Before each epoch the ranks agree on the number of
+//! steps — the most any rank has — and a rank whose shard is exhausted (or empty) still takes part in every
+//! step with a zero contribution. Each step sums the loss over the local batch, backpropagates, and
+//! allreduces one fused buffer holding every gradient plus the step's row count, loss and correct
+//! predictions; gradients are then divided by the global row count. So N ranks with batch `b` compute
+//! exactly what one rank computes with the concatenated batch of `N·b` rows.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, Reduction, Tensor};
+
+use super::optimizer::Optimizer;
+use super::options::{DeviceChoice, Loss, TrainOptions};
+use crate::collective::{CollectiveError, Communicator};
+use crate::data::Shard;
+use crate::model::{Network, SpecError};
+use crate::random::Draws;
+
+/// Why a rank's training failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// A collective failed (a peer died, stalled or misbehaved).
+    #[error(transparent)]
+    Collective(#[from] CollectiveError),
+    /// The model spec is inconsistent.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// libtorch refused an operation.
+    #[error("rank {rank}: libtorch: {source}")]
+    Torch {
+        /// The rank.
+        rank: usize,
+        /// libtorch's error.
+        source: tch::TchError,
+    },
+    /// The shard does not fit the model or the loss.
+    #[error("rank {rank}: {message}")]
+    Data {
+        /// The rank.
+        rank: usize,
+        /// What is wrong, with the row and value.
+        message: String,
+    },
+}
+
+/// Metrics of one epoch, averaged over all ranks' rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpochStats {
+    /// Epoch number, from 1.
+    pub epoch: usize,
+    /// Mean training loss.
+    pub loss: f64,
+    /// Training accuracy (classification).
+    pub accuracy: Option<f64>,
+    /// Mean loss on the validation shards, when given.
+    pub validation_loss: Option<f64>,
+    /// Accuracy on the validation shards (classification).
+    pub validation_accuracy: Option<f64>,
+    /// The learning rate at the end of the epoch.
+    pub learning_rate: f64,
+    /// Wall-clock seconds of the epoch on this rank.
+    pub seconds: f64,
+}
+
+/// A tensor by name, on the host.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NamedTensor {
+    /// PyTorch-style name, e.g. `"0.weight"`.
+    pub name: String,
+    /// Dimensions.
+    pub shape: Vec<i64>,
+    /// Values, row-major.
+    pub values: Vec<f32>,
+}
+
+/// What is needed to resume training after an epoch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Epochs completed.
+    pub epoch: usize,
+    /// The network's tensors.
+    pub tensors: Vec<NamedTensor>,
+    /// Optimizer steps taken.
+    pub optimizer_steps: i64,
+    /// The optimizer's state tensors.
+    pub optimizer_state: Vec<NamedTensor>,
+    /// History so far.
+    pub history: Vec<EpochStats>,
+}
+
+/// What a rank reports when training ends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankReport {
+    /// The rank.
+    pub rank: usize,
+    /// Its host.
+    pub host: String,
+    /// The device it trained on.
+    pub device: String,
+    /// Rows in its shard.
+    pub rows: usize,
+    /// Steps it took part in.
+    pub steps: usize,
+    /// Per-epoch metrics (the same on every rank).
+    pub history: Vec<EpochStats>,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// The outcome on a rank: its report, and on rank 0 the trained tensors.
+#[derive(Debug)]
+pub struct RankOutcome {
+    /// The report.
+    pub report: RankReport,
+    /// The final network tensors (rank 0 only).
+    pub tensors: Option<Vec<NamedTensor>>,
+}
+
+/// The device for this rank: its index among the ranks on its host picks the GPU.
+fn pick_device(choice: &DeviceChoice, local_rank: usize) -> Device {
+    let gpus = tch::Cuda::device_count().max(0) as usize;
+    match choice {
+        DeviceChoice::Cpu => Device::Cpu,
+        DeviceChoice::Cuda(Some(i)) if *i < gpus => Device::Cuda(*i),
+        DeviceChoice::Cuda(_) | DeviceChoice::Auto if gpus > 0 => Device::Cuda(local_rank % gpus),
+        _ => Device::Cpu,
+    }
+}
+
+fn device_name(device: Device) -> String {
+    match device {
+        Device::Cuda(i) => format!("cuda:{i}"),
+        _ => "cpu".to_string(),
+    }
+}
+
+/// Host copies of tensors, by name.
+fn to_host(named: &[(String, Tensor)]) -> Result<Vec<NamedTensor>, tch::TchError> {
+    named
+        .iter()
+        .map(|(name, t)| {
+            let flat = t
+                .f_to_device(Device::Cpu)?
+                .f_to_kind(Kind::Float)?
+                .f_contiguous()?
+                .f_view([-1])?;
+            Ok(NamedTensor {
+                name: name.clone(),
+                shape: t.size(),
+                values: Vec::<f32>::try_from(&flat)?,
+            })
+        })
+        .collect()
+}
+
+/// Trains on `shard` with the other ranks of `comm`; `validation` is this rank's validation shard, `resume`
+/// a checkpoint to start from, and `on_epoch` receives a checkpoint after every epoch (on rank 0).
+pub fn train_rank(
+    shard: &Shard,
+    validation: Option<&Shard>,
+    options: &TrainOptions,
+    comm: &mut Communicator,
+    resume: Option<&Checkpoint>,
+    on_epoch: &mut dyn FnMut(&Checkpoint),
+) -> Result<RankOutcome, TrainError> {
+    let started = Instant::now();
+    let rank = comm.rank();
+    let world = comm.world_size();
+    let torch = |source: tch::TchError| TrainError::Torch { rank, source };
+    let host = comm.peers()[rank].registration.host.clone();
+    let local_ranks: Vec<usize> = comm
+        .peers()
+        .iter()
+        .filter(|p| p.registration.host == host)
+        .map(|p| p.rank)
+        .collect();
+    let local_rank = local_ranks.iter().position(|&r| r == rank).unwrap_or(0);
+    let device = pick_device(&options.device, local_rank);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    tch::set_num_threads(options.threads.unwrap_or((cores / local_ranks.len().max(1)).max(1)) as i32);
+
+    let inputs = options.model.input_features();
+    let outputs = options.model.outputs()?;
+    check_shard(rank, "training", shard, inputs, outputs, options.loss)?;
+    if let Some(v) = validation {
+        check_shard(rank, "validation", v, inputs, outputs, options.loss)?;
+    }
+    let network = Network::new(&options.model, device, options.seed)?;
+    let named = network.named_tensors();
+    let parameters = network.parameters();
+    let mut optimizer = Optimizer::new(
+        options.optimizer.clone(),
+        parameters.iter().map(Tensor::shallow_clone).collect(),
+    );
+    let mut history = Vec::new();
+    let mut first_epoch = 0;
+    if let Some(checkpoint) = resume {
+        load_named(&named, &checkpoint.tensors).map_err(torch)?;
+        let state: Vec<Tensor> = checkpoint
+            .optimizer_state
+            .iter()
+            .map(|t| Tensor::from_slice(&t.values).view(t.shape.as_slice()).to_device(device))
+            .collect();
+        optimizer.restore(checkpoint.optimizer_steps, &state);
+        history = checkpoint.history.clone();
+        first_epoch = checkpoint.epoch;
+    }
+    broadcast_tensors(comm, &named).map_err(|e| match e {
+        Fused::Collective(e) => TrainError::Collective(e),
+        Fused::Torch(e) => torch(e),
+    })?;
+
+    let features = Tensor::from_slice(shard.features()).view([shard.rows() as i64, inputs as i64]);
+    let labels = Tensor::from_slice(shard.labels());
+    let class_weights = options
+        .class_weights
+        .as_ref()
+        .map(|w| Tensor::from_slice(w).to_kind(Kind::Float).to_device(device));
+    let batch = options.batch_size.max(1);
+    let numel: usize = parameters.iter().map(|p| p.numel()).sum();
+    let mut fused = vec![0f32; numel + 3];
+    let mut steps_taken = 0;
+    for epoch in first_epoch..options.epochs {
+        let epoch_started = Instant::now();
+        let mut order: Vec<i64> = (0..shard.rows() as i64).collect();
+        let mut draws = Draws::for_rank(options.seed, rank, epoch);
+        if options.shuffle {
+            draws.shuffle(&mut order);
+        }
+        let local_steps = shard.rows().div_ceil(batch) as u64;
+        let steps = u64::MAX - comm.min_u64(u64::MAX - local_steps)?;
+        let (mut rows_seen, mut loss_sum, mut correct) = (0.0f64, 0.0f64, 0.0f64);
+        let mut lr = options.learning_rate(epoch as f64, world);
+        for step in 0..steps as usize {
+            lr = options.learning_rate(epoch as f64 + step as f64 / steps.max(1) as f64, world);
+            optimizer.zero_grad();
+            let start = step * batch;
+            let mut local = [0f32; 3];
+            if start < order.len() {
+                let end = (start + batch).min(order.len());
+                let index = Tensor::from_slice(&order[start..end]);
+                let x = features.index_select(0, &index).to_device(device);
+                let y = labels.index_select(0, &index).to_device(device);
+                let mixup = options.mixup_alpha.filter(|a| *a > 0.0).map(|alpha| {
+                    let lambda = draws.beta(alpha);
+                    let mut permutation: Vec<i64> = (0..(end - start) as i64).collect();
+                    draws.shuffle(&mut permutation);
+                    (lambda, Tensor::from_slice(&permutation).to_device(device))
+                });
+                let (loss, hits) = match &mixup {
+                    None => {
+                        let logits = network.forward(&x, true).map_err(torch)?;
+                        (
+                            loss_of(options.loss, &logits, &y, class_weights.as_ref()),
+                            hits_of(options.loss, &logits, &y),
+                        )
+                    }
+                    Some((lambda, permutation)) => {
+                        let mixed = &x * *lambda + x.index_select(0, permutation) * (1.0 - lambda);
+                        let logits = network.forward(&mixed, true).map_err(torch)?;
+                        let other = y.index_select(0, permutation);
+                        let loss = loss_of(options.loss, &logits, &y, class_weights.as_ref()) * *lambda
+                            + loss_of(options.loss, &logits, &other, class_weights.as_ref()) * (1.0 - lambda);
+                        (loss, hits_of(options.loss, &logits, &y))
+                    }
+                };
+                loss.backward();
+                local = [(end - start) as f32, loss.double_value(&[]) as f32, hits as f32];
+            }
+            fuse_gradients(&parameters, &mut fused, local).map_err(torch)?;
+            comm.allreduce_sum(&mut fused)?;
+            let [count, step_loss, step_correct] = [fused[numel], fused[numel + 1], fused[numel + 2]];
+            if count > 0.0 {
+                fused[..numel].iter_mut().for_each(|g| *g /= count);
+                unfuse_gradients(&parameters, &fused[..numel]).map_err(torch)?;
+                optimizer.step(lr);
+            }
+            rows_seen += f64::from(count);
+            loss_sum += f64::from(step_loss);
+            correct += f64::from(step_correct);
+            steps_taken += 1;
+        }
+        let classification = options.loss != Loss::MeanSquaredError;
+        let (validation_loss, validation_accuracy) = match validation {
+            Some(v) => {
+                let (l, a) = evaluate(comm, &network, v, options, class_weights.as_ref()).map_err(|e| match e {
+                    Fused::Collective(e) => TrainError::Collective(e),
+                    Fused::Torch(e) => torch(e),
+                })?;
+                (Some(l), a.filter(|_| classification))
+            }
+            None => (None, None),
+        };
+        history.push(EpochStats {
+            epoch: epoch + 1,
+            loss: if rows_seen > 0.0 {
+                loss_sum / rows_seen
+            } else {
+                f64::NAN
+            },
+            accuracy: (classification && rows_seen > 0.0).then(|| correct / rows_seen),
+            validation_loss,
+            validation_accuracy,
+            learning_rate: lr,
+            seconds: epoch_started.elapsed().as_secs_f64(),
+        });
+        if rank == 0 {
+            let (optimizer_steps, state) = optimizer.state();
+            let state_named: Vec<(String, Tensor)> = state
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| (format!("state.{i}"), t))
+                .collect();
+            let checkpoint = Checkpoint {
+                epoch: epoch + 1,
+                tensors: to_host(&named).map_err(torch)?,
+                optimizer_steps,
+                optimizer_state: to_host(&state_named).map_err(torch)?,
+                history: history.clone(),
+            };
+            on_epoch(&checkpoint);
+        }
+    }
+    let tensors = if rank == 0 {
+        Some(to_host(&named).map_err(torch)?)
+    } else {
+        None
+    };
+    Ok(RankOutcome {
+        report: RankReport {
+            rank,
+            host,
+            device: device_name(device),
+            rows: shard.rows(),
+            steps: steps_taken,
+            history,
+            seconds: started.elapsed().as_secs_f64(),
+        },
+        tensors,
+    })
+}
+
+/// Checks labels and widths before any step, naming the row and value.
+fn check_shard(
+    rank: usize,
+    what: &str,
+    shard: &Shard,
+    inputs: usize,
+    outputs: usize,
+    loss: Loss,
+) -> Result<(), TrainError> {
+    let error = |message: String| TrainError::Data { rank, message };
+    if shard.rows() > 0 && shard.dim() != inputs {
+        return Err(error(format!(
+            "{what} features have {} values per row; the model takes {inputs}",
+            shard.dim()
+        )));
+    }
+    for (row, &label) in shard.labels().iter().enumerate() {
+        let valid = match loss {
+            Loss::SoftmaxCrossEntropy => label >= 0.0 && label.fract() == 0.0 && (label as usize) < outputs,
+            Loss::BinaryCrossEntropy => label == 0.0 || label == 1.0,
+            Loss::MeanSquaredError => label.is_finite(),
+        };
+        if !valid {
+            return Err(error(format!(
+                "{what} row {row}: label {label} does not fit a {loss:?} loss with {outputs} outputs"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The summed loss of a batch.
+fn loss_of(loss: Loss, logits: &Tensor, labels: &Tensor, class_weights: Option<&Tensor>) -> Tensor {
+    match loss {
+        Loss::SoftmaxCrossEntropy => logits.log_softmax(-1, Kind::Float).g_nll_loss(
+            &labels.to_kind(Kind::Int64),
+            class_weights,
+            Reduction::Sum,
+            -100,
+        ),
+        Loss::BinaryCrossEntropy => {
+            let sample_weights = class_weights.map(|w| w.index_select(0, &labels.to_kind(Kind::Int64)));
+            logits.view([-1]).binary_cross_entropy_with_logits(
+                labels,
+                sample_weights.as_ref(),
+                None::<&Tensor>,
+                Reduction::Sum,
+            )
+        }
+        Loss::MeanSquaredError => logits.view([-1]).mse_loss(labels, Reduction::Sum),
+    }
+}
+
+/// Correct predictions in a batch (0 for regression).
+fn hits_of(loss: Loss, logits: &Tensor, labels: &Tensor) -> i64 {
+    match loss {
+        Loss::SoftmaxCrossEntropy => logits
+            .argmax(-1, false)
+            .eq_tensor(&labels.to_kind(Kind::Int64))
+            .sum(Kind::Int64)
+            .int64_value(&[]),
+        Loss::BinaryCrossEntropy => logits
+            .view([-1])
+            .gt(0.0)
+            .eq_tensor(&labels.gt(0.5))
+            .sum(Kind::Int64)
+            .int64_value(&[]),
+        Loss::MeanSquaredError => 0,
+    }
+}
+
+/// A failure inside a fused host transfer.
+enum Fused {
+    Collective(CollectiveError),
+    Torch(tch::TchError),
+}
+
+/// Copies every gradient into `fused` (zeros where a parameter has none) followed by `extra`.
+fn fuse_gradients(parameters: &[Tensor], fused: &mut [f32], extra: [f32; 3]) -> Result<(), tch::TchError> {
+    let mut offset = 0;
+    for p in parameters {
+        let n = p.numel();
+        let grad = p.grad();
+        if grad.defined() {
+            let host = grad.f_to_device(Device::Cpu)?.f_contiguous()?.f_view([-1])?;
+            host.f_copy_data(&mut fused[offset..offset + n], n)?;
+        } else {
+            fused[offset..offset + n].fill(0.0);
+        }
+        offset += n;
+    }
+    fused[offset..offset + 3].copy_from_slice(&extra);
+    Ok(())
+}
+
+/// Writes averaged gradients back into each parameter's gradient.
+fn unfuse_gradients(parameters: &[Tensor], averaged: &[f32]) -> Result<(), tch::TchError> {
+    let mut offset = 0;
+    for p in parameters {
+        let n = p.numel();
+        let mut grad = p.grad();
+        let values = Tensor::f_from_slice(&averaged[offset..offset + n])?.f_view(p.size().as_slice())?;
+        if grad.defined() {
+            tch::no_grad(|| grad.f_copy_(&values.f_to_device(p.device())?))?;
+        }
+        offset += n;
+    }
+    Ok(())
+}
+
+/// Rank 0's tensors to every rank (parameters and batch-norm statistics alike).
+fn broadcast_tensors(comm: &mut Communicator, named: &[(String, Tensor)]) -> Result<(), Fused> {
+    if comm.world_size() == 1 {
+        return Ok(());
+    }
+    let host = to_host(named).map_err(Fused::Torch)?;
+    let mut flat: Vec<f32> = host.iter().flat_map(|t| t.values.iter().copied()).collect();
+    comm.broadcast(&mut flat, 0).map_err(Fused::Collective)?;
+    let mut offset = 0;
+    let received: Vec<NamedTensor> = host
+        .into_iter()
+        .map(|t| {
+            let n = t.values.len();
+            let values = flat[offset..offset + n].to_vec();
+            offset += n;
+            NamedTensor { values, ..t }
+        })
+        .collect();
+    load_named(named, &received).map_err(Fused::Torch)
+}
+
+/// Copies host values into the network's tensors, by name.
+fn load_named(named: &[(String, Tensor)], values: &[NamedTensor]) -> Result<(), tch::TchError> {
+    tch::no_grad(|| {
+        for (name, tensor) in named {
+            if let Some(source) = values.iter().find(|v| &v.name == name) {
+                let mut target = tensor.shallow_clone();
+                let value = Tensor::f_from_slice(&source.values)?.f_view(source.shape.as_slice())?;
+                target.f_copy_(&value.f_to_device(tensor.device())?.f_to_kind(tensor.kind())?)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Mean loss and accuracy over every rank's validation shard.
+fn evaluate(
+    comm: &mut Communicator,
+    network: &Network,
+    shard: &Shard,
+    options: &TrainOptions,
+    class_weights: Option<&Tensor>,
+) -> Result<(f64, Option<f64>), Fused> {
+    let mut totals = [0f32; 3];
+    if shard.rows() > 0 {
+        let device = network.device();
+        let x = Tensor::from_slice(shard.features())
+            .view([shard.rows() as i64, shard.dim() as i64])
+            .to_device(device);
+        let y = Tensor::from_slice(shard.labels()).to_device(device);
+        let logits = tch::no_grad(|| network.forward(&x, false)).map_err(Fused::Torch)?;
+        totals = [
+            shard.rows() as f32,
+            tch::no_grad(|| loss_of(options.loss, &logits, &y, class_weights)).double_value(&[]) as f32,
+            hits_of(options.loss, &logits, &y) as f32,
+        ];
+    }
+    comm.allreduce_sum(&mut totals).map_err(Fused::Collective)?;
+    let rows = f64::from(totals[0]).max(1.0);
+    Ok((f64::from(totals[1]) / rows, Some(f64::from(totals[2]) / rows)))
+}

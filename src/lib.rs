@@ -1,0 +1,39 @@
+//! # hearth
+//!
+//! Spark-style dataframe ML pipelines in one native binary: DataFusion reads and preprocesses the data with
+//! Spark MLlib's exact semantics, and libtorch trains the model.
+//!
+//! Everything a pipeline author writes comes from [`prelude`]:
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! use hearth::prelude::*;
+//!
+//! let session = Session::new("local[2]").unwrap();
+//! let df = session.sql("SELECT * FROM (VALUES ('a', 1.0), ('b', 2.0), ('a', 3.0)) AS t(c, x)").await.unwrap();
+//! let (model, scaled) = Pipeline::new()
+//!     .stage(StringIndexer::new().input_col("c").output_col("c_idx"))
+//!     .stage(VectorAssembler::new().input_cols(["c_idx", "x"]).output_col("features"))
+//!     .stage(StandardScaler::new().input_col("features").output_col("scaled"))
+//!     .fit_transform(&df)
+//!     .await
+//!     .unwrap();
+//! assert_eq!(model.stages().len(), 3);
+//! assert_eq!(scaled.count().await.unwrap(), 3);
+//! # });
+//! ```
+
+pub use hearth_engine as engine;
+pub use hearth_ml as ml;
+
+pub mod datasets;
+
+/// What a pipeline author writes.
+pub mod prelude {
+    pub use hearth_engine::prelude::*;
+}
+
+/// The README's Rust examples, compiled and run as doctests so the README stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,253 @@
+//! Bad input never panics: each mistake gives an error naming what was wrong and where.
+
+use std::io::Write;
+
+use datafusion::arrow::datatypes::DataType;
+use hearth::engine::read::schema_of;
+use hearth::prelude::*;
+
+use crate::common::*;
+
+async fn credit(session: &Session) -> DataFrame {
+    session
+        .read_csv(dataset("german_credit/credit-g.csv"), &CsvOptions::new())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_missing_column_is_named_with_the_columns_there_are() {
+    let session = Session::local(2);
+    let df = credit(&session).await;
+    let error = StringIndexer::new()
+        .input_col("purpos")
+        .output_col("i")
+        .fit(&df)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("column \"purpos\": no such column") && error.contains("\"purpose\""),
+        "{error}"
+    );
+    let error = VectorAssembler::new()
+        .input_cols(["age", "agee"])
+        .output_col("f")
+        .transform(&df)
+        .unwrap_err();
+    assert!(error.to_string().contains("column \"agee\""), "{error}");
+}
+
+#[tokio::test]
+async fn a_wrong_type_is_named_with_the_column() {
+    let session = Session::local(2);
+    let df = credit(&session).await;
+    let error = VectorAssembler::new()
+        .input_cols(["age", "purpose"])
+        .output_col("f")
+        .transform(&df)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("column \"purpose\": data type Utf8"),
+        "{error}"
+    );
+    let error = StandardScaler::new()
+        .input_col("age")
+        .output_col("s")
+        .fit(&df)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("column \"age\": must be a vector column"),
+        "{error}"
+    );
+    let error = OneHotEncoder::new()
+        .input_col("purpose")
+        .output_col("v")
+        .fit(&df)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("column \"purpose\": has type Utf8"),
+        "{error}"
+    );
+    let assembled = VectorAssembler::new()
+        .input_cols(["age"])
+        .output_col("f")
+        .transform(&df)
+        .unwrap();
+    let error = StringIndexer::new()
+        .input_col("f")
+        .output_col("i")
+        .fit(&assembled)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("column \"f\": has type FixedSizeList"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_existing_output_column_is_refused() {
+    let session = Session::local(1);
+    let df = credit(&session).await;
+    let error = VectorAssembler::new()
+        .input_cols(["age"])
+        .output_col("duration")
+        .transform(&df)
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("column \"duration\": output column already exists"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn null_and_nan_under_error_name_the_column_and_row() {
+    let session = Session::local(1);
+    let columns = serde_json::json!([
+        {"name": "x", "type": "double", "values": [1.0, "NaN", 3.0]},
+        {"name": "c", "type": "string", "values": ["a", "b", null]},
+    ]);
+    let df = frame(&session, &columns);
+    let nan = VectorAssembler::new()
+        .input_cols(["x"])
+        .output_col("f")
+        .transform(&df)
+        .unwrap();
+    let error = query_error(nan).await;
+    assert!(
+        error.contains("NaN in column \"x\" (row 1 of a 3-row batch)"),
+        "{error}"
+    );
+    let model = StringIndexer::new()
+        .input_col("c")
+        .output_col("i")
+        .fit(&df)
+        .await
+        .unwrap();
+    let error = query_error(model.transform(&df).unwrap()).await;
+    assert!(
+        error.contains("null in column \"c\" (row 2 of a 3-row batch)"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_csv_row_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.csv");
+    let mut file = std::fs::File::create(&path).unwrap();
+    writeln!(file, "a,b\n1,2\n3,4\n5,6,7\n").unwrap();
+    let session = Session::local(1);
+    let df = session.read_csv(&path, &CsvOptions::new()).await;
+    let error = match df {
+        Ok(df) => query_error(df).await,
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("line 4") || error.contains("line: 4"), "{error}");
+
+    let typed = schema_of(&[("a", DataType::Int64), ("b", DataType::Int64)]);
+    std::fs::write(&path, "a,b\n1,2\nx,4\n").unwrap();
+    let df = session.read_csv(&path, &CsvOptions::new().schema(typed)).await.unwrap();
+    let error = query_error(df).await;
+    assert!(error.contains("'x'") && error.contains("line 2"), "{error}");
+}
+
+#[tokio::test]
+async fn an_empty_input_cannot_be_fitted() {
+    let session = Session::local(2);
+    let df = credit(&session).await.filter(datafusion::prelude::lit(false)).unwrap();
+    let assembled = VectorAssembler::new()
+        .input_cols(["age"])
+        .output_col("f")
+        .transform(&df)
+        .unwrap();
+    let error = StandardScaler::new()
+        .input_col("f")
+        .output_col("s")
+        .fit(&assembled)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("column \"f\": cannot fit on an empty input"),
+        "{error}"
+    );
+    let error = OneHotEncoder::new()
+        .input_col("age")
+        .output_col("v")
+        .fit(&df)
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("column \"age\": cannot fit on an empty input"),
+        "{error}"
+    );
+    let error = StringIndexer::new()
+        .input_col("purpose")
+        .output_col("i")
+        .fit(&df)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("column \"purpose\": no labels"), "{error}");
+}
+
+#[tokio::test]
+async fn bad_parameters_and_files_are_named() {
+    let error = OneHotEncoder::new()
+        .input_col("x")
+        .handle_invalid(HandleInvalid::Skip)
+        .fit(&Session::local(1).sql("SELECT 1.0 AS x").await.unwrap())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("parameter handleInvalid"), "{error}");
+    let error = StringIndexer::new()
+        .input_cols(["a", "b"])
+        .output_cols(["i"])
+        .fit(&Session::local(1).sql("SELECT 'x' AS a, 'y' AS b").await.unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("2 input columns but 1 output columns"),
+        "{error}"
+    );
+    let error = Session::local(1)
+        .read_csv("no/such/file.csv", &CsvOptions::new())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("no/such/file.csv: no such file"), "{error}");
+    let error = Session::new("local[x]").unwrap_err();
+    assert!(error.to_string().contains("master \"local[x]\""), "{error}");
+    let error = Session::new("yarn").unwrap_err();
+    assert!(error.to_string().contains("unknown master"), "{error}");
+}
+
+#[tokio::test]
+async fn a_broken_pipeline_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pipeline.json");
+    std::fs::write(&file, "{ not json").unwrap();
+    let error = Pipeline::load(&file).unwrap_err().to_string();
+    assert!(error.contains("pipeline.json: not JSON"), "{error}");
+    std::fs::write(
+        &file,
+        r#"{"format": "Pipeline", "version": 99, "uid": "p", "stages": []}"#,
+    )
+    .unwrap();
+    let error = Pipeline::load(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("format version 99"), "{error}");
+    std::fs::write(
+        &file,
+        r#"{"format": "Pipeline", "version": 1, "uid": "p", "stages": [{"class": "Nope"}]}"#,
+    )
+    .unwrap();
+    let error = Pipeline::load(&file).unwrap_err().to_string();
+    assert!(error.contains("pipeline.json"), "{error}");
+    let error = PipelineModel::load(dir.path().join("missing")).unwrap_err().to_string();
+    assert!(error.contains("missing"), "{error}");
+}

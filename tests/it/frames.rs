@@ -1,0 +1,123 @@
+//! Sessions, reading files, and Spark's data frame operations.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::logical_expr::ident;
+use datafusion::prelude::{col, lit};
+use hearth::engine::read::schema_of;
+use hearth::prelude::*;
+
+use crate::common::*;
+
+#[test]
+fn masters_parse_as_spark_writes_them() {
+    assert_eq!("local[3]".parse::<Master>().unwrap(), Master::Local { partitions: 3 });
+    assert!(matches!("local".parse::<Master>().unwrap(), Master::Local { partitions } if partitions >= 1));
+    assert!(matches!("local[*]".parse::<Master>().unwrap(), Master::Local { .. }));
+    assert_eq!(Session::new("local[3]").unwrap().partitions(), 3);
+    assert_eq!(Session::local(2).master().to_string(), "local[2]");
+}
+
+#[tokio::test]
+async fn csv_options_header_schema_nulls_and_gzip() {
+    let session = Session::local(2);
+    let digits = session
+        .read_csv(
+            dataset("sklearn_digits/digits.csv.gz"),
+            &CsvOptions::new().header(false),
+        )
+        .await
+        .unwrap();
+    assert_eq!(digits.schema().fields().len(), 65);
+    assert_eq!(digits.clone().count().await.unwrap(), 1797);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("people.csv");
+    std::fs::write(&path, "name;age\nann;34\nbob;?\n;NaN\n").unwrap();
+    let options = CsvOptions::new()
+        .delimiter(b';')
+        .null_value("?")
+        .schema(schema_of(&[("name", DataType::Utf8), ("age", DataType::Float64)]));
+    let people = session.read_csv(&path, &options).await.unwrap();
+    let ages = doubles(&people, "age").await;
+    assert_eq!(ages[0], Some(34.0));
+    assert_eq!(ages[1], None);
+    assert!(ages[2].unwrap().is_nan());
+
+    let strings = session
+        .read_csv(&path, &CsvOptions::new().delimiter(b';').infer_schema(false))
+        .await
+        .unwrap();
+    assert_eq!(
+        strings.schema().field_with_unqualified_name("age").unwrap().data_type(),
+        &DataType::Utf8
+    );
+}
+
+#[tokio::test]
+async fn parquet_round_trip() {
+    let session = Session::local(2);
+    let credit = session
+        .read_csv(dataset("german_credit/credit-g.csv"), &CsvOptions::new())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("credit.parquet");
+    credit
+        .write_parquet(path.to_str().unwrap(), Default::default(), None)
+        .await
+        .unwrap();
+    let back = session.read_parquet(&path).await.unwrap();
+    assert_eq!(back.count().await.unwrap(), 1000);
+}
+
+#[tokio::test]
+async fn random_split_is_deterministic_for_a_seed_under_any_partitioning() {
+    let query = "SELECT x, x % 7 AS y FROM generate_series(1, 10000) AS t(x)";
+    let mut sizes = Vec::new();
+    for partitions in [1, 4] {
+        let session = Session::local(partitions);
+        let df = session.sql(query).await.unwrap();
+        let parts = df.random_split(&[3.0, 1.0], 7).unwrap();
+        let train = doubles(&parts[0].clone().sort(vec![col("x").sort(true, true)]).unwrap(), "x").await;
+        let test = parts[1].clone().count().await.unwrap();
+        assert_eq!(train.len() + test, 10000);
+        assert!((7200..7800).contains(&train.len()), "{}", train.len());
+        sizes.push(train);
+    }
+    assert_eq!(
+        sizes[0], sizes[1],
+        "the same rows go to training under local[1] and local[4]"
+    );
+
+    let session = Session::local(2);
+    let df = session.sql(query).await.unwrap();
+    let other_seed = df.random_split(&[3.0, 1.0], 8).unwrap()[0]
+        .clone()
+        .count()
+        .await
+        .unwrap();
+    assert_ne!(other_seed, sizes[0].len());
+    assert!(df.random_split(&[1.0, -1.0], 1).is_err());
+    assert!(df.random_split(&[], 1).is_err());
+}
+
+#[tokio::test]
+async fn repartition_rows_gives_exactly_n_even_partitions() {
+    let session = Session::local(2);
+    let df = session
+        .sql("SELECT x FROM generate_series(1, 3000) AS t(x)")
+        .await
+        .unwrap();
+    let spread = df.repartition_rows(3).unwrap();
+    let plan = spread.clone().create_physical_plan().await.unwrap();
+    let partitions = datafusion::physical_plan::collect_partitioned(plan, session.context().task_ctx())
+        .await
+        .unwrap();
+    assert_eq!(partitions.len(), 3);
+    for part in &partitions {
+        let rows: usize = part.iter().map(|b| b.num_rows()).sum();
+        assert!((800..1200).contains(&rows), "{rows}");
+    }
+    let total = spread.filter(ident("x").gt(lit(0))).unwrap().count().await.unwrap();
+    assert_eq!(total, 3000);
+}

@@ -1,0 +1,10 @@
+//! hearth's integration tests: one binary (each test binary re-links DataFusion and libtorch).
+
+mod collectives;
+mod common;
+mod errors;
+mod evaluators;
+mod frames;
+mod parity;
+mod pipelines;
+mod training;

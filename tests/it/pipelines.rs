@@ -1,0 +1,186 @@
+//! Pipelines: Spark's fit rule, persistence as JSON, definition in a file, and the SQL functions.
+
+use datafusion::logical_expr::ident;
+use hearth::prelude::*;
+
+use crate::common::*;
+
+async fn credit(session: &Session) -> DataFrame {
+    session
+        .read_csv(dataset("german_credit/credit-g.csv"), &CsvOptions::new())
+        .await
+        .unwrap()
+}
+
+fn credit_pipeline() -> Pipeline {
+    Pipeline::new()
+        .stage(
+            StringIndexer::new()
+                .input_cols(["purpose", "housing"])
+                .output_cols(["p_idx", "h_idx"]),
+        )
+        .stage(
+            OneHotEncoder::new()
+                .input_cols(["p_idx", "h_idx"])
+                .output_cols(["p_vec", "h_vec"]),
+        )
+        .stage(
+            VectorAssembler::new()
+                .input_cols(["p_vec", "h_vec", "age", "duration"])
+                .output_col("raw"),
+        )
+        .stage(StandardScaler::new().input_col("raw").output_col("features"))
+}
+
+#[tokio::test]
+async fn stages_after_the_last_estimator_are_not_fitted() {
+    let session = Session::local(2);
+    let df = credit(&session).await;
+    let assembler = VectorAssembler::new().input_cols(["age"]).output_col("f");
+    let model = Pipeline::new()
+        .stage(StringIndexer::new().input_col("purpose").output_col("p"))
+        .stage(assembler.clone())
+        .fit(&df)
+        .await
+        .unwrap();
+    assert!(matches!(&model.stages()[0], FittedStage::StringIndexerModel(_)));
+    assert_eq!(model.stages()[1], FittedStage::VectorAssembler(assembler));
+
+    let identity = Pipeline::new().fit(&df).await.unwrap();
+    assert!(identity.stages().is_empty());
+    assert_eq!(identity.transform(&df).unwrap().schema(), df.schema());
+}
+
+#[tokio::test]
+async fn fit_transform_equals_fit_then_transform_with_or_without_caching() {
+    let session = Session::local(2);
+    let df = credit(&session).await;
+    let (model, fitted_output) = credit_pipeline().fit_transform(&df).await.unwrap();
+    let uncached = credit_pipeline().cache_input(false).fit(&df).await.unwrap();
+    let direct = vectors(&model.transform(&df).unwrap(), "features").await;
+    assert_eq!(vectors(&fitted_output, "features").await, direct);
+    assert_eq!(vectors(&uncached.transform(&df).unwrap(), "features").await, direct);
+}
+
+#[tokio::test]
+async fn a_fitted_pipeline_round_trips_through_readable_json() {
+    let session = Session::local(2);
+    let df = credit(&session).await;
+    let model = credit_pipeline().fit(&df).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    model.save(dir.path()).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("pipeline.json")).unwrap();
+    assert!(
+        text.contains("\"class\": \"StringIndexerModel\"") && text.contains("\"radio/tv\""),
+        "{text}"
+    );
+    assert!(text.contains("\"format\": \"PipelineModel\"") && text.contains("\"version\": 1"));
+    let loaded = PipelineModel::load(dir.path()).unwrap();
+    assert_eq!(loaded, model);
+    assert_eq!(
+        vectors(&loaded.transform(&df).unwrap(), "features").await,
+        vectors(&model.transform(&df).unwrap(), "features").await
+    );
+}
+
+#[tokio::test]
+async fn a_pipeline_defined_in_a_json_file_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("credit.json");
+    std::fs::write(
+        &file,
+        r#"{
+  "format": "Pipeline",
+  "version": 1,
+  "uid": "credit",
+  "stages": [
+    {"class": "StringIndexer", "uid": "idx", "inputCols": ["purpose"], "outputCols": ["p"],
+     "handleInvalid": "keep", "stringOrderType": "alphabetAsc"},
+    {"class": "OneHotEncoder", "uid": "ohe", "inputCols": ["p"], "outputCols": ["p_vec"],
+     "dropLast": false, "handleInvalid": "error"},
+    {"class": "VectorAssembler", "uid": "va", "inputCols": ["p_vec", "age"], "outputCol": "raw",
+     "handleInvalid": "error"},
+    {"class": "StandardScaler", "uid": "ss", "inputCol": "raw", "outputCol": "features",
+     "withMean": true, "withStd": true}
+  ]
+}"#,
+    )
+    .unwrap();
+    let pipeline = Pipeline::load(&file).unwrap();
+    assert_eq!(pipeline.stages().len(), 4);
+    let session = Session::local(2);
+    let df = credit(&session).await;
+    let model = pipeline.fit(&df).await.unwrap();
+    let FittedStage::StringIndexerModel(indexer) = &model.stages()[0] else {
+        panic!("stage 0")
+    };
+    assert_eq!(indexer.labels()[0][0], "business", "alphabetAsc puts business first");
+    let FittedStage::OneHotEncoderModel(encoder) = &model.stages()[1] else {
+        panic!("stage 1")
+    };
+    assert_eq!(
+        encoder.output_widths(),
+        [11],
+        "10 purposes + __unknown, dropLast = false"
+    );
+    let widths = vectors(&model.transform(&df).unwrap(), "features").await;
+    assert!(widths.iter().all(|v| v.as_ref().is_some_and(|v| v.len() == 12)));
+
+    pipeline.save(dir.path().join("saved")).unwrap();
+    assert_eq!(Pipeline::load(dir.path().join("saved")).unwrap(), pipeline);
+}
+
+#[tokio::test]
+async fn fitted_transforms_are_callable_from_sql() {
+    let session = Session::local(2);
+    let df = session
+        .sql(
+            "SELECT ml_string_index(c, ['b', 'a'], 'keep') AS i, \
+                    ml_one_hot(ml_string_index(c, ['b', 'a'], 'keep'), 3, true, 'error') AS v, \
+                    ml_standard_scale(ml_vector_assemble('error', x, 2 * x), [0.0, 0.0], [2.0, 0.0], false, true) AS s \
+             FROM (VALUES ('a', 1.0), ('b', 4.0), ('z', 6.0)) AS t(c, x)",
+        )
+        .await
+        .unwrap();
+    assert_eq!(doubles(&df, "i").await, [Some(1.0), Some(0.0), Some(2.0)]);
+    assert_eq!(
+        vectors(&df, "v").await,
+        [Some(vec![0.0, 1.0]), Some(vec![1.0, 0.0]), Some(vec![0.0, 0.0])]
+    );
+    assert_eq!(
+        vectors(&df, "s").await,
+        [Some(vec![0.5, 0.0]), Some(vec![2.0, 0.0]), Some(vec![3.0, 0.0])]
+    );
+
+    let counts = session
+        .sql(
+            "SELECT ml_label_counts(c) AS l, ml_vector_summary(ml_vector_assemble('error', x)) AS s \
+              FROM (VALUES ('a', 1.0), ('b', 2.0), ('a', 3.0)) AS t(c, x)",
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(counts[0].num_rows(), 1);
+}
+
+#[tokio::test]
+async fn string_indexer_output_carries_its_labels_as_metadata() {
+    let session = Session::local(1);
+    let df = session
+        .sql("SELECT * FROM (VALUES ('a'), ('b'), ('b')) AS t(c)")
+        .await
+        .unwrap();
+    let model = StringIndexer::new()
+        .input_col("c")
+        .output_col("i")
+        .handle_invalid(HandleInvalid::Keep)
+        .fit(&df)
+        .await
+        .unwrap();
+    let out = model.transform(&df).unwrap().select(vec![ident("i")]).unwrap();
+    let field = out.schema().field_with_unqualified_name("i").unwrap();
+    let attribute = hearth::engine::attribute::NominalAttribute::from_field(field).unwrap();
+    assert_eq!(attribute.values(), ["b", "a", "__unknown"]);
+}

@@ -1,0 +1,126 @@
+//! The per-rank training loop: N ranks with batch b compute what one rank computes with batch N·b, and a
+//! rank with no data still takes part.
+
+use std::time::Duration;
+
+use hearth::ml::data::Shard;
+use hearth::ml::model::{Activation, ModelSpec};
+use hearth::ml::train::{DeviceChoice, NamedTensor, OptimizerSpec, TrainOptions, train_rank};
+
+use crate::collectives::run_ranks;
+
+const DIM: usize = 5;
+
+/// Row `i` of a small three-class problem.
+fn row(i: usize) -> (Vec<f32>, f32) {
+    let x: Vec<f32> = (0..DIM)
+        .map(|j| (((i * 31 + j * 17) % 23) as f32 - 11.0) / 7.0)
+        .collect();
+    let label = if x[0] + x[1] > 0.5 {
+        2.0
+    } else if x[2] > 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    (x, label)
+}
+
+fn shard(rows: impl Iterator<Item = usize>) -> Shard {
+    let (mut features, mut labels) = (Vec::new(), Vec::new());
+    for i in rows {
+        let (x, y) = row(i);
+        features.extend(x);
+        labels.push(y);
+    }
+    Shard::new(features, labels, DIM).unwrap()
+}
+
+fn options(batch_size: usize) -> TrainOptions {
+    let mut options = TrainOptions::new(
+        ModelSpec::Mlp {
+            inputs: DIM,
+            hidden: vec![8],
+            outputs: 3,
+            activation: Activation::Tanh,
+            dropout: 0.0,
+        },
+        OptimizerSpec::Sgd {
+            learning_rate: 0.1,
+            momentum: 0.9,
+            nesterov: true,
+            weight_decay: 1e-4,
+        },
+    );
+    options.batch_size = batch_size;
+    options.epochs = 3;
+    options.shuffle = false;
+    options.seed = 11;
+    options.device = DeviceChoice::Cpu;
+    options.threads = Some(1);
+    options
+}
+
+/// Trains on `world` ranks, rank `r` getting `shards(r)`; returns rank 0's tensors and every report's loss.
+fn train(world: usize, batch: usize, shards: fn(usize) -> Shard) -> (Vec<NamedTensor>, Vec<f64>) {
+    let outcomes = run_ranks(world, Duration::from_secs(60), move |_, comm| {
+        let mut comm = comm.unwrap();
+        let data = shards(comm.rank());
+        train_rank(&data, None, &options(batch), &mut comm, None, &mut |_| {}).unwrap()
+    });
+    let losses = outcomes.iter().map(|o| o.report.history.last().unwrap().loss).collect();
+    let tensors = outcomes.into_iter().find_map(|o| o.tensors).unwrap();
+    (tensors, losses)
+}
+
+fn assert_same(a: &[NamedTensor], b: &[NamedTensor]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!((&x.name, &x.shape), (&y.name, &y.shape));
+        for (i, (p, q)) in x.values.iter().zip(&y.values).enumerate() {
+            assert!((p - q).abs() <= 1e-5 * p.abs().max(1.0), "{}[{i}]: {p} vs {q}", x.name);
+        }
+    }
+}
+
+#[test]
+fn two_ranks_with_batch_b_equal_one_rank_with_batch_2b() {
+    const B: usize = 4;
+    // Step k of one rank with batch 2B sees rank 0's batch k, then rank 1's batch k.
+    fn split(rank: usize) -> Shard {
+        shard((0..64).filter(|i| (i / B) % 2 == rank))
+    }
+    let (two, two_losses) = train(2, B, split);
+    let (one, one_losses) = train(1, 2 * B, |_| shard(0..64));
+    assert_same(&two, &one);
+    assert!(
+        (two_losses[0] - one_losses[0]).abs() < 1e-5,
+        "{two_losses:?} vs {one_losses:?}"
+    );
+    assert_eq!(
+        two_losses[0], two_losses[1],
+        "every rank reports the same averaged loss"
+    );
+}
+
+#[test]
+fn a_rank_with_an_empty_shard_still_completes() {
+    fn lopsided(rank: usize) -> Shard {
+        if rank == 0 { shard(0..40) } else { shard(0..0) }
+    }
+    let (two, _) = train(2, 8, lopsided);
+    let (one, _) = train(1, 8, |_| shard(0..40));
+    assert_same(&two, &one);
+}
+
+#[test]
+fn a_label_outside_the_classes_is_named() {
+    let outcomes = run_ranks(1, Duration::from_secs(30), |_, comm| {
+        let mut comm = comm.unwrap();
+        let bad = Shard::new(vec![0.0; DIM * 2], vec![1.0, 7.0], DIM).unwrap();
+        train_rank(&bad, None, &options(4), &mut comm, None, &mut |_| {})
+            .unwrap_err()
+            .to_string()
+    });
+    assert!(outcomes[0].contains("training row 1: label 7"), "{}", outcomes[0]);
+}
