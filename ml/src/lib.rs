@@ -15,6 +15,7 @@
 //! assert_eq!(tensor_to_matrix(&(t * 2.0)).unwrap(), vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
 //! ```
 
+pub mod artifact;
 pub mod collective;
 pub mod data;
 pub mod evaluation;

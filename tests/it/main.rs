@@ -1,5 +1,6 @@
 //! hearth's integration tests: one binary (each test binary re-links DataFusion and libtorch).
 
+mod artifact;
 mod collectives;
 mod common;
 mod errors;

@@ -1,0 +1,116 @@
+//! The model artifact: saved weights load back into hearth and into PyTorch (through the Python `torch` and
+//! `safetensors` that the libtorch install provides), and both compute the same outputs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use hearth::ml::artifact::ModelArtifact;
+use hearth::ml::model::{Activation, Layer, ModelSpec, Network};
+use hearth::ml::train::{OptimizerSpec, TrainOptions};
+
+fn artifact_of(spec: ModelSpec) -> ModelArtifact {
+    let network = Network::new(&spec, tch::Device::Cpu, 3).unwrap();
+    let options = TrainOptions::new(
+        spec,
+        OptimizerSpec::Sgd {
+            learning_rate: 0.1,
+            momentum: 0.0,
+            nesterov: false,
+            weight_decay: 0.0,
+        },
+    );
+    ModelArtifact::from_network(options, &network, Vec::new()).unwrap()
+}
+
+/// PyTorch's outputs for `rows` through the artifact in `dir`.
+fn pytorch_outputs(dir: &std::path::Path, rows: &[Vec<f32>]) -> Vec<f32> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/artifact.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .arg(serde_json::to_string(rows).unwrap())
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "python3 with torch and safetensors is needed (./dev test provides it): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let missing: Vec<String> = serde_json::from_value(answer["missing"].clone()).unwrap();
+    assert!(
+        missing.iter().all(|k| k.ends_with("num_batches_tracked")),
+        "PyTorch lacks {missing:?}"
+    );
+    assert_eq!(
+        answer["unexpected"],
+        serde_json::json!([]),
+        "hearth saved tensors PyTorch does not know"
+    );
+    serde_json::from_value(answer["outputs"].clone()).unwrap()
+}
+
+#[test]
+fn pytorch_computes_what_hearth_computes_from_the_saved_weights() {
+    let specs = [
+        ModelSpec::Mlp {
+            inputs: 16,
+            hidden: vec![12, 6],
+            outputs: 3,
+            activation: Activation::Tanh,
+            dropout: 0.2,
+        },
+        ModelSpec::Sequential {
+            input_shape: vec![1, 4, 4],
+            layers: vec![
+                Layer::Conv2d {
+                    filters: 2,
+                    kernel: 3,
+                    stride: 1,
+                    padding: 1,
+                },
+                Layer::BatchNorm,
+                Layer::Relu,
+                Layer::MaxPool2d {
+                    kernel: 2,
+                    stride: None,
+                },
+                Layer::Flatten,
+                Layer::Dense { units: 3 },
+            ],
+        },
+    ];
+    let rows: Vec<Vec<f32>> = (0..3)
+        .map(|r| (0..16).map(|i| ((r * 16 + i) % 7) as f32 / 3.0 - 1.0).collect())
+        .collect();
+    let flat: Vec<f32> = rows.iter().flatten().copied().collect();
+    for spec in specs {
+        let artifact = artifact_of(spec);
+        let dir = tempfile::tempdir().unwrap();
+        artifact.save(dir.path()).unwrap();
+        let loaded = ModelArtifact::load(dir.path()).unwrap();
+        assert_eq!(loaded.tensors, artifact.tensors);
+        let ours = loaded.predict(&flat, rows.len()).unwrap();
+        let theirs = pytorch_outputs(dir.path(), &rows);
+        assert_eq!(ours.len(), theirs.len());
+        for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-5 * a.abs().max(1.0),
+                "output {i}: hearth {a}, PyTorch {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_damaged_artifact_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = ModelArtifact::load(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("model.json"), "{error}");
+    artifact_of(ModelSpec::Linear { inputs: 2, outputs: 1 })
+        .save(dir.path())
+        .unwrap();
+    std::fs::write(dir.path().join("model.safetensors"), b"garbage").unwrap();
+    let error = ModelArtifact::load(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("model.safetensors"), "{error}");
+}
