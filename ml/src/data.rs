@@ -95,6 +95,28 @@ impl Shard {
         Ok(shard)
     }
 
+    /// Every `parts`-th row starting at row `part`: the shard of rank `part` of `parts` when rows are dealt
+    /// round-robin.
+    ///
+    /// ```
+    /// let shard = hearth_ml::data::Shard::new(vec![0.0, 1.0, 2.0, 3.0, 4.0], vec![0.0, 1.0, 0.0, 1.0, 0.0], 1).unwrap();
+    /// assert_eq!(shard.round_robin(1, 2).features(), [1.0, 3.0]);
+    /// ```
+    pub fn round_robin(&self, part: usize, parts: usize) -> Shard {
+        let rows = (0..self.rows()).skip(part).step_by(parts.max(1));
+        let mut dealt = Shard {
+            dim: self.dim,
+            ..Shard::default()
+        };
+        for i in rows {
+            dealt
+                .features
+                .extend_from_slice(&self.features[i * self.dim..(i + 1) * self.dim]);
+            dealt.labels.push(self.labels[i]);
+        }
+        dealt
+    }
+
     /// Rows in the shard.
     pub fn rows(&self) -> usize {
         self.labels.len()

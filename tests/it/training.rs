@@ -124,3 +124,120 @@ fn a_label_outside_the_classes_is_named() {
     });
     assert!(outcomes[0].contains("training row 1: label 7"), "{}", outcomes[0]);
 }
+
+/// The digits data, preprocessed by a hearth pipeline and split 80/20, as train and test shards.
+fn digits() -> (Shard, Shard) {
+    use hearth::prelude::*;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let session = Session::local(2);
+        let path = crate::common::dataset("sklearn_digits/digits.csv.gz");
+        let raw = session.read_csv(path, &CsvOptions::new().header(false)).await.unwrap();
+        let pixels: Vec<String> = (1..=64).map(|i| format!("column_{i}")).collect();
+        let parts = raw.random_split(&[0.8, 0.2], 7).unwrap();
+        let model = Pipeline::new()
+            .stage(VectorAssembler::new().input_cols(pixels).output_col("pixels"))
+            .stage(StandardScaler::new().input_col("pixels").output_col("features"))
+            .fit(&parts[0])
+            .await
+            .unwrap();
+        let mut shards = Vec::new();
+        for part in &parts {
+            let batches = model.transform(part).unwrap().collect().await.unwrap();
+            shards.push(Shard::from_batches(&batches, "features", "column_65").unwrap());
+        }
+        let test = shards.pop().unwrap();
+        (shards.pop().unwrap(), test)
+    })
+}
+
+#[test]
+fn a_cnn_trained_on_two_ranks_classifies_sklearn_digits() {
+    use hearth::ml::artifact::ModelArtifact;
+    use hearth::ml::evaluation::MulticlassState;
+    use hearth::ml::model::Layer;
+
+    let (train, test) = digits();
+    let spec = ModelSpec::Sequential {
+        input_shape: vec![1, 8, 8],
+        layers: vec![
+            Layer::Conv2d {
+                filters: 16,
+                kernel: 3,
+                stride: 1,
+                padding: 1,
+            },
+            Layer::Relu,
+            Layer::MaxPool2d {
+                kernel: 2,
+                stride: None,
+            },
+            Layer::Conv2d {
+                filters: 32,
+                kernel: 3,
+                stride: 1,
+                padding: 1,
+            },
+            Layer::Relu,
+            Layer::MaxPool2d {
+                kernel: 2,
+                stride: None,
+            },
+            Layer::Flatten,
+            Layer::Dense { units: 64 },
+            Layer::Relu,
+            Layer::Dense { units: 10 },
+        ],
+    };
+    let mut options = TrainOptions::new(
+        spec,
+        OptimizerSpec::Adam {
+            learning_rate: 2e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+        },
+    );
+    options.epochs = 12;
+    options.batch_size = 32;
+    options.seed = 5;
+    options.device = DeviceChoice::Cpu;
+    options.threads = Some(1);
+    let shared = std::sync::Arc::new((train, test.clone(), options.clone()));
+    let outcomes = run_ranks(2, Duration::from_secs(300), move |_, comm| {
+        let mut comm = comm.unwrap();
+        let (train, test, options) = &*shared;
+        let mine = train.round_robin(comm.rank(), 2);
+        let validation = test.round_robin(comm.rank(), 2);
+        train_rank(&mine, Some(&validation), options, &mut comm, None, &mut |_| {}).unwrap()
+    });
+    let history = outcomes[0].report.history.clone();
+    let tensors = outcomes.into_iter().find_map(|o| o.tensors).unwrap();
+    let artifact = ModelArtifact::new(options, tensors, history.clone());
+    let logits = artifact.predict(test.features(), test.rows()).unwrap();
+    let mut state = MulticlassState::default();
+    for (row, label) in test.labels().iter().enumerate() {
+        let scores = &logits[row * 10..(row + 1) * 10];
+        let predicted = (0..10).max_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
+        state.add(f64::from(*label), predicted as f64, 1.0, None);
+    }
+    let last = history.last().unwrap();
+    println!(
+        "digits CNN, 2 ranks, {} epochs: train loss {:.4}, validation accuracy {:.4}; test accuracy {:.4}, f1 {:.4} on {} rows",
+        history.len(),
+        last.loss,
+        last.validation_accuracy.unwrap(),
+        state.accuracy(),
+        state.weighted_f_measure(1.0),
+        test.rows()
+    );
+    assert!(state.accuracy() > 0.93, "test accuracy {}", state.accuracy());
+    assert!(
+        (last.validation_accuracy.unwrap() - state.accuracy()).abs() < 1e-6,
+        "validation = test evaluation"
+    );
+}
