@@ -208,13 +208,15 @@ impl Optimizer {
                         let _ = p.g_sub_(&(update * lr));
                     }
                     OptimizerSpec::Adam { beta1, beta2, eps, .. } => {
+                        // PyTorch's single-tensor Adam, in place.
                         let (m, v) = state.split_at_mut(1);
-                        let _ = m[0].g_mul_scalar_(*beta1).g_add_(&(&g * (1.0 - beta1)));
-                        let _ = v[0].g_mul_scalar_(*beta2).g_add_(&(&g * &g * (1.0 - beta2)));
+                        let _ = m[0].lerp_(&g, 1.0 - beta1);
+                        let _ = v[0].g_mul_scalar_(*beta2).addcmul_(&g, &(&g * (1.0 - beta2)));
                         let bias1 = 1.0 - beta1.powf(t);
                         let bias2 = 1.0 - beta2.powf(t);
-                        let denominator = v[0].sqrt() / bias2.sqrt() + *eps;
-                        let _ = p.g_sub_(&(&m[0] / denominator * (lr / bias1)));
+                        let mut denominator = v[0].sqrt();
+                        let _ = denominator.g_div_scalar_(bias2.sqrt()).g_add_scalar_(*eps);
+                        let _ = p.addcdiv_(&(&m[0] * (-lr / bias1)), &denominator);
                     }
                     OptimizerSpec::Adagrad { eps, .. } => {
                         let _ = state[0].g_add_(&(&g * &g));

@@ -221,7 +221,7 @@ pub fn train_rank(
         .map(|w| Tensor::from_slice(w).to_kind(Kind::Float).to_device(device));
     let batch = options.batch_size.max(1);
     let numel: usize = parameters.iter().map(|p| p.numel()).sum();
-    let mut fused = vec![0f32; numel + 3];
+    let mut fused = if world == 1 { Vec::new() } else { vec![0f32; numel + 3] };
     let mut steps_taken = 0;
     for epoch in first_epoch..options.epochs {
         let epoch_started = Instant::now();
@@ -241,9 +241,14 @@ pub fn train_rank(
             let mut local = [0f32; 3];
             if start < order.len() {
                 let end = (start + batch).min(order.len());
-                let index = Tensor::from_slice(&order[start..end]);
-                let x = features.index_select(0, &index).to_device(device);
-                let y = labels.index_select(0, &index).to_device(device);
+                let (x, y) = if options.shuffle {
+                    let index = Tensor::from_slice(&order[start..end]);
+                    (features.index_select(0, &index), labels.index_select(0, &index))
+                } else {
+                    let (offset, len) = (start as i64, (end - start) as i64);
+                    (features.narrow(0, offset, len), labels.narrow(0, offset, len))
+                };
+                let (x, y) = (x.to_device(device), y.to_device(device));
                 let mixup = options.mixup_alpha.filter(|a| *a > 0.0).map(|alpha| {
                     let lambda = draws.beta(alpha);
                     let mut permutation: Vec<i64> = (0..(end - start) as i64).collect();
@@ -267,15 +272,28 @@ pub fn train_rank(
                         (loss, hits_of(options.loss, &logits, &y))
                     }
                 };
-                loss.backward();
-                local = [(end - start) as f32, loss.double_value(&[]) as f32, hits as f32];
+                let rows = (end - start) as f64;
+                if world == 1 {
+                    // Alone, the row count is known before backpropagating: no gradient rescaling afterwards.
+                    (&loss / rows).backward();
+                } else {
+                    loss.backward();
+                }
+                local = [rows as f32, loss.double_value(&[]) as f32, hits as f32];
             }
-            fuse_gradients(&parameters, &mut fused, local).map_err(torch)?;
-            comm.allreduce_sum(&mut fused)?;
-            let [count, step_loss, step_correct] = [fused[numel], fused[numel + 1], fused[numel + 2]];
+            let [count, step_loss, step_correct] = if world == 1 {
+                local
+            } else {
+                fuse_gradients(&parameters, &mut fused, local).map_err(torch)?;
+                comm.allreduce_sum(&mut fused)?;
+                let totals = [fused[numel], fused[numel + 1], fused[numel + 2]];
+                if totals[0] > 0.0 {
+                    fused[..numel].iter_mut().for_each(|g| *g /= totals[0]);
+                    unfuse_gradients(&parameters, &fused[..numel]).map_err(torch)?;
+                }
+                totals
+            };
             if count > 0.0 {
-                fused[..numel].iter_mut().for_each(|g| *g /= count);
-                unfuse_gradients(&parameters, &fused[..numel]).map_err(torch)?;
                 optimizer.step(lr);
             }
             rows_seen += f64::from(count);

@@ -1,0 +1,146 @@
+//! Benchmark: hearth's training step at N = 1 against a bare tch loop on the same batches (same network,
+//! same Adam, same data, measured in the same run), and samples/s at N = 1 and N = 2.
+//!
+//! ```text
+//! cargo bench --bench trainer
+//! ```
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hearth::ml::collective::{Communicator, Coordinator, JobSecret, JoinOptions};
+use hearth::ml::data::Shard;
+use hearth::ml::model::{Activation, ModelSpec};
+use hearth::ml::random::Draws;
+use hearth::ml::train::{DeviceChoice, OptimizerSpec, TrainOptions, train_rank};
+use prettytable::{Table, row};
+use tch::nn::{self, Module, OptimizerConfig};
+use tch::{Device, Kind, Tensor};
+
+const ROWS: usize = 32_768;
+const DIM: usize = 30;
+const BATCH: usize = 256;
+const HIDDEN: i64 = 256;
+
+fn data() -> Shard {
+    let mut draws = Draws::new(3);
+    let features: Vec<f32> = (0..ROWS * DIM).map(|_| draws.normal(0.0, 1.0) as f32).collect();
+    let labels = features
+        .chunks(DIM)
+        .map(|x| if x[0] + x[1] > 0.0 { 1.0 } else { 0.0 })
+        .collect();
+    Shard::new(features, labels, DIM).expect("shard")
+}
+
+fn options(threads: usize) -> TrainOptions {
+    let spec = ModelSpec::Mlp {
+        inputs: DIM,
+        hidden: vec![HIDDEN as usize, HIDDEN as usize],
+        outputs: 2,
+        activation: Activation::Relu,
+        dropout: 0.0,
+    };
+    let mut options = TrainOptions::new(
+        spec,
+        OptimizerSpec::Adam {
+            learning_rate: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+        },
+    );
+    options.epochs = 1;
+    options.batch_size = BATCH;
+    options.shuffle = false;
+    options.device = DeviceChoice::Cpu;
+    options.threads = Some(threads);
+    options
+}
+
+/// Seconds per step of a plain tch loop: forward, mean cross-entropy, backward, Adam step.
+fn bare_step_seconds(shard: &Shard, threads: usize) -> f64 {
+    tch::set_num_threads(threads as i32);
+    let store = nn::VarStore::new(Device::Cpu);
+    let root = store.root();
+    let net = nn::seq()
+        .add(nn::linear(&root / "0", DIM as i64, HIDDEN, Default::default()))
+        .add_fn(|x| x.relu())
+        .add(nn::linear(&root / "2", HIDDEN, HIDDEN, Default::default()))
+        .add_fn(|x| x.relu())
+        .add(nn::linear(&root / "4", HIDDEN, 2, Default::default()));
+    let mut adam = nn::Adam::default().build(&store, 1e-3).expect("adam");
+    let x = Tensor::from_slice(shard.features()).view([ROWS as i64, DIM as i64]);
+    let y = Tensor::from_slice(shard.labels()).to_kind(Kind::Int64);
+    let started = Instant::now();
+    let steps = ROWS / BATCH;
+    for step in 0..steps {
+        let (xb, yb) = (
+            x.narrow(0, (step * BATCH) as i64, BATCH as i64),
+            y.narrow(0, (step * BATCH) as i64, BATCH as i64),
+        );
+        let loss = net.forward(&xb).cross_entropy_for_logits(&yb);
+        adam.backward_step(&loss);
+    }
+    started.elapsed().as_secs_f64() / steps as f64
+}
+
+/// Seconds per step and samples/s of hearth's loop on `world` ranks (one process, as `local[world]`), each
+/// rank with one libtorch thread.
+fn hearth_step_seconds(shard: &Shard, world: usize) -> (f64, f64) {
+    let secret = JobSecret::generate();
+    let coordinator = Coordinator::start(
+        "127.0.0.1:0".parse().expect("addr"),
+        world,
+        secret.clone(),
+        Duration::from_secs(60),
+    )
+    .expect("coordinator");
+    let address = coordinator.address();
+    let shared = Arc::new(shard.clone());
+    let threads = 1;
+    let ranks: Vec<_> = (0..world)
+        .map(|_| {
+            let (shared, secret) = (Arc::clone(&shared), secret.clone());
+            thread::spawn(move || {
+                let mut comm = Communicator::join(address, &secret, &JoinOptions::default()).expect("join");
+                let mine = shared.round_robin(comm.rank(), world);
+                let outcome = train_rank(&mine, None, &options(threads), &mut comm, None, &mut |_| {}).expect("train");
+                (outcome.report.history[0].seconds, outcome.report.steps)
+            })
+        })
+        .collect();
+    let results: Vec<(f64, usize)> = ranks.into_iter().map(|r| r.join().expect("rank")).collect();
+    let _ = coordinator.wait();
+    let seconds = results.iter().map(|r| r.0).fold(0.0, f64::max);
+    (seconds / results[0].1 as f64, ROWS as f64 / seconds)
+}
+
+fn main() {
+    let shard = data();
+    // Warm libtorch up once so neither side pays its first-use costs.
+    bare_step_seconds(&shard, 1);
+    let bare = bare_step_seconds(&shard, 1);
+    let (ours, ours_rate) = hearth_step_seconds(&shard, 1);
+    let (_, two_rate) = hearth_step_seconds(&shard, 2);
+    let mut table = Table::new();
+    table.set_titles(row!["loop", "ms / step", "samples/s", "vs bare tch", "target"]);
+    table.add_row(row![
+        "bare tch (nn::Adam)",
+        format!("{:.3}", bare * 1e3),
+        format!("{:.0}", BATCH as f64 / bare),
+        "1.00",
+        ""
+    ]);
+    table.add_row(row![
+        "hearth train_rank, N = 1",
+        format!("{:.3}", ours * 1e3),
+        format!("{ours_rate:.0}"),
+        format!("{:.3}", ours / bare),
+        "≤ 1.05"
+    ]);
+    table.add_row(row!["hearth train_rank, N = 2", "", format!("{two_rate:.0}"), "", ""]);
+    println!("MLP {DIM}-{HIDDEN}-{HIDDEN}-2, batch {BATCH}, Adam, {ROWS} rows, CPU, one libtorch thread per rank\n");
+    table.printstd();
+}
