@@ -1,5 +1,6 @@
-//! Benchmark: ring allreduce bus bandwidth at N = 2 against a raw loopback TCP copy of the same bytes,
-//! measured in the same run.
+//! Benchmark: ring allreduce bus bandwidth at N = 2 against a raw loopback TCP copy of the same bytes and
+//! against `torch.distributed`'s gloo backend (two Python processes, `benches/gloo_allreduce.py`), measured in
+//! the same run.
 //!
 //! Bus bandwidth is NCCL's measure: `size / time × 2(N − 1)/N`, the rate each link carries. The baseline
 //! sends the same number of bytes one way over one loopback TCP connection.
@@ -8,8 +9,10 @@
 //! cargo bench --bench allreduce
 //! ```
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -90,33 +93,68 @@ fn allreduce(bytes: usize) -> f64 {
         .fold(f64::MAX, f64::min)
 }
 
+/// Seconds per allreduce of each size with `torch.distributed`'s gloo backend on `WORLD` processes, from the
+/// Python `torch` on PATH (the libtorch install provides it); `Err` says why it could not be measured.
+fn gloo(sizes: &[usize]) -> Result<HashMap<usize, f64>, String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/gloo_allreduce.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .args(sizes.iter().map(|s| s.to_string()))
+        .output()
+        .map_err(|e| format!("python3 could not run: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!("python3 failed: {}", stderr.lines().last().unwrap_or("")));
+    }
+    let times: HashMap<String, f64> =
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("unreadable gloo timings: {e}"))?;
+    Ok(times
+        .into_iter()
+        .filter_map(|(size, t)| Some((size.parse().ok()?, t)))
+        .collect())
+}
+
+/// Bus bandwidth in GB/s of an allreduce of `bytes` taking `seconds`.
+fn bus(bytes: usize, seconds: f64) -> f64 {
+    bytes as f64 / seconds * 2.0 * (WORLD - 1) as f64 / WORLD as f64 / 1e9
+}
+
 fn main() {
     let sizes = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
+    let gloo = gloo(&sizes);
     let mut table = Table::new();
     table.set_titles(row![
         "size",
         "raw TCP copy GB/s",
-        "allreduce bus GB/s",
-        "allreduce / raw",
-        "target"
+        "hearth bus GB/s",
+        "hearth / raw",
+        "target",
+        "gloo bus GB/s",
+        "hearth / gloo"
     ]);
     for bytes in sizes {
         let raw = bytes as f64 / raw_copy(bytes) / 1e9;
-        let bus = bytes as f64 / allreduce(bytes) * 2.0 * (WORLD - 1) as f64 / WORLD as f64 / 1e9;
+        let ours = bus(bytes, allreduce(bytes));
         let label = if bytes >= 1 << 20 {
             format!("{} MiB", bytes >> 20)
         } else {
             format!("{} KiB", bytes >> 10)
         };
         let target = if bytes >= 16 << 20 { "≥ 0.70" } else { "" };
+        let theirs = gloo.as_ref().ok().and_then(|g| g.get(&bytes)).map(|&t| bus(bytes, t));
         table.add_row(row![
             label,
             format!("{raw:.2}"),
-            format!("{bus:.2}"),
-            format!("{:.2}", bus / raw),
-            target
+            format!("{ours:.2}"),
+            format!("{:.2}", ours / raw),
+            target,
+            theirs.map_or("-".to_string(), |g| format!("{g:.2}")),
+            theirs.map_or("-".to_string(), |g| format!("{:.2}", ours / g))
         ]);
     }
     println!("ring allreduce, N = {WORLD} ranks on loopback, f32 sum, best of the repetitions\n");
     table.printstd();
+    if let Err(why) = gloo {
+        println!("gloo not measured: {why}");
+    }
 }
