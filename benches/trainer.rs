@@ -41,16 +41,7 @@ fn options(threads: usize) -> TrainOptions {
         activation: Activation::Relu,
         dropout: 0.0,
     };
-    let mut options = TrainOptions::new(
-        spec,
-        OptimizerSpec::Adam {
-            learning_rate: 1e-3,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            weight_decay: 0.0,
-        },
-    );
+    let mut options = TrainOptions::new(spec, OptimizerSpec::adam(1e-3));
     options.epochs = 1;
     options.batch_size = BATCH;
     options.shuffle = false;

@@ -61,16 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         activation: Activation::Relu,
         dropout: 0.2,
     };
-    let mut options = TrainOptions::new(
-        spec,
-        OptimizerSpec::Adam {
-            learning_rate: 1e-3,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            weight_decay: 0.0,
-        },
-    );
+    let mut options = TrainOptions::new(spec, OptimizerSpec::adam(1e-3));
     options.epochs = epochs;
     options.batch_size = 128;
     options.device = DeviceChoice::Auto;

@@ -76,7 +76,7 @@ struct Description {
 /// use hearth_ml::train::{OptimizerSpec, TrainOptions};
 ///
 /// let spec = ModelSpec::Linear { inputs: 2, outputs: 3 };
-/// let options = TrainOptions::new(spec.clone(), OptimizerSpec::Sgd { learning_rate: 0.1, momentum: 0.0, nesterov: false, weight_decay: 0.0 });
+/// let options = TrainOptions::new(spec.clone(), OptimizerSpec::sgd(0.1));
 /// let network = Network::new(&spec, tch::Device::Cpu, 1).unwrap();
 /// let artifact = ModelArtifact::from_network(options, &network, vec![]).unwrap();
 /// let dir = std::env::temp_dir().join(format!("hearth-doc-artifact-{}", std::process::id()));

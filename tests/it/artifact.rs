@@ -10,15 +10,7 @@ use hearth::ml::train::{OptimizerSpec, TrainOptions};
 
 fn artifact_of(spec: ModelSpec) -> ModelArtifact {
     let network = Network::new(&spec, tch::Device::Cpu, 3).unwrap();
-    let options = TrainOptions::new(
-        spec,
-        OptimizerSpec::Sgd {
-            learning_rate: 0.1,
-            momentum: 0.0,
-            nesterov: false,
-            weight_decay: 0.0,
-        },
-    );
+    let options = TrainOptions::new(spec, OptimizerSpec::sgd(0.1));
     ModelArtifact::from_network(options, &network, Vec::new()).unwrap()
 }
 

@@ -192,16 +192,7 @@ fn a_cnn_trained_on_two_ranks_classifies_sklearn_digits() {
             Layer::Dense { units: 10 },
         ],
     };
-    let mut options = TrainOptions::new(
-        spec,
-        OptimizerSpec::Adam {
-            learning_rate: 2e-3,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            weight_decay: 0.0,
-        },
-    );
+    let mut options = TrainOptions::new(spec, OptimizerSpec::adam(2e-3));
     options.epochs = 12;
     options.batch_size = 32;
     options.seed = 5;

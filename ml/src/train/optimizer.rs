@@ -96,6 +96,31 @@ pub enum OptimizerSpec {
 }
 
 impl OptimizerSpec {
+    /// Adam with PyTorch's defaults (β = 0.9, 0.999; ε = 1e-8; no weight decay).
+    ///
+    /// ```
+    /// assert_eq!(hearth_ml::train::OptimizerSpec::adam(1e-3).learning_rate(), 1e-3);
+    /// ```
+    pub fn adam(learning_rate: f64) -> Self {
+        OptimizerSpec::Adam {
+            learning_rate,
+            beta1: beta1(),
+            beta2: beta2(),
+            eps: adam_eps(),
+            weight_decay: 0.0,
+        }
+    }
+
+    /// Plain SGD: no momentum, no weight decay.
+    pub fn sgd(learning_rate: f64) -> Self {
+        OptimizerSpec::Sgd {
+            learning_rate,
+            momentum: 0.0,
+            nesterov: false,
+            weight_decay: 0.0,
+        }
+    }
+
     /// The base learning rate.
     pub fn learning_rate(&self) -> f64 {
         match self {

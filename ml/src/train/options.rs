@@ -58,7 +58,7 @@ pub enum DeviceChoice {
 /// use hearth_ml::train::{OptimizerSpec, TrainOptions};
 /// let options = TrainOptions::new(
 ///     ModelSpec::Mlp { inputs: 30, hidden: vec![64], outputs: 2, activation: Activation::Relu, dropout: 0.0 },
-///     OptimizerSpec::Adam { learning_rate: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 },
+///     OptimizerSpec::adam(1e-3),
 /// );
 /// assert_eq!(options.batch_size, 64);
 /// ```
