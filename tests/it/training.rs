@@ -232,3 +232,57 @@ fn a_cnn_trained_on_two_ranks_classifies_sklearn_digits() {
         "validation = test evaluation"
     );
 }
+
+#[test]
+fn resuming_from_a_checkpoint_continues_the_same_run() {
+    use std::sync::{Arc, Mutex};
+
+    use hearth::ml::train::Checkpoint;
+
+    let run = |epochs: usize, resume: Option<Checkpoint>| {
+        let saved: Arc<Mutex<Vec<Checkpoint>>> = Arc::default();
+        let sink = Arc::clone(&saved);
+        let outcomes = run_ranks(1, Duration::from_secs(60), move |_, comm| {
+            let mut comm = comm.unwrap();
+            let mut options = options(8);
+            options.optimizer = OptimizerSpec::adam(0.01);
+            options.epochs = epochs;
+            let mut keep = |c: &Checkpoint| sink.lock().unwrap().push(c.clone());
+            train_rank(&shard(0..64), None, &options, &mut comm, resume.as_ref(), &mut keep).unwrap()
+        });
+        let checkpoints = saved.lock().unwrap().clone();
+        (outcomes.into_iter().next().unwrap(), checkpoints)
+    };
+    let (straight, checkpoints) = run(3, None);
+    assert_eq!(checkpoints.len(), 3);
+    assert_eq!(checkpoints[0].epoch, 1);
+    let (resumed, _) = run(3, Some(checkpoints[0].clone()));
+    assert_eq!(
+        resumed.report.history.len(),
+        3,
+        "the history carries on from the checkpoint"
+    );
+    assert_same(&resumed.tensors.unwrap(), &straight.tensors.unwrap());
+}
+
+#[test]
+fn mixup_and_class_weights_train() {
+    let outcomes = run_ranks(2, Duration::from_secs(60), |_, comm| {
+        let mut comm = comm.unwrap();
+        let mut options = options(8);
+        options.mixup_alpha = Some(0.4);
+        options.class_weights = Some(vec![1.0, 2.0, 0.5]);
+        options.shuffle = true;
+        let data = shard((0..96).filter(|i| i % 2 == comm.rank()));
+        train_rank(&data, None, &options, &mut comm, None, &mut |_| {}).unwrap()
+    });
+    for outcome in outcomes {
+        let history = &outcome.report.history;
+        assert_eq!(history.len(), 3);
+        assert!(
+            history.iter().all(|e| e.loss.is_finite() && e.loss > 0.0),
+            "{history:?}"
+        );
+        assert!(history[2].loss < history[0].loss, "the loss falls: {history:?}");
+    }
+}

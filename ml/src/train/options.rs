@@ -152,3 +152,36 @@ impl TrainOptions {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelSpec;
+
+    fn options(schedule: LrSchedule) -> TrainOptions {
+        let mut options = TrainOptions::new(ModelSpec::Linear { inputs: 2, outputs: 2 }, OptimizerSpec::sgd(0.1));
+        options.schedule = schedule;
+        options
+    }
+
+    #[test]
+    fn schedules_decay_by_epoch() {
+        let step = options(LrSchedule::Step { every: 2, gamma: 0.5 });
+        let rates: Vec<f64> = (0..5).map(|e| step.learning_rate(e as f64, 1)).collect();
+        assert_eq!(rates, [0.1, 0.1, 0.05, 0.05, 0.025]);
+        let exponential = options(LrSchedule::Exponential { gamma: 0.5 });
+        assert_eq!(exponential.learning_rate(2.7, 1), 0.025);
+        assert_eq!(options(LrSchedule::Constant).learning_rate(9.0, 4), 0.1);
+    }
+
+    #[test]
+    fn world_size_scaling_warms_up_from_the_unscaled_rate() {
+        let mut scaled = options(LrSchedule::Constant);
+        scaled.scale_lr_by_world_size = true;
+        scaled.warmup_epochs = 2.0;
+        assert!((scaled.learning_rate(0.0, 4) - 0.1).abs() < 1e-12);
+        assert!((scaled.learning_rate(1.0, 4) - 0.25).abs() < 1e-12);
+        assert!((scaled.learning_rate(2.0, 4) - 0.4).abs() < 1e-12);
+        assert!((scaled.learning_rate(5.0, 4) - 0.4).abs() < 1e-12);
+    }
+}
