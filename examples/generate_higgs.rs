@@ -1,7 +1,7 @@
 //! Writes generated events in the ATLAS Higgs challenge schema to a CSV file.
 //!
 //! ```text
-//! cargo run --release --example generate_higgs -- ROWS PATH [SEED]
+//! ./dev cargo run --release --example generate_higgs -- ROWS PATH [SEED]
 //! ```
 
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! ranks averaging gradients over the ring allreduce, and reports test accuracy and area under the ROC curve.
 //!
 //! ```text
-//! cargo run --release --example train_higgs [-- ROWS EPOCHS]      # default 100000 rows, 5 epochs
+//! ./dev cargo run --release --example train_higgs [-- ROWS EPOCHS]      # default 100000 rows, 5 epochs
 //! ```
 
 use std::sync::Arc;
