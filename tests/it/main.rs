@@ -3,6 +3,7 @@
 mod artifact;
 mod collectives;
 mod common;
+mod datasets;
 mod errors;
 mod evaluators;
 mod frames;
