@@ -33,7 +33,7 @@ fn data() -> Shard {
     Shard::new(features, labels, DIM).expect("shard")
 }
 
-fn options(threads: usize) -> TrainOptions {
+fn options() -> TrainOptions {
     let spec = ModelSpec::Mlp {
         inputs: DIM,
         hidden: vec![HIDDEN as usize, HIDDEN as usize],
@@ -46,7 +46,7 @@ fn options(threads: usize) -> TrainOptions {
     options.batch_size = BATCH;
     options.shuffle = false;
     options.device = DeviceChoice::Cpu;
-    options.threads = Some(threads);
+    options.threads = Some(1);
     options
 }
 
@@ -90,14 +90,13 @@ fn hearth_step_seconds(shard: &Shard, world: usize) -> (f64, f64) {
     .expect("coordinator");
     let address = coordinator.address();
     let shared = Arc::new(shard.clone());
-    let threads = 1;
     let ranks: Vec<_> = (0..world)
         .map(|_| {
             let (shared, secret) = (Arc::clone(&shared), secret.clone());
             thread::spawn(move || {
                 let mut comm = Communicator::join(address, &secret, &JoinOptions::default()).expect("join");
                 let mine = shared.round_robin(comm.rank(), world);
-                let outcome = train_rank(&mine, None, &options(threads), &mut comm, None, &mut |_| {}).expect("train");
+                let outcome = train_rank(&mine, None, &options(), &mut comm, None, &mut |_| {}).expect("train");
                 (outcome.report.history[0].seconds, outcome.report.steps)
             })
         })

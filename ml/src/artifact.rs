@@ -9,8 +9,8 @@ use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
-use crate::model::{ModelSpec, Network, SpecError};
-use crate::train::{EpochStats, NamedTensor, TrainOptions};
+use crate::model::{LoadError, ModelSpec, NamedTensor, Network, SpecError, host_copies, load_into};
+use crate::train::{EpochStats, TrainOptions};
 
 /// The weights file in an artifact directory.
 pub const WEIGHTS_FILE: &str = "model.safetensors";
@@ -123,20 +123,7 @@ impl ModelArtifact {
         network: &Network,
         history: Vec<EpochStats>,
     ) -> Result<Self, ArtifactError> {
-        let mut tensors = Vec::new();
-        for (name, tensor) in network.named_tensors() {
-            let flat = tensor
-                .f_to_device(Device::Cpu)?
-                .f_to_kind(tch::Kind::Float)?
-                .f_contiguous()?
-                .f_view([-1])?;
-            tensors.push(NamedTensor {
-                name,
-                shape: tensor.size(),
-                values: Vec::<f32>::try_from(&flat)?,
-            });
-        }
-        Ok(Self::new(options, tensors, history))
+        Ok(Self::new(options, host_copies(&network.named_tensors())?, history))
     }
 
     /// The model's spec.
@@ -222,18 +209,9 @@ impl ModelArtifact {
     /// The network with these weights, on `device`.
     pub fn network(&self, device: Device) -> Result<Network, ArtifactError> {
         let network = Network::new(self.spec(), device, 0)?;
-        tch::no_grad(|| -> Result<(), ArtifactError> {
-            for (name, tensor) in network.named_tensors() {
-                let source = self
-                    .tensors
-                    .iter()
-                    .find(|t| t.name == name)
-                    .ok_or_else(|| file_error(Path::new(WEIGHTS_FILE), format!("no tensor {name}")))?;
-                let mut target = tensor.shallow_clone();
-                let value = Tensor::f_from_slice(&source.values)?.f_view(source.shape.as_slice())?;
-                target.f_copy_(&value.f_to_device(device)?)?;
-            }
-            Ok(())
+        load_into(&network.named_tensors(), &self.tensors).map_err(|e| match e {
+            LoadError::Torch(e) => ArtifactError::Torch(e),
+            missing => file_error(Path::new(WEIGHTS_FILE), missing),
         })?;
         Ok(network)
     }

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use hearth::ml::data::Shard;
-use hearth::ml::model::{Activation, ModelSpec};
-use hearth::ml::train::{DeviceChoice, NamedTensor, OptimizerSpec, TrainOptions, train_rank};
+use hearth::ml::model::{Activation, ModelSpec, NamedTensor};
+use hearth::ml::train::{DeviceChoice, OptimizerSpec, TrainOptions, train_rank};
 
 use crate::collectives::run_ranks;
 

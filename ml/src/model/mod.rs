@@ -1,7 +1,9 @@
 //! Models: specs that travel in plans, and the libtorch networks they become.
 
+mod named;
 mod network;
 mod spec;
 
+pub use named::{LoadError, NamedTensor, host_copies, load_into};
 pub use network::Network;
 pub use spec::{Activation, Layer, ModelSpec, SpecError};

@@ -16,7 +16,7 @@ use super::optimizer::Optimizer;
 use super::options::{DeviceChoice, Loss, TrainOptions};
 use crate::collective::{CollectiveError, Communicator};
 use crate::data::Shard;
-use crate::model::{Network, SpecError};
+use crate::model::{LoadError, NamedTensor, Network, SpecError, host_copies, load_into};
 use crate::random::Draws;
 
 /// Why a rank's training failed.
@@ -63,17 +63,6 @@ pub struct EpochStats {
     pub learning_rate: f64,
     /// Wall-clock seconds of the epoch on this rank.
     pub seconds: f64,
-}
-
-/// A tensor by name, on the host.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct NamedTensor {
-    /// PyTorch-style name, e.g. `"0.weight"`.
-    pub name: String,
-    /// Dimensions.
-    pub shape: Vec<i64>,
-    /// Values, row-major.
-    pub values: Vec<f32>,
 }
 
 /// What is needed to resume training after an epoch.
@@ -137,25 +126,6 @@ fn device_name(device: Device) -> String {
     }
 }
 
-/// Host copies of tensors, by name.
-fn to_host(named: &[(String, Tensor)]) -> Result<Vec<NamedTensor>, tch::TchError> {
-    named
-        .iter()
-        .map(|(name, t)| {
-            let flat = t
-                .f_to_device(Device::Cpu)?
-                .f_to_kind(Kind::Float)?
-                .f_contiguous()?
-                .f_view([-1])?;
-            Ok(NamedTensor {
-                name: name.clone(),
-                shape: t.size(),
-                values: Vec::<f32>::try_from(&flat)?,
-            })
-        })
-        .collect()
-}
-
 /// Trains on `shard` with the other ranks of `comm`; `validation` is this rank's validation shard, `resume`
 /// a checkpoint to start from, and `on_epoch` receives a checkpoint after every epoch (on rank 0).
 pub fn train_rank(
@@ -198,7 +168,7 @@ pub fn train_rank(
     let mut history = Vec::new();
     let mut first_epoch = 0;
     if let Some(checkpoint) = resume {
-        load_named(&named, &checkpoint.tensors).map_err(torch)?;
+        load_into(&named, &checkpoint.tensors).map_err(|e| loading(rank, e))?;
         let state: Vec<Tensor> = checkpoint
             .optimizer_state
             .iter()
@@ -208,10 +178,7 @@ pub fn train_rank(
         history = checkpoint.history.clone();
         first_epoch = checkpoint.epoch;
     }
-    broadcast_tensors(comm, &named).map_err(|e| match e {
-        Fused::Collective(e) => TrainError::Collective(e),
-        Fused::Torch(e) => torch(e),
-    })?;
+    broadcast_tensors(comm, &named).map_err(|e| e.on_rank(rank))?;
 
     let features = Tensor::from_slice(shard.features()).view([shard.rows() as i64, inputs as i64]);
     let labels = Tensor::from_slice(shard.labels());
@@ -304,10 +271,8 @@ pub fn train_rank(
         let classification = options.loss != Loss::MeanSquaredError;
         let (validation_loss, validation_accuracy) = match validation {
             Some(v) => {
-                let (l, a) = evaluate(comm, &network, v, options, class_weights.as_ref()).map_err(|e| match e {
-                    Fused::Collective(e) => TrainError::Collective(e),
-                    Fused::Torch(e) => torch(e),
-                })?;
+                let (l, a) =
+                    evaluate(comm, &network, v, options, class_weights.as_ref()).map_err(|e| e.on_rank(rank))?;
                 (Some(l), a.filter(|_| classification))
             }
             None => (None, None),
@@ -334,16 +299,16 @@ pub fn train_rank(
                 .collect();
             let checkpoint = Checkpoint {
                 epoch: epoch + 1,
-                tensors: to_host(&named).map_err(torch)?,
+                tensors: host_copies(&named).map_err(torch)?,
                 optimizer_steps,
-                optimizer_state: to_host(&state_named).map_err(torch)?,
+                optimizer_state: host_copies(&state_named).map_err(torch)?,
                 history: history.clone(),
             };
             on_epoch(&checkpoint);
         }
     }
     let tensors = if rank == 0 {
-        Some(to_host(&named).map_err(torch)?)
+        Some(host_copies(&named).map_err(torch)?)
     } else {
         None
     };
@@ -436,6 +401,28 @@ fn hits_of(loss: Loss, logits: &Tensor, labels: &Tensor) -> i64 {
 enum Fused {
     Collective(CollectiveError),
     Torch(tch::TchError),
+    Load(LoadError),
+}
+
+impl Fused {
+    fn on_rank(self, rank: usize) -> TrainError {
+        match self {
+            Fused::Collective(e) => TrainError::Collective(e),
+            Fused::Torch(source) => TrainError::Torch { rank, source },
+            Fused::Load(e) => loading(rank, e),
+        }
+    }
+}
+
+/// A failure to load tensors, as a rank's error.
+fn loading(rank: usize, error: LoadError) -> TrainError {
+    match error {
+        LoadError::Torch(source) => TrainError::Torch { rank, source },
+        LoadError::Missing(name) => TrainError::Data {
+            rank,
+            message: format!("the checkpoint has no tensor {name:?} for this model"),
+        },
+    }
 }
 
 /// Copies every gradient into `fused` (zeros where a parameter has none) followed by `extra`.
@@ -476,7 +463,7 @@ fn broadcast_tensors(comm: &mut Communicator, named: &[(String, Tensor)]) -> Res
     if comm.world_size() == 1 {
         return Ok(());
     }
-    let host = to_host(named).map_err(Fused::Torch)?;
+    let host = host_copies(named).map_err(Fused::Torch)?;
     let mut flat: Vec<f32> = host.iter().flat_map(|t| t.values.iter().copied()).collect();
     comm.broadcast(&mut flat, 0).map_err(Fused::Collective)?;
     let mut offset = 0;
@@ -489,21 +476,7 @@ fn broadcast_tensors(comm: &mut Communicator, named: &[(String, Tensor)]) -> Res
             NamedTensor { values, ..t }
         })
         .collect();
-    load_named(named, &received).map_err(Fused::Torch)
-}
-
-/// Copies host values into the network's tensors, by name.
-fn load_named(named: &[(String, Tensor)], values: &[NamedTensor]) -> Result<(), tch::TchError> {
-    tch::no_grad(|| {
-        for (name, tensor) in named {
-            if let Some(source) = values.iter().find(|v| &v.name == name) {
-                let mut target = tensor.shallow_clone();
-                let value = Tensor::f_from_slice(&source.values)?.f_view(source.shape.as_slice())?;
-                target.f_copy_(&value.f_to_device(tensor.device())?.f_to_kind(tensor.kind())?)?;
-            }
-        }
-        Ok(())
-    })
+    load_into(named, &received).map_err(Fused::Load)
 }
 
 /// Mean loss and accuracy over every rank's validation shard.
