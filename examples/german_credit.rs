@@ -1,11 +1,12 @@
-//! hearth's main job: the preprocessing half of a credit-risk pipeline on the German Credit data.
+//! hearth's main job: a credit-risk model on the German Credit data, from CSV to metrics.
 //!
-//! Reads `datasets/german_credit/credit-g.csv`, fits StringIndexer → OneHotEncoder → VectorAssembler →
-//! StandardScaler with Spark MLlib's semantics, prints the fitted state and the first transformed rows as
-//! tables, and saves the fitted pipeline as JSON.
+//! Reads `datasets/german_credit/credit-g.csv`, splits it 80/20, fits StringIndexer → OneHotEncoder →
+//! VectorAssembler → StandardScaler with Spark MLlib's semantics on the training rows, trains an MLP on two
+//! workers through the barrier stage (one trainer per partition, gradients averaged with allreduce),
+//! evaluates it on the test rows, and saves the fitted pipeline and the model.
 //!
 //! ```text
-//! ./dev run                      # or: cargo run --example german_credit [-- OUTPUT_DIR]
+//! ./dev run                      # or: ./dev cargo run --example german_credit [-- OUTPUT_DIR]
 //! HEARTH_MASTER=local[4] ./dev run
 //! ```
 
@@ -13,13 +14,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Float32Type, Float64Type};
-use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-use datafusion::logical_expr::ident;
-use hearth::datasets::german_credit::{self, NUMERIC};
+use hearth::datasets::german_credit;
 use hearth::prelude::*;
-use prettytable::{Table, row};
+use prettytable::format::consts::FORMAT_NO_LINESEP_WITH_TITLE;
+use prettytable::{Row, Table, row};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -36,37 +34,113 @@ async fn run() -> Result<()> {
     let master = std::env::var("HEARTH_MASTER").unwrap_or_else(|_| "local[2]".to_string());
     let session = Session::new(&master)?;
     let credit = session.read_csv(german_credit::csv_path(), &CsvOptions::new()).await?;
+    let parts = credit.random_split(&[0.8, 0.2], 42)?;
+    let (train, test) = (&parts[0], &parts[1]);
 
     let started = Instant::now();
-    let (model, transformed) = german_credit::preprocessing().fit_transform(&credit).await?;
-    let fitted_in = started.elapsed();
-    let rows = transformed.clone().count().await?;
+    let preprocessing = german_credit::preprocessing().fit(train).await?;
+    let (train, test) = (preprocessing.transform(train)?, preprocessing.transform(test)?);
+    let rows = train.clone().count().await?;
     println!(
-        "Fitted a {}-stage pipeline on {rows} rows of german_credit ({master}) in {:.0} ms\n",
-        model.stages().len(),
-        fitted_in.as_secs_f64() * 1e3
+        "Fitted a {}-stage pipeline on {rows} training rows of german_credit ({master}) in {:.0} ms\n",
+        preprocessing.stages().len(),
+        started.elapsed().as_secs_f64() * 1e3
     );
+    print_stages(&preprocessing);
 
-    print_stages(&model);
-    print_labels(&model);
-    print_scaler(&model);
-    print_rows(transformed).await?;
+    let started = Instant::now();
+    let model = MlpClassifier::new()
+        .hidden_layers([32, 16])
+        .dropout(0.1)
+        .workers(2)
+        .epochs(20)
+        .batch_size(32)
+        .seed(7)
+        .fit(&train)
+        .await?;
+    println!(
+        "\nTrained an MLP {:?} on 2 workers through the barrier stage in {:.2} s",
+        [model.artifact().spec().input_features(), 32, 16, model.num_classes()],
+        started.elapsed().as_secs_f64()
+    );
+    print_history(&model);
+    print_ranks(&model);
+
+    let scored = model.transform(&test)?;
+    print_metrics(&scored).await?;
 
     let out = std::env::args()
         .nth(1)
         .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("hearth-german-credit-pipeline"));
-    model.save(&out)?;
+        .unwrap_or_else(|| std::env::temp_dir().join("hearth-german-credit"));
+    preprocessing.save(out.join("pipeline"))?;
+    model.save(out.join("model"))?;
+    println!("\nSaved the fitted pipeline to {}", out.join("pipeline").display());
     println!(
-        "Saved the fitted pipeline to {}",
-        out.join(hearth::engine::pipeline::PIPELINE_FILE).display()
+        "Saved the model to {} (model.safetensors, model.json, training.json)",
+        out.join("model").display()
     );
     Ok(())
 }
 
+fn print_history(model: &ClassificationModel) {
+    let mut table = titled(row!["epoch", "loss", "accuracy", "learning rate", "seconds"]);
+    let history = model.history();
+    for stats in history
+        .iter()
+        .filter(|s| s.epoch <= 3 || s.epoch % 5 == 0 || s.epoch == history.len())
+    {
+        table.add_row(row![
+            stats.epoch,
+            format!("{:.4}", stats.loss),
+            stats.accuracy.map_or("-".to_string(), |a| format!("{a:.4}")),
+            format!("{:.0e}", stats.learning_rate),
+            format!("{:.3}", stats.seconds)
+        ]);
+    }
+    println!("\nTraining history (averaged over both workers' rows)");
+    table.printstd();
+}
+
+fn print_ranks(model: &ClassificationModel) {
+    let mut table = titled(row!["rank", "host", "device", "rows", "steps", "seconds"]);
+    for rank in &model.summary().ranks {
+        table.add_row(row![
+            rank.rank,
+            rank.host,
+            rank.device,
+            rank.rows,
+            rank.steps,
+            format!("{:.2}", rank.seconds)
+        ]);
+    }
+    println!("\nPer-rank training stats");
+    table.printstd();
+}
+
+async fn print_metrics(scored: &DataFrame) -> Result<()> {
+    let multiclass = MulticlassClassificationEvaluator::new();
+    let state = multiclass.state(scored).await?;
+    let rows = scored.clone().count().await?;
+    let mut table = titled(row!["metric", "value"]);
+    for metric in ["f1", "accuracy", "weightedPrecision", "weightedRecall"] {
+        let value = multiclass.clone().metric_name(metric).metric(&state)?;
+        table.add_row(row![metric, format!("{value:.4}")]);
+    }
+    for metric in ["areaUnderROC", "areaUnderPR"] {
+        let value = BinaryClassificationEvaluator::new()
+            .metric_name(metric)
+            .evaluate(scored)
+            .await?;
+        table.add_row(row![metric, format!("{value:.4}")]);
+    }
+    println!("\nEvaluation on the {rows} test rows");
+    table.printstd();
+    Ok(())
+}
+
 fn print_stages(model: &PipelineModel) {
-    let mut table = Table::new();
-    table.set_titles(row!["#", "stage", "uid", "fitted state"]);
+    let mut table = titled(row!["#", "stage", "uid", "fitted state"]);
     for (i, stage) in model.stages().iter().enumerate() {
         let (class, uid, state) = match stage {
             FittedStage::StringIndexerModel(m) => (
@@ -99,81 +173,10 @@ fn print_stages(model: &PipelineModel) {
     table.printstd();
 }
 
-fn print_labels(model: &PipelineModel) {
+/// A table with a title row and no lines between rows.
+fn titled(titles: Row) -> Table {
     let mut table = Table::new();
-    table.set_titles(row!["column", "labels (index 0, 1, …)"]);
-    for stage in model.stages() {
-        if let FittedStage::StringIndexerModel(m) = stage {
-            for (column, labels) in m.get_input_cols().iter().zip(m.labels()) {
-                table.add_row(row![column, labels.join(" | ")]);
-            }
-        }
-    }
-    println!("\nStringIndexer labels, most frequent first");
-    table.printstd();
-}
-
-fn print_scaler(model: &PipelineModel) {
-    let Some(FittedStage::StandardScalerModel(scaler)) = model.stages().last() else {
-        return;
-    };
-    let numeric_start = scaler.std().len() - NUMERIC.len();
-    let mut table = Table::new();
-    table.set_titles(row!["slot", "column", "mean", "std"]);
-    for (k, column) in NUMERIC.iter().enumerate() {
-        let slot = numeric_start + k;
-        table.add_row(row![
-            slot,
-            column,
-            format!("{:.4}", scaler.mean()[slot]),
-            format!("{:.4}", scaler.std()[slot])
-        ]);
-    }
-    println!("\nStandardScaler (withMean, withStd): the numeric slots");
-    table.printstd();
-}
-
-async fn print_rows(transformed: DataFrame) -> Result<()> {
-    let batches: Vec<RecordBatch> = transformed
-        .select(vec![
-            ident("class"),
-            ident("label"),
-            ident("purpose"),
-            ident("purpose_idx"),
-            ident("features"),
-        ])?
-        .limit(0, Some(5))?
-        .collect()
-        .await?;
-    let mut table = Table::new();
-    table.set_titles(row![
-        "class",
-        "label",
-        "purpose",
-        "purpose_idx",
-        "features (first 6 of the vector)"
-    ]);
-    let options = FormatOptions::default();
-    for batch in &batches {
-        let text = |i: usize| ArrayFormatter::try_new(batch.column(i).as_ref(), &options);
-        let (class, purpose) = (text(0)?, text(2)?);
-        let label = batch.column(1).as_primitive::<Float64Type>();
-        let purpose_idx = batch.column(3).as_primitive::<Float64Type>();
-        let features = batch.column(4).as_fixed_size_list();
-        for r in 0..batch.num_rows() {
-            let vector = features.value(r);
-            let values = vector.as_primitive::<Float32Type>();
-            let shown: Vec<String> = values.values().iter().take(6).map(|v| format!("{v:.3}")).collect();
-            table.add_row(row![
-                class.value(r),
-                label.value(r),
-                purpose.value(r),
-                purpose_idx.value(r),
-                format!("[{}, … ({} slots)]", shown.join(", "), values.len())
-            ]);
-        }
-    }
-    println!("\nFirst rows of the transformed data");
-    table.printstd();
-    Ok(())
+    table.set_format(*FORMAT_NO_LINESEP_WITH_TITLE);
+    table.set_titles(titles);
+    table
 }

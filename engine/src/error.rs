@@ -60,6 +60,26 @@ pub enum HearthError {
         /// Why it cannot be used.
         message: String,
     },
+    /// A barrier stage needs more task slots at once than the session has.
+    #[error(
+        "a barrier stage needs {workers} task slots at once, but {master} has {slots}; use fewer workers or more slots"
+    )]
+    Gang {
+        /// Tasks the stage needs.
+        workers: usize,
+        /// Slots found.
+        slots: usize,
+        /// The session's master.
+        master: String,
+    },
+    /// A barrier stage could not run: its rendezvous, or every attempt failed.
+    #[error("barrier stage {job}: {message}")]
+    Barrier {
+        /// The job.
+        job: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// Result type of the engine.

@@ -28,7 +28,9 @@
 //! ```
 
 pub mod attribute;
+pub mod barrier;
 pub mod error;
+pub mod evaluation;
 pub mod exchange;
 pub mod feature;
 pub mod frame;
@@ -38,11 +40,16 @@ pub mod pipeline;
 pub mod read;
 pub mod session;
 pub mod stage;
+pub mod train;
 pub mod vector;
 
 /// What a pipeline author writes: sessions, stages, pipelines and their traits.
 pub mod prelude {
+    pub use crate::barrier::{BarrierStage, BarrierTaskContext, FnBarrier, register_function};
     pub use crate::error::{HearthError, Result};
+    pub use crate::evaluation::{
+        BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
+    };
     pub use crate::feature::{
         OneHotEncoder, OneHotEncoderModel, StandardScaler, StandardScalerModel, StringIndexer, StringIndexerModel,
         VectorAssembler,
@@ -53,5 +60,10 @@ pub mod prelude {
     pub use crate::read::CsvOptions;
     pub use crate::session::{Master, Session};
     pub use crate::stage::{Estimator, Transformer};
+    pub use crate::train::{
+        ClassificationModel, LinearClassifier, MlpClassifier, SequentialClassifier, TrainingSummary,
+    };
     pub use datafusion::prelude::DataFrame;
+    pub use hearth_ml::model::{Activation, Layer};
+    pub use hearth_ml::train::{DeviceChoice, OptimizerSpec};
 }

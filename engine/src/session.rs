@@ -1,6 +1,7 @@
 //! Sessions and masters: where a pipeline runs.
 
 use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -111,9 +112,14 @@ impl Session {
     /// A session for a parsed master.
     pub fn with_master(master: Master) -> Self {
         let Master::Local { partitions } = master;
+        let info = SessionInfo {
+            master: master.clone(),
+            driver_host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
         let config = SessionConfig::new()
             .with_target_partitions(partitions)
-            .with_information_schema(true);
+            .with_information_schema(true)
+            .with_extension(Arc::new(info));
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_default_features()
@@ -185,5 +191,55 @@ impl Session {
         }
         let table = MemTable::try_new(schema, parts)?;
         Ok(self.ctx.read_table(Arc::new(table))?)
+    }
+}
+
+/// What hearth knows about the session a data frame belongs to: its master, its task slots, and where the
+/// driver accepts barrier tasks. It rides in the DataFusion config, so any data frame can tell.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use hearth_engine::session::{Session, SessionInfo};
+/// let df = Session::local(3).sql("SELECT 1").await.unwrap();
+/// assert_eq!(SessionInfo::of(&df).task_slots(), 3);
+/// # });
+/// ```
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    master: Master,
+    driver_host: IpAddr,
+}
+
+impl SessionInfo {
+    /// The session of `df`; a data frame from a plain DataFusion context counts as `local[target_partitions]`.
+    pub fn of(df: &DataFrame) -> Self {
+        let ctx = df.task_ctx();
+        let config = ctx.session_config();
+        config
+            .get_extension::<SessionInfo>()
+            .map(|info| SessionInfo::clone(&info))
+            .unwrap_or_else(|| SessionInfo {
+                master: Master::Local {
+                    partitions: config.target_partitions(),
+                },
+                driver_host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            })
+    }
+
+    /// The master.
+    pub fn master(&self) -> &Master {
+        &self.master
+    }
+
+    /// How many tasks can run at once: a barrier stage may have at most this many.
+    pub fn task_slots(&self) -> usize {
+        match self.master {
+            Master::Local { partitions } => partitions,
+        }
+    }
+
+    /// The address the driver's rendezvous listens on.
+    pub fn driver_host(&self) -> IpAddr {
+        self.driver_host
     }
 }

@@ -5,11 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
-use crate::model::{LoadError, ModelSpec, NamedTensor, Network, SpecError, host_copies, load_into};
+use crate::model::{
+    LoadError, ModelSpec, NamedTensor, Network, SpecError, from_safetensors, host_copies, load_into, to_safetensors,
+};
 use crate::train::{EpochStats, TrainOptions};
 
 /// The weights file in an artifact directory.
@@ -98,6 +99,24 @@ pub struct ModelArtifact {
     pub versions: Versions,
 }
 
+/// The safetensors metadata key that holds `model.json` when an artifact travels as bytes.
+const DESCRIPTION_KEY: &str = "hearth.model";
+
+fn bytes_error(message: impl ToString) -> ArtifactError {
+    file_error(Path::new("<model bytes>"), message)
+}
+
+fn read_description(text: &str) -> Result<Description, String> {
+    let description: Description = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if description.versions.format != FORMAT_VERSION {
+        return Err(format!(
+            "layout version {}; this build reads version {FORMAT_VERSION}",
+            description.versions.format
+        ));
+    }
+    Ok(description)
+}
+
 fn file_error(path: &Path, message: impl ToString) -> ArtifactError {
     ArtifactError::File {
         path: path.to_path_buf(),
@@ -136,26 +155,10 @@ impl ModelArtifact {
         let dir = dir.as_ref();
         fs::create_dir_all(dir).map_err(|e| file_error(dir, e))?;
         let weights = dir.join(WEIGHTS_FILE);
-        let views = self
-            .tensors
-            .iter()
-            .map(|t| {
-                let shape = t.shape.iter().map(|&d| d as usize).collect();
-                TensorView::new(Dtype::F32, shape, bytemuck::cast_slice(&t.values)).map(|view| (t.name.clone(), view))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| file_error(&weights, format!("{e:?}")))?;
-        let metadata: Option<HashMap<String, String>> = Some(HashMap::from([("format".to_string(), "pt".to_string())]));
-        safetensors::tensor::serialize_to_file(views, &metadata, &weights)
-            .map_err(|e| file_error(&weights, format!("{e:?}")))?;
-        let description = Description {
-            versions: self.versions.clone(),
-            options: self.options.clone(),
-            history: self.history.clone(),
-            metrics: self.metrics.clone(),
-        };
+        let bytes = self.weights(None).map_err(|e| file_error(&weights, e))?;
+        fs::write(&weights, bytes).map_err(|e| file_error(&weights, e))?;
         let model = dir.join(MODEL_FILE);
-        let json = serde_json::to_string_pretty(&description).map_err(|e| file_error(&model, e))?;
+        let json = serde_json::to_string_pretty(&self.description()).map_err(|e| file_error(&model, e))?;
         fs::write(&model, json + "\n").map_err(|e| file_error(&model, e))
     }
 
@@ -164,46 +167,78 @@ impl ModelArtifact {
         let dir = dir.as_ref();
         let model = dir.join(MODEL_FILE);
         let text = fs::read_to_string(&model).map_err(|e| file_error(&model, e))?;
-        let description: Description = serde_json::from_str(&text).map_err(|e| file_error(&model, e))?;
-        if description.versions.format != FORMAT_VERSION {
-            return Err(file_error(
-                &model,
-                format!(
-                    "layout version {}; this build reads version {FORMAT_VERSION}",
-                    description.versions.format
-                ),
-            ));
-        }
+        let description = read_description(&text).map_err(|e| file_error(&model, e))?;
         let weights = dir.join(WEIGHTS_FILE);
         let bytes = fs::read(&weights).map_err(|e| file_error(&weights, e))?;
-        let file = SafeTensors::deserialize(&bytes).map_err(|e| file_error(&weights, format!("{e:?}")))?;
-        let mut tensors = Vec::new();
-        for (name, view) in file.tensors() {
-            if view.dtype() != Dtype::F32 {
-                return Err(file_error(
-                    &weights,
-                    format!("tensor {name} is {:?}, expected F32", view.dtype()),
-                ));
-            }
-            let values: Vec<f32> = view
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            tensors.push(NamedTensor {
-                name,
-                shape: view.shape().iter().map(|&d| d as i64).collect(),
-                values,
-            });
+        let (tensors, _) = from_safetensors(&bytes).map_err(|e| file_error(&weights, e))?;
+        Ok(Self::from_parts(description, tensors))
+    }
+
+    /// The whole artifact as one safetensors buffer, `model.json` in its metadata: how a model travels in a
+    /// query plan or a result row.
+    ///
+    /// ```
+    /// use hearth_ml::artifact::ModelArtifact;
+    /// use hearth_ml::model::{ModelSpec, Network};
+    /// use hearth_ml::train::{OptimizerSpec, TrainOptions};
+    ///
+    /// let spec = ModelSpec::Linear { inputs: 2, outputs: 1 };
+    /// let network = Network::new(&spec, tch::Device::Cpu, 3).unwrap();
+    /// let artifact = ModelArtifact::from_network(TrainOptions::new(spec, OptimizerSpec::sgd(0.1)), &network, vec![]).unwrap();
+    /// assert_eq!(ModelArtifact::from_bytes(&artifact.to_bytes().unwrap()).unwrap(), artifact);
+    /// ```
+    pub fn to_bytes(&self) -> Result<Vec<u8>, ArtifactError> {
+        let description = serde_json::to_string(&self.description()).map_err(bytes_error)?;
+        self.weights(Some(description)).map_err(bytes_error)
+    }
+
+    /// Reads an artifact written by [`ModelArtifact::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ArtifactError> {
+        let (tensors, metadata) = from_safetensors(bytes).map_err(bytes_error)?;
+        let text = metadata
+            .get(DESCRIPTION_KEY)
+            .ok_or_else(|| bytes_error(format!("no {DESCRIPTION_KEY:?} metadata")))?;
+        let description = read_description(text).map_err(bytes_error)?;
+        Ok(Self::from_parts(description, tensors))
+    }
+
+    /// The training options (the spec among them) of an artifact in bytes, reading only its header.
+    pub fn options_from_bytes(bytes: &[u8]) -> Result<TrainOptions, ArtifactError> {
+        let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(|e| bytes_error(format!("{e:?}")))?;
+        let text = header
+            .metadata()
+            .as_ref()
+            .and_then(|m| m.get(DESCRIPTION_KEY))
+            .ok_or_else(|| bytes_error(format!("no {DESCRIPTION_KEY:?} metadata")))?;
+        Ok(read_description(text).map_err(bytes_error)?.options)
+    }
+
+    fn description(&self) -> Description {
+        Description {
+            versions: self.versions.clone(),
+            options: self.options.clone(),
+            history: self.history.clone(),
+            metrics: self.metrics.clone(),
         }
-        tensors.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(Self {
+    }
+
+    fn from_parts(description: Description, tensors: Vec<NamedTensor>) -> Self {
+        Self {
             options: description.options,
             tensors,
             history: description.history,
             metrics: description.metrics,
             versions: description.versions,
-        })
+        }
+    }
+
+    /// The tensors as safetensors bytes, with the description in the metadata when given.
+    fn weights(&self, description: Option<String>) -> Result<Vec<u8>, String> {
+        let mut metadata = HashMap::from([("format".to_string(), "pt".to_string())]);
+        if let Some(description) = description {
+            metadata.insert(DESCRIPTION_KEY.to_string(), description);
+        }
+        to_safetensors(&self.tensors, metadata)
     }
 
     /// The network with these weights, on `device`.
@@ -218,16 +253,69 @@ impl ModelArtifact {
 
     /// The model's outputs (logits) for `rows` rows of row-major features, computed on the CPU.
     pub fn predict(&self, features: &[f32], rows: usize) -> Result<Vec<f32>, ArtifactError> {
-        let network = self.network(Device::Cpu)?;
-        let inputs = self.spec().input_features();
-        if features.len() != rows * inputs {
+        self.predictor()?.outputs(features, rows)
+    }
+
+    /// The network loaded once on the CPU, ready to compute outputs batch after batch.
+    pub fn predictor(&self) -> Result<Predictor, ArtifactError> {
+        Ok(Predictor {
+            network: self.network(Device::Cpu)?,
+            inputs: self.spec().input_features(),
+            outputs: self.spec().outputs()?,
+        })
+    }
+}
+
+/// A trained network on the CPU, in evaluation mode: rows of features in, rows of outputs (logits) out.
+///
+/// ```
+/// use hearth_ml::artifact::ModelArtifact;
+/// use hearth_ml::model::{ModelSpec, Network};
+/// use hearth_ml::train::{OptimizerSpec, TrainOptions};
+///
+/// let spec = ModelSpec::Linear { inputs: 2, outputs: 3 };
+/// let network = Network::new(&spec, tch::Device::Cpu, 1).unwrap();
+/// let predictor = ModelArtifact::from_network(TrainOptions::new(spec, OptimizerSpec::sgd(0.1)), &network, vec![])
+///     .unwrap()
+///     .predictor()
+///     .unwrap();
+/// assert_eq!(predictor.outputs(&[0.5, -1.0, 2.0, 0.0], 2).unwrap().len(), 2 * predictor.output_width());
+/// ```
+#[derive(Debug)]
+pub struct Predictor {
+    network: Network,
+    inputs: usize,
+    outputs: usize,
+}
+
+impl Predictor {
+    /// Features each row must have.
+    pub fn input_width(&self) -> usize {
+        self.inputs
+    }
+
+    /// Outputs per row.
+    pub fn output_width(&self) -> usize {
+        self.outputs
+    }
+
+    /// The outputs for `rows` rows of row-major `features`, row-major.
+    pub fn outputs(&self, features: &[f32], rows: usize) -> Result<Vec<f32>, ArtifactError> {
+        if features.len() != rows * self.inputs {
             return Err(file_error(
                 Path::new(MODEL_FILE),
-                format!("{} feature values do not make {rows} rows of {inputs}", features.len()),
+                format!(
+                    "{} feature values do not make {rows} rows of {}",
+                    features.len(),
+                    self.inputs
+                ),
             ));
         }
-        let x = Tensor::f_from_slice(features)?.f_view([rows as i64, inputs as i64])?;
-        let out = tch::no_grad(|| network.forward(&x, false))?;
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        let x = Tensor::f_from_slice(features)?.f_view([rows as i64, self.inputs as i64])?;
+        let out = tch::no_grad(|| self.network.forward(&x, false))?;
         Ok(Vec::<f32>::try_from(&out.f_contiguous()?.f_view([-1])?)?)
     }
 }

@@ -6,12 +6,14 @@ use std::path::PathBuf;
 use hearth::ml::evaluation::{BinaryState, MulticlassState, RegressionState};
 use serde_json::Value;
 
-fn fixture() -> Value {
+/// The evaluator fixture made with PySpark.
+pub fn fixture() -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spark/evaluators.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn case<'a>(fixture: &'a Value, name: &str) -> &'a Value {
+/// The fixture case called `name`.
+pub fn case<'a>(fixture: &'a Value, name: &str) -> &'a Value {
     fixture["cases"]
         .as_array()
         .unwrap()

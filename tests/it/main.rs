@@ -1,6 +1,7 @@
 //! hearth's integration tests: one binary (each test binary re-links DataFusion and libtorch).
 
 mod artifact;
+mod barrier;
 mod collectives;
 mod common;
 mod datasets;

@@ -11,10 +11,16 @@
 //! | `ml_vector_summary(vector)` (aggregate) | fits `StandardScaler` |
 //! | `ml_label_counts(column)` (aggregate) | fits `StringIndexer` |
 //! | `ml_row_uniform(seed, col, ...)` | `random_split`'s key |
+//! | `ml_classify(model, features)` | a trained classifier's `rawPrediction`, `probability`, `prediction` |
+//! | `ml_multiclass_state(label, prediction, weight[, probability])` (aggregate) | `MulticlassClassificationEvaluator` |
+//! | `ml_binary_state(score, label, weight)` (aggregate) | `BinaryClassificationEvaluator` |
+//! | `ml_regression_state(label, prediction, weight)` (aggregate) | `RegressionEvaluator` |
 //!
 //! [`Session`]: crate::session::Session
 
 mod args;
+mod classify;
+mod evaluation_state;
 mod label_counts;
 mod list_state;
 mod one_hot;
@@ -31,6 +37,8 @@ use datafusion::logical_expr::{AggregateUDF, Expr, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
 pub(crate) use args::{f64_list_literal, string_list_literal};
+pub use classify::ClassifyUdf;
+pub use evaluation_state::{Evaluation, EvaluationStateUdaf};
 pub use label_counts::LabelCountsUdaf;
 pub use one_hot::OneHotUdf;
 pub(crate) use one_hot::encoded_width;
@@ -48,6 +56,11 @@ static STANDARD_SCALE: LazyLock<Arc<ScalarUDF>> =
 static STRING_INDEX: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(StringIndexUdf::default())));
 static ONE_HOT: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(OneHotUdf::default())));
 static ROW_UNIFORM: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(RowUniformUdf::default())));
+static CLASSIFY: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(ClassifyUdf::default())));
+static EVALUATION_STATES: LazyLock<[Arc<AggregateUDF>; 3]> = LazyLock::new(|| {
+    [Evaluation::Multiclass, Evaluation::Binary, Evaluation::Regression]
+        .map(|evaluation| Arc::new(AggregateUDF::from(EvaluationStateUdaf::new(evaluation))))
+});
 static VECTOR_SUMMARY: LazyLock<Arc<AggregateUDF>> =
     LazyLock::new(|| Arc::new(AggregateUDF::from(VectorSummaryUdaf::default())));
 static LABEL_COUNTS: LazyLock<Arc<AggregateUDF>> =
@@ -63,10 +76,20 @@ static LABEL_COUNTS: LazyLock<Arc<AggregateUDF>> =
 /// assert!(ctx.udf("ml_string_index").is_ok());
 /// ```
 pub fn register_all(ctx: &SessionContext) {
-    for udf in [&VECTOR_ASSEMBLE, &STANDARD_SCALE, &STRING_INDEX, &ONE_HOT, &ROW_UNIFORM] {
+    for udf in [
+        &VECTOR_ASSEMBLE,
+        &STANDARD_SCALE,
+        &STRING_INDEX,
+        &ONE_HOT,
+        &ROW_UNIFORM,
+        &CLASSIFY,
+    ] {
         ctx.register_udf(ScalarUDF::clone(udf));
     }
-    for udaf in [&VECTOR_SUMMARY, &LABEL_COUNTS] {
+    for udaf in [&VECTOR_SUMMARY, &LABEL_COUNTS].into_iter().map(|u| &**u) {
+        ctx.register_udaf(AggregateUDF::clone(udaf));
+    }
+    for udaf in EVALUATION_STATES.iter() {
         ctx.register_udaf(AggregateUDF::clone(udaf));
     }
 }
@@ -104,4 +127,19 @@ pub(crate) fn vector_summary(vector: Expr) -> Expr {
 /// `ml_label_counts(column)`.
 pub(crate) fn label_counts(column: Expr) -> Expr {
     LABEL_COUNTS.call(vec![column])
+}
+
+/// `ml_classify(model, features)`.
+pub(crate) fn classify(model: Expr, features: Expr) -> Expr {
+    CLASSIFY.call(vec![model, features])
+}
+
+/// The evaluation aggregate `ml_*_state(args...)`.
+pub(crate) fn evaluation_state(evaluation: Evaluation, args: Vec<Expr>) -> Expr {
+    let index = match evaluation {
+        Evaluation::Multiclass => 0,
+        Evaluation::Binary => 1,
+        Evaluation::Regression => 2,
+    };
+    EVALUATION_STATES[index].call(args)
 }

@@ -14,5 +14,5 @@ mod wire;
 
 pub use auth::JobSecret;
 pub use error::{CollectiveError, Result};
-pub use rendezvous::{Coordinator, Peer, Registration, register};
+pub use rendezvous::{Coordinator, Peer, Registration, Upload, register, upload};
 pub use ring::{Communicator, JoinOptions};

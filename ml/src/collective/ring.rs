@@ -33,6 +33,9 @@ pub struct JoinOptions {
     pub host: String,
     /// The devices reported to the coordinator.
     pub devices: Vec<String>,
+    /// This task's place among the tasks of its host (e.g. its partition); ranks on a host follow it, so a
+    /// job's ranks do not depend on which task registered first.
+    pub position: usize,
     /// The deadline of the rendezvous and of every operation (default 60 s).
     pub timeout: Duration,
 }
@@ -43,6 +46,7 @@ impl Default for JoinOptions {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             host: "localhost".to_string(),
             devices: vec!["cpu".to_string()],
+            position: 0,
             timeout: Duration::from_secs(60),
         }
     }
@@ -132,6 +136,7 @@ impl Communicator {
             listen,
             host: options.host.clone(),
             devices: options.devices.clone(),
+            position: options.position,
         };
         let (rank, peers) = register(coordinator, secret, &registration, options.timeout)?;
         let mut comm = Self {

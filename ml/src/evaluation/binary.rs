@@ -63,6 +63,34 @@ impl BinaryState {
         }
     }
 
+    /// How many bytes [`to_bytes`](Self::to_bytes) writes.
+    pub fn encoded_len(&self) -> usize {
+        self.counts.len() * 24
+    }
+
+    /// The state as bytes, for the partial and final halves of an aggregate.
+    ///
+    /// ```
+    /// use hearth_ml::evaluation::BinaryState;
+    /// let mut state = BinaryState::default();
+    /// state.add(0.7, 1.0, 1.0);
+    /// assert_eq!(BinaryState::from_bytes(&state.to_bytes()).unwrap(), state);
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.counts.len() * 24);
+        for (score, (p, n)) in &self.counts {
+            super::encoding::put(&mut bytes, &[score.0, *p, *n]);
+        }
+        bytes
+    }
+
+    /// Reads a state written by [`BinaryState::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, super::StateDecodeError> {
+        let values = super::encoding::values("binary", bytes, 3)?;
+        let counts = values.chunks_exact(3).map(|r| (Score(r[0]), (r[1], r[2]))).collect();
+        Ok(Self { counts })
+    }
+
     /// Cumulative (positives, negatives) at each threshold, highest score first, after Spark's
     /// down-sampling: with `num_bins > 0` and at least two distinct scores per bin, consecutive scores
     /// are merged into groups of `distinct / num_bins`.

@@ -3,10 +3,12 @@
 
 mod binary;
 mod clustering;
+mod encoding;
 mod multiclass;
 mod regression;
 
 pub use binary::BinaryState;
 pub use clustering::{ClusteringState, hungarian};
+pub use encoding::StateDecodeError;
 pub use multiclass::MulticlassState;
 pub use regression::RegressionState;

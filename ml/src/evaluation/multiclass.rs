@@ -56,6 +56,61 @@ impl MulticlassState {
         self.log_loss_weight += weight;
     }
 
+    /// How many bytes [`to_bytes`](Self::to_bytes) writes.
+    pub fn encoded_len(&self) -> usize {
+        16 + self.confusion.len() * 24
+    }
+
+    /// The state as bytes, for the partial and final halves of an aggregate.
+    ///
+    /// ```
+    /// use hearth_ml::evaluation::MulticlassState;
+    /// let mut state = MulticlassState::default();
+    /// state.add(1.0, 0.0, 2.0, Some(0.25));
+    /// assert_eq!(MulticlassState::from_bytes(&state.to_bytes()).unwrap(), state);
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(16 + self.confusion.len() * 24);
+        super::encoding::put(&mut bytes, &[self.log_loss, self.log_loss_weight]);
+        for ((label, prediction), weight) in &self.confusion {
+            super::encoding::put(&mut bytes, &[label.0 as f64, prediction.0 as f64, *weight]);
+        }
+        bytes
+    }
+
+    /// Reads a state written by [`MulticlassState::to_bytes`]; no bytes is the empty state.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, super::StateDecodeError> {
+        let values = super::encoding::values("multiclass", bytes, 1)?;
+        let Some((head, records)) = values.split_first_chunk::<2>() else {
+            return if values.is_empty() {
+                Ok(Self::default())
+            } else {
+                Err(super::StateDecodeError {
+                    state: "multiclass",
+                    message: "a state of one number".to_string(),
+                })
+            };
+        };
+        if !records.len().is_multiple_of(3) {
+            return Err(super::StateDecodeError {
+                state: "multiclass",
+                message: format!(
+                    "{} numbers after the log-loss sums are not whole records of 3",
+                    records.len()
+                ),
+            });
+        }
+        let confusion = records
+            .chunks_exact(3)
+            .map(|r| ((Class::of(r[0]), Class::of(r[1])), r[2]))
+            .collect();
+        Ok(Self {
+            confusion,
+            log_loss: head[0],
+            log_loss_weight: head[1],
+        })
+    }
+
     /// Folds another partial state into this one.
     pub fn merge(&mut self, other: &MulticlassState) {
         for (key, weight) in &other.confusion {

@@ -53,6 +53,72 @@ impl RegressionState {
         self.absolute_error += other.absolute_error;
     }
 
+    /// How many bytes [`to_bytes`](Self::to_bytes) writes.
+    pub fn encoded_len(&self) -> usize {
+        64
+    }
+
+    /// The state as bytes, for the partial and final halves of an aggregate.
+    ///
+    /// ```
+    /// use hearth_ml::evaluation::RegressionState;
+    /// let mut state = RegressionState::default();
+    /// state.add(1.0, 2.0, 1.0);
+    /// assert_eq!(RegressionState::from_bytes(&state.to_bytes()).unwrap(), state);
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(64);
+        super::encoding::put(&mut bytes, &self.fields());
+        bytes
+    }
+
+    /// Reads a state written by [`RegressionState::to_bytes`]; no bytes is the empty state.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, super::StateDecodeError> {
+        let v = super::encoding::values("regression", bytes, 8)?;
+        let mut state = Self::default();
+        if let [
+            weight,
+            weight_squared,
+            label,
+            label_squared,
+            prediction,
+            prediction_squared,
+            squared_error,
+            absolute_error,
+        ] = v[..]
+        {
+            state = Self {
+                weight,
+                weight_squared,
+                label,
+                label_squared,
+                prediction,
+                prediction_squared,
+                squared_error,
+                absolute_error,
+            };
+        } else if !v.is_empty() {
+            return Err(super::StateDecodeError {
+                state: "regression",
+                message: format!("{} numbers, expected 8", v.len()),
+            });
+        }
+        Ok(state)
+    }
+
+    fn fields(&self) -> [f64; 8] {
+        [
+            self.weight,
+            self.weight_squared,
+            self.label,
+            self.label_squared,
+            self.prediction,
+            self.prediction_squared,
+            self.squared_error,
+            self.absolute_error,
+        ]
+    }
+
     fn label_mean(&self) -> f64 {
         self.label / self.weight
     }

@@ -4,6 +4,6 @@ mod named;
 mod network;
 mod spec;
 
-pub use named::{LoadError, NamedTensor, host_copies, load_into};
+pub use named::{LoadError, NamedTensor, from_safetensors, host_copies, load_into, to_safetensors};
 pub use network::Network;
 pub use spec::{Activation, Layer, ModelSpec, SpecError};

@@ -1,6 +1,9 @@
 //! Tensors by name on the host: how a network's parameters (and an optimizer's state) leave libtorch — for
 //! checkpoints, broadcasts and artifacts — and how they come back.
 
+use std::collections::HashMap;
+
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, TchError, Tensor};
 
@@ -66,4 +69,52 @@ pub fn load_into(named: &[(String, Tensor)], values: &[NamedTensor]) -> Result<(
         }
         Ok(())
     })
+}
+
+/// The tensors as one safetensors buffer (all `F32`) with `metadata` in its header.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use hearth_ml::model::{NamedTensor, from_safetensors, to_safetensors};
+///
+/// let tensors = vec![NamedTensor { name: "w".into(), shape: vec![2], values: vec![1.0, 2.0] }];
+/// let bytes = to_safetensors(&tensors, HashMap::from([("k".to_string(), "v".to_string())])).unwrap();
+/// let (back, metadata) = from_safetensors(&bytes).unwrap();
+/// assert_eq!((back, metadata["k"].as_str()), (tensors, "v"));
+/// ```
+pub fn to_safetensors(tensors: &[NamedTensor], metadata: HashMap<String, String>) -> Result<Vec<u8>, String> {
+    let views = tensors
+        .iter()
+        .map(|t| {
+            let shape = t.shape.iter().map(|&d| d as usize).collect();
+            TensorView::new(Dtype::F32, shape, bytemuck::cast_slice(&t.values)).map(|view| (t.name.clone(), view))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{e:?}"))?;
+    safetensors::tensor::serialize(views, &Some(metadata)).map_err(|e| format!("{e:?}"))
+}
+
+/// The `F32` tensors of a safetensors buffer, sorted by name, and its metadata.
+pub fn from_safetensors(bytes: &[u8]) -> Result<(Vec<NamedTensor>, HashMap<String, String>), String> {
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| format!("{e:?}"))?;
+    let metadata = header.metadata().clone().unwrap_or_default();
+    let file = SafeTensors::deserialize(bytes).map_err(|e| format!("{e:?}"))?;
+    let mut tensors = Vec::new();
+    for (name, view) in file.tensors() {
+        if view.dtype() != Dtype::F32 {
+            return Err(format!("tensor {name} is {:?}, expected F32", view.dtype()));
+        }
+        let values: Vec<f32> = view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        tensors.push(NamedTensor {
+            name,
+            shape: view.shape().iter().map(|&d| d as i64).collect(),
+            values,
+        });
+    }
+    tensors.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((tensors, metadata))
 }

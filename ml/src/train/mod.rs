@@ -6,4 +6,4 @@ mod rank;
 
 pub use optimizer::{Optimizer, OptimizerSpec};
 pub use options::{DeviceChoice, Loss, LrSchedule, TrainOptions};
-pub use rank::{Checkpoint, EpochStats, RankOutcome, RankReport, TrainError, train_rank};
+pub use rank::{Checkpoint, EpochStats, RankOutcome, RankReport, TrainError, cuda_device_count, train_rank};

@@ -1,0 +1,147 @@
+//! What a barrier task knows and can do: Spark's `BarrierTaskContext`, with the ring communicator.
+
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use hearth_ml::collective::{CollectiveError, Communicator, JobSecret, JoinOptions, Peer, upload};
+
+/// One task's view of its barrier stage: its rank among the `world_size` tasks, the peers, and the
+/// collectives that keep them together. Every call ends within the stage's timeout.
+#[derive(Debug)]
+pub struct BarrierTaskContext {
+    communicator: Communicator,
+    coordinator: SocketAddr,
+    secret: JobSecret,
+    timeout: Duration,
+    partition: usize,
+}
+
+impl BarrierTaskContext {
+    /// Joins the stage: registers with the driver's coordinator and opens the ring links.
+    pub(crate) fn join(
+        coordinator: SocketAddr,
+        secret: JobSecret,
+        timeout: Duration,
+        partition: usize,
+    ) -> Result<Self, CollectiveError> {
+        let options = JoinOptions {
+            bind: local_address_towards(coordinator),
+            host: host_name(),
+            devices: devices(),
+            position: partition,
+            timeout,
+        };
+        let communicator = Communicator::join(coordinator, &secret, &options)?;
+        Ok(Self {
+            communicator,
+            coordinator,
+            secret,
+            timeout,
+            partition,
+        })
+    }
+
+    /// This task's rank, assigned at the rendezvous (ranks are sorted by host).
+    pub fn rank(&self) -> usize {
+        self.communicator.rank()
+    }
+
+    /// The number of tasks in the stage.
+    pub fn world_size(&self) -> usize {
+        self.communicator.world_size()
+    }
+
+    /// Every task's rank, host, address and devices.
+    pub fn peers(&self) -> &[Peer] {
+        self.communicator.peers()
+    }
+
+    /// The partition of the stage's input this task holds (local to its executor on a cluster).
+    pub fn partition(&self) -> usize {
+        self.partition
+    }
+
+    /// Waits until every task has reached this point.
+    pub fn barrier(&mut self) -> datafusion::error::Result<()> {
+        self.communicator.barrier().map_err(collective_error)
+    }
+
+    /// Every task's bytes, in rank order.
+    pub fn all_gather(&mut self, mine: &[u8]) -> datafusion::error::Result<Vec<Vec<u8>>> {
+        self.communicator.allgather_bytes(mine).map_err(collective_error)
+    }
+
+    /// The ring: allreduce, broadcast and the rest.
+    pub fn communicator(&mut self) -> &mut Communicator {
+        &mut self.communicator
+    }
+
+    /// A channel to the driver, usable while the communicator is in use.
+    pub fn driver_channel(&self) -> DriverChannel {
+        DriverChannel {
+            coordinator: self.coordinator,
+            secret: self.secret.clone(),
+            rank: self.rank(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// Sends bytes (a checkpoint) from a task to the driver, which keeps the latest epoch's for a retry of the
+/// stage.
+#[derive(Clone, Debug)]
+pub struct DriverChannel {
+    coordinator: SocketAddr,
+    secret: JobSecret,
+    rank: usize,
+    timeout: Duration,
+}
+
+impl DriverChannel {
+    /// Sends `bytes` as this task's upload for `epoch`, waiting for the driver to confirm.
+    pub fn send(&self, epoch: usize, bytes: &[u8]) -> Result<(), CollectiveError> {
+        upload(self.coordinator, &self.secret, self.rank, epoch, bytes, self.timeout)
+    }
+}
+
+/// A collective's failure as an execution error (never an IO error, which a cluster would retry alone).
+fn collective_error(error: CollectiveError) -> datafusion::error::DataFusionError {
+    datafusion::error::DataFusionError::Execution(error.to_string())
+}
+
+/// The address of this machine's interface that routes to `peer`: where the collective listener binds, so
+/// peers on other hosts can reach it and nothing listens on other interfaces.
+fn local_address_towards(peer: SocketAddr) -> IpAddr {
+    let unspecified: SocketAddr = if peer.is_ipv4() {
+        (IpAddr::from([0, 0, 0, 0]), 0).into()
+    } else {
+        (IpAddr::from([0u16; 8]), 0).into()
+    };
+    UdpSocket::bind(unspecified)
+        .and_then(|socket| {
+            socket.connect(peer)?;
+            socket.local_addr()
+        })
+        .map(|local| local.ip())
+        .unwrap_or(peer.ip())
+}
+
+/// This machine's host name.
+pub(crate) fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// The devices a task here can train on.
+fn devices() -> Vec<String> {
+    let gpus = hearth_ml::train::cuda_device_count();
+    if gpus == 0 {
+        vec!["cpu".to_string()]
+    } else {
+        (0..gpus).map(|i| format!("cuda:{i}")).collect()
+    }
+}

@@ -1,0 +1,185 @@
+//! `BarrierExec`: the operator that runs a barrier function on every input partition at once.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::common::runtime::SpawnedTask;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
+};
+use futures::TryStreamExt;
+use hearth_ml::collective::JobSecret;
+use serde::{Deserialize, Serialize};
+
+use super::{BarrierFunction, BarrierTaskContext, function};
+
+/// Everything a barrier task needs besides its rows; it travels inside the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BarrierSpec {
+    /// The registered [`BarrierFunction`] every task runs.
+    pub function: String,
+    /// The function's argument string, the same for every task.
+    pub args: String,
+    /// The number of tasks, which is the input's partition count.
+    pub world_size: usize,
+    /// The driver's rendezvous coordinator.
+    pub coordinator: SocketAddr,
+    /// The job secret, hex; every connection of the stage proves it.
+    pub secret: String,
+    /// Seconds any one collective (the rendezvous included) may take.
+    pub timeout_secs: f64,
+    /// The job's name in messages.
+    pub job: String,
+}
+
+/// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
+/// its partition, joins the stage's ring at the driver's coordinator, and runs the function on a blocking
+/// thread (never on an async worker, where it could starve the peers it waits for). Each task returns the
+/// function's rows; its errors leave as execution errors naming the job, function and rank — never IO errors,
+/// which a cluster would retry by re-running one task alone.
+#[derive(Debug)]
+pub struct BarrierExec {
+    input: Arc<dyn ExecutionPlan>,
+    spec: BarrierSpec,
+    function: Arc<dyn BarrierFunction>,
+    properties: Arc<PlanProperties>,
+}
+
+impl BarrierExec {
+    /// The stage over `input`, which must have exactly `spec.world_size` partitions.
+    pub fn try_new(input: Arc<dyn ExecutionPlan>, spec: BarrierSpec) -> Result<Self> {
+        let partitions = input.output_partitioning().partition_count();
+        if partitions != spec.world_size {
+            return Err(DataFusionError::Plan(format!(
+                "barrier stage {}: its input has {partitions} partitions, but {} tasks must run",
+                spec.job, spec.world_size
+            )));
+        }
+        let function = function(&spec.function)?;
+        let schema = function.schema(&spec.args)?;
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema),
+            Partitioning::UnknownPartitioning(partitions),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Ok(Self {
+            input,
+            spec,
+            function,
+            properties: Arc::new(properties),
+        })
+    }
+
+    /// What the tasks run.
+    pub fn spec(&self) -> &BarrierSpec {
+        &self.spec
+    }
+
+    /// The input plan.
+    pub fn input(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.input
+    }
+}
+
+impl DisplayAs for BarrierExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "BarrierExec: function={}, world_size={}, job={}",
+            self.spec.function, self.spec.world_size, self.spec.job
+        )
+    }
+}
+
+impl ExecutionPlan for BarrierExec {
+    fn name(&self) -> &str {
+        "BarrierExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        let input = children
+            .pop()
+            .ok_or_else(|| DataFusionError::Internal("BarrierExec needs one child".to_string()))?;
+        Ok(Arc::new(Self::try_new(input, self.spec.clone())?))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let input = self.input.execute(partition, context)?;
+        let spec = self.spec.clone();
+        let function = Arc::clone(&self.function);
+        let task = async move {
+            let batches: Vec<RecordBatch> = input
+                .try_collect()
+                .await
+                .map_err(|e| task_error(&spec, &format!("partition {partition}"), "reading its rows", &e))?;
+            let running = SpawnedTask::spawn_blocking(move || run_task(&spec, function.as_ref(), partition, batches));
+            running.join().await.map_err(|e| {
+                DataFusionError::Execution(format!("barrier task of partition {partition} panicked: {e}"))
+            })?
+        };
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema(),
+            futures::stream::once(task),
+        )))
+    }
+}
+
+/// One task, on a blocking thread: join the ring, run the function.
+fn run_task(
+    spec: &BarrierSpec,
+    function: &dyn BarrierFunction,
+    partition: usize,
+    batches: Vec<RecordBatch>,
+) -> Result<RecordBatch> {
+    let secret = JobSecret::from_hex(&spec.secret).ok_or_else(|| {
+        DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
+    })?;
+    let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
+    let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, partition)
+        .map_err(|e| task_error(spec, &format!("partition {partition}"), "joining", &e))?;
+    let rank = context.rank();
+    function
+        .run(&mut context, &spec.args, batches)
+        .map_err(|e| task_error(spec, &format!("rank {rank}"), "running", &reason(&e)))
+}
+
+fn task_error(spec: &BarrierSpec, task: &str, doing: &str, error: &dyn fmt::Display) -> DataFusionError {
+    DataFusionError::Execution(format!(
+        "barrier stage {} ({}), {task}, {doing}: {error}",
+        spec.job, spec.function
+    ))
+}
+
+/// An error's message without DataFusion's kind prefix, so wrapped errors read once.
+fn reason(error: &DataFusionError) -> String {
+    error.message().into_owned()
+}

@@ -1,0 +1,132 @@
+//! hearth's trainer as a barrier function: each task turns its rows into a shard and runs the ml trainer;
+//! rank 0 sends the driver a checkpoint after every epoch and returns the model.
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::error::{DataFusionError, Result};
+use hearth_ml::artifact::ModelArtifact;
+use hearth_ml::data::Shard;
+use hearth_ml::train::{Checkpoint, RankReport, TrainOptions, train_rank};
+use serde::{Deserialize, Serialize};
+
+use crate::barrier::{BarrierFunction, BarrierTaskContext, TRAIN_FUNCTION};
+
+/// What the trainer's tasks are told: the options, the columns, and a checkpoint to resume from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainArgs {
+    /// Model, loss, optimizer, epochs, …
+    pub options: TrainOptions,
+    /// The vector column of features.
+    pub features_col: String,
+    /// The numeric label column.
+    pub label_col: String,
+    /// Where a retried stage resumes.
+    #[serde(default)]
+    pub resume: Option<Checkpoint>,
+}
+
+/// The rows each training task returns: its report, and on rank 0 the trained model.
+static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("rank", DataType::UInt64, false),
+        Field::new("host", DataType::Utf8, false),
+        Field::new("device", DataType::Utf8, false),
+        Field::new("rows", DataType::UInt64, false),
+        Field::new("steps", DataType::UInt64, false),
+        Field::new("seconds", DataType::Float64, false),
+        Field::new("report", DataType::Utf8, false),
+        Field::new("model", DataType::Binary, true),
+    ]))
+});
+
+/// The barrier function registered as [`TRAIN_FUNCTION`]; its argument string is [`TrainArgs`] as JSON.
+#[derive(Debug, Default)]
+pub struct TrainFunction;
+
+fn failed(message: impl ToString) -> DataFusionError {
+    DataFusionError::Execution(message.to_string())
+}
+
+impl BarrierFunction for TrainFunction {
+    fn name(&self) -> &str {
+        TRAIN_FUNCTION
+    }
+
+    fn schema(&self, _args: &str) -> Result<SchemaRef> {
+        Ok(Arc::clone(&SCHEMA))
+    }
+
+    fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch> {
+        let args: TrainArgs = serde_json::from_str(args).map_err(|e| failed(format!("unreadable arguments: {e}")))?;
+        let shard = Shard::from_batches(&input, &args.features_col, &args.label_col).map_err(failed)?;
+        drop(input);
+        let driver = context.driver_channel();
+        let mut send_checkpoint = |checkpoint: &Checkpoint| {
+            let sent = checkpoint
+                .to_bytes()
+                .and_then(|bytes| driver.send(checkpoint.epoch, &bytes).map_err(|e| e.to_string()));
+            if let Err(e) = sent {
+                log::warn!("checkpoint of epoch {} not sent to the driver: {e}", checkpoint.epoch);
+            }
+        };
+        let outcome = train_rank(
+            &shard,
+            None,
+            &args.options,
+            context.communicator(),
+            args.resume.as_ref(),
+            &mut send_checkpoint,
+        )
+        .map_err(failed)?;
+        let model = match outcome.tensors {
+            Some(tensors) => Some(
+                ModelArtifact::new(args.options.clone(), tensors, outcome.report.history.clone())
+                    .to_bytes()
+                    .map_err(failed)?,
+            ),
+            None => None,
+        };
+        report_batch(&outcome.report, model)
+    }
+}
+
+fn report_batch(report: &RankReport, model: Option<Vec<u8>>) -> Result<RecordBatch> {
+    let json = serde_json::to_string(report).map_err(failed)?;
+    Ok(RecordBatch::try_new(
+        Arc::clone(&SCHEMA),
+        vec![
+            Arc::new(UInt64Array::from(vec![report.rank as u64])),
+            Arc::new(StringArray::from(vec![report.host.clone()])),
+            Arc::new(StringArray::from(vec![report.device.clone()])),
+            Arc::new(UInt64Array::from(vec![report.rows as u64])),
+            Arc::new(UInt64Array::from(vec![report.steps as u64])),
+            Arc::new(Float64Array::from(vec![report.seconds])),
+            Arc::new(StringArray::from(vec![json])),
+            Arc::new(BinaryArray::from(vec![model.as_deref()])),
+        ],
+    )?)
+}
+
+/// Reads the training tasks' rows: every rank's report, in rank order, and the model from rank 0.
+pub(crate) fn read_outcome(batches: &[RecordBatch]) -> Result<(Vec<RankReport>, ModelArtifact)> {
+    let mut reports = Vec::new();
+    let mut model = None;
+    for batch in batches {
+        let (Some(report), Some(bytes)) = (batch.column_by_name("report"), batch.column_by_name("model")) else {
+            return Err(failed("training tasks returned rows without report and model columns"));
+        };
+        let report = datafusion::common::cast::as_string_array(report)?;
+        let bytes = datafusion::common::cast::as_binary_array(bytes)?;
+        for row in 0..batch.num_rows() {
+            reports.push(serde_json::from_str::<RankReport>(report.value(row)).map_err(failed)?);
+            if bytes.is_valid(row) {
+                model = Some(ModelArtifact::from_bytes(bytes.value(row)).map_err(failed)?);
+            }
+        }
+    }
+    reports.sort_by_key(|r| r.rank);
+    let model = model.ok_or_else(|| failed("rank 0 returned no model"))?;
+    Ok((reports, model))
+}

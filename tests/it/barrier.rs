@@ -1,0 +1,334 @@
+//! The barrier stage end to end on local masters: preprocessing → repartition → one trainer per partition →
+//! model and metrics back on the driver; the gang check, empty partitions, retries and custom barrier code.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::{RecordBatch, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use hearth::datasets::german_credit;
+use hearth::engine::barrier::{BarrierFunction, BarrierTaskContext, TRAIN_FUNCTION};
+use hearth::engine::train::{TrainArgs, TrainFunction};
+use hearth::prelude::*;
+
+use crate::common::frame;
+use crate::evaluators::{case, fixture};
+
+/// german_credit preprocessed by the main job's pipeline, split 80/20 with seed 42.
+async fn credit(session: &Session) -> (DataFrame, DataFrame) {
+    let raw = session
+        .read_csv(german_credit::csv_path(), &CsvOptions::new())
+        .await
+        .unwrap();
+    let (_, prepared) = german_credit::preprocessing().fit_transform(&raw).await.unwrap();
+    let parts = prepared.random_split(&[0.8, 0.2], 42).unwrap();
+    (parts[0].clone(), parts[1].clone())
+}
+
+fn mlp() -> MlpClassifier {
+    MlpClassifier::new()
+        .hidden_layers([16])
+        .workers(2)
+        .epochs(8)
+        .batch_size(32)
+        .seed(7)
+        .device(DeviceChoice::Cpu)
+        .timeout(Duration::from_secs(30))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mlp_trains_on_two_workers_and_scores_german_credit() {
+    let session = Session::local(2);
+    let (train, test) = credit(&session).await;
+    let rows = train.clone().count().await.unwrap();
+    let model = mlp().epochs(20).fit(&train).await.unwrap();
+
+    let summary = model.summary();
+    assert_eq!(summary.ranks.len(), 2);
+    assert_eq!(summary.attempts.len(), 1);
+    assert_eq!(summary.ranks.iter().map(|r| r.rows).sum::<usize>(), rows);
+    assert!(summary.ranks.iter().all(|r| r.rows > 0 && r.device == "cpu"));
+    let history = model.history();
+    assert_eq!(history.len(), 20);
+    assert!(history[19].loss < history[0].loss, "{history:?}");
+
+    let scored = model.transform(&test).unwrap();
+    let accuracy = MulticlassClassificationEvaluator::new()
+        .metric_name("accuracy")
+        .evaluate(&scored)
+        .await
+        .unwrap();
+    let auc = BinaryClassificationEvaluator::new().evaluate(&scored).await.unwrap();
+    assert!(accuracy > 0.7, "accuracy {accuracy}");
+    assert!(auc > 0.7, "areaUnderROC {auc}");
+
+    let dir = tempfile::tempdir().unwrap();
+    model.save(dir.path()).unwrap();
+    let loaded = ClassificationModel::load(dir.path()).unwrap();
+    assert_eq!(loaded.artifact(), model.artifact());
+    let again = MulticlassClassificationEvaluator::new()
+        .metric_name("accuracy")
+        .evaluate(&loaded.transform(&test).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(again, accuracy);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_gives_the_same_model_every_run() {
+    let session = Session::local(2);
+    let (train, _) = credit(&session).await;
+    let first = mlp().epochs(2).fit(&train).await.unwrap();
+    let second = mlp().epochs(2).fit(&train).await.unwrap();
+    assert_eq!(first.artifact().tensors, second.artifact().tensors);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_workers_than_slots_fails_before_training() {
+    let session = Session::local(2);
+    let (train, _) = credit(&session).await;
+    let started = Instant::now();
+    let error = mlp().workers(3).fit(&train).await.unwrap_err().to_string();
+    assert!(
+        error.contains("needs 3 task slots") && error.contains("local[2] has 2"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_with_an_empty_partition_still_completes() {
+    // Equal rows hash to the same partition: with one distinct row, one of the two workers gets nothing.
+    let session = Session::local(2);
+    let df = session
+        .sql("SELECT ml_vector_assemble('error', 1.0, 2.0) AS features, 1.0 AS label FROM generate_series(1, 40)")
+        .await
+        .unwrap();
+    let model = mlp().epochs(2).fit(&df).await.unwrap();
+    let rows: Vec<usize> = model.summary().ranks.iter().map(|r| r.rows).collect();
+    assert_eq!(rows.iter().sum::<usize>(), 40);
+    assert!(rows.contains(&0), "{rows:?}");
+    assert_eq!(model.history().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_columns_are_named() {
+    let session = Session::local(2);
+    let df = session
+        .sql("SELECT 'a' AS label, ml_vector_assemble('error', 1.0) AS features")
+        .await
+        .unwrap();
+    let error = mlp().fit(&df).await.unwrap_err().to_string();
+    assert!(error.contains("\"label\"") && error.contains("numeric"), "{error}");
+    let error = mlp().features_col("nope").fit(&df).await.unwrap_err().to_string();
+    assert!(
+        error.contains("\"nope\"") && error.contains("no such column"),
+        "{error}"
+    );
+    let error = MulticlassClassificationEvaluator::new()
+        .metric_name("f2")
+        .evaluate(&df)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("unknown metric \"f2\""), "{error}");
+}
+
+/// The trainer, failing once after its first epoch for jobs whose label column is `label_fail_once` — after
+/// rank 0 sent the driver its checkpoint.
+#[derive(Debug)]
+struct FailOnceAfterFirstEpoch;
+
+impl BarrierFunction for FailOnceAfterFirstEpoch {
+    fn name(&self) -> &str {
+        TRAIN_FUNCTION
+    }
+
+    fn schema(&self, args: &str) -> datafusion::error::Result<datafusion::arrow::datatypes::SchemaRef> {
+        TrainFunction.schema(args)
+    }
+
+    fn run(
+        &self,
+        context: &mut BarrierTaskContext,
+        args: &str,
+        input: Vec<RecordBatch>,
+    ) -> datafusion::error::Result<RecordBatch> {
+        let parsed: TrainArgs = serde_json::from_str(args).unwrap();
+        if parsed.label_col != "label_fail_once" || parsed.resume.is_some() {
+            return TrainFunction.run(context, args, input);
+        }
+        let mut one_epoch = parsed.clone();
+        one_epoch.options.epochs = 1;
+        TrainFunction.run(context, &serde_json::to_string(&one_epoch).unwrap(), input)?;
+        // Every rank is past its epoch, so rank 0's checkpoint has reached the driver.
+        context.barrier()?;
+        Err(datafusion::error::DataFusionError::Execution(format!(
+            "injected failure on rank {}",
+            context.rank()
+        )))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_stage_is_retried_from_the_last_checkpoint() {
+    register_function(FailOnceAfterFirstEpoch);
+    let session = Session::local(2);
+    let (train, _) = credit(&session).await;
+    let renamed = train
+        .clone()
+        .with_column("label_fail_once", datafusion::prelude::col("label"))
+        .unwrap();
+
+    let straight = mlp().epochs(3).fit(&train).await.unwrap();
+    let retried = mlp()
+        .epochs(3)
+        .label_col("label_fail_once")
+        .fit(&renamed)
+        .await
+        .unwrap();
+
+    let attempts = &retried.summary().attempts;
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert!(
+        attempts[0].error.as_deref().unwrap().contains("injected failure"),
+        "{attempts:?}"
+    );
+    assert_eq!(
+        (attempts[1].resumed_from_epoch, attempts[1].error.as_deref()),
+        (1, None)
+    );
+    assert_eq!(retried.history().len(), 3);
+    for (a, b) in retried.artifact().tensors.iter().zip(&straight.artifact().tensors) {
+        assert_eq!(a.name, b.name);
+        for (x, y) in a.values.iter().zip(&b.values) {
+            assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{}: {x} vs {y}", a.name);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_barrier_code_sees_ranks_and_gathers() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("rank", DataType::UInt64, false),
+        Field::new("world", DataType::UInt64, false),
+        Field::new("total_rows", DataType::UInt64, false),
+    ]));
+    let out = Arc::clone(&schema);
+    register_function(FnBarrier::new("test.count_rows", schema, move |ctx, batches| {
+        let mine: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        ctx.barrier()?;
+        let all = ctx.all_gather(&mine.to_le_bytes())?;
+        let total: u64 = all.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap())).sum();
+        let column = |v: u64| Arc::new(UInt64Array::from(vec![v])) as _;
+        Ok(RecordBatch::try_new(
+            Arc::clone(&out),
+            vec![
+                column(ctx.rank() as u64),
+                column(ctx.world_size() as u64),
+                column(total),
+            ],
+        )?)
+    }));
+    let session = Session::local(3);
+    let df = session
+        .sql("SELECT * FROM generate_series(1, 1000) AS t(x)")
+        .await
+        .unwrap();
+    let batches = BarrierStage::new("test.count_rows", "")
+        .workers(3)
+        .run(&df)
+        .await
+        .unwrap();
+    let mut ranks = Vec::new();
+    for batch in &batches {
+        let column = |i: usize| batch.column(i).as_any().downcast_ref::<UInt64Array>().unwrap().value(0);
+        ranks.push(column(0));
+        assert_eq!((column(1), column(2)), (3, 1000));
+    }
+    ranks.sort_unstable();
+    assert_eq!(ranks, vec![0, 1, 2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evaluators_run_as_aggregates_and_match_spark() {
+    let fixture = fixture();
+    let case = |name: &str| case(&fixture, name).clone();
+    let session = Session::local(3);
+    let close = |what: &str, got: f64, want: &serde_json::Value| {
+        let want = want.as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "{what}: hearth {got}, Spark {want}"
+        );
+    };
+
+    let multiclass = case("multiclass");
+    let rows = multiclass["rows"].as_array().unwrap();
+    let columns = serde_json::json!([
+        {"name": "label", "type": "double", "values": rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>()},
+        {"name": "prediction", "type": "double", "values": rows.iter().map(|r| r[1].clone()).collect::<Vec<_>>()},
+        {"name": "probability", "type": "vector", "values": rows.iter().map(|r| r[2].clone()).collect::<Vec<_>>()},
+        {"name": "weight", "type": "double", "values": rows.iter().map(|r| r[3].clone()).collect::<Vec<_>>()},
+    ]);
+    let df = frame(&session, &columns);
+    for metric in [
+        "f1",
+        "accuracy",
+        "weightedPrecision",
+        "weightedRecall",
+        "logLoss",
+        "hammingLoss",
+    ] {
+        let evaluator = MulticlassClassificationEvaluator::new().metric_name(metric);
+        close(
+            metric,
+            evaluator.evaluate(&df).await.unwrap(),
+            &multiclass["metrics"][metric],
+        );
+        let weighted = evaluator.weight_col("weight").evaluate(&df).await.unwrap();
+        close(metric, weighted, &multiclass["metrics"][format!("{metric}/weighted")]);
+    }
+    let by_label = MulticlassClassificationEvaluator::new()
+        .metric_name("precisionByLabel")
+        .metric_label(2.0);
+    close(
+        "precisionByLabel",
+        by_label.evaluate(&df).await.unwrap(),
+        &multiclass["metrics"]["precisionByLabel/2.0"],
+    );
+
+    let binary = case("binary_bins");
+    let rows = binary["rows"].as_array().unwrap();
+    let columns = serde_json::json!([
+        {"name": "rawPrediction", "type": "double", "values": rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>()},
+        {"name": "label", "type": "double", "values": rows.iter().map(|r| r[1].clone()).collect::<Vec<_>>()},
+    ]);
+    let df = frame(&session, &columns);
+    for (key, want) in binary["metrics"].as_object().unwrap() {
+        let parts: Vec<&str> = key.split('/').collect();
+        if parts.len() == 3 {
+            continue;
+        }
+        let evaluator = BinaryClassificationEvaluator::new()
+            .metric_name(parts[0])
+            .num_bins(parts[1].parse().unwrap());
+        close(key, evaluator.evaluate(&df).await.unwrap(), want);
+    }
+
+    let regression = case("regression");
+    let rows = regression["rows"].as_array().unwrap();
+    let columns = serde_json::json!([
+        {"name": "label", "type": "double", "values": rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>()},
+        {"name": "prediction", "type": "double", "values": rows.iter().map(|r| r[1].clone()).collect::<Vec<_>>()},
+    ]);
+    let df = frame(&session, &columns);
+    for metric in ["rmse", "mse", "mae", "r2", "var"] {
+        let got = RegressionEvaluator::new()
+            .metric_name(metric)
+            .evaluate(&df)
+            .await
+            .unwrap();
+        close(metric, got, &regression["metrics"][metric]);
+    }
+}
