@@ -32,7 +32,7 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<()> {
     let master = std::env::var("HEARTH_MASTER").unwrap_or_else(|_| "local[2]".to_string());
-    let session = Session::new(&master)?;
+    let session = Session::connect(&master).await?;
     let credit = session.read_csv(german_credit::csv_path(), &CsvOptions::new()).await?;
     let parts = credit.random_split(&[0.8, 0.2], 42)?;
     let (train, test) = (&parts[0], &parts[1]);

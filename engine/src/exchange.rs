@@ -149,6 +149,19 @@ impl ExecutionPlan for ExactRepartitionExec {
     }
 }
 
+/// The plan with every [`ExactRepartitionExec`] turned into the hash `RepartitionExec` it drives: what
+/// Ballista's planner cuts into a shuffle stage, so the stage above has exactly that many partitions.
+pub(crate) fn into_shuffles(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    plan.transform_up(|node| {
+        Ok(match node.downcast_ref::<ExactRepartitionExec>() {
+            Some(exact) => Transformed::yes(Arc::clone(&exact.inner) as Arc<dyn ExecutionPlan>),
+            None => Transformed::no(node),
+        })
+    })
+    .map(|transformed| transformed.data)
+}
+
 /// Plans hearth's logical nodes.
 #[derive(Debug, Default)]
 struct HearthExtensionPlanner;

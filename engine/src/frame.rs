@@ -6,6 +6,7 @@ use datafusion::prelude::DataFrame;
 use crate::error::{HearthError, Result};
 use crate::exchange::ExactRepartition;
 use crate::functions;
+use crate::session::SessionInfo;
 
 /// hearth's additions to DataFusion's [`DataFrame`].
 pub trait DataFrameExt: Sized {
@@ -31,6 +32,14 @@ pub trait DataFrameExt: Sized {
     /// distinct rows evenly (Spark's `repartition(n)`). Unlike DataFusion's `repartition`, which the optimizer
     /// may drop, the partition count is guaranteed (see [`crate::exchange`]).
     fn repartition_rows(&self, partitions: usize) -> Result<DataFrame>;
+}
+
+/// `df`'s rows hash-distributed into exactly `partitions` partitions by hearth's own plan node (planned by
+/// hearth's query planner, on the driver).
+pub(crate) fn exact_repartition(df: &DataFrame, partitions: usize) -> DataFrame {
+    let (state, plan) = df.clone().into_parts();
+    let exact = ExactRepartition::new(plan, all_columns(df), partitions).into_plan();
+    DataFrame::new(state, exact)
 }
 
 fn all_columns(df: &DataFrame) -> Vec<Expr> {
@@ -76,8 +85,11 @@ impl DataFrameExt for DataFrame {
                 message: "must be at least 1".to_string(),
             });
         }
-        let (state, plan) = self.clone().into_parts();
-        let exact = ExactRepartition::new(plan, all_columns(self), partitions).into_plan();
-        Ok(DataFrame::new(state, exact))
+        if SessionInfo::of(self).scheduler().is_some() {
+            // Ballista plans the query on its scheduler, where a hash repartition is a shuffle stage.
+            let hash = datafusion::logical_expr::Partitioning::Hash(all_columns(self), partitions);
+            return Ok(self.clone().repartition(hash)?);
+        }
+        Ok(exact_repartition(self, partitions))
     }
 }

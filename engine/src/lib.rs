@@ -28,6 +28,7 @@
 //! ```
 
 pub mod attribute;
+pub mod ballista;
 pub mod barrier;
 pub mod error;
 pub mod evaluation;

@@ -10,6 +10,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
+use ballista_core::extension::SessionConfigExt;
 use datafusion::execution::session_state::SessionStateBuilder;
 
 use crate::error::{HearthError, Result};
@@ -23,10 +24,17 @@ use crate::functions;
 /// | `local` | one process, one partition per core |
 /// | `local[N]` | one process, `N` partitions |
 /// | `local[*]` | as `local` |
+/// | `standalone[N]` | a Ballista scheduler and one executor with `N` task slots in this process |
+/// | `df://host:port` | the Ballista scheduler at `host:port` (`hearth scheduler`) and its executors |
 ///
 /// ```
 /// use hearth_engine::session::Master;
 /// assert_eq!("local[2]".parse::<Master>().unwrap(), Master::Local { partitions: 2 });
+/// assert_eq!("standalone[3]".parse::<Master>().unwrap(), Master::Standalone { partitions: 3 });
+/// assert_eq!(
+///     "df://10.0.0.5:50050".parse::<Master>().unwrap(),
+///     Master::Remote { host: "10.0.0.5".into(), port: 50050 }
+/// );
 /// assert!("local[0]".parse::<Master>().is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,10 +44,31 @@ pub enum Master {
         /// DataFusion's `target_partitions`: the parallelism of scans, aggregates and repartitions.
         partitions: usize,
     },
+    /// Ballista's standalone cluster in this process: plans go through Ballista's scheduler and codecs.
+    Standalone {
+        /// Task slots of the one executor, and the target partitions.
+        partitions: usize,
+    },
+    /// A remote Ballista scheduler.
+    Remote {
+        /// Its host.
+        host: String,
+        /// Its port.
+        port: u16,
+    },
 }
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `N` of `prefix[N]` (`prefix` and `prefix[*]` mean the cores).
+fn bracketed(master: &str, prefix: &str) -> Option<std::result::Result<usize, ()>> {
+    if master == prefix || master == format!("{prefix}[*]") {
+        return Some(Ok(cores()));
+    }
+    let n = master.strip_prefix(prefix)?.strip_prefix('[')?.strip_suffix(']')?;
+    Some(n.parse::<usize>().ok().filter(|&n| n > 0).ok_or(()))
 }
 
 impl FromStr for Master {
@@ -51,19 +80,37 @@ impl FromStr for Master {
             message: message.to_string(),
         };
         let trimmed = master.trim();
-        if trimmed == "local" || trimmed == "local[*]" {
-            return Ok(Master::Local { partitions: cores() });
+        if let Some(partitions) = bracketed(trimmed, "local") {
+            let partitions =
+                partitions.map_err(|_| error("expected local[N] with N a positive whole number, or local[*]"))?;
+            return Ok(Master::Local { partitions });
         }
-        if let Some(n) = trimmed.strip_prefix("local[").and_then(|rest| rest.strip_suffix(']')) {
-            return match n.parse::<usize>() {
-                Ok(partitions) if partitions > 0 => Ok(Master::Local { partitions }),
-                _ => Err(error("expected local[N] with N a positive whole number, or local[*]")),
+        if let Some(partitions) = bracketed(trimmed, "standalone") {
+            let partitions = partitions
+                .map_err(|_| error("expected standalone[N] with N a positive whole number, or standalone[*]"))?;
+            return Ok(Master::Standalone { partitions });
+        }
+        if let Some(address) = trimmed.strip_prefix("df://") {
+            let address = address.trim_end_matches('/');
+            let (host, port) = match address.rsplit_once(':') {
+                Some((host, port)) => (
+                    host,
+                    port.parse::<u16>()
+                        .map_err(|_| error("the port must be a number from 1 to 65535"))?,
+                ),
+                None => (address, crate::ballista::DEFAULT_SCHEDULER_PORT),
             };
+            if host.is_empty() {
+                return Err(error("expected df://host:port"));
+            }
+            return Ok(Master::Remote {
+                host: host.to_string(),
+                port,
+            });
         }
-        if trimmed.starts_with("standalone") || trimmed.starts_with("df://") {
-            return Err(error("Ballista masters are not part of this build yet; use local[N]"));
-        }
-        Err(error("unknown master; expected local, local[N] or local[*]"))
+        Err(error(
+            "unknown master; expected local[N], standalone[N] or df://host:port",
+        ))
     }
 }
 
@@ -71,6 +118,8 @@ impl fmt::Display for Master {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Master::Local { partitions } => write!(f, "local[{partitions}]"),
+            Master::Standalone { partitions } => write!(f, "standalone[{partitions}]"),
+            Master::Remote { host, port } => write!(f, "df://{host}:{port}"),
         }
     }
 }
@@ -104,18 +153,71 @@ impl fmt::Debug for Session {
 }
 
 impl Session {
-    /// A session for a master URL (see [`Master`]).
+    /// An embedded session for a `local` master URL (see [`Master`]); Ballista masters need
+    /// [`Session::connect`].
     pub fn new(master: &str) -> Result<Self> {
-        Ok(Self::with_master(master.parse()?))
+        match master.parse()? {
+            Master::Local { partitions } => Ok(Self::local(partitions)),
+            other => Err(HearthError::Master {
+                master: other.to_string(),
+                message: "a Ballista master starts or reaches a scheduler: use Session::connect(master).await"
+                    .to_string(),
+            }),
+        }
     }
 
-    /// A session for a parsed master.
-    pub fn with_master(master: Master) -> Self {
-        let Master::Local { partitions } = master;
-        let info = SessionInfo {
-            master: master.clone(),
-            driver_host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+    /// A session for any master: embedded for `local`, a Ballista cluster started in this process for
+    /// `standalone`, the scheduler at the address for `df://`.
+    pub async fn connect(master: &str) -> Result<Self> {
+        let master: Master = master.parse()?;
+        let failed = |e: datafusion::error::DataFusionError| HearthError::Master {
+            master: master.to_string(),
+            message: e.message().into_owned(),
         };
+        match &master {
+            Master::Local { partitions } => Ok(Self::local(*partitions)),
+            Master::Standalone { partitions } => {
+                let info = SessionInfo::new(master.clone(), None);
+                let config = ballista_config(*partitions).with_ballista_standalone_parallelism(*partitions);
+                let (ctx, url) = crate::ballista::start_standalone(config.with_extension(Arc::new(info)))
+                    .await
+                    .map_err(failed)?;
+                Ok(Self::with_scheduler(master, ctx, url))
+            }
+            Master::Remote { host, port } => {
+                let info = SessionInfo::new(master.clone(), None);
+                let config = ballista_config(cores()).with_extension(Arc::new(info));
+                let (ctx, url) = crate::ballista::connect_remote(host, *port, config)
+                    .await
+                    .map_err(failed)?;
+                Ok(Self::with_scheduler(master, ctx, url))
+            }
+        }
+    }
+
+    /// A session on a Ballista cluster whose scheduler answers at `url`: the context's `SessionInfo` learns
+    /// the URL.
+    fn with_scheduler(master: Master, ctx: SessionContext, url: String) -> Self {
+        let info = SessionInfo::new(master.clone(), Some(url));
+        let state = ctx.state();
+        let mut config = state.config().clone();
+        config = config.with_extension(Arc::new(info));
+        let state = SessionStateBuilder::new_from_existing(state)
+            .with_config(config)
+            .build();
+        Self {
+            master,
+            ctx: SessionContext::new_with_state(state),
+        }
+    }
+
+    /// A session for a parsed `local` master.
+    fn with_master(master: Master) -> Self {
+        let partitions = match master {
+            Master::Local { partitions } | Master::Standalone { partitions } => partitions,
+            Master::Remote { .. } => cores(),
+        };
+        let info = SessionInfo::new(master.clone(), None);
         let config = SessionConfig::new()
             .with_target_partitions(partitions)
             .with_information_schema(true)
@@ -135,6 +237,11 @@ impl Session {
         Self::with_master(Master::Local {
             partitions: partitions.max(1),
         })
+    }
+
+    /// Whether plans run on a Ballista cluster.
+    pub fn is_distributed(&self) -> bool {
+        !matches!(self.master, Master::Local { .. })
     }
 
     /// The master this session runs on.
@@ -201,16 +308,32 @@ impl Session {
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_engine::session::{Session, SessionInfo};
 /// let df = Session::local(3).sql("SELECT 1").await.unwrap();
-/// assert_eq!(SessionInfo::of(&df).task_slots(), 3);
+/// assert_eq!(SessionInfo::of(&df).task_slots().await.unwrap(), 3);
 /// # });
 /// ```
 #[derive(Clone, Debug)]
 pub struct SessionInfo {
     master: Master,
+    scheduler: Option<String>,
     driver_host: IpAddr,
 }
 
 impl SessionInfo {
+    fn new(master: Master, scheduler: Option<String>) -> Self {
+        let driver_host = match std::env::var("HEARTH_DRIVER_HOST").ok().and_then(|h| h.parse().ok()) {
+            Some(host) => host,
+            None => match &master {
+                Master::Remote { host, port } => driver_address_towards(host, *port),
+                _ => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            },
+        };
+        Self {
+            master,
+            scheduler,
+            driver_host,
+        }
+    }
+
     /// The session of `df`; a data frame from a plain DataFusion context counts as `local[target_partitions]`.
     pub fn of(df: &DataFrame) -> Self {
         let ctx = df.task_ctx();
@@ -218,11 +341,13 @@ impl SessionInfo {
         config
             .get_extension::<SessionInfo>()
             .map(|info| SessionInfo::clone(&info))
-            .unwrap_or_else(|| SessionInfo {
-                master: Master::Local {
-                    partitions: config.target_partitions(),
-                },
-                driver_host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            .unwrap_or_else(|| {
+                SessionInfo::new(
+                    Master::Local {
+                        partitions: config.target_partitions(),
+                    },
+                    None,
+                )
             })
     }
 
@@ -231,15 +356,46 @@ impl SessionInfo {
         &self.master
     }
 
-    /// How many tasks can run at once: a barrier stage may have at most this many.
-    pub fn task_slots(&self) -> usize {
-        match self.master {
-            Master::Local { partitions } => partitions,
+    /// The Ballista scheduler's URL (`http://host:port`), for Ballista masters.
+    pub fn scheduler(&self) -> Option<&str> {
+        self.scheduler.as_deref()
+    }
+
+    /// How many tasks can run at once: a barrier stage may have at most this many. A remote cluster is
+    /// asked (the live executors' vcores).
+    pub async fn task_slots(&self) -> Result<usize> {
+        match (&self.master, &self.scheduler) {
+            (Master::Local { partitions } | Master::Standalone { partitions }, _) => Ok(*partitions),
+            (Master::Remote { .. }, Some(url)) => crate::ballista::task_slots(url).await.map_err(HearthError::from),
+            (Master::Remote { .. }, None) => Ok(0),
         }
     }
 
-    /// The address the driver's rendezvous listens on.
+    /// The address the driver's rendezvous listens on: loopback for masters in this process, the
+    /// interface that routes to the scheduler for a remote one, or `HEARTH_DRIVER_HOST`.
     pub fn driver_host(&self) -> IpAddr {
         self.driver_host
     }
+}
+
+/// This machine's address on the route to `host:port` (loopback when it cannot be found).
+fn driver_address_towards(host: &str, port: u16) -> IpAddr {
+    use std::net::{ToSocketAddrs, UdpSocket};
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .and_then(|peer| {
+            let socket = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)).ok()?;
+            socket.connect(peer).ok()?;
+            socket.local_addr().ok()
+        })
+        .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |local| local.ip())
+}
+
+/// The configuration of a Ballista client session with `partitions` target partitions.
+fn ballista_config(partitions: usize) -> SessionConfig {
+    SessionConfig::new_with_ballista()
+        .with_target_partitions(partitions)
+        .with_information_schema(true)
 }

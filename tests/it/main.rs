@@ -7,6 +7,7 @@ mod common;
 mod datasets;
 mod errors;
 mod evaluators;
+mod fleet;
 mod frames;
 mod parity;
 mod pipelines;

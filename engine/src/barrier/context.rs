@@ -13,22 +13,22 @@ pub struct BarrierTaskContext {
     coordinator: SocketAddr,
     secret: JobSecret,
     timeout: Duration,
-    partition: usize,
 }
 
 impl BarrierTaskContext {
-    /// Joins the stage: registers with the driver's coordinator and opens the ring links.
+    /// Joins the stage: registers with the driver's coordinator (at `position` among its host's tasks) and
+    /// opens the ring links.
     pub(crate) fn join(
         coordinator: SocketAddr,
         secret: JobSecret,
         timeout: Duration,
-        partition: usize,
+        position: usize,
     ) -> Result<Self, CollectiveError> {
         let options = JoinOptions {
             bind: local_address_towards(coordinator),
             host: host_name(),
             devices: devices(),
-            position: partition,
+            position,
             timeout,
         };
         let communicator = Communicator::join(coordinator, &secret, &options)?;
@@ -37,7 +37,6 @@ impl BarrierTaskContext {
             coordinator,
             secret,
             timeout,
-            partition,
         })
     }
 
@@ -54,11 +53,6 @@ impl BarrierTaskContext {
     /// Every task's rank, host, address and devices.
     pub fn peers(&self) -> &[Peer] {
         self.communicator.peers()
-    }
-
-    /// The partition of the stage's input this task holds (local to its executor on a cluster).
-    pub fn partition(&self) -> usize {
-        self.partition
     }
 
     /// Waits until every task has reached this point.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
+use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
@@ -42,7 +43,8 @@ pub struct BarrierSpec {
 }
 
 /// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
-/// its partition, joins the stage's ring at the driver's coordinator, and runs the function on a blocking
+/// its partition, joins the stage's ring at the driver's coordinator (ranks follow the partitions' contents,
+/// not the order tasks start in), and runs the function on a blocking
 /// thread (never on an async worker, where it could starve the peers it waits for). Each task returns the
 /// function's rows; its errors leave as execution errors naming the job, function and rank — never IO errors,
 /// which a cluster would retry by re-running one task alone.
@@ -64,6 +66,13 @@ impl BarrierExec {
                 spec.job, spec.world_size
             )));
         }
+        Self::over_slice(input, spec)
+    }
+
+    /// The stage's operator over some of its partitions: a cluster hands each task a slice of the stage's
+    /// partitions (numbered from 0 within the slice); the tasks of all slices together are the world.
+    pub fn over_slice(input: Arc<dyn ExecutionPlan>, spec: BarrierSpec) -> Result<Self> {
+        let partitions = input.output_partitioning().partition_count();
         let function = function(&spec.function)?;
         let schema = function.schema(&spec.args)?;
         let properties = PlanProperties::new(
@@ -129,7 +138,7 @@ impl ExecutionPlan for BarrierExec {
         let input = children
             .pop()
             .ok_or_else(|| DataFusionError::Internal("BarrierExec needs one child".to_string()))?;
-        Ok(Arc::new(Self::try_new(input, self.spec.clone())?))
+        Ok(Arc::new(Self::over_slice(input, self.spec.clone())?))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
@@ -141,7 +150,7 @@ impl ExecutionPlan for BarrierExec {
                 .try_collect()
                 .await
                 .map_err(|e| task_error(&spec, &format!("partition {partition}"), "reading its rows", &e))?;
-            let running = SpawnedTask::spawn_blocking(move || run_task(&spec, function.as_ref(), partition, batches));
+            let running = SpawnedTask::spawn_blocking(move || run_task(&spec, function.as_ref(), batches));
             running.join().await.map_err(|e| {
                 DataFusionError::Execution(format!("barrier task of partition {partition} panicked: {e}"))
             })?
@@ -153,19 +162,31 @@ impl ExecutionPlan for BarrierExec {
     }
 }
 
+/// A fingerprint of a partition's rows that does not depend on their order or on which task holds them: the
+/// smallest row hash (`usize::MAX` when there are none). Ranks on a host follow it, so a job's rank of a
+/// given partition is the same on every master and every run.
+fn content_position(batches: &[RecordBatch]) -> Result<usize> {
+    let state = RandomState::with_seed(0x6865_6172_7468);
+    let mut lowest = u64::MAX;
+    let mut hashes = Vec::new();
+    for batch in batches {
+        hashes.clear();
+        hashes.resize(batch.num_rows(), 0);
+        create_hashes(batch.columns(), &state, &mut hashes)?;
+        lowest = hashes.iter().copied().fold(lowest, u64::min);
+    }
+    Ok(usize::try_from(lowest).unwrap_or(usize::MAX))
+}
+
 /// One task, on a blocking thread: join the ring, run the function.
-fn run_task(
-    spec: &BarrierSpec,
-    function: &dyn BarrierFunction,
-    partition: usize,
-    batches: Vec<RecordBatch>,
-) -> Result<RecordBatch> {
+fn run_task(spec: &BarrierSpec, function: &dyn BarrierFunction, batches: Vec<RecordBatch>) -> Result<RecordBatch> {
+    let position = content_position(&batches)?;
     let secret = JobSecret::from_hex(&spec.secret).ok_or_else(|| {
         DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
     })?;
     let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
-    let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, partition)
-        .map_err(|e| task_error(spec, &format!("partition {partition}"), "joining", &e))?;
+    let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, position)
+        .map_err(|e| task_error(spec, "a task", "joining", &e))?;
     let rank = context.rank();
     function
         .run(&mut context, &spec.args, batches)

@@ -43,4 +43,5 @@ mod stage;
 pub use context::{BarrierTaskContext, DriverChannel};
 pub use exec::{BarrierExec, BarrierSpec};
 pub use function::{BarrierFunction, FnBarrier, TRAIN_FUNCTION, function, register_function};
+pub(crate) use stage::check_slots;
 pub use stage::{BarrierStage, StageAttempt};

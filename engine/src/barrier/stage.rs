@@ -4,14 +4,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ballista_core::extension::SessionConfigExt;
 use datafusion::arrow::array::RecordBatch;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::collect;
 use datafusion::prelude::DataFrame;
 use hearth_ml::collective::{Coordinator, JobSecret, Upload};
 
 use super::{BarrierExec, BarrierSpec};
+use crate::ballista::submit_physical;
 use crate::error::{HearthError, Result};
-use crate::frame::DataFrameExt;
+use crate::exchange::{HearthQueryPlanner, into_shuffles};
+use crate::frame::exact_repartition;
 use crate::session::SessionInfo;
 
 /// A barrier stage to run from the driver: `workers` tasks of a registered function over a data frame's
@@ -33,6 +37,19 @@ pub struct StageAttempt {
     pub result: Result<Vec<RecordBatch>>,
     /// The latest upload from a task, if any arrived.
     pub latest_upload: Option<Upload>,
+}
+
+/// Fails fast, naming both numbers, when the session has fewer task slots than a stage of `workers` tasks.
+pub(crate) async fn check_slots(info: &SessionInfo, workers: usize) -> Result<()> {
+    let slots = info.task_slots().await?;
+    if workers > slots {
+        return Err(HearthError::Gang {
+            workers,
+            slots,
+            master: info.master().to_string(),
+        });
+    }
+    Ok(())
 }
 
 impl BarrierStage {
@@ -90,14 +107,7 @@ impl BarrierStage {
                 message: "must be at least 1".to_string(),
             });
         }
-        let slots = info.task_slots();
-        if self.workers > slots {
-            return Err(HearthError::Gang {
-                workers: self.workers,
-                slots,
-                master: info.master().to_string(),
-            });
-        }
+        check_slots(&info, self.workers).await?;
         let secret = JobSecret::generate();
         let job = format!("job-{}", &JobSecret::generate().to_hex()[..12]);
         let started = coordinator.insert(
@@ -121,8 +131,25 @@ impl BarrierStage {
             timeout_secs: self.timeout.as_secs_f64(),
             job,
         };
-        let input = df.repartition_rows(self.workers)?.create_physical_plan().await?;
-        let stage = Arc::new(BarrierExec::try_new(input, spec)?);
-        Ok(collect(stage, Arc::new(df.task_ctx())).await?)
+        let partitioned = exact_repartition(df, self.workers);
+        match info.scheduler() {
+            None => {
+                let input = partitioned.create_physical_plan().await?;
+                let stage = Arc::new(BarrierExec::try_new(input, spec)?);
+                Ok(collect(stage, Arc::new(df.task_ctx())).await?)
+            }
+            Some(scheduler) => {
+                // Planned here, as a physical plan: the exact repartition becomes Ballista's shuffle stage.
+                let (state, logical) = partitioned.into_parts();
+                let session_id = state.session_id().to_string();
+                let config = state.config().clone().with_ballista_adaptive_query_planner(false);
+                let planner = SessionStateBuilder::new_from_existing(state)
+                    .with_query_planner(Arc::new(HearthQueryPlanner))
+                    .build();
+                let input = into_shuffles(planner.create_physical_plan(&logical).await?)?;
+                let stage = Arc::new(BarrierExec::try_new(input, spec)?);
+                Ok(submit_physical(scheduler, stage, session_id, config).await?)
+            }
+        }
     }
 }

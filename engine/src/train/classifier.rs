@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use super::fit::{StageParams, TrainingSummary, train};
 use super::function::TrainArgs;
+use crate::barrier::check_slots;
 use crate::error::{HearthError, Result};
 use crate::functions;
+use crate::session::SessionInfo;
 use crate::vector::vector_dim;
 
 /// The network a [`Classifier`] trains, given the feature width and the number of classes.
@@ -307,6 +309,7 @@ impl<A: Architecture> Classifier<A> {
 
     /// Trains on `df`'s rows with the barrier stage and returns the fitted model.
     pub async fn fit(&self, df: &DataFrame) -> Result<ClassificationModel> {
+        check_slots(&SessionInfo::of(df), self.stage.workers).await?;
         let schema = df.schema();
         let features = schema
             .field_with_unqualified_name(&self.features_col)

@@ -3,8 +3,10 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use datafusion::arrow::compute::{concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::error::{DataFusionError, Result};
 use hearth_ml::artifact::ModelArtifact;
 use hearth_ml::data::Shard;
@@ -60,8 +62,9 @@ impl BarrierFunction for TrainFunction {
 
     fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch> {
         let args: TrainArgs = serde_json::from_str(args).map_err(|e| failed(format!("unreadable arguments: {e}")))?;
-        let shard = Shard::from_batches(&input, &args.features_col, &args.label_col).map_err(failed)?;
+        let rows = canonical_order(&input, &args.features_col, &args.label_col)?;
         drop(input);
+        let shard = Shard::from_batches(rows.as_slice(), &args.features_col, &args.label_col).map_err(failed)?;
         let driver = context.driver_channel();
         let mut send_checkpoint = |checkpoint: &Checkpoint| {
             let sent = checkpoint
@@ -90,6 +93,31 @@ impl BarrierFunction for TrainFunction {
         };
         report_batch(&outcome.report, model)
     }
+}
+
+/// The feature and label columns of `batches` in one batch (none without batches), rows sorted by a hash of
+/// their values: the order a shard trains in does not depend on the order its rows arrived in.
+fn canonical_order(batches: &[RecordBatch], features: &str, label: &str) -> Result<Option<RecordBatch>> {
+    let mut columns = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let pick = |name: &str| {
+            batch
+                .column_by_name(name)
+                .cloned()
+                .ok_or_else(|| failed(format!("column {name:?}: no such column")))
+        };
+        let (f, l) = (pick(features)?, pick(label)?);
+        columns.push(RecordBatch::try_from_iter([(features, f), (label, l)])?);
+    }
+    let Some(first) = columns.first() else {
+        return Ok(None);
+    };
+    let all = concat_batches(&first.schema(), &columns)?;
+    let mut hashes = vec![0u64; all.num_rows()];
+    create_hashes(all.columns(), &RandomState::with_seed(0x6865_6172_7468), &mut hashes)?;
+    let mut order: Vec<u32> = (0..all.num_rows() as u32).collect();
+    order.sort_by_key(|&i| hashes[i as usize]);
+    Ok(Some(take_record_batch(&all, &UInt32Array::from(order))?))
 }
 
 fn report_batch(report: &RankReport, model: Option<Vec<u8>>) -> Result<RecordBatch> {

@@ -1,0 +1,196 @@
+//! Ballista deployments: the standalone cluster in this process, a remote scheduler, physical submission
+//! and the fleet's task slots.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ballista_core::extension::{SessionConfigExt, SessionStateExt};
+use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_proto::protobuf::PhysicalPlanNode;
+use futures::TryStreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::HearthPhysicalCodec;
+use crate::exchange::HearthQueryPlanner;
+use crate::functions;
+
+/// The port a `df://host` master without a port means, as Ballista's.
+pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
+
+/// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
+/// functions and query planner, and hearth's physical codec, configured by `config`.
+///
+/// ```
+/// use datafusion::execution::FunctionRegistry;
+/// use datafusion::prelude::SessionConfig;
+/// use ballista_core::extension::SessionConfigExt;
+///
+/// let state = hearth_engine::ballista::hearth_state(SessionConfig::new_with_ballista());
+/// assert!(state.udf("ml_classify").is_ok());
+/// ```
+pub fn hearth_state(config: SessionConfig) -> SessionState {
+    let config = config.with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::default()));
+    let state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .with_query_planner(Arc::new(HearthQueryPlanner))
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    functions::register_all(&ctx);
+    ctx.state()
+}
+
+fn configuration(message: impl ToString) -> DataFusionError {
+    DataFusionError::Configuration(message.to_string())
+}
+
+/// Starts a Ballista scheduler and one executor with `config`'s standalone parallelism in this process;
+/// returns the client context and the scheduler's URL.
+pub(crate) async fn start_standalone(config: SessionConfig) -> Result<(SessionContext, String)> {
+    let state = hearth_state(config);
+    let address = ballista_scheduler::standalone::new_standalone_scheduler_from_state(&state)
+        .await
+        .map_err(configuration)?;
+    let url = format!("http://127.0.0.1:{}", address.port());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let scheduler = loop {
+        match SchedulerGrpcClient::connect(url.clone()).await {
+            Ok(client) => break client,
+            Err(e) if Instant::now() >= deadline => {
+                return Err(configuration(format!(
+                    "the standalone scheduler at {url} did not answer: {e}"
+                )));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    };
+    let vcores = state.config().ballista_standalone_parallelism();
+    ballista_executor::new_standalone_executor_from_state(scheduler, vcores, &state)
+        .await
+        .map_err(configuration)?;
+    Ok((client_context(state, &url)?, url))
+}
+
+/// The client context of a hearth state on the scheduler at `url`. Ballista's upgrade resets the SQL
+/// functions to its own list, so hearth's are registered again.
+fn client_context(state: SessionState, url: &str) -> Result<SessionContext> {
+    let ctx = SessionContext::new_with_state(state.upgrade_for_ballista(url.to_string())?);
+    functions::register_all(&ctx);
+    Ok(ctx)
+}
+
+/// A client of the scheduler at `host:port`, which must answer within 10 seconds; returns the client
+/// context and the scheduler's URL.
+pub(crate) async fn connect_remote(host: &str, port: u16, config: SessionConfig) -> Result<(SessionContext, String)> {
+    let url = format!("http://{host}:{port}");
+    tokio::time::timeout(Duration::from_secs(10), SchedulerGrpcClient::connect(url.clone()))
+        .await
+        .map_err(|_| configuration(format!("no scheduler answered at {host}:{port} within 10 s")))?
+        .map_err(|e| configuration(format!("cannot reach the scheduler at {host}:{port}: {e}")))?;
+    Ok((client_context(hearth_state(config), &url)?, url))
+}
+
+/// Runs a physical plan on the cluster whose scheduler is at `scheduler` and collects its rows; hearth's
+/// codec carries its nodes. `config` is the job's configuration.
+pub async fn submit_physical(
+    scheduler: &str,
+    plan: Arc<dyn ExecutionPlan>,
+    session_id: String,
+    config: SessionConfig,
+) -> Result<Vec<RecordBatch>> {
+    let ballista = config.ballista_config();
+    let stream = ballista_core::execution_plans::execute_physical_plan::<PhysicalPlanNode>(
+        scheduler.to_string(),
+        &ballista,
+        plan,
+        &HearthPhysicalCodec::default(),
+        session_id,
+        config,
+    )
+    .await?;
+    stream.try_collect().await
+}
+
+/// Executors that sent no heartbeat for this long are not counted (hearth's executors beat every 5 s,
+/// Ballista's own every 60 s).
+const ALIVE: Duration = Duration::from_secs(90);
+
+/// The task slots (vcores) of the live executors registered with the scheduler at `scheduler`, read from its
+/// REST API (`/api/executors`).
+pub(crate) async fn task_slots(scheduler: &str) -> Result<usize> {
+    let address = scheduler.trim_start_matches("http://").trim_end_matches('/');
+    let body = http_get(address, "/api/executors").await?;
+    let executors: serde_json::Value = serde_json::from_str(&body).map_err(|e| {
+        configuration(format!(
+            "scheduler {address}: /api/executors is not JSON ({e}): {body:.200}"
+        ))
+    })?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    let slots = executors
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter(|e| {
+                    e["last_seen"]
+                        .as_u64()
+                        .is_none_or(|seen| now.saturating_sub(seen) < ALIVE.as_millis() as u64)
+                })
+                .filter_map(|e| e["specification"]["vcores"].as_u64())
+                .sum::<u64>()
+        })
+        .unwrap_or(0);
+    Ok(slots as usize)
+}
+
+/// A plain HTTP/1.1 GET, answered within 10 seconds.
+async fn http_get(address: &str, path: &str) -> Result<String> {
+    let failed = |what: String| configuration(format!("scheduler {address}: GET {path}: {what}"));
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await?;
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await?;
+        Ok::<_, std::io::Error>(response)
+    };
+    let response = tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .map_err(|_| failed("no answer within 10 s".to_string()))?
+        .map_err(|e| failed(e.to_string()))?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| failed("not an HTTP answer".to_string()))?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(failed(head.lines().next().unwrap_or_default().to_string()));
+    }
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    Ok(if chunked { dechunk(body) } else { body.to_string() })
+}
+
+/// The payload of a chunked HTTP body.
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    out
+}

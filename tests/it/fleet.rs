@@ -1,0 +1,251 @@
+//! The same seeded pipeline on every master — `local[2]`, `standalone[2]` and a real fleet of one
+//! `hearth scheduler` and two `hearth executor` processes on loopback — gives the same fitted preprocessing
+//! and the same model; the fleet fails fast when a stage needs more slots than it has, and survives an
+//! executor killed mid-training.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use hearth::datasets::german_credit;
+use hearth::engine::session::SessionInfo;
+use hearth::prelude::*;
+
+/// The `hearth` program cargo built beside this test binary (`cargo test --workspace` builds it).
+fn hearth_program() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|deps| deps.parent()).expect("target directory");
+    let program = dir.join("hearth");
+    assert!(
+        program.exists(),
+        "{} is missing: build it with `cargo build -p hearth-executors` (./dev test does)",
+        program.display()
+    );
+    program
+}
+
+/// A scheduler and executors running as processes; killed when dropped.
+struct Fleet {
+    scheduler: String,
+    processes: Vec<Child>,
+}
+
+/// Starts `program args…` and waits (up to 60 s) for a line of its output starting with `prefix`.
+fn spawn_until(args: &[&str], prefix: &str) -> (Child, String) {
+    let mut child = Command::new(hearth_program())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start hearth");
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.starts_with(prefix) => return (child, line),
+            Ok(_) => {}
+            Err(_) => {
+                let _ = child.kill();
+                panic!("hearth {args:?} did not print {prefix:?} within 60 s");
+            }
+        }
+    }
+}
+
+impl Fleet {
+    /// One scheduler and an executor per entry of `slots`, all registered.
+    async fn start(slots: &[usize]) -> Fleet {
+        let (scheduler, line) = spawn_until(&["scheduler", "--bind", "127.0.0.1:0"], "hearth scheduler listening on");
+        let address = line.rsplit(' ').next().expect("address").to_string();
+        let mut fleet = Fleet {
+            scheduler: address.clone(),
+            processes: vec![scheduler],
+        };
+        for n in slots {
+            let n = n.to_string();
+            let (executor, _) = spawn_until(&["executor", "--scheduler", &address, "--slots", &n], "hearth executor");
+            fleet.processes.push(executor);
+        }
+        let want: usize = slots.iter().sum();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let session = fleet.session().await;
+            let df = session.sql("SELECT 1").await.unwrap();
+            let found = SessionInfo::of(&df).task_slots().await.unwrap_or(0);
+            if found == want {
+                return fleet;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{found} of {want} slots registered after 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Starts one more executor with `slots` slots.
+    fn add_executor(&mut self, slots: usize) {
+        let slots = slots.to_string();
+        let (executor, _) = spawn_until(
+            &["executor", "--scheduler", &self.scheduler, "--slots", &slots],
+            "hearth executor",
+        );
+        self.processes.push(executor);
+    }
+
+    fn master(&self) -> String {
+        format!("df://{}", self.scheduler)
+    }
+
+    async fn session(&self) -> Session {
+        Session::connect(&self.master()).await.unwrap()
+    }
+
+    /// Kills executor `i` (0-based, in start order).
+    fn kill_executor(&mut self, i: usize) {
+        let _ = self.processes[i + 1].kill();
+        let _ = self.processes[i + 1].wait();
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for process in &mut self.processes {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+}
+
+/// The main job's preprocessing fitted on 80 % of german_credit, and those rows transformed.
+async fn prepared(session: &Session) -> (PipelineModel, DataFrame) {
+    let credit = session
+        .read_csv(german_credit::csv_path(), &CsvOptions::new())
+        .await
+        .unwrap();
+    let parts = credit.random_split(&[0.8, 0.2], 42).unwrap();
+    let preprocessing = german_credit::preprocessing().fit(&parts[0]).await.unwrap();
+    let train = preprocessing.transform(&parts[0]).unwrap();
+    (preprocessing, train)
+}
+
+/// The main job's pipeline and a small MLP on two workers, on `session`.
+async fn fit(session: &Session) -> (PipelineModel, ClassificationModel) {
+    let (preprocessing, train) = prepared(session).await;
+    let model = MlpClassifier::new()
+        .hidden_layers([16])
+        .workers(2)
+        .epochs(3)
+        .batch_size(32)
+        .seed(11)
+        .device(DeviceChoice::Cpu)
+        .timeout(Duration::from_secs(60))
+        .fit(&train)
+        .await
+        .unwrap();
+    (preprocessing, model)
+}
+
+fn scaler(model: &PipelineModel) -> (Vec<f64>, Vec<f64>) {
+    match model.stages().last() {
+        Some(FittedStage::StandardScalerModel(s)) => (s.mean().to_vec(), s.std().to_vec()),
+        other => panic!("the last stage is {other:?}"),
+    }
+}
+
+fn assert_same(what: &str, a: &(PipelineModel, ClassificationModel), b: &(PipelineModel, ClassificationModel)) {
+    let (mean_a, std_a) = scaler(&a.0);
+    let (mean_b, std_b) = scaler(&b.0);
+    for (x, y) in mean_a.iter().zip(&mean_b).chain(std_a.iter().zip(&std_b)) {
+        assert!((x - y).abs() <= 1e-9 * y.abs().max(1.0), "{what}: scaler {x} vs {y}");
+    }
+    let (ta, tb) = (&a.1.artifact().tensors, &b.1.artifact().tensors);
+    assert_eq!(ta.len(), tb.len(), "{what}: tensors");
+    for (x, y) in ta.iter().zip(tb) {
+        assert_eq!((&x.name, &x.shape), (&y.name, &y.shape), "{what}");
+        for (u, v) in x.values.iter().zip(&y.values) {
+            assert!(
+                (u - v).abs() <= 1e-4 * v.abs().max(1.0),
+                "{what}: {} {u} vs {v}",
+                x.name
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_master_fits_the_same_pipeline_and_model() {
+    let local = fit(&Session::local(2)).await;
+    let standalone = fit(&Session::connect("standalone[2]").await.unwrap()).await;
+    assert_same("standalone[2] vs local[2]", &standalone, &local);
+    let fleet = Fleet::start(&[1, 1]).await;
+    let cluster = fit(&fleet.session().await).await;
+    assert_same("df:// vs local[2]", &cluster, &local);
+    let ranks: Vec<usize> = cluster.1.summary().ranks.iter().map(|r| r.rows).collect();
+    let local_ranks: Vec<usize> = local.1.summary().ranks.iter().map(|r| r.rows).collect();
+    assert_eq!(ranks, local_ranks);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_without_enough_slots_fails_before_training() {
+    let fleet = Fleet::start(&[1]).await;
+    let session = fleet.session().await;
+    let df = session
+        .sql("SELECT ml_vector_assemble('error', x) AS features, y AS label FROM (VALUES (1.0, 0.0), (2.0, 1.0)) AS t(x, y)")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let error = MlpClassifier::new().workers(2).fit(&df).await.unwrap_err().to_string();
+    assert!(
+        error.contains("needs 2 task slots") && error.contains("has 1"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn training_survives_an_executor_killed_mid_training() {
+    let mut fleet = Fleet::start(&[1, 1]).await;
+    let session = fleet.session().await;
+    let (_, train) = prepared(&session).await;
+    let epochs = 150;
+    let classifier = MlpClassifier::new()
+        .hidden_layers([32])
+        .workers(2)
+        .epochs(epochs)
+        .batch_size(8)
+        .seed(3)
+        .device(DeviceChoice::Cpu)
+        .max_attempts(3)
+        .timeout(Duration::from_secs(20))
+        .rendezvous_timeout(Duration::from_secs(40));
+    let started = Instant::now();
+    let training = tokio::spawn(async move { classifier.fit(&train).await });
+    // Let a few epochs (and their checkpoints) pass, then kill one of the two executors running a rank, and
+    // give the fleet a replacement.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!training.is_finished(), "training ended before the executor was killed");
+    fleet.kill_executor(0);
+    fleet.add_executor(1);
+    let model = tokio::time::timeout(Duration::from_secs(240), training)
+        .await
+        .expect("training ends")
+        .unwrap()
+        .unwrap();
+    let attempts = &model.summary().attempts;
+    assert!(attempts.len() >= 2, "{attempts:?}");
+    assert!(attempts[0].error.is_some(), "{attempts:?}");
+    let last = attempts.last().unwrap();
+    assert!(last.error.is_none() && last.resumed_from_epoch >= 1, "{attempts:?}");
+    assert_eq!(model.history().len(), epochs);
+    assert!(started.elapsed() < Duration::from_secs(240));
+}
