@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use hearth_engine::prelude::{Pipeline, StandardScaler, StringIndexer, StringOrderType, VectorAssembler};
 use hearth_ml::random::Draws;
 
 /// The 30 feature columns, in the challenge's order.
@@ -209,4 +210,23 @@ pub fn write_csv(path: &Path, rows: usize, seed: u64) -> io::Result<()> {
         writeln!(out, ",{weight:.6},{}", if signal { 's' } else { 'b' })?;
     }
     out.flush()
+}
+
+/// The dist-keras preprocessing: `Label` indexed alphabetically into `label` (`b` = 0, `s` = 1), the 30
+/// features assembled into `raw`, then centred and scaled into `features`.
+pub fn preprocessing() -> Pipeline {
+    Pipeline::new()
+        .stage(
+            StringIndexer::new()
+                .input_col("Label")
+                .output_col("label")
+                .string_order_type(StringOrderType::AlphabetAsc),
+        )
+        .stage(VectorAssembler::new().input_cols(FEATURES).output_col("raw"))
+        .stage(
+            StandardScaler::new()
+                .input_col("raw")
+                .output_col("features")
+                .with_mean(true),
+        )
 }

@@ -25,22 +25,7 @@ async fn prepare(rows: usize) -> Result<(Shard, Shard), Box<dyn std::error::Erro
     let session = Session::local(WORKERS);
     let events = session.read_batches(higgs::schema(), higgs::batches(rows, 8192, 42))?;
     let parts = events.random_split(&[0.8, 0.2], 7)?;
-    let model = Pipeline::new()
-        .stage(
-            StringIndexer::new()
-                .input_col("Label")
-                .output_col("label")
-                .string_order_type(StringOrderType::AlphabetAsc),
-        )
-        .stage(VectorAssembler::new().input_cols(higgs::FEATURES).output_col("raw"))
-        .stage(
-            StandardScaler::new()
-                .input_col("raw")
-                .output_col("features")
-                .with_mean(true),
-        )
-        .fit(&parts[0])
-        .await?;
+    let model = higgs::preprocessing().fit(&parts[0]).await?;
     let train = Shard::from_batches(&model.transform(&parts[0])?.collect().await?, "features", "label")?;
     let test = Shard::from_batches(&model.transform(&parts[1])?.collect().await?, "features", "label")?;
     Ok((train, test))

@@ -7,13 +7,14 @@ use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
 use ballista_scheduler::cluster::BallistaCluster;
-use ballista_scheduler::config::SchedulerConfig;
+use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::{create_scheduler, start_grpc_service_with_listener};
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::ballista::{HearthPhysicalCodec, hearth_state};
+use hearth_engine::ballista::{HearthLogicalCodec, HearthPhysicalCodec, hearth_state};
 
 use crate::commands::CommandResult;
+use crate::gang::GangPolicy;
 
 /// How often an executor tells the scheduler it is alive.
 const HEARTBEAT_SECONDS: u64 = 5;
@@ -21,7 +22,8 @@ const HEARTBEAT_SECONDS: u64 = 5;
 /// tasks on it.
 const EXECUTOR_TIMEOUT_SECONDS: u64 = 20;
 
-/// `hearth scheduler --bind HOST:PORT`: a Ballista scheduler with hearth's planner, functions and codec.
+/// `hearth scheduler --bind HOST:PORT`: a Ballista scheduler with hearth's planner, functions and codec, and
+/// the gang policy for barrier stages.
 /// Port 0 picks a free port; the line `hearth scheduler listening on HOST:PORT` says which.
 pub async fn scheduler(bind: SocketAddr) -> CommandResult {
     let listener = tokio::net::TcpListener::bind(bind)
@@ -34,6 +36,8 @@ pub async fn scheduler(bind: SocketAddr) -> CommandResult {
         external_host: address.ip().to_string(),
         override_session_builder: Some(Arc::new(|config: SessionConfig| Ok(hearth_state(config)))),
         override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
+        override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
+        task_distribution: TaskDistributionPolicy::Custom(Arc::new(GangPolicy)),
         executor_timeout_seconds: EXECUTOR_TIMEOUT_SECONDS,
         no_executors_grace_period_seconds: EXECUTOR_TIMEOUT_SECONDS,
         ..SchedulerConfig::default()
@@ -97,6 +101,7 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
         work_dir: options.work_dir.clone(),
         override_function_registry: Some(Arc::new(BallistaFunctionRegistry::from(&state))),
         override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
+        override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
         executor_heartbeat_interval_seconds: HEARTBEAT_SECONDS,
         ..ExecutorProcessConfig::default()
     };

@@ -12,6 +12,7 @@
 
 mod commands;
 mod fleet;
+mod gang;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;

@@ -249,3 +249,35 @@ async fn training_survives_an_executor_killed_mid_training() {
     assert_eq!(model.history().len(), epochs);
     assert!(started.elapsed() < Duration::from_secs(240));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_barrier_jobs_that_each_need_the_whole_fleet_both_finish() {
+    // Bound slot by slot, each job could hold one of the two slots and wait for the other forever; the
+    // scheduler's gang policy binds a barrier stage whole, so one job trains while the other waits.
+    let fleet = Fleet::start(&[1, 1]).await;
+    let session = fleet.session().await;
+    let (_, train) = prepared(&session).await;
+    let fit = |seed: u64| {
+        let train = train.clone();
+        let classifier = MlpClassifier::new()
+            .hidden_layers([16])
+            .workers(2)
+            .epochs(20)
+            .batch_size(8)
+            .seed(seed)
+            .device(DeviceChoice::Cpu)
+            .max_attempts(1)
+            .rendezvous_timeout(Duration::from_secs(90));
+        tokio::spawn(async move { classifier.fit(&train).await })
+    };
+    let (first, second) = (fit(1), fit(2));
+    for job in [first, second] {
+        let model = tokio::time::timeout(Duration::from_secs(180), job)
+            .await
+            .expect("the job ends")
+            .unwrap()
+            .unwrap();
+        assert_eq!(model.summary().attempts.len(), 1);
+        assert_eq!(model.history().len(), 20);
+    }
+}

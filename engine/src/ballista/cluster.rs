@@ -16,7 +16,7 @@ use datafusion_proto::protobuf::PhysicalPlanNode;
 use futures::TryStreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::HearthPhysicalCodec;
+use super::{HearthLogicalCodec, HearthPhysicalCodec};
 use crate::exchange::HearthQueryPlanner;
 use crate::functions;
 
@@ -24,7 +24,7 @@ use crate::functions;
 pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
 
 /// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
-/// functions and query planner, and hearth's physical codec, configured by `config`.
+/// functions and query planner, and hearth's codecs, configured by `config`.
 ///
 /// ```
 /// use datafusion::execution::FunctionRegistry;
@@ -32,10 +32,12 @@ pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
 /// use ballista_core::extension::SessionConfigExt;
 ///
 /// let state = hearth_engine::ballista::hearth_state(SessionConfig::new_with_ballista());
-/// assert!(state.udf("ml_classify").is_ok());
+/// assert!(state.udf("ml_string_index").is_ok());
 /// ```
 pub fn hearth_state(config: SessionConfig) -> SessionState {
-    let config = config.with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::default()));
+    let config = config
+        .with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::default()))
+        .with_ballista_logical_extension_codec(Arc::new(HearthLogicalCodec::default()));
     let state = SessionStateBuilder::new()
         .with_default_features()
         .with_config(config)

@@ -12,4 +12,4 @@ mod codec;
 
 pub use cluster::{DEFAULT_SCHEDULER_PORT, hearth_state, submit_physical};
 pub(crate) use cluster::{connect_remote, start_standalone, task_slots};
-pub use codec::HearthPhysicalCodec;
+pub use codec::{HearthLogicalCodec, HearthPhysicalCodec};

@@ -1,11 +1,12 @@
-//! `ml_classify(model, features)`: a trained classifier's `rawPrediction`, `probability` and `prediction`.
+//! `ml_classify(features)`: a trained classifier's `rawPrediction`, `probability` and `prediction`.
 
+use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, StructArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
-use datafusion::common::{ScalarValue, exec_err, plan_err};
+use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
@@ -13,33 +14,109 @@ use datafusion::logical_expr::{
 use hearth_ml::artifact::{ModelArtifact, Predictor};
 use hearth_ml::train::Loss;
 
-use super::args::{constant, planned_constant};
 use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
 
-/// The SQL name.
+/// The function's name.
 pub const NAME: &str = "ml_classify";
 
-/// Applies a trained classifier — the model's bytes as a literal, as `ModelArtifact::to_bytes` writes them —
-/// to a vector column: `{rawPrediction, probability, prediction}` per row, as Spark's probabilistic
-/// classifiers. `rawPrediction` holds the network's logits centred on their mean (softmax does not change,
-/// and slot 1 of a two-class model ranks rows as the positive class's probability does, which is what
-/// `BinaryClassificationEvaluator` reads; a one-logit binary model gives `[-z/2, z/2]`), `probability` their
-/// softmax, and `prediction` the index of the largest probability, the first on ties. A null vector gives a
-/// null result.
+/// A trained classifier as a scalar function of a vector column, bound to its model:
+/// `ml_classify(features)` gives `{rawPrediction, probability, prediction}` per row, as Spark's
+/// probabilistic classifiers. `rawPrediction` holds the network's logits centred on their mean (softmax does
+/// not change, and slot 1 of a two-class model ranks rows as the positive class's probability does, which is
+/// what `BinaryClassificationEvaluator` reads; a one-logit binary model gives `[-z/2, z/2]`), `probability`
+/// their softmax, and `prediction` the index of the largest probability, the first on ties. A null vector
+/// gives a null result.
 ///
-/// ```sql
-/// SELECT ml_classify(X'…model bytes…', features).prediction FROM scaled
-/// ```
-#[derive(Debug, PartialEq, Eq, Hash)]
+/// The model (`ModelArtifact::to_bytes`) lives in the function, not in the plan's text: hearth's codecs
+/// carry it to a cluster's scheduler and executors, and two functions are equal when their models are.
 pub struct ClassifyUdf {
     signature: Signature,
+    model: Arc<Vec<u8>>,
+    fingerprint: u64,
+    classes: usize,
+    one_logit: bool,
+    predictor: OnceLock<std::result::Result<Mutex<Predictor>, String>>,
 }
 
-impl Default for ClassifyUdf {
-    fn default() -> Self {
-        Self {
-            signature: Signature::any(2, Volatility::Immutable),
-        }
+impl fmt::Debug for ClassifyUdf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClassifyUdf")
+            .field(
+                "model",
+                &format_args!("{} bytes, fingerprint {:016x}", self.model.len(), self.fingerprint),
+            )
+            .field("classes", &self.classes)
+            .finish()
+    }
+}
+
+impl PartialEq for ClassifyUdf {
+    fn eq(&self, other: &Self) -> bool {
+        self.fingerprint == other.fingerprint && self.model == other.model
+    }
+}
+
+impl Eq for ClassifyUdf {}
+
+impl Hash for ClassifyUdf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.fingerprint.hash(state);
+    }
+}
+
+impl ClassifyUdf {
+    /// The function of the model in `model` (bytes written by `ModelArtifact::to_bytes`).
+    ///
+    /// ```
+    /// use hearth_engine::functions::ClassifyUdf;
+    /// use hearth_ml::artifact::ModelArtifact;
+    /// use hearth_ml::model::{ModelSpec, NamedTensor};
+    /// use hearth_ml::train::{OptimizerSpec, TrainOptions};
+    ///
+    /// let spec = ModelSpec::Linear { inputs: 2, outputs: 3 };
+    /// let tensors = vec![
+    ///     NamedTensor { name: "0.weight".into(), shape: vec![3, 2], values: vec![0.1; 6] },
+    ///     NamedTensor { name: "0.bias".into(), shape: vec![3], values: vec![0.0; 3] },
+    /// ];
+    /// let model = ModelArtifact::new(TrainOptions::new(spec, OptimizerSpec::sgd(0.1)), tensors, vec![]);
+    /// assert_eq!(ClassifyUdf::new(model.to_bytes().unwrap()).unwrap().classes(), 3);
+    /// assert!(ClassifyUdf::new(b"not a model".to_vec()).is_err());
+    /// ```
+    pub fn new(model: Vec<u8>) -> Result<Self> {
+        let (classes, one_logit) = classes_of(&model)?;
+        let mut hasher = DefaultHasher::new();
+        model.hash(&mut hasher);
+        Ok(Self {
+            signature: Signature::any(1, Volatility::Immutable),
+            model: Arc::new(model),
+            fingerprint: hasher.finish(),
+            classes,
+            one_logit,
+            predictor: OnceLock::new(),
+        })
+    }
+
+    /// The model's bytes.
+    pub fn model(&self) -> &[u8] {
+        &self.model
+    }
+
+    /// The number of classes.
+    pub fn classes(&self) -> usize {
+        self.classes
+    }
+
+    /// The network, loaded on first use in this process.
+    fn predictor(&self) -> Result<&Mutex<Predictor>> {
+        self.predictor
+            .get_or_init(|| {
+                ModelArtifact::from_bytes(&self.model)
+                    .and_then(|artifact| artifact.predictor())
+                    .map(Mutex::new)
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| DataFusionError::Execution(format!("{NAME}: {e}")))
     }
 }
 
@@ -60,18 +137,11 @@ fn classes_of(bytes: &[u8]) -> Result<(usize, bool)> {
         .model
         .outputs()
         .map_err(|e| DataFusionError::Plan(format!("{NAME}: {e}")))?;
-    let one_logit = outputs == 1 && options.loss == Loss::BinaryCrossEntropy;
     if options.loss == Loss::MeanSquaredError {
         return plan_err!("{NAME}: the model is a regressor (mean squared error loss), not a classifier");
     }
+    let one_logit = outputs == 1 && options.loss == Loss::BinaryCrossEntropy;
     Ok((if one_logit { 2 } else { outputs }, one_logit))
-}
-
-fn model_bytes(value: &ScalarValue) -> Result<&[u8]> {
-    match value {
-        ScalarValue::Binary(Some(b)) | ScalarValue::LargeBinary(Some(b)) | ScalarValue::BinaryView(Some(b)) => Ok(b),
-        other => exec_err!("{NAME}: the model must be a binary constant, got {}", other.data_type()),
-    }
 }
 
 impl ScalarUDFImpl for ClassifyUdf {
@@ -84,13 +154,11 @@ impl ScalarUDFImpl for ClassifyUdf {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        plan_err!("{NAME}: the result type depends on the model; it is computed from the model constant")
+        Ok(DataType::Struct(output_fields(self.classes)))
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        let model = planned_constant(NAME, args.scalar_arguments, 0, "model")?;
-        let (classes, _) = classes_of(model_bytes(model)?)?;
-        let features = &args.arg_fields[1];
+        let features = &args.arg_fields[0];
         if vector_dim(features.data_type()).is_none() {
             return plan_err!(
                 "classifier: column {:?} must be a vector, got {}",
@@ -100,28 +168,25 @@ impl ScalarUDFImpl for ClassifyUdf {
         }
         Ok(Arc::new(Field::new(
             NAME,
-            DataType::Struct(output_fields(classes)),
+            DataType::Struct(output_fields(self.classes)),
             true,
         )))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let model = constant(NAME, &args.args, 0, "model")?;
-        let bytes = model_bytes(&model)?;
-        let (classes, one_logit) = classes_of(bytes)?;
-        let predictor = predictor(bytes)?;
-        let input = args.args[1].to_array(args.number_rows)?;
+        let input = args.args[0].to_array(args.number_rows)?;
         let (values, nulls) = vector_values(&input)?;
         let dim = vector_dim(input.data_type()).unwrap_or(0);
         let rows = input.len();
         let outputs = {
-            let predictor = predictor
+            let predictor = self
+                .predictor()?
                 .lock()
                 .map_err(|_| DataFusionError::Execution(format!("{NAME}: model lock poisoned")))?;
             if predictor.input_width() != dim {
                 return exec_err!(
                     "classifier: column {:?} holds {dim}-dimensional vectors but the model takes {}",
-                    args.arg_fields[1].name(),
+                    args.arg_fields[0].name(),
                     predictor.input_width()
                 );
             }
@@ -129,13 +194,13 @@ impl ScalarUDFImpl for ClassifyUdf {
                 .outputs(values.values(), rows)
                 .map_err(|e| DataFusionError::Execution(format!("{NAME}: {e}")))?
         };
-        let (raw, probability, prediction) = scores(&outputs, rows, classes, one_logit);
+        let (raw, probability, prediction) = scores(&outputs, rows, self.classes, self.one_logit);
         let columns: Vec<ArrayRef> = vec![
-            vector_array(classes, raw, nulls.clone())?,
-            vector_array(classes, probability, nulls.clone())?,
+            vector_array(self.classes, raw, nulls.clone())?,
+            vector_array(self.classes, probability, nulls.clone())?,
             Arc::new(Float64Array::new(prediction.into(), nulls.clone())),
         ];
-        let result = StructArray::try_new(output_fields(classes), columns, nulls)?;
+        let result = StructArray::try_new(output_fields(self.classes), columns, nulls)?;
         Ok(ColumnarValue::Array(Arc::new(result)))
     }
 }
@@ -168,30 +233,4 @@ fn scores(outputs: &[f32], rows: usize, classes: usize, one_logit: bool) -> (Vec
         prediction.push(best as f64);
     }
     (raw, probability, prediction)
-}
-
-/// Loaded models, most recent last: a model is loaded once per process, not once per batch.
-static PREDICTORS: Mutex<Vec<(u64, Arc<Mutex<Predictor>>)>> = Mutex::new(Vec::new());
-const CACHED_MODELS: usize = 4;
-
-fn predictor(bytes: &[u8]) -> Result<Arc<Mutex<Predictor>>> {
-    let mut hasher = DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    let key = hasher.finish();
-    let mut cache = PREDICTORS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(found) = cache.iter().position(|(k, _)| *k == key) {
-        let entry = cache.remove(found);
-        let predictor = Arc::clone(&entry.1);
-        cache.push(entry);
-        return Ok(predictor);
-    }
-    let predictor = ModelArtifact::from_bytes(bytes)
-        .and_then(|artifact| artifact.predictor())
-        .map_err(|e| DataFusionError::Execution(format!("{NAME}: {e}")))?;
-    let predictor = Arc::new(Mutex::new(predictor));
-    if cache.len() == CACHED_MODELS {
-        cache.remove(0);
-    }
-    cache.push((key, Arc::clone(&predictor)));
-    Ok(predictor)
 }

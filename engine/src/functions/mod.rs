@@ -11,7 +11,7 @@
 //! | `ml_vector_summary(vector)` (aggregate) | fits `StandardScaler` |
 //! | `ml_label_counts(column)` (aggregate) | fits `StringIndexer` |
 //! | `ml_row_uniform(seed, col, ...)` | `random_split`'s key |
-//! | `ml_classify(model, features)` | a trained classifier's `rawPrediction`, `probability`, `prediction` |
+//! | `ml_classify(features)` (bound to its model, carried by hearth's codecs) | a trained classifier's `rawPrediction`, `probability`, `prediction` |
 //! | `ml_multiclass_state(label, prediction, weight[, probability])` (aggregate) | `MulticlassClassificationEvaluator` |
 //! | `ml_binary_state(score, label, weight)` (aggregate) | `BinaryClassificationEvaluator` |
 //! | `ml_regression_state(label, prediction, weight)` (aggregate) | `RegressionEvaluator` |
@@ -37,7 +37,7 @@ use datafusion::logical_expr::{AggregateUDF, Expr, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
 pub(crate) use args::{f64_list_literal, string_list_literal};
-pub use classify::ClassifyUdf;
+pub use classify::{ClassifyUdf, NAME as CLASSIFY};
 pub use evaluation_state::{Evaluation, EvaluationStateUdaf};
 pub use label_counts::LabelCountsUdaf;
 pub use one_hot::OneHotUdf;
@@ -56,7 +56,6 @@ static STANDARD_SCALE: LazyLock<Arc<ScalarUDF>> =
 static STRING_INDEX: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(StringIndexUdf::default())));
 static ONE_HOT: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(OneHotUdf::default())));
 static ROW_UNIFORM: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(RowUniformUdf::default())));
-static CLASSIFY: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(ClassifyUdf::default())));
 static EVALUATION_STATES: LazyLock<[Arc<AggregateUDF>; 3]> = LazyLock::new(|| {
     [Evaluation::Multiclass, Evaluation::Binary, Evaluation::Regression]
         .map(|evaluation| Arc::new(AggregateUDF::from(EvaluationStateUdaf::new(evaluation))))
@@ -76,14 +75,7 @@ static LABEL_COUNTS: LazyLock<Arc<AggregateUDF>> =
 /// assert!(ctx.udf("ml_string_index").is_ok());
 /// ```
 pub fn register_all(ctx: &SessionContext) {
-    for udf in [
-        &VECTOR_ASSEMBLE,
-        &STANDARD_SCALE,
-        &STRING_INDEX,
-        &ONE_HOT,
-        &ROW_UNIFORM,
-        &CLASSIFY,
-    ] {
+    for udf in [&VECTOR_ASSEMBLE, &STANDARD_SCALE, &STRING_INDEX, &ONE_HOT, &ROW_UNIFORM] {
         ctx.register_udf(ScalarUDF::clone(udf));
     }
     for udaf in [&VECTOR_SUMMARY, &LABEL_COUNTS].into_iter().map(|u| &**u) {
@@ -129,9 +121,9 @@ pub(crate) fn label_counts(column: Expr) -> Expr {
     LABEL_COUNTS.call(vec![column])
 }
 
-/// `ml_classify(model, features)`.
-pub(crate) fn classify(model: Expr, features: Expr) -> Expr {
-    CLASSIFY.call(vec![model, features])
+/// `ml_classify(features)` bound to the model in `model`.
+pub(crate) fn classify(model: Vec<u8>, features: Expr) -> datafusion::error::Result<Expr> {
+    Ok(ScalarUDF::from(ClassifyUdf::new(model)?).call(vec![features]))
 }
 
 /// The evaluation aggregate `ml_*_state(args...)`.

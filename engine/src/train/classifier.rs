@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::common::ScalarValue;
 use datafusion::functions::core::expr_fn::get_field;
 use datafusion::functions_aggregate::expr_fn::{count, max, min};
 use datafusion::logical_expr::{cast, ident, lit};
@@ -526,7 +525,7 @@ impl ClassificationModel {
     }
 
     /// Adds `rawPrediction`, `probability` and `prediction` columns (as named when fitting), computed on the
-    /// partitions by the `ml_classify` SQL function with the model as a literal.
+    /// partitions by the `ml_classify` function bound to the model.
     pub fn transform(&self, df: &DataFrame) -> Result<DataFrame> {
         const SCORES: &str = "__hearth_scores";
         let features = &self.columns.features;
@@ -537,10 +536,9 @@ impl ClassificationModel {
                 message: "no such column".to_string(),
             });
         }
-        let model = lit(ScalarValue::Binary(Some(self.bytes.clone())));
         let scored = df
             .clone()
-            .with_column(SCORES, functions::classify(model, ident(features)))?
+            .with_column(SCORES, functions::classify(self.bytes.clone(), ident(features))?)?
             .with_column(&self.columns.raw_prediction, get_field(ident(SCORES), "rawPrediction"))?
             .with_column(&self.columns.probability, get_field(ident(SCORES), "probability"))?
             .with_column(&self.columns.prediction, get_field(ident(SCORES), "prediction"))?
