@@ -138,11 +138,12 @@ async fn prepared(session: &Session) -> (PipelineModel, DataFrame) {
     (preprocessing, train)
 }
 
-/// The main job's pipeline and a small MLP on two workers, on `session`.
+/// The main job's pipeline and a small MLP with dropout on two workers, on `session`.
 async fn fit(session: &Session) -> (PipelineModel, ClassificationModel) {
     let (preprocessing, train) = prepared(session).await;
     let model = MlpClassifier::new()
         .hidden_layers([16])
+        .dropout(0.2)
         .workers(2)
         .epochs(3)
         .batch_size(32)

@@ -2,12 +2,13 @@
 //! `nn.Sequential` (`"0.weight"`, `"3.running_mean"`, …), so the saved weights load into the same model in
 //! PyTorch.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tch::nn::{self, ModuleT};
 use tch::{Device, Kind, Tensor};
 
 use super::spec::{Layer, ModelSpec, SpecError};
+use crate::random::Draws;
 
 /// A network on a device: its parameters and its forward pass.
 #[derive(Debug)]
@@ -15,6 +16,31 @@ pub struct Network {
     store: nn::VarStore,
     layers: nn::SequentialT,
     input_shape: Vec<i64>,
+    /// The draws of every dropout layer: the network's own stream, not libtorch's process-wide generator,
+    /// so ranks sharing a process do not take each other's numbers and a seed gives the same masks anywhere.
+    dropout: Arc<Mutex<Draws>>,
+}
+
+/// Mixed into the seed of the dropout draws, so they differ from the initial weights' stream.
+const DROPOUT_STREAM: u64 = 0x6472_6f70_6f75_7421;
+
+/// Inverted dropout as PyTorch's: in training each value is zeroed with probability `rate` and the rest
+/// scaled by `1 / (1 - rate)`; the mask comes from `draws`.
+fn dropout_mask(xs: &Tensor, rate: f64, train: bool, draws: &Mutex<Draws>) -> Tensor {
+    if !train || rate <= 0.0 {
+        return xs.shallow_clone();
+    }
+    let keep = 1.0 - rate;
+    let scale = if keep > 0.0 { (1.0 / keep) as f32 } else { 0.0 };
+    let mut draws = draws.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mask: Vec<f32> = (0..xs.numel())
+        .map(|_| if draws.uniform() < keep { scale } else { 0.0 })
+        .collect();
+    let mask = Tensor::from_slice(&mask)
+        .view(xs.size().as_slice())
+        .to_device(xs.device())
+        .to_kind(xs.kind());
+    xs * mask
 }
 
 impl Network {
@@ -36,6 +62,7 @@ impl Network {
         let _one_at_a_time = BUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         tch::manual_seed(seed as i64);
         let store = nn::VarStore::new(device);
+        let dropout = Arc::new(Mutex::new(Draws::new(seed ^ DROPOUT_STREAM)));
         let root = store.root();
         let mut net = nn::seq_t();
         let mut previous = input.clone();
@@ -74,8 +101,8 @@ impl Network {
                 }
                 Layer::Flatten => net.add_fn(|xs| xs.flatten(1, -1)),
                 Layer::Dropout { rate } => {
-                    let rate = *rate;
-                    net.add_fn_t(move |xs, train| xs.dropout(rate, train))
+                    let (rate, draws) = (*rate, Arc::clone(&dropout));
+                    net.add_fn_t(move |xs, train| dropout_mask(xs, rate, train, &draws))
                 }
                 Layer::Relu => net.add_fn(|xs| xs.relu()),
                 Layer::Tanh => net.add_fn(|xs| xs.tanh()),
@@ -88,7 +115,13 @@ impl Network {
             store,
             layers: net,
             input_shape: input.iter().map(|&d| d as i64).collect(),
+            dropout,
         })
+    }
+
+    /// Restarts the dropout layers' draws from `draws` (a trainer gives each rank and epoch its own stream).
+    pub fn seed_dropout(&self, draws: Draws) {
+        *self.dropout.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = draws;
     }
 
     /// The outputs (logits) for a `[n, features]` batch, reshaped to the spec's input shape first.

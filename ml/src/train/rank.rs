@@ -282,6 +282,7 @@ pub fn train_rank(
         let epoch_started = Instant::now();
         let mut order: Vec<i64> = (0..shard.rows() as i64).collect();
         let mut draws = Draws::for_rank(options.seed, rank, epoch);
+        network.seed_dropout(Draws::for_rank(!options.seed, rank, epoch));
         if options.shuffle {
             draws.shuffle(&mut order);
         }
