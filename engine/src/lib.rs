@@ -36,6 +36,7 @@ pub mod exchange;
 pub mod feature;
 pub mod frame;
 pub mod functions;
+mod host;
 pub mod params;
 pub mod pipeline;
 pub mod read;

@@ -211,17 +211,15 @@ impl Session {
         }
     }
 
-    /// A session for a parsed `local` master.
-    fn with_master(master: Master) -> Self {
-        let partitions = match master {
-            Master::Local { partitions } | Master::Standalone { partitions } => partitions,
-            Master::Remote { .. } => cores(),
+    /// An embedded session with `partitions` partitions, `local[partitions]`.
+    pub fn local(partitions: usize) -> Self {
+        let master = Master::Local {
+            partitions: partitions.max(1),
         };
-        let info = SessionInfo::new(master.clone(), None);
         let config = SessionConfig::new()
-            .with_target_partitions(partitions)
+            .with_target_partitions(partitions.max(1))
             .with_information_schema(true)
-            .with_extension(Arc::new(info));
+            .with_extension(Arc::new(SessionInfo::new(master.clone(), None)));
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_default_features()
@@ -230,13 +228,6 @@ impl Session {
         let ctx = SessionContext::new_with_state(state);
         functions::register_all(&ctx);
         Self { master, ctx }
-    }
-
-    /// An embedded session with `partitions` partitions, `local[partitions]`.
-    pub fn local(partitions: usize) -> Self {
-        Self::with_master(Master::Local {
-            partitions: partitions.max(1),
-        })
     }
 
     /// Whether plans run on a Ballista cluster.
@@ -380,17 +371,13 @@ impl SessionInfo {
 
 /// This machine's address on the route to `host:port` (loopback when it cannot be found).
 fn driver_address_towards(host: &str, port: u16) -> IpAddr {
-    use std::net::{ToSocketAddrs, UdpSocket};
+    use std::net::ToSocketAddrs;
     (host, port)
         .to_socket_addrs()
         .ok()
         .and_then(|mut addresses| addresses.next())
-        .and_then(|peer| {
-            let socket = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)).ok()?;
-            socket.connect(peer).ok()?;
-            socket.local_addr().ok()
-        })
-        .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |local| local.ip())
+        .and_then(crate::host::address_towards)
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }
 
 /// The configuration of a Ballista client session with `partitions` target partitions.

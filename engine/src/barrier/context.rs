@@ -1,9 +1,11 @@
 //! What a barrier task knows and can do: Spark's `BarrierTaskContext`, with the ring communicator.
 
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use hearth_ml::collective::{CollectiveError, Communicator, JobSecret, JoinOptions, Peer, upload};
+
+use crate::host::{address_towards, host_name};
 
 /// One task's view of its barrier stage: its rank among the `world_size` tasks, the peers, and the
 /// collectives that keep them together. Every call ends within the stage's timeout.
@@ -25,7 +27,7 @@ impl BarrierTaskContext {
         position: usize,
     ) -> Result<Self, CollectiveError> {
         let options = JoinOptions {
-            bind: local_address_towards(coordinator),
+            bind: address_towards(coordinator).unwrap_or(coordinator.ip()),
             host: host_name(),
             devices: devices(),
             position,
@@ -101,33 +103,6 @@ impl DriverChannel {
 /// A collective's failure as an execution error (never an IO error, which a cluster would retry alone).
 fn collective_error(error: CollectiveError) -> datafusion::error::DataFusionError {
     datafusion::error::DataFusionError::Execution(error.to_string())
-}
-
-/// The address of this machine's interface that routes to `peer`: where the collective listener binds, so
-/// peers on other hosts can reach it and nothing listens on other interfaces.
-fn local_address_towards(peer: SocketAddr) -> IpAddr {
-    let unspecified: SocketAddr = if peer.is_ipv4() {
-        (IpAddr::from([0, 0, 0, 0]), 0).into()
-    } else {
-        (IpAddr::from([0u16; 8]), 0).into()
-    };
-    UdpSocket::bind(unspecified)
-        .and_then(|socket| {
-            socket.connect(peer)?;
-            socket.local_addr()
-        })
-        .map(|local| local.ip())
-        .unwrap_or(peer.ip())
-}
-
-/// This machine's host name.
-pub(crate) fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|name| name.trim().to_string())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "localhost".to_string())
 }
 
 /// The devices a task here can train on.

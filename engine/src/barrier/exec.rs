@@ -166,16 +166,18 @@ impl ExecutionPlan for BarrierExec {
 /// smallest row hash (`usize::MAX` when there are none). Ranks on a host follow it, so a job's rank of a
 /// given partition is the same on every master and every run.
 fn content_position(batches: &[RecordBatch]) -> Result<usize> {
-    let state = RandomState::with_seed(0x6865_6172_7468);
     let mut lowest = u64::MAX;
-    let mut hashes = Vec::new();
     for batch in batches {
-        hashes.clear();
-        hashes.resize(batch.num_rows(), 0);
-        create_hashes(batch.columns(), &state, &mut hashes)?;
-        lowest = hashes.iter().copied().fold(lowest, u64::min);
+        lowest = row_hashes(batch)?.into_iter().fold(lowest, u64::min);
     }
     Ok(usize::try_from(lowest).unwrap_or(usize::MAX))
+}
+
+/// A hash of each row's values, the same in every process and run: what orders ranks and a shard's rows.
+pub(crate) fn row_hashes(batch: &RecordBatch) -> Result<Vec<u64>> {
+    let mut hashes = vec![0u64; batch.num_rows()];
+    create_hashes(batch.columns(), &RandomState::with_seed(0x6865_6172_7468), &mut hashes)?;
+    Ok(hashes)
 }
 
 /// One task, on a blocking thread: join the ring, run the function.

@@ -41,6 +41,7 @@ mod function;
 mod stage;
 
 pub use context::{BarrierTaskContext, DriverChannel};
+pub(crate) use exec::row_hashes;
 pub use exec::{BarrierExec, BarrierSpec};
 pub use function::{BarrierFunction, FnBarrier, TRAIN_FUNCTION, function, register_function};
 pub(crate) use stage::check_slots;

@@ -6,14 +6,13 @@ use std::sync::{Arc, LazyLock};
 use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use datafusion::arrow::compute::{concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::error::{DataFusionError, Result};
 use hearth_ml::artifact::ModelArtifact;
 use hearth_ml::data::Shard;
 use hearth_ml::train::{Checkpoint, RankReport, TrainOptions, train_rank};
 use serde::{Deserialize, Serialize};
 
-use crate::barrier::{BarrierFunction, BarrierTaskContext, TRAIN_FUNCTION};
+use crate::barrier::{BarrierFunction, BarrierTaskContext, TRAIN_FUNCTION, row_hashes};
 
 /// What the trainer's tasks are told: the options, the columns, and a checkpoint to resume from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,8 +112,7 @@ fn canonical_order(batches: &[RecordBatch], features: &str, label: &str) -> Resu
         return Ok(None);
     };
     let all = concat_batches(&first.schema(), &columns)?;
-    let mut hashes = vec![0u64; all.num_rows()];
-    create_hashes(all.columns(), &RandomState::with_seed(0x6865_6172_7468), &mut hashes)?;
+    let hashes = row_hashes(&all)?;
     let mut order: Vec<u32> = (0..all.num_rows() as u32).collect();
     order.sort_by_key(|&i| hashes[i as usize]);
     Ok(Some(take_record_batch(&all, &UInt32Array::from(order))?))
