@@ -18,7 +18,7 @@ use hearth::datasets::higgs;
 use hearth::prelude::*;
 use prettytable::{Table, row};
 
-const RUNS: usize = 3;
+const RUNS: usize = 5;
 
 /// Peak resident memory since the last reset, in MiB (Linux; 0 elsewhere).
 fn peak_rss_mib() -> f64 {

@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::logical_expr::{ident, lit};
 use hearth::engine::read::schema_of;
 use hearth::prelude::*;
 
@@ -118,7 +119,25 @@ async fn null_and_nan_under_error_name_the_column_and_row() {
         .output_col("f")
         .transform(&df)
         .unwrap();
-    let error = query_error(nan).await;
+    let error = query_error(nan.clone()).await;
+    assert!(
+        error.contains("NaN in column \"x\" (row 1 of a 3-row batch)"),
+        "{error}"
+    );
+    // A scaler fitted or applied right after the assembler reads the columns itself, and says the same.
+    let scaler = StandardScaler::new().input_col("f").output_col("scaled");
+    let error = scaler.fit(&nan).await.unwrap_err().to_string();
+    assert!(
+        error.contains("NaN in column \"x\" (row 1 of a 3-row batch)"),
+        "{error}"
+    );
+    let valid = VectorAssembler::new()
+        .input_cols(["x"])
+        .output_col("f")
+        .transform(&df.clone().filter(ident("x").eq(lit(1.0))).unwrap())
+        .unwrap();
+    let scaled = scaler.fit(&valid).await.unwrap().transform(&nan).unwrap();
+    let error = query_error(scaled.select(vec![ident("scaled")]).unwrap()).await;
     assert!(
         error.contains("NaN in column \"x\" (row 1 of a 3-row batch)"),
         "{error}"

@@ -184,3 +184,51 @@ async fn string_indexer_output_carries_its_labels_as_metadata() {
     let attribute = hearth::engine::attribute::NominalAttribute::from_field(field).unwrap();
     assert_eq!(attribute.values(), ["b", "a", "__unknown"]);
 }
+
+#[tokio::test]
+async fn a_scaler_after_an_assembler_fits_and_scales_from_the_columns_in_one_pass() {
+    let session = Session::local(2);
+    let df = credit(&session).await;
+    let assembled = VectorAssembler::new()
+        .input_cols(["age", "duration", "credit_amount", "installment_commitment"])
+        .output_col("raw")
+        .transform(&df)
+        .unwrap();
+    let materialized = assembled.clone().cache().await.unwrap();
+    let scaler = StandardScaler::new()
+        .input_col("raw")
+        .output_col("features")
+        .with_mean(true);
+    // Fitted from the assembler's columns (no vectors built) and from stored vectors: the same state.
+    let fused = scaler.fit(&assembled).await.unwrap();
+    let stored = scaler.fit(&materialized).await.unwrap();
+    for (got, want) in fused
+        .mean()
+        .iter()
+        .chain(fused.std())
+        .zip(stored.mean().iter().chain(stored.std()))
+    {
+        assert!(close(*got, *want, 1e-6), "fused {got}, from stored vectors {want}");
+    }
+    // Transformed: assembled and scaled in one pass when only the scaled column is read, as two passes agree.
+    let one_pass = fused
+        .transform(&assembled)
+        .unwrap()
+        .select(vec![ident("features")])
+        .unwrap();
+    let plan = one_pass
+        .clone()
+        .into_optimized_plan()
+        .unwrap()
+        .display_indent()
+        .to_string();
+    assert!(plan.contains("ml_scaled_assemble("), "{plan}");
+    let two_passes = vectors(&fused.transform(&materialized).unwrap(), "features").await;
+    let one_pass = vectors(&one_pass, "features").await;
+    assert_eq!(one_pass.len(), 1000);
+    for (row, (a, b)) in one_pass.iter().zip(&two_passes).enumerate() {
+        for (x, y) in a.as_ref().unwrap().iter().zip(b.as_ref().unwrap()) {
+            assert!(close(f64::from(*x), f64::from(*y), 1e-6), "row {row}: {x} vs {y}");
+        }
+    }
+}

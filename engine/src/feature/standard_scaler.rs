@@ -2,7 +2,7 @@
 
 use datafusion::arrow::array::{AsArray, StructArray};
 use datafusion::arrow::datatypes::{Float64Type, Int64Type};
-use datafusion::logical_expr::{ident, lit};
+use datafusion::logical_expr::{Expr, LogicalPlan, ident, lit};
 use datafusion::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
@@ -98,14 +98,16 @@ impl Estimator for StandardScaler {
                 message: format!("must be a vector column, got {}", field.data_type()),
             });
         }
-        let batches = df
-            .clone()
-            .aggregate(
+        let query = match assembled_input(df, &self.input_col) {
+            Some((columns, arguments)) => {
+                columns.aggregate(vec![], vec![functions::assembled_summary(arguments).alias("summary")])?
+            }
+            None => df.clone().aggregate(
                 vec![],
                 vec![functions::vector_summary(ident(&self.input_col)).alias("summary")],
-            )?
-            .collect()
-            .await?;
+            )?,
+        };
+        let batches = query.collect().await?;
         let summary = batches
             .iter()
             .find(|b| b.num_rows() > 0)
@@ -138,6 +140,18 @@ impl StandardScaler {
 }
 
 /// `(count, mean, std)` from the first row of `ml_vector_summary`'s struct.
+/// When `column` is assembled by a `VectorAssembler` in `df`'s last projection: the projection's input and the
+/// assembler's arguments, so the summary is taken from the columns without building the vectors.
+fn assembled_input(df: &DataFrame, column: &str) -> Option<(DataFrame, Vec<Expr>)> {
+    let (state, plan) = df.clone().into_parts();
+    let LogicalPlan::Projection(projection) = plan else {
+        return None;
+    };
+    let index = projection.schema.index_of_column_by_name(None, column)?;
+    let arguments = functions::assembled_arguments(projection.expr.get(index)?)?.to_vec();
+    Some((DataFrame::new(state, projection.input.as_ref().clone()), arguments))
+}
+
 fn read_summary(summary: &StructArray) -> (i64, Vec<f64>, Vec<f64>) {
     let count = summary.column(0).as_primitive::<Int64Type>().value(0);
     let list = |i: usize| -> Vec<f64> {

@@ -10,6 +10,8 @@ use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::ColumnarValue;
 
+use crate::params::HandleInvalid;
+
 /// The constant value of argument `index` of `function`, as a scalar.
 pub(crate) fn constant(function: &str, args: &[ColumnarValue], index: usize, what: &str) -> Result<ScalarValue> {
     match args.get(index) {
@@ -17,6 +19,22 @@ pub(crate) fn constant(function: &str, args: &[ColumnarValue], index: usize, wha
         Some(ColumnarValue::Array(array)) if !array.is_empty() => ScalarValue::try_from_array(array, 0),
         Some(ColumnarValue::Array(_)) => exec_err!("{function}: argument {} ({what}) is empty", index + 1),
         None => exec_err!("{function}: argument {} ({what}) is missing", index + 1),
+    }
+}
+
+/// Every argument in `values` as an array of `rows` rows (constants repeated).
+pub(crate) fn arrays(values: &[ColumnarValue], rows: usize) -> Result<Vec<ArrayRef>> {
+    values.iter().map(|value| value.to_array(rows)).collect()
+}
+
+/// A `handle_invalid` constant: whether invalid values are kept (`'keep'`, and `'skip'`, whose row filter is
+/// the transformer's) rather than refused (`'error'`).
+pub(crate) fn keeps_invalid(function: &str, value: &ScalarValue) -> Result<bool> {
+    let mode = as_string(function, value, "handle_invalid")?;
+    match HandleInvalid::parse(&mode) {
+        Some(HandleInvalid::Error) => Ok(false),
+        Some(HandleInvalid::Keep | HandleInvalid::Skip) => Ok(true),
+        None => exec_err!("{function}: handle_invalid must be 'error', 'skip' or 'keep', got {mode:?}"),
     }
 }
 

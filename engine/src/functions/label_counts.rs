@@ -12,8 +12,9 @@ use datafusion::error::Result;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Signature, Volatility};
 
+use super::label_keys::{KeyCounts, KeyKind, KeyedValues};
 use super::list_state::{list_scalar, list_type, struct_scalar};
-use super::spark_string::{NumericLabel, is_indexable, numeric_labels, spark_strings};
+use super::spark_string::{is_indexable, spark_strings};
 
 /// The SQL name.
 pub const NAME: &str = "ml_label_counts";
@@ -84,19 +85,23 @@ impl AggregateUDFImpl for LabelCountsUdaf {
     }
 }
 
-/// Running label counts. Numeric columns are counted by value and turned into Spark's strings only when the
-/// state is read, so a million numbers cost a million hash lookups, not a million strings.
+/// Running label counts. Numbers and short strings are counted by key and turned into Spark's strings only
+/// when the state is read, so a million values cost a million integer comparisons, not a million strings.
 #[derive(Debug, Default)]
 struct LabelCounts {
     counts: HashMap<String, i64>,
-    numeric: HashMap<NumericLabel, i64>,
+    keyed: KeyCounts,
+    /// What the keys in `keyed` hold (one column, so one kind).
+    kind: Option<KeyKind>,
 }
 
 impl LabelCounts {
     /// Moves the numeric counts into the string counts.
     fn flush(&mut self) {
-        for (value, count) in std::mem::take(&mut self.numeric) {
-            self.add(&value.spark_string(), count);
+        let Some(kind) = self.kind else { return };
+        let keyed: Vec<(u64, i64)> = self.keyed.take().collect();
+        for (key, count) in keyed {
+            self.add(&kind.label(key), count);
         }
     }
 
@@ -118,10 +123,9 @@ impl LabelCounts {
 
 impl Accumulator for LabelCounts {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        if let Some(numbers) = numeric_labels(&values[0]) {
-            for value in numbers.into_iter().flatten() {
-                *self.numeric.entry(value).or_insert(0) += 1;
-            }
+        if let Some(keyed) = KeyedValues::of(&values[0]) {
+            self.kind = Some(keyed.kind);
+            self.keyed.add(&keyed);
             return Ok(());
         }
         for label in spark_strings(&values[0])?.iter().flatten() {
@@ -171,6 +175,6 @@ impl Accumulator for LabelCounts {
                 .keys()
                 .map(|k| k.capacity() + size_of::<String>() + size_of::<i64>())
                 .sum::<usize>()
-            + self.numeric.len() * size_of::<(NumericLabel, i64)>()
+            + self.keyed.len() * size_of::<(u64, i64)>()
     }
 }

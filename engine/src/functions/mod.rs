@@ -6,9 +6,11 @@
 //! |---|---|
 //! | `ml_vector_assemble(handle_invalid, col, ...)` | `VectorAssembler` |
 //! | `ml_standard_scale(vector, mean, std, with_mean, with_std)` | `StandardScalerModel` |
+//! | `ml_scaled_assemble(handle_invalid, mean, std, with_mean, with_std, col, ...)` | both in one pass (planned from the nested form) |
 //! | `ml_string_index(column, labels, handle_invalid)` | `StringIndexerModel` |
 //! | `ml_one_hot(index, category_size, drop_last, handle_invalid)` | `OneHotEncoderModel` |
 //! | `ml_vector_summary(vector)` (aggregate) | fits `StandardScaler` |
+//! | `ml_assembled_summary(handle_invalid, col, ...)` (aggregate) | fits `StandardScaler` on a `VectorAssembler`'s columns |
 //! | `ml_label_counts(column)` (aggregate) | fits `StringIndexer` |
 //! | `ml_row_uniform(seed, col, ...)` | `random_split`'s key |
 //! | `ml_classify(features)` (bound to its model, carried by hearth's codecs) | a trained classifier's `rawPrediction`, `probability`, `prediction` |
@@ -19,9 +21,11 @@
 //! [`Session`]: crate::session::Session
 
 mod args;
+mod assembly;
 mod classify;
 mod evaluation_state;
 mod label_counts;
+mod label_keys;
 mod list_state;
 mod one_hot;
 mod row_uniform;
@@ -44,15 +48,18 @@ pub use one_hot::OneHotUdf;
 pub(crate) use one_hot::encoded_width;
 pub use row_uniform::RowUniformUdf;
 pub(crate) use spark_string::is_indexable;
-pub use standard_scale::StandardScaleUdf;
+pub use standard_scale::{ScaledAssembleUdf, StandardScaleUdf};
 pub use string_index::StringIndexUdf;
 pub use vector_assemble::VectorAssembleUdf;
+pub(crate) use vector_assemble::assembled_arguments;
 pub use vector_summary::VectorSummaryUdaf;
 
 static VECTOR_ASSEMBLE: LazyLock<Arc<ScalarUDF>> =
     LazyLock::new(|| Arc::new(ScalarUDF::from(VectorAssembleUdf::default())));
 static STANDARD_SCALE: LazyLock<Arc<ScalarUDF>> =
     LazyLock::new(|| Arc::new(ScalarUDF::from(StandardScaleUdf::default())));
+static SCALED_ASSEMBLE: LazyLock<Arc<ScalarUDF>> =
+    LazyLock::new(|| Arc::new(ScalarUDF::from(ScaledAssembleUdf::default())));
 static STRING_INDEX: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(StringIndexUdf::default())));
 static ONE_HOT: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(OneHotUdf::default())));
 static ROW_UNIFORM: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(RowUniformUdf::default())));
@@ -61,7 +68,9 @@ static EVALUATION_STATES: LazyLock<[Arc<AggregateUDF>; 3]> = LazyLock::new(|| {
         .map(|evaluation| Arc::new(AggregateUDF::from(EvaluationStateUdaf::new(evaluation))))
 });
 static VECTOR_SUMMARY: LazyLock<Arc<AggregateUDF>> =
-    LazyLock::new(|| Arc::new(AggregateUDF::from(VectorSummaryUdaf::default())));
+    LazyLock::new(|| Arc::new(AggregateUDF::from(VectorSummaryUdaf::of_vectors())));
+static ASSEMBLED_SUMMARY: LazyLock<Arc<AggregateUDF>> =
+    LazyLock::new(|| Arc::new(AggregateUDF::from(VectorSummaryUdaf::of_assembled_columns())));
 static LABEL_COUNTS: LazyLock<Arc<AggregateUDF>> =
     LazyLock::new(|| Arc::new(AggregateUDF::from(LabelCountsUdaf::default())));
 
@@ -75,10 +84,20 @@ static LABEL_COUNTS: LazyLock<Arc<AggregateUDF>> =
 /// assert!(ctx.udf("ml_string_index").is_ok());
 /// ```
 pub fn register_all(ctx: &SessionContext) {
-    for udf in [&VECTOR_ASSEMBLE, &STANDARD_SCALE, &STRING_INDEX, &ONE_HOT, &ROW_UNIFORM] {
+    for udf in [
+        &VECTOR_ASSEMBLE,
+        &STANDARD_SCALE,
+        &SCALED_ASSEMBLE,
+        &STRING_INDEX,
+        &ONE_HOT,
+        &ROW_UNIFORM,
+    ] {
         ctx.register_udf(ScalarUDF::clone(udf));
     }
-    for udaf in [&VECTOR_SUMMARY, &LABEL_COUNTS].into_iter().map(|u| &**u) {
+    for udaf in [&VECTOR_SUMMARY, &ASSEMBLED_SUMMARY, &LABEL_COUNTS]
+        .into_iter()
+        .map(|u| &**u)
+    {
         ctx.register_udaf(AggregateUDF::clone(udaf));
     }
     for udaf in EVALUATION_STATES.iter() {
@@ -94,6 +113,11 @@ pub(crate) fn vector_assemble(args: Vec<Expr>) -> Expr {
 /// `ml_standard_scale(args...)`.
 pub(crate) fn standard_scale(args: Vec<Expr>) -> Expr {
     STANDARD_SCALE.call(args)
+}
+
+/// `ml_scaled_assemble(args...)`.
+pub(crate) fn scaled_assemble(args: Vec<Expr>) -> Expr {
+    SCALED_ASSEMBLE.call(args)
 }
 
 /// `ml_string_index(args...)`.
@@ -114,6 +138,11 @@ pub(crate) fn row_uniform(args: Vec<Expr>) -> Expr {
 /// `ml_vector_summary(vector)`.
 pub(crate) fn vector_summary(vector: Expr) -> Expr {
     VECTOR_SUMMARY.call(vec![vector])
+}
+
+/// `ml_assembled_summary(args...)`.
+pub(crate) fn assembled_summary(args: Vec<Expr>) -> Expr {
+    ASSEMBLED_SUMMARY.call(args)
 }
 
 /// `ml_label_counts(column)`.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type};
 use datafusion::common::cast::as_string_array;
 use datafusion::common::plan_err;
 use datafusion::error::Result;
@@ -19,55 +19,6 @@ pub(crate) fn is_indexable(data_type: &DataType) -> bool {
         data_type,
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean
     ) || data_type.is_numeric()
-}
-
-/// A numeric value Spark would cast to the same string, usable as a hash key: the column's integers as
-/// `i64`, its floating-point values by bit pattern.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum NumericLabel {
-    /// An integer.
-    Int(i64),
-    /// An `f64`'s bits.
-    Double(u64),
-    /// An `f32`'s bits.
-    Float(u32),
-}
-
-impl NumericLabel {
-    /// The string Spark casts the value to.
-    pub(crate) fn spark_string(self) -> String {
-        match self {
-            NumericLabel::Int(v) => v.to_string(),
-            NumericLabel::Double(bits) => java_double_string(f64::from_bits(bits)),
-            NumericLabel::Float(bits) => java_float_string(f32::from_bits(bits)),
-        }
-    }
-}
-
-/// The column's values as numeric labels (`None` for null and NaN), when it is an integer or floating-point
-/// column that can be read without strings; `None` for other types.
-pub(crate) fn numeric_labels(array: &ArrayRef) -> Option<Vec<Option<NumericLabel>>> {
-    let data_type = array.data_type();
-    Some(match data_type {
-        DataType::Float64 => array
-            .as_primitive::<Float64Type>()
-            .iter()
-            .map(|v| v.filter(|x| !x.is_nan()).map(|x| NumericLabel::Double(x.to_bits())))
-            .collect(),
-        DataType::Float32 => array
-            .as_primitive::<Float32Type>()
-            .iter()
-            .map(|v| v.filter(|x| !x.is_nan()).map(|x| NumericLabel::Float(x.to_bits())))
-            .collect(),
-        t if t.is_integer() && *t != DataType::UInt64 => {
-            let ints = cast(array, &DataType::Int64).ok()?;
-            ints.as_primitive::<Int64Type>()
-                .iter()
-                .map(|v| v.map(NumericLabel::Int))
-                .collect()
-        }
-        _ => return None,
-    })
 }
 
 /// The column as Spark would cast it to strings.

@@ -5,11 +5,14 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::args::{as_bool, as_f64_list, constant};
+use super::args::{arrays, as_bool, as_f64_list, constant, keeps_invalid};
+use super::assembly::{Columns, argument_fields, assembled_dim};
+use super::vector_assemble::assembled_arguments;
 use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
 
 /// The SQL name.
@@ -63,35 +66,145 @@ impl ScalarUDFImpl for StandardScaleUdf {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let mean = as_f64_list(NAME, &constant(NAME, &args.args, 1, "mean")?, "mean")?;
-        let std = as_f64_list(NAME, &constant(NAME, &args.args, 2, "std")?, "std")?;
-        let with_mean = as_bool(NAME, &constant(NAME, &args.args, 3, "with_mean")?, "with_mean")?;
-        let with_std = as_bool(NAME, &constant(NAME, &args.args, 4, "with_std")?, "with_std")?;
         let input = args.args[0].to_array(args.number_rows)?;
         let (values, nulls) = vector_values(&input)?;
         let dim = vector_dim(input.data_type()).unwrap_or(0);
-        if mean.len() != dim || std.len() != dim {
-            return exec_err!(
-                "StandardScaler: column {:?} holds {dim}-dimensional vectors but the model was fitted on {} dimensions",
-                args.arg_fields[0].name(),
-                std.len()
-            );
-        }
-        let shift: Vec<f64> = if with_mean { mean } else { vec![0.0; dim] };
-        let scale: Vec<f64> = if with_std {
-            std.iter().map(|&s| if s == 0.0 { 0.0 } else { 1.0 / s }).collect()
-        } else {
-            vec![1.0; dim]
-        };
+        let scaling = Scaling::read(NAME, &args.args, 1, dim, args.arg_fields[0].name())?;
         let mut out = vec![0f32; values.len()];
         for (row_out, row_in) in out
             .chunks_exact_mut(dim.max(1))
             .zip(values.values().chunks_exact(dim.max(1)))
         {
-            for (((y, &x), &m), &s) in row_out.iter_mut().zip(row_in).zip(&shift).zip(&scale) {
+            for (((y, &x), &m), &s) in row_out.iter_mut().zip(row_in).zip(&scaling.shift).zip(&scaling.scale) {
                 *y = ((f64::from(x) - m) * s) as f32;
             }
         }
         Ok(ColumnarValue::Array(vector_array(dim, out, nulls)?))
+    }
+
+    /// `ml_standard_scale(ml_vector_assemble(h, cols...), state...)` becomes `ml_scaled_assemble(h, state...,
+    /// cols...)`: one pass, and no assembled vectors in between.
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        match args.split_first() {
+            Some((vector, state)) if matches!(vector, Expr::ScalarFunction(_)) => match assembled_arguments(vector) {
+                Some([handle_invalid, columns @ ..]) if !columns.is_empty() => {
+                    let mut fused = vec![handle_invalid.clone()];
+                    fused.extend(state.iter().cloned());
+                    fused.extend(columns.iter().cloned());
+                    Ok(ExprSimplifyResult::Simplified(super::scaled_assemble(fused)))
+                }
+                _ => Ok(ExprSimplifyResult::Original(args)),
+            },
+            _ => Ok(ExprSimplifyResult::Original(args)),
+        }
+    }
+}
+
+/// What a fitted `StandardScaler` does to slot `i`: `(x − shift[i]) · scale[i]`, in `f64`.
+struct Scaling {
+    shift: Vec<f64>,
+    scale: Vec<f64>,
+}
+
+impl Scaling {
+    /// Reads `mean, std, with_mean, with_std` from the arguments starting at `first`, checking that the model
+    /// was fitted on `dim`-dimensional vectors of `column`.
+    fn read(function: &str, args: &[ColumnarValue], first: usize, dim: usize, column: &str) -> Result<Self> {
+        let mean = as_f64_list(function, &constant(function, args, first, "mean")?, "mean")?;
+        let std = as_f64_list(function, &constant(function, args, first + 1, "std")?, "std")?;
+        let with_mean = as_bool(
+            function,
+            &constant(function, args, first + 2, "with_mean")?,
+            "with_mean",
+        )?;
+        let with_std = as_bool(function, &constant(function, args, first + 3, "with_std")?, "with_std")?;
+        if mean.len() != dim || std.len() != dim {
+            return exec_err!(
+                "StandardScaler: column {column:?} holds {dim}-dimensional vectors but the model was fitted on {} dimensions",
+                std.len()
+            );
+        }
+        Ok(Self {
+            shift: if with_mean { mean } else { vec![0.0; dim] },
+            scale: if with_std {
+                std.iter().map(|&s| if s == 0.0 { 0.0 } else { 1.0 / s }).collect()
+            } else {
+                vec![1.0; dim]
+            },
+        })
+    }
+
+    fn apply(&self, slot: usize, x: f64) -> f32 {
+        ((x - self.shift[slot]) * self.scale[slot]) as f32
+    }
+}
+
+/// The SQL name of the fused form.
+pub const SCALED_ASSEMBLE: &str = "ml_scaled_assemble";
+
+/// `ml_standard_scale(ml_vector_assemble(handle_invalid, col, ...), mean, std, with_mean, with_std)` in one
+/// pass: each value is scaled in `f64` as it is written, as Spark computes it on its double vectors, and
+/// rounded to `f32` once (the nested form rounds the assembled vector first: the two agree to an `f32` ulp).
+/// hearth's planner rewrites the nested form into this one when the assembled column is used only by the
+/// scaler.
+///
+/// ```sql
+/// SELECT ml_scaled_assemble('error', [2.5, 10.0], [1.29, 4.0], false, true, duration, age) AS scaled FROM t
+/// ```
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ScaledAssembleUdf {
+    signature: Signature,
+}
+
+impl Default for ScaledAssembleUdf {
+    fn default() -> Self {
+        Self {
+            signature: Signature::variadic_any(Volatility::Immutable),
+        }
+    }
+}
+
+/// Arguments before the assembled columns: handle_invalid, mean, std, with_mean, with_std.
+const SCALED_ASSEMBLE_STATE: usize = 5;
+
+fn scaled_assemble_dim(fields: &[FieldRef]) -> Result<usize> {
+    if fields.len() <= SCALED_ASSEMBLE_STATE {
+        return plan_err!(
+            "{SCALED_ASSEMBLE}: expects handle_invalid, mean, std, with_mean, with_std and at least one column"
+        );
+    }
+    assembled_dim(SCALED_ASSEMBLE, &fields[SCALED_ASSEMBLE_STATE..])
+}
+
+impl ScalarUDFImpl for ScaledAssembleUdf {
+    fn name(&self) -> &str {
+        SCALED_ASSEMBLE
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(vector_type(scaled_assemble_dim(&argument_fields(arg_types))?))
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let dim = scaled_assemble_dim(args.arg_fields)?;
+        Ok(Arc::new(Field::new(SCALED_ASSEMBLE, vector_type(dim), true)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let keep = keeps_invalid(
+            SCALED_ASSEMBLE,
+            &constant(SCALED_ASSEMBLE, &args.args, 0, "handle_invalid")?,
+        )?;
+        let rows = args.number_rows;
+        let dim = scaled_assemble_dim(&args.arg_fields)?;
+        let scaling = Scaling::read(SCALED_ASSEMBLE, &args.args, 1, dim, "assembled")?;
+        let columns = &args.args[SCALED_ASSEMBLE_STATE..];
+        let columns = Columns::read(&arrays(columns, rows)?, &args.arg_fields[SCALED_ASSEMBLE_STATE..], keep)?;
+        let out = columns.assemble(dim, |slot, x| scaling.apply(slot, x))?;
+        Ok(ColumnarValue::Array(vector_array(dim, out, None)?))
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::Float64Array;
+use datafusion::arrow::array::{ArrayRef, Float64Array};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{HashMap, exec_err, plan_err};
 use datafusion::error::Result;
@@ -10,8 +10,9 @@ use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::args::{as_string, as_string_list, constant, planned_constant};
-use super::spark_string::{NumericLabel, is_indexable, numeric_labels, spark_strings};
+use super::args::{as_string, as_string_list, constant, keeps_invalid, planned_constant};
+use super::label_keys::{KeyedValues, LabelPositions};
+use super::spark_string::{is_indexable, spark_strings};
 use crate::attribute::NominalAttribute;
 use crate::params::HandleInvalid;
 
@@ -79,59 +80,42 @@ impl ScalarUDFImpl for StringIndexUdf {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let labels = as_string_list(NAME, &constant(NAME, &args.args, 1, "labels")?, "labels")?;
-        let mode = as_string(
-            NAME,
-            &constant(NAME, &args.args, 2, "handle_invalid")?,
-            "handle_invalid",
-        )?;
-        let keep = match HandleInvalid::parse(&mode) {
-            Some(HandleInvalid::Error) => false,
-            Some(HandleInvalid::Keep | HandleInvalid::Skip) => true,
-            None => return exec_err!("{NAME}: handle_invalid must be 'error', 'skip' or 'keep', got {mode:?}"),
-        };
-        let index: HashMap<&str, f64> = labels.iter().enumerate().map(|(i, l)| (l.as_str(), i as f64)).collect();
+        let keep = keeps_invalid(NAME, &constant(NAME, &args.args, 2, "handle_invalid")?)?;
         let unknown = labels.len() as f64;
         let rows = args.number_rows;
         let column = args.arg_fields[0].name();
         let input = args.args[0].to_array(rows)?;
-        let invalid = |row: usize, found: String| {
-            exec_err!(
-                "StringIndexer: {found} in column {column:?} (row {row} of a {rows}-row batch) with \
-                 handle_invalid = \"error\"; set handle_invalid to \"skip\" or \"keep\" to handle it"
-            )
+        let mut out = match KeyedValues::of(&input) {
+            Some(values) => LabelPositions::new(&labels, values.kind).positions(&values),
+            None => string_positions(&labels, &input)?,
         };
-        let mut out = Vec::with_capacity(rows);
-        if let Some(numbers) = numeric_labels(&input) {
-            // Each distinct number is turned into Spark's string once per batch.
-            let mut positions: HashMap<NumericLabel, Option<f64>> = HashMap::new();
-            for (row, value) in numbers.into_iter().enumerate() {
-                let position = value.and_then(|v| {
-                    *positions
-                        .entry(v)
-                        .or_insert_with(|| index.get(v.spark_string().as_str()).copied())
-                });
-                match (position, keep) {
-                    (Some(i), _) => out.push(i),
-                    (None, true) => out.push(unknown),
-                    (None, false) => {
-                        let found =
-                            value.map_or("null".to_string(), |v| format!("unseen label {:?}", v.spark_string()));
-                        return invalid(row, found);
-                    }
+        // A branch-free scan first (it vectorises); rows without a label only when there are some.
+        if out.iter().fold(false, |any, p| any | p.is_nan()) {
+            for (row, position) in out.iter_mut().enumerate().filter(|(_, p)| p.is_nan()) {
+                if keep {
+                    *position = unknown;
+                    continue;
                 }
-            }
-        } else {
-            for (row, value) in spark_strings(&input)?.iter().enumerate() {
-                match (value.and_then(|label| index.get(label).copied()), keep) {
-                    (Some(i), _) => out.push(i),
-                    (None, true) => out.push(unknown),
-                    (None, false) => {
-                        let found = value.map_or("null".to_string(), |label| format!("unseen label {label:?}"));
-                        return invalid(row, found);
-                    }
-                }
+                let found = match spark_strings(&input.slice(row, 1))?.iter().next().flatten() {
+                    Some(label) => format!("unseen label {label:?}"),
+                    None => "null".to_string(),
+                };
+                return exec_err!(
+                    "StringIndexer: {found} in column {column:?} (row {row} of a {rows}-row batch) with \
+                     handle_invalid = \"error\"; set handle_invalid to \"skip\" or \"keep\" to handle it"
+                );
             }
         }
         Ok(ColumnarValue::Array(Arc::new(Float64Array::from(out))))
     }
+}
+
+/// Each row's label position through Spark's cast to strings (columns whose values have no keys); `NaN` for
+/// null and unseen values.
+fn string_positions(labels: &[String], input: &ArrayRef) -> Result<Vec<f64>> {
+    let index: HashMap<&str, f64> = labels.iter().enumerate().map(|(i, l)| (l.as_str(), i as f64)).collect();
+    Ok(spark_strings(input)?
+        .iter()
+        .map(|value| value.and_then(|v| index.get(v).copied()).unwrap_or(f64::NAN))
+        .collect())
 }

@@ -12,28 +12,64 @@ use datafusion::error::Result;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Signature, Volatility};
 
+use super::args::keeps_invalid;
+use super::assembly::{Columns, SlotMoments, argument_fields, assembled_dim};
 use super::list_state::{list_scalar, list_type, struct_scalar};
 use crate::vector::{vector_dim, vector_values};
 
 /// The SQL name.
 pub const NAME: &str = "ml_vector_summary";
 
+/// The SQL name of the form over the columns a vector is assembled from.
+pub const ASSEMBLED: &str = "ml_assembled_summary";
+
 /// Per-slot statistics of a vector column, accumulated in `f64` and merged with Chan's parallel formulas:
 /// `{count, mean: [..], std: [..]}`, where `std` is the corrected sample deviation (divisor `n − 1`, 0 when
 /// `n ≤ 1`), as Spark's `Summarizer`. Null vectors are not counted.
 ///
+/// Two forms: `ml_vector_summary(vector)`, and `ml_assembled_summary(handle_invalid, col, ...)`, the summary
+/// of `ml_vector_assemble(handle_invalid, col, ...)` taken from the columns themselves without building the
+/// vectors, in `f64` from the columns' values as Spark (no `f32` rounding first): what `StandardScaler` uses
+/// when it is fitted right after a `VectorAssembler`.
+///
 /// ```sql
-/// SELECT ml_vector_summary(features) FROM assembled
+/// SELECT ml_vector_summary(features) FROM assembled;
+/// SELECT ml_assembled_summary('error', duration, credit_amount, age) FROM credit
 /// ```
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct VectorSummaryUdaf {
+    assembled: bool,
     signature: Signature,
 }
 
-impl Default for VectorSummaryUdaf {
-    fn default() -> Self {
+impl VectorSummaryUdaf {
+    /// `ml_vector_summary(vector)`.
+    pub fn of_vectors() -> Self {
         Self {
+            assembled: false,
             signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+
+    /// `ml_assembled_summary(handle_invalid, col, ...)`.
+    pub fn of_assembled_columns() -> Self {
+        Self {
+            assembled: true,
+            signature: Signature::variadic_any(Volatility::Immutable),
+        }
+    }
+
+    /// The vector dimension the argument types summarise.
+    fn dim(&self, arg_types: &[DataType]) -> Result<usize> {
+        if self.assembled {
+            if arg_types.len() < 2 {
+                return plan_err!("{ASSEMBLED}: expects handle_invalid and at least one column");
+            }
+            return assembled_dim(ASSEMBLED, &argument_fields(&arg_types[1..]));
+        }
+        match vector_dim(&arg_types[0]) {
+            Some(dim) => Ok(dim),
+            None => plan_err!("StandardScaler: input must be a vector column, got {}", arg_types[0]),
         }
     }
 }
@@ -48,7 +84,7 @@ fn output_fields() -> Fields {
 
 impl AggregateUDFImpl for VectorSummaryUdaf {
     fn name(&self) -> &str {
-        NAME
+        if self.assembled { ASSEMBLED } else { NAME }
     }
 
     fn signature(&self) -> &Signature {
@@ -56,9 +92,7 @@ impl AggregateUDFImpl for VectorSummaryUdaf {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        if vector_dim(&arg_types[0]).is_none() {
-            return plan_err!("StandardScaler: input must be a vector column, got {}", arg_types[0]);
-        }
+        self.dim(arg_types)?;
         Ok(DataType::Struct(output_fields()))
     }
 
@@ -79,8 +113,12 @@ impl AggregateUDFImpl for VectorSummaryUdaf {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let dim = vector_dim(args.expr_fields[0].data_type()).unwrap_or(0);
-        Ok(Box::new(Moments::new(dim)))
+        let types: Vec<DataType> = args.expr_fields.iter().map(|f| f.data_type().clone()).collect();
+        let mut moments = Moments::new(self.dim(&types)?);
+        if self.assembled {
+            moments.assembled_from = Some(args.expr_fields[1..].to_vec());
+        }
+        Ok(Box::new(moments))
     }
 }
 
@@ -90,6 +128,8 @@ struct Moments {
     count: i64,
     mean: Vec<f64>,
     m2: Vec<f64>,
+    /// The columns after `handle_invalid`, in the assembled form.
+    assembled_from: Option<Vec<FieldRef>>,
 }
 
 impl Moments {
@@ -98,7 +138,30 @@ impl Moments {
             count: 0,
             mean: vec![0.0; dim],
             m2: vec![0.0; dim],
+            assembled_from: None,
         }
+    }
+
+    /// The moments of one batch of input.
+    fn of_batch(&self, values: &[ArrayRef]) -> Result<SlotMoments> {
+        let rows = values.first().map_or(0, |v| v.len());
+        if let Some(fields) = &self.assembled_from {
+            if rows == 0 {
+                return Ok(SlotMoments::default());
+            }
+            let keep = keeps_invalid(ASSEMBLED, &ScalarValue::try_from_array(&values[0], 0)?)?;
+            return Columns::read(&values[1..], fields, keep)?.moments();
+        }
+        let dim = self.mean.len();
+        let (vectors, nulls) = vector_values(&values[0])?;
+        let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+        let rows = vectors
+            .values()
+            .chunks_exact(dim.max(1))
+            .enumerate()
+            .filter(|(i, _)| valid(*i))
+            .map(|(_, row)| row);
+        Ok(SlotMoments::of_rows(rows, dim))
     }
 
     /// Chan et al.'s merge of another partial result into this one.
@@ -139,36 +202,8 @@ impl Moments {
 
 impl Accumulator for Moments {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        let dim = self.mean.len();
-        let (values, nulls) = vector_values(&values[0])?;
-        let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
-        let rows = values
-            .values()
-            .chunks_exact(dim.max(1))
-            .enumerate()
-            .filter(|(i, _)| valid(*i));
-        let count = rows.clone().count();
-        if count == 0 || dim == 0 {
-            self.count += count as i64;
-            return Ok(());
-        }
-        // Two passes over the batch (mean, then squared deviations), then one merge: accurate and vectorisable.
-        let n = count as f64;
-        let mut mean = vec![0.0f64; dim];
-        for (_, row) in rows.clone() {
-            for (m, &x) in mean.iter_mut().zip(row) {
-                *m += f64::from(x);
-            }
-        }
-        mean.iter_mut().for_each(|m| *m /= n);
-        let mut m2 = vec![0.0f64; dim];
-        for (_, row) in rows {
-            for ((s, &m), &x) in m2.iter_mut().zip(&mean).zip(row) {
-                let d = f64::from(x) - m;
-                *s += d * d;
-            }
-        }
-        self.merge(count as i64, &mean, &m2)
+        let batch = self.of_batch(values)?;
+        self.merge(batch.count, &batch.mean, &batch.m2)
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {

@@ -1,0 +1,326 @@
+//! A column's values as integer keys that stand for the labels Spark's cast to string would print, so a
+//! `StringIndexer` counts and looks up labels without making a string per row: integers by value, doubles and
+//! floats by bit pattern, short strings as their bytes packed into an integer.
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, GenericStringArray, OffsetSizeTrait};
+use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type, Int64Type};
+use datafusion::common::HashMap;
+
+use super::spark_string::{java_double_string, java_float_string};
+
+/// Longest string packed into a key: 7 bytes, the eighth holds the length.
+const PACKED_BYTES: usize = 7;
+
+/// Up to this many distinct keys are matched by comparing with each (no branch to mispredict); more by hashing.
+const SCANNED_KEYS: usize = 8;
+
+/// What a key holds, which decides the label it prints as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum KeyKind {
+    /// An integer, as `i64`.
+    Int,
+    /// An `f64`'s bits.
+    Double,
+    /// An `f32`'s bits.
+    Float,
+    /// A string of at most 7 bytes: the bytes, then the length in the top byte.
+    Packed,
+}
+
+impl KeyKind {
+    /// The label the value keyed `key` prints as.
+    pub(crate) fn label(self, key: u64) -> String {
+        match self {
+            KeyKind::Int => (key as i64).to_string(),
+            KeyKind::Double => java_double_string(f64::from_bits(key)),
+            KeyKind::Float => java_float_string(f32::from_bits(key as u32)),
+            KeyKind::Packed => {
+                let bytes = key.to_le_bytes();
+                String::from_utf8_lossy(&bytes[..usize::from(bytes[PACKED_BYTES])]).into_owned()
+            }
+        }
+    }
+
+    /// The key of the value that prints as `label`, when a value of this kind can.
+    pub(crate) fn key_of(self, label: &str) -> Option<u64> {
+        match self {
+            KeyKind::Int => label
+                .parse::<i64>()
+                .ok()
+                .filter(|x| x.to_string() == label)
+                .map(|x| x as u64),
+            KeyKind::Double => {
+                let x: f64 = label.parse().ok()?;
+                (java_double_string(x) == label).then_some(x.to_bits())
+            }
+            KeyKind::Float => {
+                let x: f32 = label.parse().ok()?;
+                (java_float_string(x) == label).then_some(u64::from(x.to_bits()))
+            }
+            KeyKind::Packed => pack(label.as_bytes()),
+        }
+    }
+}
+
+/// A batch's values as keys; `valid` is false for nulls and NaN (which a `StringIndexer` treats as null).
+pub(crate) struct KeyedValues {
+    pub(crate) kind: KeyKind,
+    pub(crate) keys: Vec<u64>,
+    pub(crate) valid: Option<NullBuffer>,
+}
+
+impl KeyedValues {
+    /// The keys of `array`'s values, or `None` when its values cannot all be keyed (other types, longer
+    /// strings): such a batch goes through Spark's cast to strings.
+    pub(crate) fn of(array: &ArrayRef) -> Option<Self> {
+        let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
+        let (kind, keys, nan): (KeyKind, Vec<u64>, Option<Vec<bool>>) = match array.data_type() {
+            DataType::Float64 => {
+                let values = array.as_primitive::<Float64Type>().values();
+                let nan = values
+                    .iter()
+                    .any(|x| x.is_nan())
+                    .then(|| values.iter().map(|x| x.is_nan()).collect());
+                (KeyKind::Double, values.iter().map(|x| x.to_bits()).collect(), nan)
+            }
+            DataType::Float32 => {
+                let values = array.as_primitive::<Float32Type>().values();
+                let nan = values
+                    .iter()
+                    .any(|x| x.is_nan())
+                    .then(|| values.iter().map(|x| x.is_nan()).collect());
+                (
+                    KeyKind::Float,
+                    values.iter().map(|x| u64::from(x.to_bits())).collect(),
+                    nan,
+                )
+            }
+            t if t.is_integer() && *t != DataType::UInt64 => {
+                let ints = cast(array, &DataType::Int64).ok()?;
+                let keys = ints
+                    .as_primitive::<Int64Type>()
+                    .values()
+                    .iter()
+                    .map(|&x| x as u64)
+                    .collect();
+                (KeyKind::Int, keys, None)
+            }
+            DataType::Utf8 => (KeyKind::Packed, packed_keys(array.as_string::<i32>())?, None),
+            DataType::LargeUtf8 => (KeyKind::Packed, packed_keys(array.as_string::<i64>())?, None),
+            _ => return None,
+        };
+        let valid = match (nulls, nan) {
+            (nulls, None) => nulls,
+            (nulls, Some(nan)) => {
+                let not_nan = NullBuffer::from(nan.iter().map(|n| !n).collect::<Vec<bool>>());
+                NullBuffer::union(nulls.as_ref(), Some(&not_nan))
+            }
+        };
+        Some(Self { kind, keys, valid })
+    }
+
+    /// Whether row `row` holds a value (not null, not NaN).
+    pub(crate) fn is_valid(&self, row: usize) -> bool {
+        self.valid.as_ref().is_none_or(|v| v.is_valid(row))
+    }
+}
+
+/// A string of at most `PACKED_BYTES` bytes as an integer.
+fn pack(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() > PACKED_BYTES {
+        return None;
+    }
+    let mut packed = [0u8; 8];
+    packed[..bytes.len()].copy_from_slice(bytes);
+    packed[PACKED_BYTES] = bytes.len() as u8;
+    Some(u64::from_le_bytes(packed))
+}
+
+/// Every string of the array packed, or `None` if one is too long to pack.
+fn packed_keys<O: OffsetSizeTrait>(strings: &GenericStringArray<O>) -> Option<Vec<u64>> {
+    let bytes = strings.value_data();
+    let mut keys = Vec::with_capacity(strings.len());
+    for window in strings.value_offsets().windows(2) {
+        let (start, len) = (window[0].as_usize(), (window[1] - window[0]).as_usize());
+        if len > PACKED_BYTES {
+            return None;
+        }
+        // One unaligned 8-byte read masked to the string's length, where the buffer has 8 bytes left.
+        let key = match bytes.get(start..start + 8) {
+            Some(word) => {
+                let word = u64::from_le_bytes(word.try_into().ok()?);
+                (word & ((1u64 << (8 * len)) - 1)) | ((len as u64) << (8 * PACKED_BYTES))
+            }
+            None => pack(&bytes[start..start + len])?,
+        };
+        keys.push(key);
+    }
+    Some(keys)
+}
+
+/// Positions of the labels that values of one kind can print as, for finding each row's label.
+pub(crate) struct LabelPositions {
+    /// A few labels: keys and positions + 1, padded with position 0 (which adds nothing to a match).
+    scanned: Option<([u64; SCANNED_KEYS], [u32; SCANNED_KEYS])>,
+    hashed: HashMap<u64, f64>,
+}
+
+impl LabelPositions {
+    /// The labels' positions, keyed as values of `kind` are.
+    pub(crate) fn new(labels: &[String], kind: KeyKind) -> Self {
+        let keyed: Vec<(u64, usize)> = labels
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| kind.key_of(l).map(|k| (k, i)))
+            .collect();
+        if keyed.len() <= SCANNED_KEYS {
+            let (mut keys, mut positions) = ([0u64; SCANNED_KEYS], [0u32; SCANNED_KEYS]);
+            for (slot, &(key, position)) in keyed.iter().enumerate() {
+                keys[slot] = key;
+                positions[slot] = position as u32 + 1;
+            }
+            Self {
+                scanned: Some((keys, positions)),
+                hashed: HashMap::new(),
+            }
+        } else {
+            Self {
+                scanned: None,
+                hashed: keyed.into_iter().map(|(k, p)| (k, p as f64)).collect(),
+            }
+        }
+    }
+
+    /// Each row's label position; `NaN` for a null or NaN value and for a value that is not a label.
+    pub(crate) fn positions(&self, values: &KeyedValues) -> Vec<f64> {
+        let mut out: Vec<f64> = match &self.scanned {
+            // Compared with every label in arithmetic, no branch: keys are distinct, so at most one term is
+            // non-zero, and a random order of values mispredicts nothing.
+            Some((keys, positions)) => values
+                .keys
+                .iter()
+                .map(|&key| {
+                    let found: u32 = keys.iter().zip(positions).map(|(&k, &p)| p * u32::from(k == key)).sum();
+                    if found == 0 { f64::NAN } else { f64::from(found - 1) }
+                })
+                .collect(),
+            None => {
+                let find = |k: &u64| self.hashed.get(k).copied().unwrap_or(f64::NAN);
+                values.keys.iter().map(find).collect()
+            }
+        };
+        if let Some(valid) = &values.valid {
+            for row in (0..out.len()).filter(|&r| valid.is_null(r)) {
+                out[row] = f64::NAN;
+            }
+        }
+        out
+    }
+}
+
+/// Counts of keys: a few distinct ones in a short list updated without branches, more in a hash map.
+#[derive(Debug, Default)]
+pub(crate) struct KeyCounts {
+    few: Vec<(u64, i64)>,
+    many: HashMap<u64, i64>,
+}
+
+impl KeyCounts {
+    /// Counts the valid values of a batch.
+    pub(crate) fn add(&mut self, values: &KeyedValues) {
+        for (row, &key) in values.keys.iter().enumerate() {
+            if values.valid.is_some() && !values.is_valid(row) {
+                continue;
+            }
+            if self.many.is_empty() {
+                let mut seen = false;
+                for (k, count) in &mut self.few {
+                    let same = *k == key;
+                    *count += i64::from(same);
+                    seen |= same;
+                }
+                if seen {
+                    continue;
+                }
+                if self.few.len() < SCANNED_KEYS {
+                    self.few.push((key, 1));
+                    continue;
+                }
+                self.many.extend(self.few.drain(..));
+            }
+            *self.many.entry(key).or_insert(0) += 1;
+        }
+    }
+
+    /// Every key counted, with its count; the counts start again from zero.
+    pub(crate) fn take(&mut self) -> impl Iterator<Item = (u64, i64)> {
+        std::mem::take(&mut self.few)
+            .into_iter()
+            .chain(std::mem::take(&mut self.many))
+    }
+
+    /// How many distinct keys are held.
+    pub(crate) fn len(&self) -> usize {
+        self.few.len() + self.many.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{Float64Array, Int32Array, StringArray};
+
+    use super::*;
+
+    fn labels(values: &[&str]) -> Vec<String> {
+        values.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn positions(labels: &[String], array: ArrayRef) -> Vec<Option<f64>> {
+        let values = KeyedValues::of(&array).expect("keyable");
+        let found = LabelPositions::new(labels, values.kind).positions(&values);
+        found.into_iter().map(|p| (!p.is_nan()).then_some(p)).collect()
+    }
+
+    #[test]
+    fn numbers_are_found_by_the_label_spark_prints_for_them() {
+        let ints: ArrayRef = Arc::new(Int32Array::from(vec![Some(3), None, Some(7), Some(10)]));
+        assert_eq!(
+            positions(&labels(&["10", "3", "03"]), ints),
+            [Some(1.0), None, None, Some(0.0)]
+        );
+        let doubles: ArrayRef = Arc::new(Float64Array::from(vec![1.0, f64::NAN, 1e7, 2.5]));
+        let found = positions(&labels(&["1.0E7", "1.0", "1"]), doubles);
+        assert_eq!(found, [Some(1.0), None, Some(0.0), None]);
+    }
+
+    #[test]
+    fn short_strings_are_packed_and_long_ones_are_not() {
+        let values: ArrayRef = Arc::new(StringArray::from(vec![Some("s"), Some("b"), None, Some("x"), Some("")]));
+        let found = positions(&labels(&["b", "s", "", "a much longer label"]), values);
+        assert_eq!(found, [Some(1.0), Some(0.0), None, None, Some(2.0)]);
+        let many: Vec<String> = (0..20).map(|i| format!("l{i}")).collect();
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["l19", "l3", "l20"]));
+        assert_eq!(positions(&many, values), [Some(19.0), Some(3.0), None]);
+        let long: ArrayRef = Arc::new(StringArray::from(vec!["short", "eight by"]));
+        assert!(KeyedValues::of(&long).is_none());
+    }
+
+    #[test]
+    fn counts_spill_from_the_short_list_into_the_map() {
+        let values: Vec<String> = (0..100).map(|i| format!("v{}", i % 12)).collect();
+        let array: ArrayRef = Arc::new(StringArray::from(values));
+        let keyed = KeyedValues::of(&array).unwrap();
+        let mut counts = KeyCounts::default();
+        counts.add(&keyed);
+        counts.add(&keyed);
+        assert_eq!(counts.len(), 12);
+        let mut total: Vec<(String, i64)> = counts.take().map(|(k, c)| (keyed.kind.label(k), c)).collect();
+        total.sort();
+        assert_eq!(total[0], ("v0".to_string(), 18));
+        assert_eq!(total.iter().map(|(_, c)| c).sum::<i64>(), 200);
+    }
+}
