@@ -22,6 +22,8 @@ const ROWS: usize = 32_768;
 const DIM: usize = 30;
 const BATCH: usize = 256;
 const HIDDEN: i64 = 256;
+/// Rounds of each loop, alternated.
+const ROUNDS: usize = 5;
 
 fn data() -> Shard {
     let mut draws = Draws::new(3);
@@ -42,7 +44,8 @@ fn options() -> TrainOptions {
         dropout: 0.0,
     };
     let mut options = TrainOptions::new(spec, OptimizerSpec::adam(1e-3));
-    options.epochs = 1;
+    // Two epochs; the second is timed (steady state: the rank thread's first-use costs are in the first).
+    options.epochs = 2;
     options.batch_size = BATCH;
     options.shuffle = false;
     options.device = DeviceChoice::Cpu;
@@ -64,13 +67,15 @@ fn bare_step_seconds(shard: &Shard, threads: usize) -> f64 {
     let mut adam = nn::Adam::default().build(&store, 1e-3).expect("adam");
     let x = Tensor::from_slice(shard.features()).view([ROWS as i64, DIM as i64]);
     let y = Tensor::from_slice(shard.labels()).to_kind(Kind::Int64);
-    let started = Instant::now();
     let steps = ROWS / BATCH;
-    for step in 0..steps {
-        let (xb, yb) = (
-            x.narrow(0, (step * BATCH) as i64, BATCH as i64),
-            y.narrow(0, (step * BATCH) as i64, BATCH as i64),
-        );
+    // Two passes over the data, as the two epochs of hearth's loop; the second is timed.
+    let mut started = Instant::now();
+    for step in 0..2 * steps {
+        if step == steps {
+            started = Instant::now();
+        }
+        let offset = ((step % steps) * BATCH) as i64;
+        let (xb, yb) = (x.narrow(0, offset, BATCH as i64), y.narrow(0, offset, BATCH as i64));
         let loss = net.forward(&xb).cross_entropy_for_logits(&yb);
         adam.backward_step(&loss);
     }
@@ -97,7 +102,7 @@ fn hearth_step_seconds(shard: &Shard, world: usize) -> (f64, f64) {
                 let mut comm = Communicator::join(address, &secret, &JoinOptions::default()).expect("join");
                 let mine = shared.round_robin(comm.rank(), world);
                 let outcome = train_rank(&mine, None, &options(), &mut comm, None, &mut |_| {}).expect("train");
-                (outcome.report.history[0].seconds, outcome.report.steps)
+                (outcome.report.history[1].seconds, outcome.report.steps / 2)
             })
         })
         .collect();
@@ -109,10 +114,17 @@ fn hearth_step_seconds(shard: &Shard, world: usize) -> (f64, f64) {
 
 fn main() {
     let shard = data();
-    // Warm libtorch up once so neither side pays its first-use costs.
+    // Warm libtorch up once so neither side pays its first-use costs, then alternate the two loops and keep
+    // each one's best round: this machine's speed drifts, and both sides see the same drift.
     bare_step_seconds(&shard, 1);
-    let bare = bare_step_seconds(&shard, 1);
-    let (ours, ours_rate) = hearth_step_seconds(&shard, 1);
+    let (mut bare, mut ours, mut ours_rate) = (f64::MAX, f64::MAX, 0.0);
+    for _ in 0..ROUNDS {
+        bare = bare.min(bare_step_seconds(&shard, 1));
+        let (seconds, rate) = hearth_step_seconds(&shard, 1);
+        if seconds < ours {
+            (ours, ours_rate) = (seconds, rate);
+        }
+    }
     let (_, two_rate) = hearth_step_seconds(&shard, 2);
     let mut table = Table::new();
     table.set_titles(row!["loop", "ms / step", "samples/s", "vs bare tch", "target"]);
@@ -131,6 +143,9 @@ fn main() {
         "≤ 1.05"
     ]);
     table.add_row(row!["hearth train_rank, N = 2", "", format!("{two_rate:.0}"), "", ""]);
-    println!("MLP {DIM}-{HIDDEN}-{HIDDEN}-2, batch {BATCH}, Adam, {ROWS} rows, CPU, one libtorch thread per rank\n");
+    println!(
+        "MLP {DIM}-{HIDDEN}-{HIDDEN}-2, batch {BATCH}, Adam, {ROWS} rows, CPU, one libtorch thread per rank, \
+         best of {ROUNDS} alternated rounds\n"
+    );
     table.printstd();
 }

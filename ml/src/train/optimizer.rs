@@ -1,5 +1,6 @@
 //! Optimizers with PyTorch's update rules: SGD (momentum, Nesterov), Adam, Adagrad and Adadelta, each with
-//! L2 weight decay. They read each parameter's (already averaged) gradient and update it in place.
+//! L2 weight decay. They take the (already averaged) gradient of all parameters as one flat buffer and update
+//! the parameters, which live in one flat buffer too, in place.
 
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
@@ -152,25 +153,71 @@ impl OptimizerSpec {
 }
 
 /// An optimizer bound to a network's parameters.
+///
+/// The parameters' values are moved into one flat tensor (each parameter's storage becomes its slice of it),
+/// and so are their gradients (backpropagation accumulates into the slices, as PyTorch's DDP does with
+/// `gradient_as_bucket_view`) and the optimizer's state: an update is a handful of operations on whole
+/// buffers however many parameter tensors the network has, and the gradient is ready to allreduce as it is.
 #[derive(Debug)]
 pub struct Optimizer {
     spec: OptimizerSpec,
     parameters: Vec<Tensor>,
-    state: Vec<Vec<Tensor>>,
+    /// Every parameter's values, one after another.
+    values: Tensor,
+    /// Every parameter's gradient, laid out as `values`.
+    gradient: Tensor,
+    /// One tensor shaped as `values` per state slot (Adam: first and second moments).
+    state: Vec<Tensor>,
     steps: i64,
 }
 
 impl Optimizer {
-    /// An optimizer over `parameters` with zeroed state.
-    pub fn new(spec: OptimizerSpec, parameters: Vec<Tensor>) -> Self {
-        let slots = spec.state_slots();
-        let state = parameters
+    /// An optimizer over `parameters` (all `f32`, on one device) with zeroed state.
+    ///
+    /// ```
+    /// use hearth_ml::train::{Optimizer, OptimizerSpec};
+    /// use tch::Tensor;
+    ///
+    /// let weight = Tensor::from_slice(&[1.0f32, 2.0]).set_requires_grad(true);
+    /// let mut optimizer = Optimizer::new(OptimizerSpec::sgd(0.5), vec![weight.shallow_clone()]);
+    /// (&weight * &weight).sum(tch::Kind::Float).backward();
+    /// let gradient = optimizer.gradient();
+    /// optimizer.step(&gradient, 0.5);
+    /// assert_eq!(Vec::<f32>::try_from(&weight.detach()).unwrap(), [0.0, 0.0]);
+    /// ```
+    pub fn new(spec: OptimizerSpec, mut parameters: Vec<Tensor>) -> Self {
+        let device = parameters.first().map_or(tch::Device::Cpu, Tensor::device);
+        let values = tch::no_grad(|| {
+            let flat: Vec<Tensor> = parameters.iter().map(|p| p.detach().reshape([-1])).collect();
+            if flat.is_empty() {
+                Tensor::zeros([0], (tch::Kind::Float, device))
+            } else {
+                Tensor::cat(&flat, 0)
+            }
+        });
+        // Backpropagating zero gives every parameter a gradient tensor, which then becomes a view of the flat
+        // gradient too.
+        let gradient = values.zeros_like();
+        let zero = parameters
             .iter()
-            .map(|p| (0..slots).map(|_| p.zeros_like()).collect())
-            .collect();
+            .map(|p| (p * 0.0).sum(tch::Kind::Float))
+            .reduce(|a, b| a + b);
+        if let Some(zero) = zero {
+            zero.backward();
+        }
+        let mut offset = 0;
+        for p in &mut parameters {
+            let (n, shape) = (p.numel() as i64, p.size());
+            p.set_data(&values.narrow(0, offset, n).view(shape.as_slice()));
+            p.grad().set_data(&gradient.narrow(0, offset, n).view(shape.as_slice()));
+            offset += n;
+        }
+        let state = (0..spec.state_slots()).map(|_| values.zeros_like()).collect();
         Self {
             spec,
             parameters,
+            values,
+            gradient,
             state,
             steps: 0,
         }
@@ -178,85 +225,111 @@ impl Optimizer {
 
     /// Clears every parameter's gradient.
     pub fn zero_grad(&mut self) {
-        for p in &mut self.parameters {
-            p.zero_grad();
-        }
+        let _ = self.gradient.zero_();
+    }
+
+    /// Every parameter's gradient, one after another, as [`Optimizer::step`] takes it (the buffer itself,
+    /// not a copy: writing into it sets the gradients).
+    pub fn gradient(&self) -> Tensor {
+        self.gradient.shallow_clone()
+    }
+
+    /// How many values the parameters hold together.
+    pub fn len(&self) -> usize {
+        self.values.numel()
+    }
+
+    /// Whether there is no parameter value to optimise.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The optimizer's state tensors, for checkpoints (parameter order, then slot order).
     pub fn state(&self) -> (i64, Vec<Tensor>) {
-        (
-            self.steps,
-            self.state.iter().flatten().map(Tensor::shallow_clone).collect(),
-        )
+        (self.steps, self.state_views())
     }
 
     /// Restores state saved by [`Optimizer::state`].
     pub fn restore(&mut self, steps: i64, values: &[Tensor]) {
         self.steps = steps;
         tch::no_grad(|| {
-            for (slot, value) in self.state.iter_mut().flatten().zip(values) {
+            for (mut slot, value) in self.state_views().into_iter().zip(values) {
                 slot.copy_(value);
             }
         });
     }
 
-    /// One update of every parameter with learning rate `lr`.
-    pub fn step(&mut self, lr: f64) {
+    /// Each parameter's slice of each state slot, shaped as the parameter (parameter order, then slot order).
+    fn state_views(&self) -> Vec<Tensor> {
+        let mut views = Vec::with_capacity(self.parameters.len() * self.state.len());
+        let mut offset = 0;
+        for p in &self.parameters {
+            let n = p.numel() as i64;
+            for slot in &self.state {
+                views.push(slot.narrow(0, offset, n).view(p.size().as_slice()));
+            }
+            offset += n;
+        }
+        views
+    }
+
+    /// One update of every parameter with learning rate `lr`, from `gradient` (as [`Optimizer::gradient`]
+    /// lays it out: every parameter's gradient, already averaged across ranks).
+    pub fn step(&mut self, gradient: &Tensor, lr: f64) {
         self.steps += 1;
         let t = self.steps as f64;
         let decay = self.spec.weight_decay();
+        let p = &mut self.values;
+        let state = &mut self.state;
         tch::no_grad(|| {
-            for (p, state) in self.parameters.iter_mut().zip(self.state.iter_mut()) {
-                let grad = p.grad();
-                if !grad.defined() {
-                    continue;
-                }
-                let g = if decay != 0.0 { &grad + &*p * decay } else { grad };
-                match &self.spec {
-                    OptimizerSpec::Sgd { momentum, nesterov, .. } => {
-                        let update = if *momentum > 0.0 {
-                            let buffer = &mut state[0];
-                            if t == 1.0 {
-                                buffer.copy_(&g);
-                            } else {
-                                let _ = buffer.g_mul_scalar_(*momentum).g_add_(&g);
-                            }
-                            if *nesterov {
-                                &g + &*buffer * *momentum
-                            } else {
-                                buffer.shallow_clone()
-                            }
+            let g = if decay != 0.0 {
+                gradient + &*p * decay
+            } else {
+                gradient.shallow_clone()
+            };
+            match &self.spec {
+                OptimizerSpec::Sgd { momentum, nesterov, .. } => {
+                    let update = if *momentum > 0.0 {
+                        let buffer = &mut state[0];
+                        if t == 1.0 {
+                            buffer.copy_(&g);
                         } else {
-                            g
-                        };
-                        let _ = p.g_sub_(&(update * lr));
-                    }
-                    OptimizerSpec::Adam { beta1, beta2, eps, .. } => {
-                        // PyTorch's single-tensor Adam, in place.
-                        let (m, v) = state.split_at_mut(1);
-                        let _ = m[0].lerp_(&g, 1.0 - beta1);
-                        let _ = v[0].g_mul_scalar_(*beta2).addcmul_(&g, &(&g * (1.0 - beta2)));
-                        let bias1 = 1.0 - beta1.powf(t);
-                        let bias2 = 1.0 - beta2.powf(t);
-                        let mut denominator = v[0].sqrt();
-                        let _ = denominator.g_div_scalar_(bias2.sqrt()).g_add_scalar_(*eps);
-                        let _ = p.addcdiv_(&(&m[0] * (-lr / bias1)), &denominator);
-                    }
-                    OptimizerSpec::Adagrad { eps, .. } => {
-                        let _ = state[0].g_add_(&(&g * &g));
-                        let denominator = state[0].sqrt() + *eps;
-                        let _ = p.g_sub_(&(&g / denominator * lr));
-                    }
-                    OptimizerSpec::Adadelta { rho, eps, .. } => {
-                        let (square, accumulated) = state.split_at_mut(1);
-                        let _ = square[0].g_mul_scalar_(*rho).g_add_(&(&g * &g * (1.0 - rho)));
-                        let delta = (&accumulated[0] + *eps).sqrt() / (&square[0] + *eps).sqrt() * &g;
-                        let _ = accumulated[0]
-                            .g_mul_scalar_(*rho)
-                            .g_add_(&(&delta * &delta * (1.0 - rho)));
-                        let _ = p.g_sub_(&(delta * lr));
-                    }
+                            let _ = buffer.g_mul_scalar_(*momentum).g_add_(&g);
+                        }
+                        if *nesterov {
+                            &g + &*buffer * *momentum
+                        } else {
+                            buffer.shallow_clone()
+                        }
+                    } else {
+                        g
+                    };
+                    let _ = p.g_sub_(&(update * lr));
+                }
+                OptimizerSpec::Adam { beta1, beta2, eps, .. } => {
+                    // PyTorch's Adam, in place.
+                    let (m, v) = state.split_at_mut(1);
+                    let _ = m[0].lerp_(&g, 1.0 - beta1);
+                    let _ = v[0].g_mul_scalar_(*beta2).addcmul_(&g, &(&g * (1.0 - beta2)));
+                    let bias1 = 1.0 - beta1.powf(t);
+                    let bias2 = 1.0 - beta2.powf(t);
+                    let mut denominator = v[0].sqrt();
+                    let _ = denominator.g_div_scalar_(bias2.sqrt()).g_add_scalar_(*eps);
+                    let _ = p.addcdiv_(&(&m[0] * (-lr / bias1)), &denominator);
+                }
+                OptimizerSpec::Adagrad { eps, .. } => {
+                    let _ = state[0].g_add_(&(&g * &g));
+                    let denominator = state[0].sqrt() + *eps;
+                    let _ = p.g_sub_(&(&g / denominator * lr));
+                }
+                OptimizerSpec::Adadelta { rho, eps, .. } => {
+                    let (square, accumulated) = state.split_at_mut(1);
+                    let _ = square[0].g_mul_scalar_(*rho).g_add_(&(&g * &g * (1.0 - rho)));
+                    let delta = (&accumulated[0] + *eps).sqrt() / (&square[0] + *eps).sqrt() * &g;
+                    let _ = accumulated[0]
+                        .g_mul_scalar_(*rho)
+                        .g_add_(&(&delta * &delta * (1.0 - rho)));
+                    let _ = p.g_sub_(&(delta * lr));
                 }
             }
         });

@@ -3,9 +3,10 @@
 //! Rank 0's initial parameters are broadcast to all. Before each epoch the ranks agree on the number of
 //! steps — the most any rank has — and a rank whose shard is exhausted (or empty) still takes part in every
 //! step with a zero contribution. Each step sums the loss over the local batch, backpropagates, and
-//! allreduces one fused buffer holding every gradient plus the step's row count, loss and correct
-//! predictions; gradients are then divided by the global row count. So N ranks with batch `b` compute
-//! exactly what one rank computes with the concatenated batch of `N·b` rows.
+//! allreduces one fused buffer holding every gradient plus the step's row count; gradients are then divided
+//! by the global row count. So N ranks with batch `b` compute exactly what one rank computes with the
+//! concatenated batch of `N·b` rows. Loss and correct predictions are summed on the device and allreduced
+//! once an epoch.
 
 use std::time::Instant;
 
@@ -248,11 +249,7 @@ pub fn train_rank(
     }
     let network = Network::new(&options.model, device, options.seed)?;
     let named = network.named_tensors();
-    let parameters = network.parameters();
-    let mut optimizer = Optimizer::new(
-        options.optimizer.clone(),
-        parameters.iter().map(Tensor::shallow_clone).collect(),
-    );
+    let mut optimizer = Optimizer::new(options.optimizer.clone(), network.parameters());
     let mut history = Vec::new();
     let mut first_epoch = 0;
     if let Some(checkpoint) = resume {
@@ -269,14 +266,15 @@ pub fn train_rank(
     broadcast_tensors(comm, &named).map_err(|e| e.on_rank(rank))?;
 
     let features = Tensor::from_slice(shard.features()).view([shard.rows() as i64, inputs as i64]);
-    let labels = Tensor::from_slice(shard.labels());
+    let labels = label_tensor(options.loss, shard.labels());
     let class_weights = options
         .class_weights
         .as_ref()
         .map(|w| Tensor::from_slice(w).to_kind(Kind::Float).to_device(device));
     let batch = options.batch_size.max(1);
-    let numel: usize = parameters.iter().map(|p| p.numel()).sum();
-    let mut fused = if world == 1 { Vec::new() } else { vec![0f32; numel + 3] };
+    let numel = optimizer.len();
+    // The gradients, then the step's row count.
+    let mut fused = if world == 1 { Vec::new() } else { vec![0f32; numel + 1] };
     let mut steps_taken = 0;
     for epoch in first_epoch..options.epochs {
         let epoch_started = Instant::now();
@@ -288,13 +286,16 @@ pub fn train_rank(
         }
         let local_steps = shard.rows().div_ceil(batch) as u64;
         let steps = u64::MAX - comm.min_u64(u64::MAX - local_steps)?;
-        let (mut rows_seen, mut loss_sum, mut correct) = (0.0f64, 0.0f64, 0.0f64);
+        // Loss and hits summed where they are computed, read once an epoch (no wait on the device a step).
+        let mut loss_sum = Tensor::zeros([], (Kind::Double, device));
+        let mut correct = Tensor::zeros([], (Kind::Int64, device));
+        let mut rows_seen = 0.0f64;
         let mut lr = options.learning_rate(epoch as f64, world);
         for step in 0..steps as usize {
             lr = options.learning_rate(epoch as f64 + step as f64 / steps.max(1) as f64, world);
             optimizer.zero_grad();
             let start = step * batch;
-            let mut local = [0f32; 3];
+            let mut local_rows = 0f32;
             if start < order.len() {
                 let end = (start + batch).min(order.len());
                 let (x, y) = if options.shuffle {
@@ -335,28 +336,34 @@ pub fn train_rank(
                 } else {
                     loss.backward();
                 }
-                local = [rows as f32, loss.double_value(&[]) as f32, hits as f32];
+                let _ = loss_sum.g_add_(&loss.detach().to_kind(Kind::Double));
+                let _ = correct.g_add_(&hits);
+                local_rows = rows as f32;
             }
-            let [count, step_loss, step_correct] = if world == 1 {
-                local
+            let count = if world == 1 {
+                local_rows
             } else {
-                fuse_gradients(&parameters, &mut fused, local).map_err(torch)?;
+                fuse_gradients(&optimizer.gradient(), &mut fused, local_rows).map_err(torch)?;
                 comm.allreduce_sum(&mut fused)?;
-                let totals = [fused[numel], fused[numel + 1], fused[numel + 2]];
-                if totals[0] > 0.0 {
-                    fused[..numel].iter_mut().for_each(|g| *g /= totals[0]);
-                    unfuse_gradients(&parameters, &fused[..numel]).map_err(torch)?;
-                }
-                totals
+                fused[numel]
             };
             if count > 0.0 {
-                optimizer.step(lr);
+                let gradient = if world == 1 {
+                    optimizer.gradient()
+                } else {
+                    fused[..numel].iter_mut().for_each(|g| *g /= count);
+                    Tensor::f_from_slice(&fused[..numel])
+                        .and_then(|g| g.f_to_device(device))
+                        .map_err(torch)?
+                };
+                optimizer.step(&gradient, lr);
             }
             rows_seen += f64::from(count);
-            loss_sum += f64::from(step_loss);
-            correct += f64::from(step_correct);
             steps_taken += 1;
         }
+        let mut totals = [loss_sum.double_value(&[]) as f32, correct.int64_value(&[]) as f32];
+        comm.allreduce_sum(&mut totals)?;
+        let (loss_sum, correct) = (f64::from(totals[0]), f64::from(totals[1]));
         let classification = options.loss != Loss::MeanSquaredError;
         let (validation_loss, validation_accuracy) = match validation {
             Some(v) => {
@@ -449,12 +456,11 @@ fn check_shard(
 /// The summed loss of a batch.
 fn loss_of(loss: Loss, logits: &Tensor, labels: &Tensor, class_weights: Option<&Tensor>) -> Tensor {
     match loss {
-        Loss::SoftmaxCrossEntropy => logits.log_softmax(-1, Kind::Float).g_nll_loss(
-            &labels.to_kind(Kind::Int64),
-            class_weights,
-            Reduction::Sum,
-            -100,
-        ),
+        Loss::SoftmaxCrossEntropy => {
+            logits
+                .log_softmax(-1, Kind::Float)
+                .g_nll_loss(labels, class_weights, Reduction::Sum, -100)
+        }
         Loss::BinaryCrossEntropy => {
             let sample_weights = class_weights.map(|w| w.index_select(0, &labels.to_kind(Kind::Int64)));
             logits.view([-1]).binary_cross_entropy_with_logits(
@@ -469,20 +475,11 @@ fn loss_of(loss: Loss, logits: &Tensor, labels: &Tensor, class_weights: Option<&
 }
 
 /// Correct predictions in a batch (0 for regression).
-fn hits_of(loss: Loss, logits: &Tensor, labels: &Tensor) -> i64 {
+fn hits_of(loss: Loss, logits: &Tensor, labels: &Tensor) -> Tensor {
     match loss {
-        Loss::SoftmaxCrossEntropy => logits
-            .argmax(-1, false)
-            .eq_tensor(&labels.to_kind(Kind::Int64))
-            .sum(Kind::Int64)
-            .int64_value(&[]),
-        Loss::BinaryCrossEntropy => logits
-            .view([-1])
-            .gt(0.0)
-            .eq_tensor(&labels.gt(0.5))
-            .sum(Kind::Int64)
-            .int64_value(&[]),
-        Loss::MeanSquaredError => 0,
+        Loss::SoftmaxCrossEntropy => logits.argmax(-1, false).eq_tensor(labels).sum(Kind::Int64),
+        Loss::BinaryCrossEntropy => logits.view([-1]).gt(0.0).eq_tensor(&labels.gt(0.5)).sum(Kind::Int64),
+        Loss::MeanSquaredError => Tensor::zeros([], (Kind::Int64, logits.device())),
     }
 }
 
@@ -514,37 +511,22 @@ fn loading(rank: usize, error: LoadError) -> TrainError {
     }
 }
 
-/// Copies every gradient into `fused` (zeros where a parameter has none) followed by `extra`.
-fn fuse_gradients(parameters: &[Tensor], fused: &mut [f32], extra: [f32; 3]) -> Result<(), tch::TchError> {
-    let mut offset = 0;
-    for p in parameters {
-        let n = p.numel();
-        let grad = p.grad();
-        if grad.defined() {
-            let host = grad.f_to_device(Device::Cpu)?.f_contiguous()?.f_view([-1])?;
-            host.f_copy_data(&mut fused[offset..offset + n], n)?;
-        } else {
-            fused[offset..offset + n].fill(0.0);
-        }
-        offset += n;
-    }
-    fused[offset..offset + 3].copy_from_slice(&extra);
+/// Copies the flat gradient into `fused`, followed by the step's row count.
+fn fuse_gradients(gradient: &Tensor, fused: &mut [f32], rows: f32) -> Result<(), tch::TchError> {
+    let n = gradient.numel();
+    gradient.f_to_device(Device::Cpu)?.f_copy_data(&mut fused[..n], n)?;
+    fused[n] = rows;
     Ok(())
 }
 
-/// Writes averaged gradients back into each parameter's gradient.
-fn unfuse_gradients(parameters: &[Tensor], averaged: &[f32]) -> Result<(), tch::TchError> {
-    let mut offset = 0;
-    for p in parameters {
-        let n = p.numel();
-        let mut grad = p.grad();
-        let values = Tensor::f_from_slice(&averaged[offset..offset + n])?.f_view(p.size().as_slice())?;
-        if grad.defined() {
-            tch::no_grad(|| grad.f_copy_(&values.f_to_device(p.device())?))?;
-        }
-        offset += n;
+/// A shard's labels as the loss takes them: class indices (`Int64`) for softmax cross-entropy, values
+/// (`Float`) otherwise.
+fn label_tensor(loss: Loss, labels: &[f32]) -> Tensor {
+    let values = Tensor::from_slice(labels);
+    match loss {
+        Loss::SoftmaxCrossEntropy => values.to_kind(Kind::Int64),
+        Loss::BinaryCrossEntropy | Loss::MeanSquaredError => values,
     }
-    Ok(())
 }
 
 /// Rank 0's tensors to every rank (parameters and batch-norm statistics alike).
@@ -582,12 +564,12 @@ fn evaluate(
         let x = Tensor::from_slice(shard.features())
             .view([shard.rows() as i64, shard.dim() as i64])
             .to_device(device);
-        let y = Tensor::from_slice(shard.labels()).to_device(device);
+        let y = label_tensor(options.loss, shard.labels()).to_device(device);
         let logits = tch::no_grad(|| network.forward(&x, false)).map_err(Fused::Torch)?;
         totals = [
             shard.rows() as f32,
             tch::no_grad(|| loss_of(options.loss, &logits, &y, class_weights)).double_value(&[]) as f32,
-            hits_of(options.loss, &logits, &y) as f32,
+            hits_of(options.loss, &logits, &y).int64_value(&[]) as f32,
         ];
     }
     comm.allreduce_sum(&mut totals).map_err(Fused::Collective)?;
