@@ -66,6 +66,7 @@ pub(crate) fn describe_io(error: &io::Error) -> String {
         io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
             format!("dropped the connection ({error})")
         }
+        io::ErrorKind::InvalidData => error.to_string(),
         _ => format!("failed: {error}"),
     }
 }

@@ -12,14 +12,14 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
-use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
+use std::sync::mpsc::{Sender, channel, sync_channel};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
 use super::rendezvous::{Peer, Registration, register};
-use super::wire::{read_exact_by, read_message, write_all_by, write_message};
+use super::wire::{read_exact_by, read_message, remaining, write_all_by, write_message};
 
 /// Values per pipelined piece (512 KiB of `f32`).
 const PIECE: usize = 128 * 1024;
@@ -307,33 +307,17 @@ impl Communicator {
     }
 
     /// Exchanges operation headers with both neighbours: a neighbour doing something else is garbage.
-    fn exchange_headers(&mut self, op: Op, sequence: u64, len: u64, name: &str, deadline: Instant) -> Result<()> {
-        let mut header = [0u8; 24];
-        header[..8].copy_from_slice(&(op as u64).to_le_bytes());
-        header[8..16].copy_from_slice(&sequence.to_le_bytes());
-        header[16..].copy_from_slice(&len.to_le_bytes());
+    fn exchange_headers(&mut self, header: &Header, name: &str, deadline: Instant) -> Result<()> {
         let (left, right) = (self.left_rank(), self.right_rank());
         let (Some(left_link), Some(right_link)) = (self.left.as_mut(), self.right.as_mut()) else {
             return Ok(());
         };
-        if let Err(e) = write_all_by(right_link, &header, deadline) {
+        if let Err(e) = write_all_by(right_link, &header.0, deadline) {
             let error = self.peer_error(name, right, describe_io(&e));
             return Err(self.fail(error));
         }
-        let mut theirs = [0u8; 24];
-        if let Err(e) = read_exact_by(left_link, &mut theirs, deadline) {
+        if let Err(e) = header.read_from(left_link, name, deadline) {
             let error = self.peer_error(name, left, describe_io(&e));
-            return Err(self.fail(error));
-        }
-        if theirs != header {
-            let word = |i: usize| u64::from_le_bytes(theirs[i * 8..i * 8 + 8].try_into().unwrap_or_default());
-            let cause = format!(
-                "sent garbage: expected {name} of {len} values, got {} #{} of {} values",
-                Op::name(word(0)),
-                word(1),
-                word(2)
-            );
-            let error = self.peer_error(name, left, cause);
             return Err(self.fail(error));
         }
         Ok(())
@@ -346,7 +330,7 @@ impl Communicator {
             return Ok(());
         }
         let (name, sequence, deadline) = self.start(Op::Allreduce)?;
-        self.exchange_headers(Op::Allreduce, sequence, values.len() as u64, &name, deadline)?;
+        let header = Header::new(Op::Allreduce, sequence, values.len());
         let chunk = |c: usize| (c * values.len() / n)..((c + 1) * values.len() / n);
         let r = self.rank;
         let steps = 2 * (n - 1);
@@ -365,7 +349,7 @@ impl Communicator {
                 }
             })
             .collect();
-        self.transfer(&name, values, Some(chunk(r)), &receives, deadline)
+        self.transfer(&name, &header, values, Some(chunk(r)), &receives, deadline)
     }
 
     /// Averages `values` across ranks (sum, then divide by the world size): gradient averaging.
@@ -383,26 +367,28 @@ impl Communicator {
             return Ok(());
         }
         let (name, sequence, deadline) = self.start(Op::Broadcast)?;
-        self.exchange_headers(Op::Broadcast, sequence, values.len() as u64, &name, deadline)?;
+        let header = Header::new(Op::Broadcast, sequence, values.len());
         let position = (self.rank + n - root % n) % n;
         let all = 0..values.len();
         if position == 0 {
-            self.transfer(&name, values, Some(all), &[], deadline)
+            self.transfer(&name, &header, values, Some(all), &[], deadline)
         } else {
             let receive = Receive {
                 range: all,
                 combine: Combine::Replace,
                 forward: position < n - 1,
             };
-            self.transfer(&name, values, None, &[receive], deadline)
+            self.transfer(&name, &header, values, None, &[receive], deadline)
         }
     }
 
-    /// Runs one pipelined ring transfer: optionally sends `first` from `values`, then receives each span in
-    /// order from the left, combining it into `values` and forwarding it to the right where asked.
+    /// Runs one pipelined ring transfer: sends `header` and optionally `first` from `values`, then checks the
+    /// left neighbour's header and receives each span in order from it, combining it into `values` and
+    /// forwarding it to the right where asked. The headers travel with the data: no round trip of their own.
     fn transfer(
         &mut self,
         name: &str,
+        header: &Header,
         values: &mut [f32],
         first: Option<Range<usize>>,
         receives: &[Receive],
@@ -422,22 +408,37 @@ impl Communicator {
                 let _ = link.shutdown(Shutdown::Both);
             }
         };
+        let shared = SharedValues::new(values);
+        let progress = SendProgress::default();
         std::thread::scope(|s| {
-            let (outbox, full) = Outbox::new();
+            let (queue, queued) = channel::<Range<usize>>();
             let sender = s.spawn(|| {
-                let (full, empty) = full;
-                for (piece, len) in full {
-                    if let Err(e) = write_all_by(right, bytemuck::cast_slice(&piece[..len]), deadline) {
-                        shut_down(right_rank, describe_io(&e));
-                        return;
-                    }
-                    // Recycle the piece; once the receiving side is done nobody takes it back, and the
-                    // pieces still queued must be sent all the same.
-                    let _ = empty.send(piece);
+                if let Err(e) = write_all_by(right, &header.0, deadline) {
+                    shut_down(right_rank, describe_io(&e));
+                    progress.stop();
+                    return;
                 }
+                for range in queued {
+                    // SAFETY: the receiving side queued this range after its last write to it and writes to
+                    // it again only once `progress` says it is sent (see `receive_all`).
+                    let piece = unsafe { shared.range(range) };
+                    if let Err(e) = write_all_by(right, bytemuck::cast_slice(piece), deadline) {
+                        shut_down(right_rank, describe_io(&e));
+                        break;
+                    }
+                    progress.advance();
+                }
+                progress.stop();
             });
-            let received = receive_all(left, values, first, receives, &outbox, deadline);
-            drop(outbox);
+            let link = LeftSide {
+                header,
+                name,
+                queue: &queue,
+                progress: &progress,
+                deadline,
+            };
+            let received = receive_all(left, &link, &shared, first, receives);
+            drop(queue);
             if let Err(e) = received {
                 shut_down(left_rank, describe_io(&e));
             }
@@ -460,7 +461,7 @@ impl Communicator {
             return Ok(vec![mine.to_vec()]);
         }
         let (name, sequence, deadline) = self.start(Op::Allgather)?;
-        self.exchange_headers(Op::Allgather, sequence, n as u64, &name, deadline)?;
+        self.exchange_headers(&Header::new(Op::Allgather, sequence, n), &name, deadline)?;
         let (left_rank, right_rank, rank) = (self.left_rank(), self.right_rank(), self.rank);
         let (Some(left), Some(right)) = (self.left.as_mut(), self.right.as_mut()) else {
             return Ok(vec![mine.to_vec()]);
@@ -523,70 +524,204 @@ impl Communicator {
     }
 }
 
-/// The receiving thread's side of the pipeline: pieces to fill and hand to the sender thread.
-///
-/// The queue is unbounded on purpose: the receiving thread must never wait for the sender, or every rank
-/// could end up sending while no rank reads. What it buffers is bounded by one step's chunk; pieces are
-/// recycled, so a steady state allocates nothing.
-struct Outbox {
-    full: Sender<(Vec<f32>, usize)>,
-    empty: Receiver<Vec<f32>>,
-}
-
-type SenderEnds = (Receiver<(Vec<f32>, usize)>, Sender<Vec<f32>>);
-
-impl Outbox {
-    fn new() -> (Self, SenderEnds) {
-        let (full_tx, full_rx) = channel();
-        let (empty_tx, empty_rx) = channel();
-        (
-            Self {
-                full: full_tx,
-                empty: empty_rx,
-            },
-            (full_rx, empty_tx),
-        )
-    }
-
-    /// Queues a copy of `values` (at most one piece) for sending; fails once the sender has stopped.
-    fn send(&self, values: &[f32]) -> io::Result<()> {
-        let mut piece = self.empty.try_recv().unwrap_or_else(|_| vec![0.0f32; PIECE]);
-        piece[..values.len()].copy_from_slice(values);
-        self.full
-            .send((piece, values.len()))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the sending side stopped"))
-    }
-}
-
-fn receive_all(
-    left: &mut TcpStream,
-    values: &mut [f32],
-    first: Option<Range<usize>>,
-    receives: &[Receive],
-    outbox: &Outbox,
+/// What the receiving side of a transfer works with: the header it expects from the left, the operation's
+/// name, the sender's queue and progress, and the deadline.
+#[derive(Clone, Copy)]
+struct LeftSide<'a> {
+    header: &'a Header,
+    name: &'a str,
+    queue: &'a Sender<Range<usize>>,
+    progress: &'a SendProgress,
     deadline: Instant,
-) -> io::Result<()> {
-    if let Some(range) = first {
-        for piece in values[range].chunks(PIECE) {
-            outbox.send(piece)?;
+}
+
+/// An operation's header: its kind, sequence number and length. Each rank sends its own to the right and
+/// reads the left neighbour's; a neighbour doing something else is garbage.
+struct Header([u8; 24]);
+
+impl Header {
+    fn new(op: Op, sequence: u64, len: usize) -> Self {
+        let mut header = [0u8; 24];
+        header[..8].copy_from_slice(&(op as u64).to_le_bytes());
+        header[8..16].copy_from_slice(&sequence.to_le_bytes());
+        header[16..].copy_from_slice(&(len as u64).to_le_bytes());
+        Self(header)
+    }
+
+    /// Reads the neighbour's header from `link`: an error unless it is this one.
+    fn read_from(&self, link: &mut TcpStream, name: &str, deadline: Instant) -> io::Result<()> {
+        let mut theirs = [0u8; 24];
+        read_exact_by(link, &mut theirs, deadline)?;
+        if theirs == self.0 {
+            return Ok(());
+        }
+        let word =
+            |bytes: &[u8; 24], i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "sent garbage: expected {name} of {} values, got {} #{} of {} values",
+                word(&self.0, 2),
+                Op::name(word(&theirs, 0)),
+                word(&theirs, 1),
+                word(&theirs, 2)
+            ),
+        ))
+    }
+}
+
+/// The buffer an operation works on, shared by its receiving thread (which reads, combines and writes spans)
+/// and its sender thread (which writes spans out to the right, straight from the buffer).
+///
+/// The two touch the same span only in turn: the receiving side queues a span for sending after its last
+/// write to it, and writes to a queued span again only once [`SendProgress`] reports it sent.
+struct SharedValues<'a> {
+    start: *mut f32,
+    len: usize,
+    buffer: std::marker::PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: the pointer comes from a `&mut [f32]` held for `'a`; spans are handed between the two threads as
+// described on the type, with the queue and `SendProgress` ordering every access.
+unsafe impl Send for SharedValues<'_> {}
+unsafe impl Sync for SharedValues<'_> {}
+
+impl<'a> SharedValues<'a> {
+    fn new(values: &'a mut [f32]) -> Self {
+        Self {
+            start: values.as_mut_ptr(),
+            len: values.len(),
+            buffer: std::marker::PhantomData,
         }
     }
+
+    /// The span `range` to read.
+    ///
+    /// # Safety
+    /// No other thread writes to `range` while the returned slice lives.
+    unsafe fn range(&self, range: Range<usize>) -> &[f32] {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "span {range:?} of {}",
+            self.len
+        );
+        // SAFETY: in bounds (checked above); exclusive writes are ruled out by the caller.
+        unsafe { std::slice::from_raw_parts(self.start.add(range.start), range.len()) }
+    }
+
+    /// The span `range` to write.
+    ///
+    /// # Safety
+    /// No other thread reads or writes `range` while the returned slice lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range_mut(&self, range: Range<usize>) -> &mut [f32] {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "span {range:?} of {}",
+            self.len
+        );
+        // SAFETY: in bounds (checked above); other access is ruled out by the caller.
+        unsafe { std::slice::from_raw_parts_mut(self.start.add(range.start), range.len()) }
+    }
+}
+
+/// How many queued spans the sender thread has written out, and whether it has stopped (done or failed).
+#[derive(Default)]
+struct SendProgress {
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+}
+
+impl SendProgress {
+    fn advance(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.0 += 1;
+        }
+        self.changed.notify_all();
+    }
+
+    fn stop(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.1 = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Waits until the first `spans` queued spans are sent; fails if the sender stops first or at `deadline`.
+    fn wait_for(&self, spans: usize, deadline: Instant) -> io::Result<()> {
+        let stopped = || io::Error::new(io::ErrorKind::BrokenPipe, "the sending side stopped");
+        let mut state = self.state.lock().map_err(|_| stopped())?;
+        while state.0 < spans {
+            if state.1 {
+                return Err(stopped());
+            }
+            let (next, _) = self
+                .changed
+                .wait_timeout(state, remaining(deadline)?)
+                .map_err(|_| stopped())?;
+            state = next;
+        }
+        Ok(())
+    }
+}
+
+/// The receiving thread's side of a transfer: queues `first` for sending, then receives each span from the
+/// left, combining it into the buffer and queueing it to be forwarded where asked.
+///
+/// The queue is unbounded on purpose: the receiving thread never waits for the sender except before writing
+/// over a span it queued earlier, which the right neighbour consumes in an earlier step of its own.
+fn receive_all(
+    left: &mut TcpStream,
+    link: &LeftSide,
+    values: &SharedValues,
+    first: Option<Range<usize>>,
+    receives: &[Receive],
+) -> io::Result<()> {
+    let LeftSide {
+        header,
+        name,
+        queue,
+        progress,
+        deadline,
+    } = *link;
+    // Every span queued so far, in queue order.
+    let mut queued: Vec<Range<usize>> = Vec::new();
+    let send = |queued: &mut Vec<Range<usize>>, range: Range<usize>| {
+        queued.push(range.clone());
+        queue
+            .send(range)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the sending side stopped"))
+    };
+    if let Some(range) = first {
+        for start in range.clone().step_by(PIECE) {
+            send(&mut queued, start..(start + PIECE).min(range.end))?;
+        }
+    }
+    header.read_from(left, name, deadline)?;
     let mut scratch = vec![0.0f32; PIECE];
     for receive in receives {
+        let overlapping = |q: &Range<usize>| q.start < receive.range.end && receive.range.start < q.end;
+        if let Some(last) = queued.iter().rposition(overlapping) {
+            progress.wait_for(last + 1, deadline)?;
+        }
         let mut offset = receive.range.start;
         while offset < receive.range.end {
-            let len = PIECE.min(receive.range.end - offset);
-            let incoming = &mut scratch[..len];
-            read_exact_by(left, bytemuck::cast_slice_mut(incoming), deadline)?;
-            let target = &mut values[offset..offset + len];
+            let piece = offset..(offset + PIECE).min(receive.range.end);
+            // SAFETY: every span queued over this one is sent (waited for above), and the sender only reads
+            // spans queued so far; this span is queued below only after this last write to it.
+            let target = unsafe { values.range_mut(piece.clone()) };
             match receive.combine {
-                Combine::Add => target.iter_mut().zip(incoming.iter()).for_each(|(x, y)| *x += *y),
-                Combine::Replace => target.copy_from_slice(incoming),
+                Combine::Add => {
+                    let incoming = &mut scratch[..piece.len()];
+                    read_exact_by(left, bytemuck::cast_slice_mut(incoming), deadline)?;
+                    target.iter_mut().zip(incoming.iter()).for_each(|(x, y)| *x += *y);
+                }
+                Combine::Replace => read_exact_by(left, bytemuck::cast_slice_mut(target), deadline)?,
             }
             if receive.forward {
-                outbox.send(target)?;
+                send(&mut queued, piece.clone())?;
             }
-            offset += len;
+            offset = piece.end;
         }
     }
     Ok(())
