@@ -12,8 +12,8 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
-use std::sync::mpsc::{Sender, channel, sync_channel};
-use std::sync::{Condvar, Mutex};
+use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
@@ -118,6 +118,8 @@ pub struct Communicator {
     timeout: Duration,
     sequence: u64,
     failure: Option<String>,
+    /// Writes to the right neighbour for every operation (none alone).
+    sender: Option<SenderThread>,
 }
 
 impl Communicator {
@@ -147,6 +149,7 @@ impl Communicator {
             timeout: options.timeout,
             sequence: 0,
             failure: None,
+            sender: None,
         };
         if comm.world_size() > 1 {
             let deadline = Instant::now() + options.timeout;
@@ -161,8 +164,19 @@ impl Communicator {
                 });
                 (left, right)
             });
-            comm.left = Some(left?);
-            comm.right = Some(right?);
+            let (left, right) = (left?, right?);
+            let clones = right.try_clone().and_then(|r| Ok((r, left.try_clone()?)));
+            let (right_clone, left_clone) = clones.map_err(|source| CollectiveError::Local {
+                what: "sharing the ring links with the sender thread".to_string(),
+                source,
+            })?;
+            let sender = SenderThread::start(right_clone, left_clone, comm.right_rank());
+            comm.sender = Some(sender.map_err(|source| CollectiveError::Local {
+                what: "starting the ring's sender thread".to_string(),
+                source,
+            })?);
+            comm.left = Some(left);
+            comm.right = Some(right);
         }
         Ok(comm)
     }
@@ -394,42 +408,28 @@ impl Communicator {
         receives: &[Receive],
         deadline: Instant,
     ) -> Result<()> {
-        let (left_rank, right_rank) = (self.left_rank(), self.right_rank());
-        let (Some(left), Some(right)) = (self.left.as_mut(), self.right.as_mut()) else {
+        let left_rank = self.left_rank();
+        let (Some(left), Some(sender)) = (self.left.as_mut(), &self.sender) else {
             return Ok(());
         };
-        let controls = (left.try_clone(), right.try_clone());
-        let first_failure: Mutex<Option<(usize, String)>> = Mutex::new(None);
-        let shut_down = |peer: usize, cause: String| {
-            if let Ok(mut slot) = first_failure.lock() {
-                slot.get_or_insert((peer, cause));
-            }
-            for link in [&controls.0, &controls.1].into_iter().flatten() {
-                let _ = link.shutdown(Shutdown::Both);
-            }
-        };
         let shared = SharedValues::new(values);
-        let progress = SendProgress::default();
-        std::thread::scope(|s| {
-            let (queue, queued) = channel::<Range<usize>>();
-            let sender = s.spawn(|| {
-                if let Err(e) = write_all_by(right, &header.0, deadline) {
-                    shut_down(right_rank, describe_io(&e));
-                    progress.stop();
-                    return;
-                }
-                for range in queued {
-                    // SAFETY: the receiving side queued this range after its last write to it and writes to
-                    // it again only once `progress` says it is sent (see `receive_all`).
-                    let piece = unsafe { shared.range(range) };
-                    if let Err(e) = write_all_by(right, bytemuck::cast_slice(piece), deadline) {
-                        shut_down(right_rank, describe_io(&e));
-                        break;
-                    }
-                    progress.advance();
-                }
-                progress.stop();
-            });
+        let progress = Arc::new(SendProgress::default());
+        let (queue, spans) = channel::<Range<usize>>();
+        let job = SendJob {
+            header: header.0,
+            values: shared,
+            spans,
+            progress: Arc::clone(&progress),
+            deadline,
+        };
+        if sender.jobs.send(job).is_err() {
+            progress.fail(
+                self.right_rank(),
+                "cannot be sent to: the sender thread has stopped".to_string(),
+            );
+        } else {
+            // The buffer must outlive the sender's reads of it: wait for the job to end, even when unwinding.
+            let _sent = WaitForSender(&progress);
             let link = LeftSide {
                 header,
                 name,
@@ -440,12 +440,15 @@ impl Communicator {
             let received = receive_all(left, &link, &shared, first, receives);
             drop(queue);
             if let Err(e) = received {
-                shut_down(left_rank, describe_io(&e));
+                progress.fail(left_rank, describe_io(&e));
+                // Unblocks a sender waiting on a neighbour that will not read any more.
+                for link in [&self.left, &self.right].into_iter().flatten() {
+                    let _ = link.shutdown(Shutdown::Both);
+                }
             }
-            let _ = sender.join();
-        });
-        let failure = first_failure.into_inner().ok().flatten();
-        match failure {
+        }
+        progress.wait_stopped();
+        match progress.take_failure() {
             None => Ok(()),
             Some((peer, cause)) => {
                 let error = self.peer_error(name, peer, cause);
@@ -571,48 +574,50 @@ impl Header {
 }
 
 /// The buffer an operation works on, shared by its receiving thread (which reads, combines and writes spans)
-/// and its sender thread (which writes spans out to the right, straight from the buffer).
+/// and the sender thread (which writes spans out to the right, straight from the buffer).
 ///
 /// The two touch the same span only in turn: the receiving side queues a span for sending after its last
-/// write to it, and writes to a queued span again only once [`SendProgress`] reports it sent.
-struct SharedValues<'a> {
+/// write to it, and writes to a queued span again only once [`SendProgress`] reports it sent. The operation
+/// that made it waits for the sender's job to end before it returns (or unwinds), so the buffer outlives
+/// every read of it.
+#[derive(Clone, Copy)]
+struct SharedValues {
     start: *mut f32,
     len: usize,
-    buffer: std::marker::PhantomData<&'a mut [f32]>,
 }
 
-// SAFETY: the pointer comes from a `&mut [f32]` held for `'a`; spans are handed between the two threads as
-// described on the type, with the queue and `SendProgress` ordering every access.
-unsafe impl Send for SharedValues<'_> {}
-unsafe impl Sync for SharedValues<'_> {}
+// SAFETY: the pointer comes from a `&mut [f32]` that the operation holds until the sender's job has ended;
+// spans are handed between the two threads as described on the type, the queue and `SendProgress` ordering
+// every access.
+unsafe impl Send for SharedValues {}
+unsafe impl Sync for SharedValues {}
 
-impl<'a> SharedValues<'a> {
-    fn new(values: &'a mut [f32]) -> Self {
+impl SharedValues {
+    fn new(values: &mut [f32]) -> Self {
         Self {
             start: values.as_mut_ptr(),
             len: values.len(),
-            buffer: std::marker::PhantomData,
         }
     }
 
     /// The span `range` to read.
     ///
     /// # Safety
-    /// No other thread writes to `range` while the returned slice lives.
+    /// The buffer is alive, and no other thread writes to `range` while the returned slice lives.
     unsafe fn range(&self, range: Range<usize>) -> &[f32] {
         assert!(
             range.start <= range.end && range.end <= self.len,
             "span {range:?} of {}",
             self.len
         );
-        // SAFETY: in bounds (checked above); exclusive writes are ruled out by the caller.
+        // SAFETY: in bounds (checked above); liveness and exclusive writes are the caller's.
         unsafe { std::slice::from_raw_parts(self.start.add(range.start), range.len()) }
     }
 
     /// The span `range` to write.
     ///
     /// # Safety
-    /// No other thread reads or writes `range` while the returned slice lives.
+    /// The buffer is alive, and no other thread reads or writes `range` while the returned slice lives.
     #[allow(clippy::mut_from_ref)]
     unsafe fn range_mut(&self, range: Range<usize>) -> &mut [f32] {
         assert!(
@@ -620,39 +625,132 @@ impl<'a> SharedValues<'a> {
             "span {range:?} of {}",
             self.len
         );
-        // SAFETY: in bounds (checked above); other access is ruled out by the caller.
+        // SAFETY: in bounds (checked above); liveness and other access are the caller's.
         unsafe { std::slice::from_raw_parts_mut(self.start.add(range.start), range.len()) }
     }
 }
 
-/// How many queued spans the sender thread has written out, and whether it has stopped (done or failed).
+/// The thread that writes to the right neighbour, started with the ring and kept for the communicator's
+/// life: an operation hands it a job rather than starting a thread of its own (which costs more than a
+/// small allreduce).
+#[derive(Debug)]
+struct SenderThread {
+    jobs: Sender<SendJob>,
+}
+
+impl SenderThread {
+    /// Starts the thread on its own handles of the ring's links (the left one only to shut it on failure).
+    /// It ends once the communicator is dropped and its last job is done.
+    fn start(mut right: TcpStream, left: TcpStream, right_rank: usize) -> io::Result<Self> {
+        let (jobs, queue) = channel::<SendJob>();
+        std::thread::Builder::new()
+            .name("hearth-ring-sender".to_string())
+            .spawn(move || {
+                for job in queue {
+                    job.run(&mut right, &left, right_rank);
+                }
+            })?;
+        Ok(Self { jobs })
+    }
+}
+
+/// One operation's sending: its header, then each span queued, straight from the buffer.
+struct SendJob {
+    header: [u8; 24],
+    values: SharedValues,
+    spans: Receiver<Range<usize>>,
+    progress: Arc<SendProgress>,
+    deadline: Instant,
+}
+
+impl std::fmt::Debug for SendJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendJob")
+            .field("len", &self.values.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SendJob {
+    fn run(self, right: &mut TcpStream, left: &TcpStream, right_rank: usize) {
+        let sent = write_all_by(right, &self.header, self.deadline).and_then(|()| {
+            for range in &self.spans {
+                // SAFETY: the operation waits for this job to end before its buffer goes; the receiving side
+                // queued this span after its last write to it and writes to it again only once `progress`
+                // reports it sent (see `receive_all`).
+                let piece = unsafe { self.values.range(range) };
+                write_all_by(right, bytemuck::cast_slice(piece), self.deadline)?;
+                self.progress.advance();
+            }
+            Ok(())
+        });
+        if let Err(e) = sent {
+            self.progress.fail(right_rank, describe_io(&e));
+            // Both links, so the receiving side stops now rather than at its deadline.
+            let _ = right.shutdown(Shutdown::Both);
+            let _ = left.shutdown(Shutdown::Both);
+        }
+        self.progress.stop();
+    }
+}
+
+/// Waits, when dropped, until the sender thread has ended the operation's job.
+struct WaitForSender<'a>(&'a SendProgress);
+
+impl Drop for WaitForSender<'_> {
+    fn drop(&mut self) {
+        self.0.wait_stopped();
+    }
+}
+
+/// How many queued spans the sender thread has written out, whether it has ended the job (done or failed),
+/// and the operation's first failure (the peer's rank and what happened), from either side.
 #[derive(Default)]
 struct SendProgress {
-    state: Mutex<(usize, bool)>,
+    state: Mutex<ProgressState>,
     changed: Condvar,
 }
 
+#[derive(Default)]
+struct ProgressState {
+    sent: usize,
+    stopped: bool,
+    failure: Option<(usize, String)>,
+}
+
 impl SendProgress {
-    fn advance(&self) {
+    fn update(&self, change: impl FnOnce(&mut ProgressState)) {
         if let Ok(mut state) = self.state.lock() {
-            state.0 += 1;
+            change(&mut state);
         }
         self.changed.notify_all();
     }
 
+    fn advance(&self) {
+        self.update(|state| state.sent += 1);
+    }
+
     fn stop(&self) {
-        if let Ok(mut state) = self.state.lock() {
-            state.1 = true;
-        }
-        self.changed.notify_all();
+        self.update(|state| state.stopped = true);
+    }
+
+    /// Records a failure with `peer`, unless one came first.
+    fn fail(&self, peer: usize, cause: String) {
+        self.update(|state| {
+            state.failure.get_or_insert((peer, cause));
+        });
+    }
+
+    fn take_failure(&self) -> Option<(usize, String)> {
+        self.state.lock().ok().and_then(|mut state| state.failure.take())
     }
 
     /// Waits until the first `spans` queued spans are sent; fails if the sender stops first or at `deadline`.
     fn wait_for(&self, spans: usize, deadline: Instant) -> io::Result<()> {
         let stopped = || io::Error::new(io::ErrorKind::BrokenPipe, "the sending side stopped");
         let mut state = self.state.lock().map_err(|_| stopped())?;
-        while state.0 < spans {
-            if state.1 {
+        while state.sent < spans {
+            if state.stopped {
                 return Err(stopped());
             }
             let (next, _) = self
@@ -662,6 +760,18 @@ impl SendProgress {
             state = next;
         }
         Ok(())
+    }
+
+    /// Waits until the sender has ended the job. Its writes end by the operation's deadline (or at once when
+    /// the links are shut), so this ends too.
+    fn wait_stopped(&self) {
+        let Ok(mut state) = self.state.lock() else { return };
+        while !state.stopped {
+            match self.changed.wait(state) {
+                Ok(next) => state = next,
+                Err(_) => return,
+            }
+        }
     }
 }
 
