@@ -1,5 +1,7 @@
 //! Pipelines: Spark's fit rule, persistence as JSON, definition in a file, and the SQL functions.
 
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 use datafusion::logical_expr::ident;
 use hearth::prelude::*;
 
@@ -152,9 +154,22 @@ async fn fitted_transforms_are_callable_from_sql() {
         [Some(vec![0.5, 0.0]), Some(vec![2.0, 0.0]), Some(vec![3.0, 0.0])]
     );
 
+    let scaled = session
+        .sql(
+            "SELECT ml_scaled_assemble('error', [0.0, 0.0], [2.0, 0.0], false, true, x, 2 * x) AS s \
+             FROM (VALUES (1.0), (4.0), (6.0)) AS t(x)",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        vectors(&scaled, "s").await,
+        [Some(vec![0.5, 0.0]), Some(vec![2.0, 0.0]), Some(vec![3.0, 0.0])]
+    );
+
     let counts = session
         .sql(
-            "SELECT ml_label_counts(c) AS l, ml_vector_summary(ml_vector_assemble('error', x)) AS s \
+            "SELECT ml_label_counts(c) AS l, ml_vector_summary(ml_vector_assemble('error', x)) AS s, \
+                    ml_assembled_summary('error', x) AS a \
               FROM (VALUES ('a', 1.0), ('b', 2.0), ('a', 3.0)) AS t(c, x)",
         )
         .await
@@ -163,6 +178,15 @@ async fn fitted_transforms_are_callable_from_sql() {
         .await
         .unwrap();
     assert_eq!(counts[0].num_rows(), 1);
+    // Both summaries: count 3, mean 2, sample std 1.
+    for column in [1, 2] {
+        let summary = counts[0].column(column).as_struct();
+        assert_eq!(summary.column(0).as_primitive::<Int64Type>().value(0), 3);
+        for (field, want) in [(1, 2.0), (2, 1.0)] {
+            let list = summary.column(field).as_list::<i32>().value(0);
+            assert_eq!(list.as_primitive::<Float64Type>().values().to_vec(), [want]);
+        }
+    }
 }
 
 #[tokio::test]
