@@ -690,6 +690,13 @@ impl SendJob {
             let _ = right.shutdown(Shutdown::Both);
             let _ = left.shutdown(Shutdown::Both);
         }
+    }
+}
+
+impl Drop for SendJob {
+    /// The job ends when it is dropped, after its last read of the buffer: at the end of `run`, or while
+    /// unwinding from a panic in it (so the operation waiting on it never hangs).
+    fn drop(&mut self) {
         self.progress.stop();
     }
 }
