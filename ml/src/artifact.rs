@@ -84,6 +84,7 @@ struct Description {
 /// artifact.save(&dir).unwrap();
 /// let loaded = ModelArtifact::load(&dir).unwrap();
 /// assert_eq!(loaded.predict(&[0.5, -1.0], 1).unwrap(), artifact.predict(&[0.5, -1.0], 1).unwrap());
+/// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelArtifact {
