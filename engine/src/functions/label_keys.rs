@@ -76,47 +76,32 @@ impl KeyedValues {
     /// strings): such a batch goes through Spark's cast to strings.
     pub(crate) fn of(array: &ArrayRef) -> Option<Self> {
         let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
-        let (kind, keys, nan): (KeyKind, Vec<u64>, Option<Vec<bool>>) = match array.data_type() {
+        let (kind, keys, not_nan) = match array.data_type() {
             DataType::Float64 => {
                 let values = array.as_primitive::<Float64Type>().values();
-                let nan = values
-                    .iter()
-                    .any(|x| x.is_nan())
-                    .then(|| values.iter().map(|x| x.is_nan()).collect());
-                (KeyKind::Double, values.iter().map(|x| x.to_bits()).collect(), nan)
+                (
+                    KeyKind::Double,
+                    float_keys(values, |x| x.to_bits()),
+                    not_nan(values, |x| x.is_nan()),
+                )
             }
             DataType::Float32 => {
                 let values = array.as_primitive::<Float32Type>().values();
-                let nan = values
-                    .iter()
-                    .any(|x| x.is_nan())
-                    .then(|| values.iter().map(|x| x.is_nan()).collect());
-                (
-                    KeyKind::Float,
-                    values.iter().map(|x| u64::from(x.to_bits())).collect(),
-                    nan,
-                )
+                let key = |x: f32| u64::from(x.to_bits());
+                (KeyKind::Float, float_keys(values, key), not_nan(values, |x| x.is_nan()))
             }
             t if t.is_integer() && *t != DataType::UInt64 => {
                 let ints = cast(array, &DataType::Int64).ok()?;
-                let keys = ints
-                    .as_primitive::<Int64Type>()
-                    .values()
-                    .iter()
-                    .map(|&x| x as u64)
-                    .collect();
-                (KeyKind::Int, keys, None)
+                let values = ints.as_primitive::<Int64Type>().values();
+                (KeyKind::Int, values.iter().map(|&x| x as u64).collect(), None)
             }
             DataType::Utf8 => (KeyKind::Packed, packed_keys(array.as_string::<i32>())?, None),
             DataType::LargeUtf8 => (KeyKind::Packed, packed_keys(array.as_string::<i64>())?, None),
             _ => return None,
         };
-        let valid = match (nulls, nan) {
-            (nulls, None) => nulls,
-            (nulls, Some(nan)) => {
-                let not_nan = NullBuffer::from(nan.iter().map(|n| !n).collect::<Vec<bool>>());
-                NullBuffer::union(nulls.as_ref(), Some(&not_nan))
-            }
+        let valid = match not_nan {
+            None => nulls,
+            Some(not_nan) => NullBuffer::union(nulls.as_ref(), Some(&not_nan)),
         };
         Some(Self { kind, keys, valid })
     }
@@ -125,6 +110,19 @@ impl KeyedValues {
     pub(crate) fn is_valid(&self, row: usize) -> bool {
         self.valid.as_ref().is_none_or(|v| v.is_valid(row))
     }
+}
+
+/// The keys of floating-point values: their bits.
+fn float_keys<T: Copy>(values: &[T], bits: impl Fn(T) -> u64) -> Vec<u64> {
+    values.iter().map(|&x| bits(x)).collect()
+}
+
+/// Which values are not NaN, when some are (`None` when none is).
+fn not_nan<T: Copy>(values: &[T], is_nan: impl Fn(T) -> bool) -> Option<NullBuffer> {
+    values
+        .iter()
+        .any(|&x| is_nan(x))
+        .then(|| NullBuffer::from(values.iter().map(|&x| !is_nan(x)).collect::<Vec<bool>>()))
 }
 
 /// A string of at most `PACKED_BYTES` bytes as an integer.
@@ -231,7 +229,7 @@ impl KeyCounts {
     /// Counts the valid values of a batch.
     pub(crate) fn add(&mut self, values: &KeyedValues) {
         for (row, &key) in values.keys.iter().enumerate() {
-            if values.valid.is_some() && !values.is_valid(row) {
+            if !values.is_valid(row) {
                 continue;
             }
             if self.many.is_empty() {

@@ -85,18 +85,21 @@ impl ScalarUDFImpl for StandardScaleUdf {
     /// `ml_standard_scale(ml_vector_assemble(h, cols...), state...)` becomes `ml_scaled_assemble(h, state...,
     /// cols...)`: one pass, and no assembled vectors in between.
     fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
-        match args.split_first() {
-            Some((vector, state)) if matches!(vector, Expr::ScalarFunction(_)) => match assembled_arguments(vector) {
-                Some([handle_invalid, columns @ ..]) if !columns.is_empty() => {
+        let fused = args
+            .split_first()
+            .and_then(|(vector, state)| match assembled_arguments(vector)? {
+                [handle_invalid, columns @ ..] if !columns.is_empty() => {
                     let mut fused = vec![handle_invalid.clone()];
                     fused.extend(state.iter().cloned());
                     fused.extend(columns.iter().cloned());
-                    Ok(ExprSimplifyResult::Simplified(super::scaled_assemble(fused)))
+                    Some(super::scaled_assemble(fused))
                 }
-                _ => Ok(ExprSimplifyResult::Original(args)),
-            },
-            _ => Ok(ExprSimplifyResult::Original(args)),
-        }
+                _ => None,
+            });
+        Ok(match fused {
+            Some(fused) => ExprSimplifyResult::Simplified(fused),
+            None => ExprSimplifyResult::Original(args),
+        })
     }
 }
 

@@ -447,7 +447,6 @@ impl Communicator {
                 }
             }
         }
-        progress.wait_stopped();
         match progress.take_failure() {
             None => Ok(()),
             Some((peer, cause)) => {
@@ -661,14 +660,6 @@ struct SendJob {
     spans: Receiver<Range<usize>>,
     progress: Arc<SendProgress>,
     deadline: Instant,
-}
-
-impl std::fmt::Debug for SendJob {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SendJob")
-            .field("len", &self.values.len)
-            .finish_non_exhaustive()
-    }
 }
 
 impl SendJob {
