@@ -2,8 +2,11 @@
 //! against `torch.distributed`'s gloo backend (two Python processes, `benches/gloo_allreduce.py`), measured in
 //! the same run.
 //!
-//! Bus bandwidth is NCCL's measure: `size / time × 2(N − 1)/N`, the rate each link carries. The baseline
-//! sends the same number of bytes one way over one loopback TCP connection.
+//! Bus bandwidth is NCCL's measure: `size / time × 2(N − 1)/N`, the rate each link carries. Two baselines:
+//! the same number of bytes sent one way over one loopback TCP connection, and sent both ways at once (one
+//! connection each way, as the ring's two links are used). On a real network the two are the same figure;
+//! on loopback both directions share the host's cores, so on a small host the second is the link rate an
+//! allreduce can reach.
 //!
 //! ```text
 //! cargo bench --bench allreduce
@@ -30,11 +33,28 @@ fn repetitions(bytes: usize) -> usize {
     (256 * 1024 * 1024 / bytes.max(1)).clamp(3, 2000)
 }
 
-/// Seconds per copy of `bytes` over one loopback TCP connection (best of the repetitions).
-fn raw_copy(bytes: usize) -> f64 {
+/// Seconds per copy of `bytes` over each of `links` loopback TCP connections at once (best of the
+/// repetitions, slowest connection).
+fn raw_copy(bytes: usize, links: usize) -> f64 {
+    let reps = repetitions(bytes);
+    let start_line = Arc::new(Barrier::new(links));
+    let copies: Vec<_> = (0..links)
+        .map(|_| {
+            let start_line = Arc::clone(&start_line);
+            thread::spawn(move || one_way_copies(bytes, reps, &start_line))
+        })
+        .collect();
+    let per_link: Vec<Vec<f64>> = copies.into_iter().map(|c| c.join().expect("copy")).collect();
+    (0..reps)
+        .map(|i| per_link.iter().map(|t| t[i]).fold(0.0, f64::max))
+        .fold(f64::MAX, f64::min)
+}
+
+/// Seconds of each of `reps` copies of `bytes` over one loopback TCP connection, each started when every
+/// connection is at `start_line`.
+fn one_way_copies(bytes: usize, reps: usize, start_line: &Barrier) -> Vec<f64> {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let address = listener.local_addr().expect("address");
-    let reps = repetitions(bytes);
     let reader = thread::spawn(move || {
         let (mut stream, _) = listener.accept().expect("accept");
         let mut buf = vec![0u8; bytes];
@@ -47,15 +67,17 @@ fn raw_copy(bytes: usize) -> f64 {
     stream.set_nodelay(true).expect("nodelay");
     let payload = vec![7u8; bytes];
     let mut ack = [0u8; 1];
-    let mut best = f64::MAX;
-    for _ in 0..reps {
-        let started = Instant::now();
-        stream.write_all(&payload).expect("write");
-        stream.read_exact(&mut ack).expect("ack");
-        best = best.min(started.elapsed().as_secs_f64());
-    }
+    let times = (0..reps)
+        .map(|_| {
+            start_line.wait();
+            let started = Instant::now();
+            stream.write_all(&payload).expect("write");
+            stream.read_exact(&mut ack).expect("ack");
+            started.elapsed().as_secs_f64()
+        })
+        .collect();
     reader.join().expect("reader");
-    best
+    times
 }
 
 /// Seconds per allreduce of `bytes` of f32 across `WORLD` ranks (best of the repetitions, slowest rank).
@@ -128,21 +150,27 @@ fn main() {
     let mut table = Table::new();
     table.set_titles(row![
         "size",
-        "raw TCP copy GB/s",
+        "raw one way GB/s",
+        "raw both ways GB/s",
         "hearth bus GB/s",
-        "hearth / raw",
+        "hearth / raw one way",
         "target",
+        "hearth / raw both ways",
         "gloo bus GB/s",
         "hearth / gloo"
     ]);
     for bytes in sizes {
         // The two alternate, each keeping its best: this machine's speed drifts, both see the same drift.
-        let (mut raw_seconds, mut ours_seconds) = (f64::MAX, f64::MAX);
+        let (mut one_way_seconds, mut both_ways_seconds, mut ours_seconds) = (f64::MAX, f64::MAX, f64::MAX);
         for _ in 0..ROUNDS {
-            raw_seconds = raw_seconds.min(raw_copy(bytes));
+            one_way_seconds = one_way_seconds.min(raw_copy(bytes, 1));
+            both_ways_seconds = both_ways_seconds.min(raw_copy(bytes, 2));
             ours_seconds = ours_seconds.min(allreduce(bytes));
         }
-        let raw = bytes as f64 / raw_seconds / 1e9;
+        let (one_way, both_ways) = (
+            bytes as f64 / one_way_seconds / 1e9,
+            bytes as f64 / both_ways_seconds / 1e9,
+        );
         let ours = bus(bytes, ours_seconds);
         let label = if bytes >= 1 << 20 {
             format!("{} MiB", bytes >> 20)
@@ -153,10 +181,12 @@ fn main() {
         let theirs = gloo.as_ref().ok().and_then(|g| g.get(&bytes)).map(|&t| bus(bytes, t));
         table.add_row(row![
             label,
-            format!("{raw:.2}"),
+            format!("{one_way:.2}"),
+            format!("{both_ways:.2}"),
             format!("{ours:.2}"),
-            format!("{:.2}", ours / raw),
+            format!("{:.2}", ours / one_way),
             target,
+            format!("{:.2}", ours / both_ways),
             theirs.map_or("-".to_string(), |g| format!("{g:.2}")),
             theirs.map_or("-".to_string(), |g| format!("{:.2}", ours / g))
         ]);

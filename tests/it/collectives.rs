@@ -179,3 +179,25 @@ fn a_stalled_peer_fails_every_rank_within_the_deadline() {
         }
     }
 }
+
+#[test]
+fn a_peer_sending_garbage_fails_every_rank_naming_it() {
+    let timeout = Duration::from_secs(5);
+    let started = Instant::now();
+    let results = run_ranks(3, timeout, |_, comm| {
+        let mut comm = comm.unwrap();
+        // Rank 1 disagrees about the length: its header and data are garbage to rank 2.
+        let mut values = vec![1.0f32; if comm.rank() == 1 { 10 } else { 100_000 }];
+        (comm.rank(), comm.allreduce_sum(&mut values).unwrap_err().to_string())
+    });
+    assert!(started.elapsed() < timeout, "failures arrive before the deadline");
+    for (rank, error) in results {
+        assert!(error.contains(&format!("allreduce #1 on rank {rank}")), "{error}");
+        if rank == 2 {
+            assert!(
+                error.contains("peer rank 1 (host-0) sent garbage: expected allreduce #1 of 100000 values, got allreduce #1 of 10 values"),
+                "{error}"
+            );
+        }
+    }
+}

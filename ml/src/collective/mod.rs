@@ -10,6 +10,7 @@ mod auth;
 mod error;
 mod rendezvous;
 mod ring;
+mod transfer;
 mod wire;
 
 pub use auth::JobSecret;

@@ -3,8 +3,8 @@
 //!
 //! Rank `r` sends to rank `r + 1` and receives from rank `r − 1` (mod N). Allreduce is a reduce-scatter
 //! followed by an allgather (2(N − 1) steps, each moving 1/N of the buffer), and every step is pipelined in
-//! sub-chunks: a sender thread writes while the calling thread receives and reduces, so the links stay busy
-//! in both directions. Each operation starts with a header (operation, sequence number, length) that both
+//! pieces: the calling thread writes to the right and reads, reduces and passes on pieces from the left as
+//! each link allows (see `transfer`), so the links stay busy in both directions. Each operation starts with a header (operation, sequence number, length) that both
 //! neighbours check, so ranks that disagree about what they are doing fail instead of mixing data. Every
 //! operation has a deadline; on any failure the links are shut down, so the neighbours fail at once and the
 //! failure travels around the ring.
@@ -12,17 +12,14 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
-use std::sync::mpsc::{Receiver, Sender, channel, sync_channel};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
 use super::rendezvous::{Peer, Registration, register};
-use super::wire::{read_exact_by, read_message, remaining, write_all_by, write_message};
-
-/// Values per pipelined piece (512 KiB of `f32`).
-const PIECE: usize = 128 * 1024;
+use super::transfer::{self, Combine, HEADER_LEN, Plan, Receive, Side};
+use super::wire::{read_exact_by, read_message, write_all_by, write_message};
 
 /// How a rank joins the job.
 #[derive(Clone, Debug)]
@@ -71,20 +68,6 @@ impl Op {
     }
 }
 
-/// How received values combine with local ones.
-#[derive(Clone, Copy)]
-enum Combine {
-    Add,
-    Replace,
-}
-
-/// One received span of the buffer: where it lands, how, and whether it is passed on to the right.
-struct Receive {
-    range: Range<usize>,
-    combine: Combine,
-    forward: bool,
-}
-
 /// A rank's handle on the job: its rank, the peer table, and the two ring links.
 ///
 /// ```
@@ -118,8 +101,6 @@ pub struct Communicator {
     timeout: Duration,
     sequence: u64,
     failure: Option<String>,
-    /// Writes to the right neighbour for every operation (none alone).
-    sender: Option<SenderThread>,
 }
 
 impl Communicator {
@@ -149,7 +130,6 @@ impl Communicator {
             timeout: options.timeout,
             sequence: 0,
             failure: None,
-            sender: None,
         };
         if comm.world_size() > 1 {
             let deadline = Instant::now() + options.timeout;
@@ -164,19 +144,8 @@ impl Communicator {
                 });
                 (left, right)
             });
-            let (left, right) = (left?, right?);
-            let clones = right.try_clone().and_then(|r| Ok((r, left.try_clone()?)));
-            let (right_clone, left_clone) = clones.map_err(|source| CollectiveError::Local {
-                what: "sharing the ring links with the sender thread".to_string(),
-                source,
-            })?;
-            let sender = SenderThread::start(right_clone, left_clone, comm.right_rank());
-            comm.sender = Some(sender.map_err(|source| CollectiveError::Local {
-                what: "starting the ring's sender thread".to_string(),
-                source,
-            })?);
-            comm.left = Some(left);
-            comm.right = Some(right);
+            comm.left = Some(left?);
+            comm.right = Some(right?);
         }
         Ok(comm)
     }
@@ -408,49 +377,24 @@ impl Communicator {
         receives: &[Receive],
         deadline: Instant,
     ) -> Result<()> {
-        let left_rank = self.left_rank();
-        let (Some(left), Some(sender)) = (self.left.as_mut(), &self.sender) else {
+        let (Some(left), Some(right)) = (&self.left, &self.right) else {
             return Ok(());
         };
-        let shared = SharedValues::new(values);
-        let progress = Arc::new(SendProgress::default());
-        let (queue, spans) = channel::<Range<usize>>();
-        let job = SendJob {
+        let check_header = |theirs: &[u8; HEADER_LEN]| header.check(theirs, name);
+        let plan = Plan {
             header: header.0,
-            values: shared,
-            spans,
-            progress: Arc::clone(&progress),
-            deadline,
+            check_header: &check_header,
+            first,
+            receives,
         };
-        if sender.jobs.send(job).is_err() {
-            progress.fail(
-                self.right_rank(),
-                "cannot be sent to: the sender thread has stopped".to_string(),
-            );
-        } else {
-            // The buffer must outlive the sender's reads of it: wait for the job to end, even when unwinding.
-            let _sent = WaitForSender(&progress);
-            let link = LeftSide {
-                header,
-                name,
-                queue: &queue,
-                progress: &progress,
-                deadline,
-            };
-            let received = receive_all(left, &link, &shared, first, receives);
-            drop(queue);
-            if let Err(e) = received {
-                progress.fail(left_rank, describe_io(&e));
-                // Unblocks a sender waiting on a neighbour that will not read any more.
-                for link in [&self.left, &self.right].into_iter().flatten() {
-                    let _ = link.shutdown(Shutdown::Both);
-                }
-            }
-        }
-        match progress.take_failure() {
-            None => Ok(()),
-            Some((peer, cause)) => {
-                let error = self.peer_error(name, peer, cause);
+        match transfer::run(left, right, values, &plan, deadline) {
+            Ok(()) => Ok(()),
+            Err((side, e)) => {
+                let peer = match side {
+                    Side::Left => self.left_rank(),
+                    Side::Right => self.right_rank(),
+                };
+                let error = self.peer_error(name, peer, describe_io(&e));
                 Err(self.fail(error))
             }
         }
@@ -526,24 +470,13 @@ impl Communicator {
     }
 }
 
-/// What the receiving side of a transfer works with: the header it expects from the left, the operation's
-/// name, the sender's queue and progress, and the deadline.
-#[derive(Clone, Copy)]
-struct LeftSide<'a> {
-    header: &'a Header,
-    name: &'a str,
-    queue: &'a Sender<Range<usize>>,
-    progress: &'a SendProgress,
-    deadline: Instant,
-}
-
 /// An operation's header: its kind, sequence number and length. Each rank sends its own to the right and
 /// reads the left neighbour's; a neighbour doing something else is garbage.
-struct Header([u8; 24]);
+struct Header([u8; HEADER_LEN]);
 
 impl Header {
     fn new(op: Op, sequence: u64, len: usize) -> Self {
-        let mut header = [0u8; 24];
+        let mut header = [0u8; HEADER_LEN];
         header[..8].copy_from_slice(&(op as u64).to_le_bytes());
         header[8..16].copy_from_slice(&sequence.to_le_bytes());
         header[16..].copy_from_slice(&(len as u64).to_le_bytes());
@@ -552,285 +485,28 @@ impl Header {
 
     /// Reads the neighbour's header from `link`: an error unless it is this one.
     fn read_from(&self, link: &mut TcpStream, name: &str, deadline: Instant) -> io::Result<()> {
-        let mut theirs = [0u8; 24];
+        let mut theirs = [0u8; HEADER_LEN];
         read_exact_by(link, &mut theirs, deadline)?;
-        if theirs == self.0 {
+        self.check(&theirs, name)
+    }
+
+    /// An error unless `theirs` is this header.
+    fn check(&self, theirs: &[u8; HEADER_LEN], name: &str) -> io::Result<()> {
+        if *theirs == self.0 {
             return Ok(());
         }
-        let word =
-            |bytes: &[u8; 24], i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        let word = |bytes: &[u8; HEADER_LEN], i: usize| {
+            u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or_default())
+        };
         Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
                 "sent garbage: expected {name} of {} values, got {} #{} of {} values",
                 word(&self.0, 2),
-                Op::name(word(&theirs, 0)),
-                word(&theirs, 1),
-                word(&theirs, 2)
+                Op::name(word(theirs, 0)),
+                word(theirs, 1),
+                word(theirs, 2)
             ),
         ))
     }
-}
-
-/// The buffer an operation works on, shared by its receiving thread (which reads, combines and writes spans)
-/// and the sender thread (which writes spans out to the right, straight from the buffer).
-///
-/// The two touch the same span only in turn: the receiving side queues a span for sending after its last
-/// write to it, and writes to a queued span again only once [`SendProgress`] reports it sent. The operation
-/// that made it waits for the sender's job to end before it returns (or unwinds), so the buffer outlives
-/// every read of it.
-#[derive(Clone, Copy)]
-struct SharedValues {
-    start: *mut f32,
-    len: usize,
-}
-
-// SAFETY: the pointer comes from a `&mut [f32]` that the operation holds until the sender's job has ended;
-// spans are handed between the two threads as described on the type, the queue and `SendProgress` ordering
-// every access.
-unsafe impl Send for SharedValues {}
-unsafe impl Sync for SharedValues {}
-
-impl SharedValues {
-    fn new(values: &mut [f32]) -> Self {
-        Self {
-            start: values.as_mut_ptr(),
-            len: values.len(),
-        }
-    }
-
-    /// The span `range` to read.
-    ///
-    /// # Safety
-    /// The buffer is alive, and no other thread writes to `range` while the returned slice lives.
-    unsafe fn range(&self, range: Range<usize>) -> &[f32] {
-        assert!(
-            range.start <= range.end && range.end <= self.len,
-            "span {range:?} of {}",
-            self.len
-        );
-        // SAFETY: in bounds (checked above); liveness and exclusive writes are the caller's.
-        unsafe { std::slice::from_raw_parts(self.start.add(range.start), range.len()) }
-    }
-
-    /// The span `range` to write.
-    ///
-    /// # Safety
-    /// The buffer is alive, and no other thread reads or writes `range` while the returned slice lives.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn range_mut(&self, range: Range<usize>) -> &mut [f32] {
-        assert!(
-            range.start <= range.end && range.end <= self.len,
-            "span {range:?} of {}",
-            self.len
-        );
-        // SAFETY: in bounds (checked above); liveness and other access are the caller's.
-        unsafe { std::slice::from_raw_parts_mut(self.start.add(range.start), range.len()) }
-    }
-}
-
-/// The thread that writes to the right neighbour, started with the ring and kept for the communicator's
-/// life: an operation hands it a job rather than starting a thread of its own (which costs more than a
-/// small allreduce).
-#[derive(Debug)]
-struct SenderThread {
-    jobs: Sender<SendJob>,
-}
-
-impl SenderThread {
-    /// Starts the thread on its own handles of the ring's links (the left one only to shut it on failure).
-    /// It ends once the communicator is dropped and its last job is done.
-    fn start(mut right: TcpStream, left: TcpStream, right_rank: usize) -> io::Result<Self> {
-        let (jobs, queue) = channel::<SendJob>();
-        std::thread::Builder::new()
-            .name("hearth-ring-sender".to_string())
-            .spawn(move || {
-                for job in queue {
-                    job.run(&mut right, &left, right_rank);
-                }
-            })?;
-        Ok(Self { jobs })
-    }
-}
-
-/// One operation's sending: its header, then each span queued, straight from the buffer.
-struct SendJob {
-    header: [u8; 24],
-    values: SharedValues,
-    spans: Receiver<Range<usize>>,
-    progress: Arc<SendProgress>,
-    deadline: Instant,
-}
-
-impl SendJob {
-    fn run(self, right: &mut TcpStream, left: &TcpStream, right_rank: usize) {
-        let sent = write_all_by(right, &self.header, self.deadline).and_then(|()| {
-            for range in &self.spans {
-                // SAFETY: the operation waits for this job to end before its buffer goes; the receiving side
-                // queued this span after its last write to it and writes to it again only once `progress`
-                // reports it sent (see `receive_all`).
-                let piece = unsafe { self.values.range(range) };
-                write_all_by(right, bytemuck::cast_slice(piece), self.deadline)?;
-                self.progress.advance();
-            }
-            Ok(())
-        });
-        if let Err(e) = sent {
-            self.progress.fail(right_rank, describe_io(&e));
-            // Both links, so the receiving side stops now rather than at its deadline.
-            let _ = right.shutdown(Shutdown::Both);
-            let _ = left.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for SendJob {
-    /// The job ends when it is dropped, after its last read of the buffer: at the end of `run`, or while
-    /// unwinding from a panic in it (so the operation waiting on it never hangs).
-    fn drop(&mut self) {
-        self.progress.stop();
-    }
-}
-
-/// Waits, when dropped, until the sender thread has ended the operation's job.
-struct WaitForSender<'a>(&'a SendProgress);
-
-impl Drop for WaitForSender<'_> {
-    fn drop(&mut self) {
-        self.0.wait_stopped();
-    }
-}
-
-/// How many queued spans the sender thread has written out, whether it has ended the job (done or failed),
-/// and the operation's first failure (the peer's rank and what happened), from either side.
-#[derive(Default)]
-struct SendProgress {
-    state: Mutex<ProgressState>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct ProgressState {
-    sent: usize,
-    stopped: bool,
-    failure: Option<(usize, String)>,
-}
-
-impl SendProgress {
-    fn update(&self, change: impl FnOnce(&mut ProgressState)) {
-        if let Ok(mut state) = self.state.lock() {
-            change(&mut state);
-        }
-        self.changed.notify_all();
-    }
-
-    fn advance(&self) {
-        self.update(|state| state.sent += 1);
-    }
-
-    fn stop(&self) {
-        self.update(|state| state.stopped = true);
-    }
-
-    /// Records a failure with `peer`, unless one came first.
-    fn fail(&self, peer: usize, cause: String) {
-        self.update(|state| {
-            state.failure.get_or_insert((peer, cause));
-        });
-    }
-
-    fn take_failure(&self) -> Option<(usize, String)> {
-        self.state.lock().ok().and_then(|mut state| state.failure.take())
-    }
-
-    /// Waits until the first `spans` queued spans are sent; fails if the sender stops first or at `deadline`.
-    fn wait_for(&self, spans: usize, deadline: Instant) -> io::Result<()> {
-        let stopped = || io::Error::new(io::ErrorKind::BrokenPipe, "the sending side stopped");
-        let mut state = self.state.lock().map_err(|_| stopped())?;
-        while state.sent < spans {
-            if state.stopped {
-                return Err(stopped());
-            }
-            let (next, _) = self
-                .changed
-                .wait_timeout(state, remaining(deadline)?)
-                .map_err(|_| stopped())?;
-            state = next;
-        }
-        Ok(())
-    }
-
-    /// Waits until the sender has ended the job. Its writes end by the operation's deadline (or at once when
-    /// the links are shut), so this ends too.
-    fn wait_stopped(&self) {
-        let Ok(mut state) = self.state.lock() else { return };
-        while !state.stopped {
-            match self.changed.wait(state) {
-                Ok(next) => state = next,
-                Err(_) => return,
-            }
-        }
-    }
-}
-
-/// The receiving thread's side of a transfer: queues `first` for sending, then receives each span from the
-/// left, combining it into the buffer and queueing it to be forwarded where asked.
-///
-/// The queue is unbounded on purpose: the receiving thread never waits for the sender except before writing
-/// over a span it queued earlier, which the right neighbour consumes in an earlier step of its own.
-fn receive_all(
-    left: &mut TcpStream,
-    link: &LeftSide,
-    values: &SharedValues,
-    first: Option<Range<usize>>,
-    receives: &[Receive],
-) -> io::Result<()> {
-    let LeftSide {
-        header,
-        name,
-        queue,
-        progress,
-        deadline,
-    } = *link;
-    // Every span queued so far, in queue order.
-    let mut queued: Vec<Range<usize>> = Vec::new();
-    let send = |queued: &mut Vec<Range<usize>>, range: Range<usize>| {
-        queued.push(range.clone());
-        queue
-            .send(range)
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the sending side stopped"))
-    };
-    if let Some(range) = first {
-        for start in range.clone().step_by(PIECE) {
-            send(&mut queued, start..(start + PIECE).min(range.end))?;
-        }
-    }
-    header.read_from(left, name, deadline)?;
-    let mut scratch = vec![0.0f32; PIECE];
-    for receive in receives {
-        let overlapping = |q: &Range<usize>| q.start < receive.range.end && receive.range.start < q.end;
-        if let Some(last) = queued.iter().rposition(overlapping) {
-            progress.wait_for(last + 1, deadline)?;
-        }
-        let mut offset = receive.range.start;
-        while offset < receive.range.end {
-            let piece = offset..(offset + PIECE).min(receive.range.end);
-            // SAFETY: every span queued over this one is sent (waited for above), and the sender only reads
-            // spans queued so far; this span is queued below only after this last write to it.
-            let target = unsafe { values.range_mut(piece.clone()) };
-            match receive.combine {
-                Combine::Add => {
-                    let incoming = &mut scratch[..piece.len()];
-                    read_exact_by(left, bytemuck::cast_slice_mut(incoming), deadline)?;
-                    target.iter_mut().zip(incoming.iter()).for_each(|(x, y)| *x += *y);
-                }
-                Combine::Replace => read_exact_by(left, bytemuck::cast_slice_mut(target), deadline)?,
-            }
-            if receive.forward {
-                send(&mut queued, piece.clone())?;
-            }
-            offset = piece.end;
-        }
-    }
-    Ok(())
 }

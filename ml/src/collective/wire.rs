@@ -2,6 +2,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// The largest control message accepted; anything longer is treated as garbage.
@@ -66,4 +67,37 @@ pub(crate) fn read_message(stream: &mut TcpStream, deadline: Instant) -> io::Res
     let mut payload = vec![0u8; len as usize];
     read_exact_by(stream, &mut payload, deadline)?;
     Ok(payload)
+}
+
+/// Waits until `readable` has data (or news of its end) or `writable` takes more, whichever of them is given;
+/// fails at `deadline`.
+pub(crate) fn wait_ready(
+    readable: Option<&TcpStream>,
+    writable: Option<&TcpStream>,
+    deadline: Instant,
+) -> io::Result<()> {
+    let watch = |stream: &TcpStream, events| libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    let mut watched: Vec<libc::pollfd> = (readable.map(|s| watch(s, libc::POLLIN)).into_iter())
+        .chain(writable.map(|s| watch(s, libc::POLLOUT)))
+        .collect();
+    loop {
+        let wait = remaining(deadline)?;
+        let millis = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        // SAFETY: `watched` is an array of `watched.len()` initialised `pollfd`s that lives through the call.
+        let ready = unsafe { libc::poll(watched.as_mut_ptr(), watched.len() as libc::nfds_t, millis) };
+        match ready {
+            0 => continue, // `remaining` fails once the deadline has passed
+            n if n > 0 => return Ok(()),
+            _ => {
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+        }
+    }
 }

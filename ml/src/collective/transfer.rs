@@ -1,0 +1,275 @@
+//! One ring operation's traffic, driven by the calling thread alone.
+//!
+//! Both links are non-blocking for the operation: the thread writes queued spans of the buffer to the right
+//! neighbour as far as the link takes them, reads what the left neighbour sent into place (adding or
+//! replacing, piece by piece), queues received pieces to be passed on, and waits (`poll`) only when neither
+//! link can move. One thread per rank keeps the links busy in both directions without handing the buffer to
+//! another thread, and on a host with few cores it avoids the context switches of a sender thread.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::ops::Range;
+use std::time::Instant;
+
+use super::wire::wait_ready;
+
+/// Values per piece received and combined before being passed on (512 KiB of `f32`).
+const PIECE: usize = 128 * 1024;
+
+/// Bytes of an operation's header.
+pub(crate) const HEADER_LEN: usize = 24;
+
+/// How received values combine with local ones.
+#[derive(Clone, Copy)]
+pub(crate) enum Combine {
+    Add,
+    Replace,
+}
+
+/// One received span of the buffer: where it lands, how, and whether it is passed on to the right.
+pub(crate) struct Receive {
+    pub range: Range<usize>,
+    pub combine: Combine,
+    pub forward: bool,
+}
+
+/// The neighbour a transfer failed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Left,
+    Right,
+}
+
+/// What one operation sends and receives: `header` goes to the right ahead of `first` (a span of the
+/// buffer); the left neighbour's header must equal `header` (checked by `check_header`), and `receives`
+/// arrive after it, in order.
+pub(crate) struct Plan<'a> {
+    pub header: [u8; HEADER_LEN],
+    pub check_header: &'a dyn Fn(&[u8; HEADER_LEN]) -> io::Result<()>,
+    pub first: Option<Range<usize>>,
+    pub receives: &'a [Receive],
+}
+
+/// Runs `plan` on `values` over the two links (switched to non-blocking for the call), by `deadline`. On
+/// failure, says which neighbour's link failed and how.
+pub(crate) fn run(
+    left: &TcpStream,
+    right: &TcpStream,
+    values: &mut [f32],
+    plan: &Plan,
+    deadline: Instant,
+) -> Result<(), (Side, io::Error)> {
+    left.set_nonblocking(true).map_err(|e| (Side::Left, e))?;
+    right.set_nonblocking(true).map_err(|e| (Side::Right, e))?;
+    let outcome = Transfer::new(values, plan).drive(left, right, deadline);
+    let restored = (left.set_nonblocking(false).map_err(|e| (Side::Left, e)))
+        .and(right.set_nonblocking(false).map_err(|e| (Side::Right, e)));
+    outcome.and(restored)
+}
+
+/// The state of one transfer: what is left to send and to receive.
+struct Transfer<'a> {
+    values: &'a mut [f32],
+    check_header: &'a dyn Fn(&[u8; HEADER_LEN]) -> io::Result<()>,
+    /// This operation's header and how much of it the right link took.
+    header: [u8; HEADER_LEN],
+    header_sent: usize,
+    /// Spans queued for the right neighbour, in order; the front one has `front_sent` bytes written.
+    outgoing: VecDeque<Range<usize>>,
+    front_sent: usize,
+    /// The left neighbour's header as read so far.
+    their_header: [u8; HEADER_LEN],
+    header_read: usize,
+    /// The receives still to come (the first one under way), the start of its current piece, and how many
+    /// bytes of that piece have been read.
+    receives: &'a [Receive],
+    piece_start: usize,
+    piece_read: usize,
+    /// Where added pieces are read before they are added.
+    scratch: Vec<f32>,
+}
+
+impl<'a> Transfer<'a> {
+    fn new(values: &'a mut [f32], plan: &'a Plan) -> Self {
+        let adds = plan.receives.iter().any(|r| matches!(r.combine, Combine::Add));
+        Self {
+            values,
+            check_header: plan.check_header,
+            header: plan.header,
+            header_sent: 0,
+            outgoing: plan.first.clone().into_iter().collect(),
+            front_sent: 0,
+            their_header: [0; HEADER_LEN],
+            header_read: 0,
+            receives: plan.receives,
+            piece_start: plan.receives.first().map_or(0, |r| r.range.start),
+            piece_read: 0,
+            scratch: if adds { vec![0.0; PIECE] } else { Vec::new() },
+        }
+    }
+
+    /// Moves data until everything is sent and received, waiting for a link only when neither can move.
+    fn drive(mut self, left: &TcpStream, right: &TcpStream, deadline: Instant) -> Result<(), (Side, io::Error)> {
+        let (mut last_read, mut last_write) = (Instant::now(), Instant::now());
+        loop {
+            let wrote = self.send_some(right).map_err(|e| (Side::Right, e))?;
+            let read = self.receive_some(left).map_err(|e| (Side::Left, e))?;
+            let (reading, writing) = (self.wants_to_read(), self.wants_to_write());
+            if !reading && !writing {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if wrote {
+                last_write = now;
+            }
+            if read {
+                last_read = now;
+            }
+            if !wrote && !read {
+                let ready = wait_ready(reading.then_some(left), writing.then_some(right), deadline);
+                // The link that has been still the longest is the one that failed to keep up.
+                let side = if reading && (!writing || last_read <= last_write) {
+                    Side::Left
+                } else {
+                    Side::Right
+                };
+                ready.map_err(|e| (side, e))?;
+            }
+        }
+    }
+
+    fn wants_to_write(&self) -> bool {
+        self.header_sent < HEADER_LEN || !self.outgoing.is_empty()
+    }
+
+    /// Whether more is to be read now: the header, or a piece that no unsent span overlaps.
+    fn wants_to_read(&self) -> bool {
+        self.header_read < HEADER_LEN || self.receives.first().is_some_and(|_| !self.waits_for_send())
+    }
+
+    /// Whether the current piece must wait before it is read: it would write over a queued span not yet sent.
+    ///
+    /// It never waits long: the only span received after being queued is an allgather chunk a rank sent in
+    /// the reduce-scatter, which the left neighbour returns only after reading all of it.
+    fn waits_for_send(&self) -> bool {
+        let piece = self.piece();
+        self.piece_read == 0
+            && !piece.is_empty()
+            && self
+                .outgoing
+                .iter()
+                .any(|span| span.start < piece.end && piece.start < span.end)
+    }
+
+    /// The piece of the current receive being read.
+    fn piece(&self) -> Range<usize> {
+        let end = self.receives.first().map_or(0, |r| r.range.end);
+        self.piece_start..(self.piece_start + PIECE).min(end)
+    }
+
+    /// Writes the header and queued spans until the right link would block; whether anything was written.
+    fn send_some(&mut self, mut right: &TcpStream) -> io::Result<bool> {
+        let mut wrote = false;
+        loop {
+            let pending = if self.header_sent < HEADER_LEN {
+                &self.header[self.header_sent..]
+            } else if let Some(span) = self.outgoing.front() {
+                &bytemuck::cast_slice(&self.values[span.clone()])[self.front_sent..]
+            } else {
+                return Ok(wrote);
+            };
+            let written = if pending.is_empty() {
+                0
+            } else {
+                match right.write(pending) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(wrote),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            wrote |= written > 0;
+            if self.header_sent < HEADER_LEN {
+                self.header_sent += written;
+            } else if written == pending.len() {
+                self.outgoing.pop_front();
+                self.front_sent = 0;
+            } else {
+                self.front_sent += written;
+            }
+        }
+    }
+
+    /// Reads the header, then pieces, until the left link has nothing more, a piece must wait for a send, or a
+    /// piece was completed (so that it is passed on at once); whether anything was read.
+    fn receive_some(&mut self, left: &TcpStream) -> io::Result<bool> {
+        if self.header_read < HEADER_LEN {
+            let got = read_some(left, &mut self.their_header[self.header_read..])?;
+            self.header_read += got;
+            if self.header_read < HEADER_LEN {
+                return Ok(got > 0);
+            }
+            (self.check_header)(&self.their_header)?;
+        }
+        let mut read = false;
+        while !self.receives.is_empty() && !self.waits_for_send() {
+            let piece = self.piece();
+            let combine = self.receives[0].combine;
+            let target: &mut [u8] = match combine {
+                Combine::Add => bytemuck::cast_slice_mut(&mut self.scratch[..piece.len()]),
+                Combine::Replace => bytemuck::cast_slice_mut(&mut self.values[piece.clone()]),
+            };
+            if self.piece_read < target.len() {
+                let got = read_some(left, &mut target[self.piece_read..])?;
+                if got == 0 {
+                    return Ok(read);
+                }
+                read = true;
+                self.piece_read += got;
+                if self.piece_read < target.len() {
+                    continue;
+                }
+            }
+            self.finish_piece(piece, combine);
+            if read {
+                return Ok(true);
+            }
+        }
+        Ok(read)
+    }
+
+    /// Combines a fully read piece, queues it to be passed on if asked, and moves to the next piece.
+    fn finish_piece(&mut self, piece: Range<usize>, combine: Combine) {
+        if let Combine::Add = combine {
+            let incoming = &self.scratch[..piece.len()];
+            let target = &mut self.values[piece.clone()];
+            target.iter_mut().zip(incoming).for_each(|(x, y)| *x += *y);
+        }
+        let receive = &self.receives[0];
+        if receive.forward {
+            self.outgoing.push_back(piece.clone());
+        }
+        self.piece_read = 0;
+        if piece.end < receive.range.end {
+            self.piece_start = piece.end;
+        } else {
+            self.receives = &self.receives[1..];
+            self.piece_start = self.receives.first().map_or(0, |r| r.range.start);
+        }
+    }
+}
+
+/// Reads what `left` has into `buf`: the byte count, 0 if it has nothing now; an error if it closed.
+fn read_some(mut left: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        return match left.read(buf) {
+            Ok(0) if !buf.is_empty() => Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+    }
+}
