@@ -36,9 +36,11 @@ pub(crate) fn vector_values(array: &ArrayRef) -> Result<(Float32Array, Option<Nu
     Ok((values, list.nulls().cloned()))
 }
 
-/// Builds a vector array from a row-major buffer of `rows × dim` values.
-pub(crate) fn vector_array(dim: usize, values: Vec<f32>, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+/// Builds a vector array of `rows` rows from a row-major buffer of `rows × dim` values (`dim` may be 0: Spark's
+/// empty vectors).
+pub(crate) fn vector_array(rows: usize, dim: usize, values: Vec<f32>, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
     let item = Arc::new(Field::new_list_field(DataType::Float32, true));
-    let list = FixedSizeListArray::try_new(item, dim as i32, Arc::new(Float32Array::from(values)), nulls)?;
+    let values = Arc::new(Float32Array::from(values));
+    let list = FixedSizeListArray::try_new_with_length(item, dim as i32, values, nulls, rows)?;
     Ok(Arc::new(list))
 }

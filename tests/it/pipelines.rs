@@ -166,6 +166,20 @@ async fn fitted_transforms_are_callable_from_sql() {
         [Some(vec![0.5, 0.0]), Some(vec![2.0, 0.0]), Some(vec![3.0, 0.0])]
     );
 
+    // One category with drop_last: empty vectors (Spark's size-0 vectors), which assemble to nothing.
+    let empty = session
+        .sql(
+            "SELECT ml_one_hot(c, 1, true, 'error') AS e, \
+                    ml_vector_assemble('error', x, ml_one_hot(c, 1, true, 'error')) AS v, \
+                    ml_scaled_assemble('error', [0.0], [2.0], false, true, ml_one_hot(c, 1, true, 'error'), x) AS s \
+             FROM (VALUES (0.0, 1.0), (0.0, 4.0)) AS t(c, x)",
+        )
+        .await
+        .unwrap();
+    assert_eq!(vectors(&empty, "e").await, [Some(vec![]), Some(vec![])]);
+    assert_eq!(vectors(&empty, "v").await, [Some(vec![1.0]), Some(vec![4.0])]);
+    assert_eq!(vectors(&empty, "s").await, [Some(vec![0.5]), Some(vec![2.0])]);
+
     let counts = session
         .sql(
             "SELECT ml_label_counts(c) AS l, ml_vector_summary(ml_vector_assemble('error', x)) AS s, \

@@ -151,10 +151,11 @@ impl<'a> Columns<'a> {
                         offset += 1;
                     }
                     Input::Vector { values, width } => {
-                        let source = values[first * width..].chunks_exact(*width);
-                        for (slots, x) in tile_out.chunks_exact_mut(stride).zip(source) {
-                            for (i, (y, &x)) in slots[offset..offset + width].iter_mut().zip(x).enumerate() {
-                                *y = slot(offset + i, f64::from(x));
+                        // Slot by slot, like scalar columns: the slot's scaling is fixed through the loop.
+                        for i in 0..*width {
+                            let column = values[first * width + i..].iter().step_by(*width);
+                            for (slots, &x) in tile_out.chunks_exact_mut(stride).zip(column) {
+                                slots[offset + i] = slot(offset + i, f64::from(x));
                             }
                         }
                         offset += width;
@@ -278,7 +279,7 @@ mod tests {
         let vector: Vec<f32> = (0..74).map(|i| (i % 5) as f32).collect();
         let arrays: Vec<ArrayRef> = vec![
             Arc::new(Float64Array::from(scalar)),
-            vector_array(2, vector, None).unwrap(),
+            vector_array(37, 2, vector, None).unwrap(),
         ];
         let fields: Vec<FieldRef> = arrays
             .iter()

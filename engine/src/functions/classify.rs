@@ -196,8 +196,8 @@ impl ScalarUDFImpl for ClassifyUdf {
         };
         let (raw, probability, prediction) = scores(&outputs, rows, self.classes, self.one_logit);
         let columns: Vec<ArrayRef> = vec![
-            vector_array(self.classes, raw, nulls.clone())?,
-            vector_array(self.classes, probability, nulls.clone())?,
+            vector_array(rows, self.classes, raw, nulls.clone())?,
+            vector_array(rows, self.classes, probability, nulls.clone())?,
             Arc::new(Float64Array::new(prediction.into(), nulls.clone())),
         ];
         let result = StructArray::try_new(output_fields(self.classes), columns, nulls)?;

@@ -162,6 +162,8 @@ fn packed_keys<O: OffsetSizeTrait>(strings: &GenericStringArray<O>) -> Option<Ve
 pub(crate) struct LabelPositions {
     /// A few labels: keys and positions + 1, padded with position 0 (which adds nothing to a match).
     scanned: Option<([u64; SCANNED_KEYS], [u32; SCANNED_KEYS])>,
+    /// How many labels have keys (the scanned arrays' used length).
+    labels: usize,
     hashed: HashMap<u64, f64>,
 }
 
@@ -181,11 +183,13 @@ impl LabelPositions {
             }
             Self {
                 scanned: Some((keys, positions)),
+                labels: keyed.len(),
                 hashed: HashMap::new(),
             }
         } else {
             Self {
                 scanned: None,
+                labels: keyed.len(),
                 hashed: keyed.into_iter().map(|(k, p)| (k, p as f64)).collect(),
             }
         }
@@ -194,16 +198,11 @@ impl LabelPositions {
     /// Each row's label position; `NaN` for a null or NaN value and for a value that is not a label.
     pub(crate) fn positions(&self, values: &KeyedValues) -> Vec<f64> {
         let mut out: Vec<f64> = match &self.scanned {
-            // Compared with every label in arithmetic, no branch: keys are distinct, so at most one term is
-            // non-zero, and a random order of values mispredicts nothing.
-            Some((keys, positions)) => values
-                .keys
-                .iter()
-                .map(|&key| {
-                    let found: u32 = keys.iter().zip(positions).map(|(&k, &p)| p * u32::from(k == key)).sum();
-                    if found == 0 { f64::NAN } else { f64::from(found - 1) }
-                })
-                .collect(),
+            Some((keys, positions)) => match self.labels {
+                0..=2 => scan_positions::<2>(keys, positions, &values.keys),
+                3..=4 => scan_positions::<4>(keys, positions, &values.keys),
+                _ => scan_positions::<SCANNED_KEYS>(keys, positions, &values.keys),
+            },
             None => {
                 let find = |k: &u64| self.hashed.get(k).copied().unwrap_or(f64::NAN);
                 values.keys.iter().map(find).collect()
@@ -216,6 +215,24 @@ impl LabelPositions {
         }
         out
     }
+}
+
+/// Each key's label position, comparing it with the first `N` scanned keys in arithmetic, no branch: keys are
+/// distinct, so at most one term is non-zero, and a random order of values mispredicts nothing. Unused slots
+/// hold position 0, which adds nothing.
+fn scan_positions<const N: usize>(
+    keys: &[u64; SCANNED_KEYS],
+    positions: &[u32; SCANNED_KEYS],
+    values: &[u64],
+) -> Vec<f64> {
+    let (keys, positions) = (&keys[..N], &positions[..N]);
+    values
+        .iter()
+        .map(|&key| {
+            let found: u32 = keys.iter().zip(positions).map(|(&k, &p)| p * u32::from(k == key)).sum();
+            if found == 0 { f64::NAN } else { f64::from(found - 1) }
+        })
+        .collect()
 }
 
 /// Counts of keys: a few distinct ones in a short list updated without branches, more in a hash map.

@@ -113,11 +113,11 @@ impl ScalarUDFImpl for OneHotUdf {
         let input = as_float64_array(&input)?;
         let column = args.arg_fields[0].name();
         let mut out = vec![0f32; rows * width];
-        for row in 0..rows {
-            if input.is_null(row) {
+        let nulls = input.nulls().filter(|n| n.null_count() > 0);
+        for (row, &value) in input.values().iter().enumerate() {
+            if nulls.is_some_and(|n| n.is_null(row)) {
                 continue;
             }
-            let value = input.value(row);
             let slot = if value >= 0.0 && value < size as f64 {
                 value as usize
             } else if keep {
@@ -133,10 +133,16 @@ impl ScalarUDFImpl for OneHotUdf {
                      the encoder was fitted on {size} categories; set handle_invalid to \"keep\" to encode invalid values"
                 );
             };
-            if slot < width {
-                out[row * width + slot] = 1.0;
+            // The dropped last category (and the invalid one beyond it) has no slot.
+            if let Some(one) = out.get_mut(row * width + slot).filter(|_| slot < width) {
+                *one = 1.0;
             }
         }
-        Ok(ColumnarValue::Array(vector_array(width, out, input.nulls().cloned())?))
+        Ok(ColumnarValue::Array(vector_array(
+            rows,
+            width,
+            out,
+            input.nulls().cloned(),
+        )?))
     }
 }

@@ -79,7 +79,7 @@ impl ScalarUDFImpl for StandardScaleUdf {
                 *y = ((f64::from(x) - m) * s) as f32;
             }
         }
-        Ok(ColumnarValue::Array(vector_array(dim, out, nulls)?))
+        Ok(ColumnarValue::Array(vector_array(input.len(), dim, out, nulls)?))
     }
 
     /// `ml_standard_scale(ml_vector_assemble(h, cols...), state...)` becomes `ml_scaled_assemble(h, state...,
@@ -208,6 +208,6 @@ impl ScalarUDFImpl for ScaledAssembleUdf {
         let columns = &args.args[SCALED_ASSEMBLE_STATE..];
         let columns = Columns::read(&arrays(columns, rows)?, &args.arg_fields[SCALED_ASSEMBLE_STATE..], keep)?;
         let out = columns.assemble(dim, |slot, x| scaling.apply(slot, x))?;
-        Ok(ColumnarValue::Array(vector_array(dim, out, None)?))
+        Ok(ColumnarValue::Array(vector_array(rows, dim, out, None)?))
     }
 }

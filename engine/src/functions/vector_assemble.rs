@@ -77,6 +77,6 @@ impl ScalarUDFImpl for VectorAssembleUdf {
         let dim = output_dim(&args.arg_fields)?;
         let columns = Columns::read(&arrays(&args.args[1..], rows)?, &args.arg_fields[1..], keep)?;
         let out = columns.assemble(dim, |_, x| x as f32)?;
-        Ok(ColumnarValue::Array(vector_array(dim, out, None)?))
+        Ok(ColumnarValue::Array(vector_array(rows, dim, out, None)?))
     }
 }
