@@ -13,7 +13,7 @@ use super::spark_string::{java_double_string, java_float_string};
 /// Longest string packed into a key: 7 bytes, the eighth holds the length.
 const PACKED_BYTES: usize = 7;
 
-/// Up to this many distinct keys are matched by comparing with each (no branch to mispredict); more by hashing.
+/// Up to this many distinct keys are counted by comparing with each (no branch to mispredict); more by hashing.
 const SCANNED_KEYS: usize = 8;
 
 /// What a key holds, which decides the label it prints as.
@@ -160,51 +160,42 @@ fn packed_keys<O: OffsetSizeTrait>(strings: &GenericStringArray<O>) -> Option<Ve
 
 /// Positions of the labels that values of one kind can print as, for finding each row's label.
 pub(crate) struct LabelPositions {
-    /// A few labels: keys and positions + 1, padded with position 0 (which adds nothing to a match).
-    scanned: Option<([u64; SCANNED_KEYS], [u32; SCANNED_KEYS])>,
-    /// How many labels have keys (the scanned arrays' used length).
-    labels: usize,
-    hashed: HashMap<u64, f64>,
+    lookup: Lookup,
 }
+
+/// How a key's label position is found.
+enum Lookup {
+    /// Up to `TABLED_LABELS` labels: a small table with no two labels in one slot.
+    Table(KeyTable),
+    /// More labels: a hash map.
+    Hashed(HashMap<u64, f64>),
+}
+
+/// Most labels looked up through a [`KeyTable`]; beyond that a hash map is as quick.
+const TABLED_LABELS: usize = 64;
 
 impl LabelPositions {
     /// The labels' positions, keyed as values of `kind` are.
     pub(crate) fn new(labels: &[String], kind: KeyKind) -> Self {
-        let keyed: Vec<(u64, usize)> = labels
+        let keyed: Vec<(u64, f64)> = labels
             .iter()
             .enumerate()
-            .filter_map(|(i, l)| kind.key_of(l).map(|k| (k, i)))
+            .filter_map(|(i, l)| kind.key_of(l).map(|k| (k, i as f64)))
             .collect();
-        if keyed.len() <= SCANNED_KEYS {
-            let (mut keys, mut positions) = ([0u64; SCANNED_KEYS], [0u32; SCANNED_KEYS]);
-            for (slot, &(key, position)) in keyed.iter().enumerate() {
-                keys[slot] = key;
-                positions[slot] = position as u32 + 1;
-            }
-            Self {
-                scanned: Some((keys, positions)),
-                labels: keyed.len(),
-                hashed: HashMap::new(),
-            }
-        } else {
-            Self {
-                scanned: None,
-                labels: keyed.len(),
-                hashed: keyed.into_iter().map(|(k, p)| (k, p as f64)).collect(),
-            }
-        }
+        let table = (keyed.len() <= TABLED_LABELS).then(|| KeyTable::new(&keyed)).flatten();
+        let lookup = match table {
+            Some(table) => Lookup::Table(table),
+            None => Lookup::Hashed(keyed.into_iter().collect()),
+        };
+        Self { lookup }
     }
 
     /// Each row's label position; `NaN` for a null or NaN value and for a value that is not a label.
     pub(crate) fn positions(&self, values: &KeyedValues) -> Vec<f64> {
-        let mut out: Vec<f64> = match &self.scanned {
-            Some((keys, positions)) => match self.labels {
-                0..=2 => scan_positions::<2>(keys, positions, &values.keys),
-                3..=4 => scan_positions::<4>(keys, positions, &values.keys),
-                _ => scan_positions::<SCANNED_KEYS>(keys, positions, &values.keys),
-            },
-            None => {
-                let find = |k: &u64| self.hashed.get(k).copied().unwrap_or(f64::NAN);
+        let mut out: Vec<f64> = match &self.lookup {
+            Lookup::Table(table) => values.keys.iter().map(|&key| table.find(key)).collect(),
+            Lookup::Hashed(hashed) => {
+                let find = |k: &u64| hashed.get(k).copied().unwrap_or(f64::NAN);
                 values.keys.iter().map(find).collect()
             }
         };
@@ -217,22 +208,60 @@ impl LabelPositions {
     }
 }
 
-/// Each key's label position, comparing it with the first `N` scanned keys in arithmetic, no branch: keys are
-/// distinct, so at most one term is non-zero, and a random order of values mispredicts nothing. Unused slots
-/// hold position 0, which adds nothing.
-fn scan_positions<const N: usize>(
-    keys: &[u64; SCANNED_KEYS],
-    positions: &[u32; SCANNED_KEYS],
-    values: &[u64],
-) -> Vec<f64> {
-    let (keys, positions) = (&keys[..N], &positions[..N]);
-    values
-        .iter()
-        .map(|&key| {
-            let found: u32 = keys.iter().zip(positions).map(|(&k, &p)| p * u32::from(k == key)).sum();
-            if found == 0 { f64::NAN } else { f64::from(found - 1) }
-        })
-        .collect()
+/// A few keys in a power-of-two table, each in the slot a multiplicative hash gives it, chosen so that no two
+/// share a slot: a lookup is a multiply, a shift and one compare, with no branch (a perfect hash).
+struct KeyTable {
+    multiplier: u64,
+    shift: u32,
+    /// Each slot's key and position; an empty slot's position is `NaN`, so whatever key it holds finds nothing.
+    slots: Vec<(u64, f64)>,
+}
+
+impl KeyTable {
+    /// Odd multipliers tried in turn (fixed, so a table is the same in every run).
+    const MULTIPLIERS: [u64; 8] = [
+        0x9E37_79B9_7F4A_7C15,
+        0xC2B2_AE3D_27D4_EB4F,
+        0x1656_67B1_9E37_79F9,
+        0xD6E8_FEB8_6659_FD93,
+        0xFF51_AFD7_ED55_8CCD,
+        0xC4CE_B9FE_1A85_EC53,
+        0x94D0_49BB_1331_11EB,
+        0xBF58_476D_1CE4_E5B9,
+    ];
+
+    /// A table for `keyed` (distinct keys with their positions), or `None` if no multiplier separates them in
+    /// a table of up to 64 slots per key.
+    fn new(keyed: &[(u64, f64)]) -> Option<Self> {
+        let least_bits = (keyed.len().max(1) * 4).next_power_of_two().trailing_zeros();
+        for bits in least_bits..=least_bits + 4 {
+            for multiplier in Self::MULTIPLIERS {
+                let shift = 64 - bits;
+                let mut slots = vec![(0u64, f64::NAN); 1 << bits];
+                let placed = keyed.iter().all(|&(key, position)| {
+                    let slot = &mut slots[(key.wrapping_mul(multiplier) >> shift) as usize];
+                    let free = slot.1.is_nan();
+                    *slot = (key, position);
+                    free
+                });
+                if placed {
+                    return Some(Self {
+                        multiplier,
+                        shift,
+                        slots,
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// The position of `key`'s label, `NaN` if it has none.
+    fn find(&self, key: u64) -> f64 {
+        let slot = (key.wrapping_mul(self.multiplier) >> self.shift) as usize;
+        let (slot_key, position) = self.slots[slot & (self.slots.len() - 1)];
+        if slot_key == key { position } else { f64::NAN }
+    }
 }
 
 /// Counts of keys: a few distinct ones in a short list updated without branches, more in a hash map.
@@ -310,6 +339,19 @@ mod tests {
         let doubles: ArrayRef = Arc::new(Float64Array::from(vec![1.0, f64::NAN, 1e7, 2.5]));
         let found = positions(&labels(&["1.0E7", "1.0", "1"]), doubles);
         assert_eq!(found, [Some(1.0), None, Some(0.0), None]);
+    }
+
+    #[test]
+    fn every_label_is_found_whether_tabled_or_hashed() {
+        for count in [0, 1, 4, TABLED_LABELS, TABLED_LABELS + 1, 500] {
+            let many: Vec<String> = (0..count).map(|i| (i * 7).to_string()).collect();
+            let values: Vec<i32> = (0..count as i32 * 7 + 3).collect();
+            let found = positions(&many, Arc::new(Int32Array::from(values.clone())));
+            for (value, position) in values.iter().zip(found) {
+                let want = (value % 7 == 0 && (*value as usize) < count * 7).then(|| f64::from(value / 7));
+                assert_eq!(position, want, "value {value} among {count} labels");
+            }
+        }
     }
 
     #[test]

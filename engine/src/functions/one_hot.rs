@@ -112,9 +112,30 @@ impl ScalarUDFImpl for OneHotUdf {
         let input = cast(&args.args[0].to_array(rows)?, &DataType::Float64)?;
         let input = as_float64_array(&input)?;
         let column = args.arg_fields[0].name();
-        let mut out = vec![0f32; rows * width];
+        // One spare value past the rows: the dropped last category (and the invalid one beyond it) writes its
+        // 1 there, so the write needs no branch on the category.
+        let spare = rows * width;
+        let mut out = vec![0f32; spare + 1];
+        let at = |row: usize, slot: usize| {
+            let encoded = usize::from(slot < width);
+            encoded * (row * width + slot) + (1 - encoded) * spare
+        };
+        let values = input.values();
         let nulls = input.nulls().filter(|n| n.null_count() > 0);
-        for (row, &value) in input.values().iter().enumerate() {
+        let all_categories = values.iter().fold(true, |all, &v| all & (v >= 0.0) & (v < size as f64));
+        if nulls.is_none() && all_categories {
+            // Checked in one vectorised pass above; this loop has nothing left to check.
+            for (row, &value) in values.iter().enumerate() {
+                out[at(row, value as usize)] = 1.0;
+            }
+            return Ok(ColumnarValue::Array(vector_array(
+                rows,
+                width,
+                truncated(out, spare),
+                None,
+            )?));
+        }
+        for (row, &value) in values.iter().enumerate() {
             if nulls.is_some_and(|n| n.is_null(row)) {
                 continue;
             }
@@ -133,11 +154,9 @@ impl ScalarUDFImpl for OneHotUdf {
                      the encoder was fitted on {size} categories; set handle_invalid to \"keep\" to encode invalid values"
                 );
             };
-            // The dropped last category (and the invalid one beyond it) has no slot.
-            if let Some(one) = out.get_mut(row * width + slot).filter(|_| slot < width) {
-                *one = 1.0;
-            }
+            out[at(row, slot)] = 1.0;
         }
+        let out = truncated(out, spare);
         Ok(ColumnarValue::Array(vector_array(
             rows,
             width,
@@ -145,4 +164,10 @@ impl ScalarUDFImpl for OneHotUdf {
             input.nulls().cloned(),
         )?))
     }
+}
+
+/// `values` cut to its first `len`.
+fn truncated(mut values: Vec<f32>, len: usize) -> Vec<f32> {
+    values.truncate(len);
+    values
 }

@@ -154,12 +154,14 @@ impl Moments {
         }
         let dim = self.mean.len();
         let (vectors, nulls) = vector_values(&values[0])?;
-        let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+        let Some(nulls) = nulls.filter(|n| n.null_count() > 0) else {
+            return Ok(SlotMoments::of_values(vectors.values(), dim));
+        };
         let rows = vectors
             .values()
             .chunks_exact(dim.max(1))
             .enumerate()
-            .filter(|(i, _)| valid(*i))
+            .filter(|(i, _)| nulls.is_valid(*i))
             .map(|(_, row)| row);
         Ok(SlotMoments::of_rows(rows, dim))
     }
