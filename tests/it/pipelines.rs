@@ -179,6 +179,19 @@ async fn fitted_transforms_are_callable_from_sql() {
     assert_eq!(vectors(&empty, "e").await, [Some(vec![]), Some(vec![])]);
     assert_eq!(vectors(&empty, "v").await, [Some(vec![1.0]), Some(vec![4.0])]);
     assert_eq!(vectors(&empty, "s").await, [Some(vec![0.5]), Some(vec![2.0])]);
+    let summary = session
+        .sql("SELECT ml_vector_summary(ml_one_hot(c, 1, true, 'error')) AS s FROM (VALUES (0.0), (0.0)) AS t(c)")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let summary = summary[0].column(0).as_struct();
+    assert_eq!(
+        summary.column(0).as_primitive::<Int64Type>().value(0),
+        2,
+        "empty vectors are counted"
+    );
 
     let counts = session
         .sql(

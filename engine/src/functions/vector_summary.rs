@@ -154,16 +154,22 @@ impl Moments {
         }
         let dim = self.mean.len();
         let (vectors, nulls) = vector_values(&values[0])?;
-        let Some(nulls) = nulls.filter(|n| n.null_count() > 0) else {
-            return Ok(SlotMoments::of_values(vectors.values(), dim));
+        let nulls = nulls.filter(|n| n.null_count() > 0);
+        let mut moments = match &nulls {
+            None => SlotMoments::of_values(vectors.values(), dim),
+            Some(nulls) => {
+                let valid_rows = vectors
+                    .values()
+                    .chunks_exact(dim.max(1))
+                    .enumerate()
+                    .filter(|(i, _)| nulls.is_valid(*i))
+                    .map(|(_, row)| row);
+                SlotMoments::of_rows(valid_rows, dim)
+            }
         };
-        let rows = vectors
-            .values()
-            .chunks_exact(dim.max(1))
-            .enumerate()
-            .filter(|(i, _)| nulls.is_valid(*i))
-            .map(|(_, row)| row);
-        Ok(SlotMoments::of_rows(rows, dim))
+        // Counted from the rows, not from their values: an empty (0-slot) vector is a row too.
+        moments.count = (rows - nulls.map_or(0, |n| n.null_count())) as i64;
+        Ok(moments)
     }
 
     /// Chan et al.'s merge of another partial result into this one.
