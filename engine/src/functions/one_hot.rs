@@ -128,35 +128,30 @@ impl ScalarUDFImpl for OneHotUdf {
             for (row, &value) in values.iter().enumerate() {
                 out[at(row, value as usize)] = 1.0;
             }
-            return Ok(ColumnarValue::Array(vector_array(
-                rows,
-                width,
-                truncated(out, spare),
-                None,
-            )?));
-        }
-        for (row, &value) in values.iter().enumerate() {
-            if nulls.is_some_and(|n| n.is_null(row)) {
-                continue;
+        } else {
+            for (row, &value) in values.iter().enumerate() {
+                if nulls.is_some_and(|n| n.is_null(row)) {
+                    continue;
+                }
+                let slot = if value >= 0.0 && value < size as f64 {
+                    value as usize
+                } else if keep {
+                    size
+                } else if value < 0.0 {
+                    return exec_err!(
+                        "OneHotEncoder: negative value {value} in column {column:?} (row {row} of a {rows}-row batch); \
+                         indices can't be negative; set handle_invalid to \"keep\" to encode invalid values"
+                    );
+                } else {
+                    return exec_err!(
+                        "OneHotEncoder: unseen value {value} in column {column:?} (row {row} of a {rows}-row batch): \
+                         the encoder was fitted on {size} categories; set handle_invalid to \"keep\" to encode invalid values"
+                    );
+                };
+                out[at(row, slot)] = 1.0;
             }
-            let slot = if value >= 0.0 && value < size as f64 {
-                value as usize
-            } else if keep {
-                size
-            } else if value < 0.0 {
-                return exec_err!(
-                    "OneHotEncoder: negative value {value} in column {column:?} (row {row} of a {rows}-row batch); \
-                     indices can't be negative; set handle_invalid to \"keep\" to encode invalid values"
-                );
-            } else {
-                return exec_err!(
-                    "OneHotEncoder: unseen value {value} in column {column:?} (row {row} of a {rows}-row batch): \
-                     the encoder was fitted on {size} categories; set handle_invalid to \"keep\" to encode invalid values"
-                );
-            };
-            out[at(row, slot)] = 1.0;
         }
-        let out = truncated(out, spare);
+        out.truncate(spare);
         Ok(ColumnarValue::Array(vector_array(
             rows,
             width,
@@ -164,10 +159,4 @@ impl ScalarUDFImpl for OneHotUdf {
             input.nulls().cloned(),
         )?))
     }
-}
-
-/// `values` cut to its first `len`.
-fn truncated(mut values: Vec<f32>, len: usize) -> Vec<f32> {
-    values.truncate(len);
-    values
 }
