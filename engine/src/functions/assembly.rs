@@ -14,8 +14,8 @@ use datafusion::error::Result;
 
 use crate::vector::{vector_dim, vector_values};
 
-/// Rows assembled together, so the output rows being written stay in cache.
-const TILE_ROWS: usize = 256;
+/// Rows assembled together in a buffer small enough to stay in L1 while every column is read into it.
+const TILE_ROWS: usize = 32;
 
 /// Independent running sums per column, so a sum vectorises and does not wait on one addition chain.
 const LANES: usize = 8;
@@ -132,18 +132,20 @@ impl<'a> Columns<'a> {
     /// The assembled vectors, row-major, each slot's value passed through `slot(index, value)` (a rounding to
     /// `f32`, or a standard scaling in `f64` first) as it is written.
     pub(crate) fn assemble(&self, dim: usize, slot: impl Fn(usize, f64) -> f32) -> Result<Vec<f32>> {
-        // Column by column within tiles of rows, so the output rows being written stay in cache.
-        let mut out = vec![0f32; self.rows * dim];
+        // Column by column into a tile of a few rows that stays in L1, appended to the output when full: each
+        // output byte is written once, and every column is still read front to back.
+        let mut out = Vec::with_capacity(self.rows * dim);
+        let mut tile = vec![0f32; TILE_ROWS * dim];
         let mut seen_nan = vec![false; self.inputs.len()];
         let stride = dim.max(1);
-        for (tile, tile_out) in out.chunks_mut(TILE_ROWS * stride).enumerate() {
-            let first = tile * TILE_ROWS;
+        for first in (0..self.rows).step_by(TILE_ROWS) {
+            let tile = &mut tile[..(self.rows - first).min(TILE_ROWS) * dim];
             let mut offset = 0;
             for (input, seen_nan) in self.inputs.iter().zip(&mut seen_nan) {
                 match input {
                     Input::Scalar(values) => {
                         let mut nan = false;
-                        for (slots, &x) in tile_out.chunks_exact_mut(stride).zip(&values[first..]) {
+                        for (slots, &x) in tile.chunks_exact_mut(stride).zip(&values[first..]) {
                             nan |= x.is_nan();
                             slots[offset] = slot(offset, x);
                         }
@@ -154,7 +156,7 @@ impl<'a> Columns<'a> {
                         // Slot by slot, like scalar columns: the slot's scaling is fixed through the loop.
                         for i in 0..*width {
                             let column = values[first * width + i..].iter().step_by(*width);
-                            for (slots, &x) in tile_out.chunks_exact_mut(stride).zip(column) {
+                            for (slots, &x) in tile.chunks_exact_mut(stride).zip(column) {
                                 slots[offset + i] = slot(offset + i, f64::from(x));
                             }
                         }
@@ -162,6 +164,7 @@ impl<'a> Columns<'a> {
                     }
                 }
             }
+            out.extend_from_slice(tile);
         }
         for (column, _) in seen_nan.iter().enumerate().filter(|(_, seen)| **seen) {
             self.refuse_nan(column)?;

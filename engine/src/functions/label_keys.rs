@@ -3,9 +3,9 @@
 //! floats by bit pattern, short strings as their bytes packed into an integer.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, GenericStringArray, OffsetSizeTrait};
-use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::buffer::{NullBuffer, ScalarBuffer};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{ArrowNativeType, DataType, Float32Type, Float64Type, Int64Type};
 use datafusion::common::HashMap;
 
 use super::spark_string::{java_double_string, java_float_string};
@@ -13,7 +13,8 @@ use super::spark_string::{java_double_string, java_float_string};
 /// Longest string packed into a key: 7 bytes, the eighth holds the length.
 const PACKED_BYTES: usize = 7;
 
-/// Up to this many distinct keys are counted by comparing with each (no branch to mispredict); more by hashing.
+/// Up to this many distinct keys are counted a key at a time, one vectorised pass over a batch each; more by
+/// hashing.
 const SCANNED_KEYS: usize = 8;
 
 /// What a key holds, which decides the label it prints as.
@@ -65,9 +66,10 @@ impl KeyKind {
 }
 
 /// A batch's values as keys; `valid` is false for nulls and NaN (which a `StringIndexer` treats as null).
+/// The keys of 64-bit integers and doubles are the column's own buffer, read as `u64`.
 pub(crate) struct KeyedValues {
     pub(crate) kind: KeyKind,
-    pub(crate) keys: Vec<u64>,
+    pub(crate) keys: ScalarBuffer<u64>,
     pub(crate) valid: Option<NullBuffer>,
 }
 
@@ -79,24 +81,19 @@ impl KeyedValues {
         let (kind, keys, not_nan) = match array.data_type() {
             DataType::Float64 => {
                 let values = array.as_primitive::<Float64Type>().values();
-                (
-                    KeyKind::Double,
-                    float_keys(values, |x| x.to_bits()),
-                    not_nan(values, |x| x.is_nan()),
-                )
+                (KeyKind::Double, as_keys(values), not_nan(values, |x| x.is_nan()))
             }
             DataType::Float32 => {
                 let values = array.as_primitive::<Float32Type>().values();
-                let key = |x: f32| u64::from(x.to_bits());
-                (KeyKind::Float, float_keys(values, key), not_nan(values, |x| x.is_nan()))
+                let keys = values.iter().map(|x| u64::from(x.to_bits())).collect();
+                (KeyKind::Float, keys, not_nan(values, |x| x.is_nan()))
             }
             t if t.is_integer() && *t != DataType::UInt64 => {
                 let ints = cast(array, &DataType::Int64).ok()?;
-                let values = ints.as_primitive::<Int64Type>().values();
-                (KeyKind::Int, values.iter().map(|&x| x as u64).collect(), None)
+                (KeyKind::Int, as_keys(ints.as_primitive::<Int64Type>().values()), None)
             }
-            DataType::Utf8 => (KeyKind::Packed, packed_keys(array.as_string::<i32>())?, None),
-            DataType::LargeUtf8 => (KeyKind::Packed, packed_keys(array.as_string::<i64>())?, None),
+            DataType::Utf8 => (KeyKind::Packed, packed_keys(array.as_string::<i32>())?.into(), None),
+            DataType::LargeUtf8 => (KeyKind::Packed, packed_keys(array.as_string::<i64>())?.into(), None),
             _ => return None,
         };
         let valid = match not_nan {
@@ -105,16 +102,12 @@ impl KeyedValues {
         };
         Some(Self { kind, keys, valid })
     }
-
-    /// Whether row `row` holds a value (not null, not NaN).
-    pub(crate) fn is_valid(&self, row: usize) -> bool {
-        self.valid.as_ref().is_none_or(|v| v.is_valid(row))
-    }
 }
 
-/// The keys of floating-point values: their bits.
-fn float_keys<T: Copy>(values: &[T], bits: impl Fn(T) -> u64) -> Vec<u64> {
-    values.iter().map(|&x| bits(x)).collect()
+/// The keys of 64-bit values (`i64`, `f64`) without a copy: the same bytes read as `u64` (an integer's two's
+/// complement, a double's bits).
+fn as_keys<T: ArrowNativeType>(values: &ScalarBuffer<T>) -> ScalarBuffer<u64> {
+    values.inner().clone().into()
 }
 
 /// Which values are not NaN, when some are (`None` when none is).
@@ -193,7 +186,7 @@ impl LabelPositions {
     /// Each row's label position; `NaN` for a null or NaN value and for a value that is not a label.
     pub(crate) fn positions(&self, values: &KeyedValues) -> Vec<f64> {
         let mut out: Vec<f64> = match &self.lookup {
-            Lookup::Table(table) => values.keys.iter().map(|&key| table.find(key)).collect(),
+            Lookup::Table(table) => table.find_all(&values.keys),
             Lookup::Hashed(hashed) => {
                 let find = |k: &u64| hashed.get(k).copied().unwrap_or(f64::NAN);
                 values.keys.iter().map(find).collect()
@@ -256,15 +249,21 @@ impl KeyTable {
         None
     }
 
-    /// The position of `key`'s label, `NaN` if it has none.
-    fn find(&self, key: u64) -> f64 {
-        let slot = (key.wrapping_mul(self.multiplier) >> self.shift) as usize;
-        let (slot_key, position) = self.slots[slot & (self.slots.len() - 1)];
-        if slot_key == key { position } else { f64::NAN }
+    /// The position of each key's label, `NaN` for a key with none. The table's fields are read once, before
+    /// the loop.
+    fn find_all(&self, keys: &[u64]) -> Vec<f64> {
+        let (multiplier, shift, slots) = (self.multiplier, self.shift, self.slots.as_slice());
+        let mask = slots.len() - 1;
+        let find = move |&key: &u64| {
+            let (slot_key, position) = slots[(key.wrapping_mul(multiplier) >> shift) as usize & mask];
+            if slot_key == key { position } else { f64::NAN }
+        };
+        keys.iter().map(find).collect()
     }
 }
 
-/// Counts of keys: a few distinct ones in a short list updated without branches, more in a hash map.
+/// Counts of keys: up to `SCANNED_KEYS` distinct ones counted a key at a time, each in one vectorised pass
+/// over the batch; more in a hash map.
 #[derive(Debug, Default)]
 pub(crate) struct KeyCounts {
     few: Vec<(u64, i64)>,
@@ -274,26 +273,48 @@ pub(crate) struct KeyCounts {
 impl KeyCounts {
     /// Counts the valid values of a batch.
     pub(crate) fn add(&mut self, values: &KeyedValues) {
-        for (row, &key) in values.keys.iter().enumerate() {
-            if !values.is_valid(row) {
-                continue;
+        match &values.valid {
+            None => self.add_keys(&values.keys),
+            Some(valid) => {
+                let keys: Vec<u64> = values
+                    .keys
+                    .iter()
+                    .zip(valid.iter())
+                    .filter_map(|(&k, v)| v.then_some(k))
+                    .collect();
+                self.add_keys(&keys);
             }
-            if self.many.is_empty() {
-                let mut seen = false;
-                for (k, count) in &mut self.few {
-                    let same = *k == key;
-                    *count += i64::from(same);
-                    seen |= same;
-                }
-                if seen {
-                    continue;
-                }
-                if self.few.len() < SCANNED_KEYS {
-                    self.few.push((key, 1));
-                    continue;
-                }
-                self.many.extend(self.few.drain(..));
+        }
+    }
+
+    fn add_keys(&mut self, keys: &[u64]) {
+        if self.many.is_empty() {
+            let mut counted = 0;
+            for (key, count) in &mut self.few {
+                let found = occurrences(keys, *key);
+                *count += found as i64;
+                counted += found;
             }
+            let is_new = |few: &[(u64, i64)], key: u64| few.iter().all(|&(k, _)| k != key);
+            while counted < keys.len() && self.few.len() < SCANNED_KEYS {
+                let Some(&key) = keys.iter().find(|&&k| is_new(&self.few, k)) else {
+                    break;
+                };
+                let found = occurrences(keys, key);
+                self.few.push((key, found as i64));
+                counted += found;
+            }
+            if counted == keys.len() {
+                return;
+            }
+            // More distinct keys than passes pay for: those not counted yet, then every later batch, hashed.
+            for &key in keys.iter().filter(|&&k| is_new(&self.few, k)) {
+                *self.many.entry(key).or_insert(0) += 1;
+            }
+            self.many.extend(self.few.drain(..));
+            return;
+        }
+        for &key in keys {
             *self.many.entry(key).or_insert(0) += 1;
         }
     }
@@ -309,6 +330,11 @@ impl KeyCounts {
     pub(crate) fn len(&self) -> usize {
         self.few.len() + self.many.len()
     }
+}
+
+/// How many of `keys` equal `key` (a loop the compiler vectorises).
+fn occurrences(keys: &[u64], key: u64) -> usize {
+    keys.iter().filter(|&&k| k == key).count()
 }
 
 #[cfg(test)]
@@ -379,5 +405,22 @@ mod tests {
         total.sort();
         assert_eq!(total[0], ("v0".to_string(), 18));
         assert_eq!(total.iter().map(|(_, c)| c).sum::<i64>(), 200);
+    }
+
+    #[test]
+    fn nulls_and_nan_are_not_counted() {
+        let array: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(1.0),
+            None,
+            Some(f64::NAN),
+            Some(1.0),
+            Some(2.0),
+        ]));
+        let keyed = KeyedValues::of(&array).unwrap();
+        let mut counts = KeyCounts::default();
+        counts.add(&keyed);
+        let mut total: Vec<(String, i64)> = counts.take().map(|(k, c)| (keyed.kind.label(k), c)).collect();
+        total.sort();
+        assert_eq!(total, [("1.0".to_string(), 2), ("2.0".to_string(), 1)]);
     }
 }

@@ -123,10 +123,12 @@ impl ScalarUDFImpl for OneHotUdf {
         let values = input.values();
         let nulls = input.nulls().filter(|n| n.null_count() > 0);
         let all_categories = values.iter().fold(true, |all, &v| all & (v >= 0.0) & (v < size as f64));
-        if nulls.is_none() && all_categories {
-            // Checked in one vectorised pass above; this loop has nothing left to check.
+        if nulls.is_none() && all_categories && size <= i32::MAX as usize {
+            // Checked in one vectorised pass above (every value is a category, below `size`, so it fits an i32);
+            // this loop has nothing left to check.
+            let cells = out.as_mut_slice();
             for (row, &value) in values.iter().enumerate() {
-                out[at(row, value as usize)] = 1.0;
+                cells[at(row, value as i32 as usize)] = 1.0;
             }
         } else {
             for (row, &value) in values.iter().enumerate() {
