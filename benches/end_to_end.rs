@@ -22,10 +22,6 @@ use hearth::ml::train::{Loss, TrainOptions, train_rank};
 use hearth::prelude::*;
 use prettytable::{Table, row};
 
-/// The allocator hearth's own binary runs with (see `executors/src/main.rs`), for the baseline and hearth alike.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const WORKERS: usize = 2;
 const HIDDEN: [usize; 2] = [600, 600];
 const DROPOUT: f64 = 0.2;

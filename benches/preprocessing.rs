@@ -26,8 +26,9 @@ use prettytable::{Table, row};
 const CSV_RUNS: usize = 5;
 const MEMORY_RUNS: usize = 15;
 
-/// mimalloc, the allocator hearth's own binary runs with (see `executors/src/main.rs`), for the baseline and
-/// hearth alike; while `COUNTING` is on it also keeps the most bytes held at once, for a job's peak memory.
+/// mimalloc, as DataFusion's own benchmarks allocate, for the baseline and hearth alike (README: an application
+/// that preprocesses with hearth gains from it too); while `COUNTING` is on it also keeps the most bytes held at
+/// once, for a job's peak memory.
 struct PeakCountingAllocator;
 
 #[global_allocator]

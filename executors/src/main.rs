@@ -19,11 +19,6 @@ use std::process::ExitCode;
 
 use commands::CommandResult;
 
-/// mimalloc, as Ballista's own executor binary uses: a query's batches are allocated and freed by the
-/// thousand, and the system allocator hands their pages back to the kernel only to fault them in again.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const USAGE: &str = "usage:
   hearth fit PIPELINE.json DATA.csv MODEL_DIR   fit a pipeline defined in JSON on a CSV file and save the model
   hearth transform MODEL_DIR DATA.csv [ROWS]    print the first ROWS (default 10) rows the model produces
