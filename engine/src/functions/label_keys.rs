@@ -107,6 +107,12 @@ impl KeyedValues {
 /// The keys of 64-bit values (`i64`, `f64`) without a copy: the same bytes read as `u64` (an integer's two's
 /// complement, a double's bits).
 fn as_keys<T: ArrowNativeType>(values: &ScalarBuffer<T>) -> ScalarBuffer<u64> {
+    const {
+        assert!(
+            size_of::<T>() == size_of::<u64>(),
+            "only 64-bit values are their own keys"
+        )
+    };
     values.inner().clone().into()
 }
 
@@ -288,34 +294,33 @@ impl KeyCounts {
     }
 
     fn add_keys(&mut self, keys: &[u64]) {
-        if self.many.is_empty() {
-            let mut counted = 0;
-            for (key, count) in &mut self.few {
-                let found = occurrences(keys, *key);
-                *count += found as i64;
-                counted += found;
+        if !self.many.is_empty() {
+            for &key in keys {
+                *self.many.entry(key).or_insert(0) += 1;
             }
-            let is_new = |few: &[(u64, i64)], key: u64| few.iter().all(|&(k, _)| k != key);
-            while counted < keys.len() && self.few.len() < SCANNED_KEYS {
-                let Some(&key) = keys.iter().find(|&&k| is_new(&self.few, k)) else {
-                    break;
-                };
-                let found = occurrences(keys, key);
-                self.few.push((key, found as i64));
-                counted += found;
-            }
-            if counted == keys.len() {
-                return;
-            }
+            return;
+        }
+        let mut counted = 0;
+        for (key, count) in &mut self.few {
+            let found = occurrences(keys, *key);
+            *count += found as i64;
+            counted += found;
+        }
+        let is_new = |few: &[(u64, i64)], key: u64| few.iter().all(|&(k, _)| k != key);
+        while counted < keys.len() && self.few.len() < SCANNED_KEYS {
+            let Some(&key) = keys.iter().find(|&&k| is_new(&self.few, k)) else {
+                break;
+            };
+            let found = occurrences(keys, key);
+            self.few.push((key, found as i64));
+            counted += found;
+        }
+        if counted < keys.len() {
             // More distinct keys than passes pay for: those not counted yet, then every later batch, hashed.
             for &key in keys.iter().filter(|&&k| is_new(&self.few, k)) {
                 *self.many.entry(key).or_insert(0) += 1;
             }
             self.many.extend(self.few.drain(..));
-            return;
-        }
-        for &key in keys {
-            *self.many.entry(key).or_insert(0) += 1;
         }
     }
 
