@@ -18,9 +18,9 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use hearth::ml::collective::{Communicator, Coordinator, JobSecret, JoinOptions};
+use hearth::ml::collective::LocalWorld;
 use prettytable::{Table, row};
 
 const WORLD: usize = 2;
@@ -82,37 +82,22 @@ fn one_way_copies(bytes: usize, reps: usize, start_line: &Barrier) -> Vec<f64> {
 
 /// Seconds per allreduce of `bytes` of f32 across `WORLD` ranks (best of the repetitions, slowest rank).
 fn allreduce(bytes: usize) -> f64 {
-    let secret = JobSecret::generate();
-    let coordinator = Coordinator::start(
-        "127.0.0.1:0".parse().expect("addr"),
-        WORLD,
-        secret.clone(),
-        Duration::from_secs(60),
-    )
-    .expect("coordinator");
-    let address = coordinator.address();
     let reps = repetitions(bytes);
-    let start_line = Arc::new(Barrier::new(WORLD));
-    let ranks: Vec<_> = (0..WORLD)
-        .map(|_| {
-            let (secret, start_line) = (secret.clone(), Arc::clone(&start_line));
-            thread::spawn(move || {
-                let mut comm = Communicator::join(address, &secret, &JoinOptions::default()).expect("join");
-                let mut values = vec![1.0f32; bytes / 4];
-                let mut times = Vec::with_capacity(reps);
-                for _ in 0..reps {
-                    comm.barrier().expect("barrier");
-                    start_line.wait();
-                    let started = Instant::now();
-                    comm.allreduce_sum(&mut values).expect("allreduce");
-                    times.push(started.elapsed().as_secs_f64());
-                }
-                times
-            })
+    let start_line = Barrier::new(WORLD);
+    let per_rank: Vec<Vec<f64>> = LocalWorld::new(WORLD)
+        .run(|mut comm| {
+            let mut values = vec![1.0f32; bytes / 4];
+            let mut times = Vec::with_capacity(reps);
+            for _ in 0..reps {
+                comm.barrier().expect("barrier");
+                start_line.wait();
+                let started = Instant::now();
+                comm.allreduce_sum(&mut values).expect("allreduce");
+                times.push(started.elapsed().as_secs_f64());
+            }
+            times
         })
-        .collect();
-    let per_rank: Vec<Vec<f64>> = ranks.into_iter().map(|r| r.join().expect("rank")).collect();
-    let _ = coordinator.wait();
+        .expect("ranks join");
     (0..reps)
         .map(|i| per_rank.iter().map(|t| t[i]).fold(0.0, f64::max))
         .fold(f64::MAX, f64::min)

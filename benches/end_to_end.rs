@@ -9,16 +9,14 @@
 //! ./dev bench --bench end_to_end -- 200000 2     # events, epochs
 //! ```
 
-use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use datafusion::logical_expr::ident;
 use hearth::datasets::higgs;
-use hearth::ml::collective::{Communicator, Coordinator, JobSecret, JoinOptions};
+use hearth::ml::collective::LocalWorld;
 use hearth::ml::data::Shard;
 use hearth::ml::model::ModelSpec;
-use hearth::ml::train::{Loss, TrainOptions, train_rank};
+use hearth::ml::train::{Loss, RankTrainer, TrainOptions};
 use hearth::prelude::*;
 use prettytable::{Table, row};
 
@@ -40,7 +38,8 @@ fn classifier(epochs: usize) -> MlpClassifier {
         .timeout(Duration::from_secs(600))
 }
 
-/// The same training with the ml library alone: the rows split in two shards, one rank thread each.
+/// The same training with the ml library alone: the rows split in two shards, one rank thread each, with
+/// the classifier's own settings.
 fn train_directly(rows: &Shard, epochs: usize) -> Result<Duration, Box<dyn std::error::Error>> {
     let spec = ModelSpec::Mlp {
         inputs: rows.dim(),
@@ -49,36 +48,17 @@ fn train_directly(rows: &Shard, epochs: usize) -> Result<Duration, Box<dyn std::
         activation: Activation::Relu,
         dropout: DROPOUT,
     };
-    let mut options = TrainOptions::new(spec, OptimizerSpec::adam(1e-3));
-    options.loss = Loss::SoftmaxCrossEntropy;
-    options.epochs = epochs;
-    options.batch_size = BATCH;
-    options.seed = 5;
-    options.device = DeviceChoice::Cpu;
+    let options = TrainOptions {
+        model: spec,
+        loss: Loss::SoftmaxCrossEntropy,
+        settings: classifier(epochs).get_training().clone(),
+    };
     let shards: Vec<Shard> = (0..WORKERS).map(|r| rows.round_robin(r, WORKERS)).collect();
-    let shared = Arc::new((shards, options));
     let started = Instant::now();
-    let secret = JobSecret::generate();
-    let coordinator = Coordinator::start("127.0.0.1:0".parse()?, WORKERS, secret.clone(), Duration::from_secs(60))?;
-    let address = coordinator.address();
-    let ranks: Vec<_> = (0..WORKERS)
-        .map(|i| {
-            let (shared, secret) = (Arc::clone(&shared), secret.clone());
-            thread::spawn(move || {
-                let options = JoinOptions {
-                    position: i,
-                    ..JoinOptions::default()
-                };
-                let mut comm = Communicator::join(address, &secret, &options).map_err(|e| e.to_string())?;
-                let (shards, options) = &*shared;
-                train_rank(&shards[comm.rank()], None, options, &mut comm, None, &mut |_| {})
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            })
-        })
-        .collect();
-    for rank in ranks {
-        rank.join().map_err(|_| "a rank panicked")??;
+    let outcomes =
+        LocalWorld::new(WORKERS).run(|mut comm| RankTrainer::new(&shards[comm.rank()], &options).run(&mut comm))?;
+    for outcome in outcomes {
+        outcome?;
     }
     Ok(started.elapsed())
 }

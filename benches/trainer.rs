@@ -5,15 +5,14 @@
 //! cargo bench --bench trainer
 //! ```
 
-use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use hearth::ml::collective::{Communicator, Coordinator, JobSecret, JoinOptions};
+use hearth::ml::collective::LocalWorld;
 use hearth::ml::data::Shard;
 use hearth::ml::model::{Activation, ModelSpec};
 use hearth::ml::random::Draws;
-use hearth::ml::train::{DeviceChoice, OptimizerSpec, TrainOptions, train_rank};
+use hearth::ml::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
 use prettytable::{Table, row};
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
@@ -43,14 +42,16 @@ fn options() -> TrainOptions {
         activation: Activation::Relu,
         dropout: 0.0,
     };
-    let mut options = TrainOptions::new(spec, OptimizerSpec::adam(1e-3));
     // Two epochs; the second is timed (steady state: the rank thread's first-use costs are in the first).
-    options.epochs = 2;
-    options.batch_size = BATCH;
-    options.shuffle = false;
-    options.device = DeviceChoice::Cpu;
-    options.threads = Some(1);
-    options
+    let settings = TrainSettings {
+        epochs: 2,
+        batch_size: BATCH,
+        shuffle: false,
+        device: DeviceChoice::Cpu,
+        threads: Some(1),
+        ..TrainSettings::default()
+    };
+    TrainOptions::new(spec, settings)
 }
 
 /// Seconds per step of a plain tch loop: forward, mean cross-entropy, backward, Adam step.
@@ -85,29 +86,14 @@ fn bare_step_seconds(shard: &Shard, threads: usize) -> f64 {
 /// Seconds per step and samples/s of hearth's loop on `world` ranks (one process, as `local[world]`), each
 /// rank with one libtorch thread.
 fn hearth_step_seconds(shard: &Shard, world: usize) -> (f64, f64) {
-    let secret = JobSecret::generate();
-    let coordinator = Coordinator::start(
-        "127.0.0.1:0".parse().expect("addr"),
-        world,
-        secret.clone(),
-        Duration::from_secs(60),
-    )
-    .expect("coordinator");
-    let address = coordinator.address();
-    let shared = Arc::new(shard.clone());
-    let ranks: Vec<_> = (0..world)
-        .map(|_| {
-            let (shared, secret) = (Arc::clone(&shared), secret.clone());
-            thread::spawn(move || {
-                let mut comm = Communicator::join(address, &secret, &JoinOptions::default()).expect("join");
-                let mine = shared.round_robin(comm.rank(), world);
-                let outcome = train_rank(&mine, None, &options(), &mut comm, None, &mut |_| {}).expect("train");
-                (outcome.report.history[1].seconds, outcome.report.steps / 2)
-            })
+    let options = options();
+    let results: Vec<(f64, usize)> = LocalWorld::new(world)
+        .run(|mut comm| {
+            let mine = shard.round_robin(comm.rank(), world);
+            let outcome = RankTrainer::new(&mine, &options).run(&mut comm).expect("train");
+            (outcome.report.history[1].seconds, outcome.report.steps / 2)
         })
-        .collect();
-    let results: Vec<(f64, usize)> = ranks.into_iter().map(|r| r.join().expect("rank")).collect();
-    let _ = coordinator.wait();
+        .expect("ranks join");
     let seconds = results.iter().map(|r| r.0).fold(0.0, f64::max);
     (seconds / results[0].1 as f64, ROWS as f64 / seconds)
 }
@@ -138,13 +124,13 @@ fn main() {
         ""
     ]);
     table.add_row(row![
-        "hearth train_rank, N = 1",
+        "hearth RankTrainer, N = 1",
         format!("{:.3}", ours * 1e3),
         format!("{ours_rate:.0}"),
         format!("{:.3}", ours / bare),
         "≤ 1.05"
     ]);
-    table.add_row(row!["hearth train_rank, N = 2", "", format!("{two_rate:.0}"), "", ""]);
+    table.add_row(row!["hearth RankTrainer, N = 2", "", format!("{two_rate:.0}"), "", ""]);
     println!(
         "MLP {DIM}-{HIDDEN}-{HIDDEN}-2, batch {BATCH}, Adam, {ROWS} rows, CPU, one libtorch thread per rank, \
          best of {ROUNDS} alternated rounds\n"

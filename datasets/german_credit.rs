@@ -8,7 +8,9 @@
 
 use std::path::PathBuf;
 
-use hearth_engine::prelude::{HandleInvalid, OneHotEncoder, Pipeline, StandardScaler, StringIndexer, VectorAssembler};
+use hearth_engine::prelude::{
+    HandleInvalid, MlpClassifier, OneHotEncoder, Pipeline, StandardScaler, StringIndexer, VectorAssembler,
+};
 
 /// The 13 categorical (string) columns.
 pub const CATEGORICAL: [&str; 13] = [
@@ -44,6 +46,23 @@ pub const LABEL: &str = "class";
 /// The CSV file shipped in the repository.
 pub fn csv_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/german_credit/credit-g.csv")
+}
+
+/// The main job written in SQL: `examples/german_credit.sql` (its CSV path is relative to the repository).
+pub fn sql_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/german_credit.sql")
+}
+
+/// The main job's classifier: an MLP with hidden layers 32 and 16 and dropout 0.1, trained on two workers for
+/// 20 epochs of 32-row batches with seed 7.
+pub fn classifier() -> MlpClassifier {
+    MlpClassifier::new()
+        .hidden_layers([32, 16])
+        .dropout(0.1)
+        .workers(2)
+        .epochs(20)
+        .batch_size(32)
+        .seed(7)
 }
 
 /// The main job's preprocessing: `class` indexed into `label`; every categorical column indexed (unseen

@@ -1,9 +1,9 @@
 //! hearth's main job: a credit-risk model on the German Credit data, from CSV to metrics.
 //!
-//! Reads `datasets/german_credit/credit-g.csv`, splits it 80/20, fits StringIndexer → OneHotEncoder →
-//! VectorAssembler → StandardScaler with Spark MLlib's semantics on the training rows, trains an MLP on two
-//! workers through the barrier stage (one trainer per partition, gradients averaged with allreduce),
-//! evaluates it on the test rows, and saves the fitted pipeline and the model.
+//! Reads `datasets/german_credit/credit-g.csv`, splits it 80/20, and fits one pipeline on the training rows:
+//! StringIndexer → OneHotEncoder → VectorAssembler → StandardScaler with Spark MLlib's semantics, then an
+//! MLP trained on two workers through the barrier stage (one trainer per partition, gradients averaged with
+//! allreduce). It evaluates the fitted pipeline on the test rows and saves it, model included.
 //!
 //! ```text
 //! ./dev run                      # or: ./dev cargo run --example german_credit [-- OUTPUT_DIR]
@@ -36,50 +36,32 @@ async fn run() -> Result<()> {
     let credit = session.read_csv(german_credit::csv_path(), &CsvOptions::new()).await?;
     let parts = credit.random_split(&[0.8, 0.2], 42)?;
     let (train, test) = (&parts[0], &parts[1]);
-
-    let started = Instant::now();
-    let preprocessing = german_credit::preprocessing().fit(train).await?;
-    let (train, test) = (preprocessing.transform(train)?, preprocessing.transform(test)?);
     let rows = train.clone().count().await?;
-    println!(
-        "Fitted a {}-stage pipeline on {rows} training rows of german_credit ({master}) in {:.0} ms\n",
-        preprocessing.stages().len(),
-        started.elapsed().as_secs_f64() * 1e3
-    );
-    print_stages(&preprocessing);
 
     let started = Instant::now();
-    let model = MlpClassifier::new()
-        .hidden_layers([32, 16])
-        .dropout(0.1)
-        .workers(2)
-        .epochs(20)
-        .batch_size(32)
-        .seed(7)
-        .fit(&train)
-        .await?;
+    let pipeline = german_credit::preprocessing().stage(german_credit::classifier());
+    let model = pipeline.fit(train).await?;
     println!(
-        "\nTrained an MLP {:?} on 2 workers through the barrier stage in {:.2} s",
-        [model.artifact().spec().input_features(), 32, 16, model.num_classes()],
+        "Fitted a {}-stage pipeline on {rows} training rows of german_credit ({master}) in {:.2} s\n",
+        model.stages().len(),
         started.elapsed().as_secs_f64()
     );
-    print_history(&model);
-    print_ranks(&model);
-
-    let scored = model.transform(&test)?;
-    print_metrics(&scored).await?;
+    print_stages(&model);
+    let classifier: &ClassificationModel = model.last_stage().ok_or_else(|| HearthError::InvalidData {
+        stage: "german_credit".to_string(),
+        column: "features".to_string(),
+        message: "the pipeline's last stage is not a classification model".to_string(),
+    })?;
+    print_history(classifier);
+    print_ranks(classifier);
+    print_metrics(&model.transform(test)?).await?;
 
     let out = std::env::args()
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("hearth-german-credit"));
-    preprocessing.save(out.join("pipeline"))?;
-    model.save(out.join("model"))?;
-    println!("\nSaved the fitted pipeline to {}", out.join("pipeline").display());
-    println!(
-        "Saved the model to {} (model.safetensors, model.json, training.json)",
-        out.join("model").display()
-    );
+    model.save(&out)?;
+    println!("\nSaved the fitted pipeline, model included, to {}", out.display());
     Ok(())
 }
 
@@ -142,33 +124,7 @@ async fn print_metrics(scored: &DataFrame) -> Result<()> {
 fn print_stages(model: &PipelineModel) {
     let mut table = titled(row!["#", "stage", "uid", "fitted state"]);
     for (i, stage) in model.stages().iter().enumerate() {
-        let (class, uid, state) = match stage {
-            FittedStage::StringIndexerModel(m) => (
-                "StringIndexerModel",
-                m.uid(),
-                format!(
-                    "{} columns, {} labels",
-                    m.labels().len(),
-                    m.labels().iter().map(Vec::len).sum::<usize>()
-                ),
-            ),
-            FittedStage::OneHotEncoderModel(m) => (
-                "OneHotEncoderModel",
-                m.uid(),
-                format!("vector widths {:?}", m.output_widths()),
-            ),
-            FittedStage::VectorAssembler(m) => (
-                "VectorAssembler",
-                m.uid(),
-                format!("{} input columns", m.get_input_cols().len()),
-            ),
-            FittedStage::StandardScalerModel(m) => (
-                "StandardScalerModel",
-                m.uid(),
-                format!("{} slots, mean and std", m.std().len()),
-            ),
-        };
-        table.add_row(row![i, class, uid, state]);
+        table.add_row(row![i, stage.class(), stage.uid(), stage.describe()]);
     }
     table.printstd();
 }

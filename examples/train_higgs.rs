@@ -5,17 +5,15 @@
 //! ./dev cargo run --release --example train_higgs [-- ROWS EPOCHS]      # default 100000 rows, 5 epochs
 //! ```
 
-use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hearth::datasets::higgs;
 use hearth::ml::artifact::ModelArtifact;
-use hearth::ml::collective::{Communicator, Coordinator, JobSecret, JoinOptions};
+use hearth::ml::collective::LocalWorld;
 use hearth::ml::data::Shard;
 use hearth::ml::evaluation::{BinaryState, MulticlassState};
 use hearth::ml::model::{Activation, ModelSpec};
-use hearth::ml::train::{DeviceChoice, OptimizerSpec, TrainOptions, train_rank};
+use hearth::ml::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
 use hearth::prelude::*;
 
 const WORKERS: usize = 2;
@@ -46,33 +44,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         activation: Activation::Relu,
         dropout: 0.2,
     };
-    let mut options = TrainOptions::new(spec, OptimizerSpec::adam(1e-3));
-    options.epochs = epochs;
-    options.batch_size = 128;
-    options.device = DeviceChoice::Auto;
+    let settings = TrainSettings {
+        epochs,
+        batch_size: 128,
+        device: DeviceChoice::Auto,
+        ..TrainSettings::default()
+    };
+    let options = TrainOptions::new(spec, settings);
 
-    let secret = JobSecret::generate();
-    let coordinator = Coordinator::start("127.0.0.1:0".parse()?, WORKERS, secret.clone(), Duration::from_secs(60))?;
-    let address = coordinator.address();
-    let shared = Arc::new((train, options.clone()));
     let started = Instant::now();
-    let ranks: Vec<_> = (0..WORKERS)
-        .map(|_| {
-            let (shared, secret) = (Arc::clone(&shared), secret.clone());
-            thread::spawn(move || {
-                let mut comm =
-                    Communicator::join(address, &secret, &JoinOptions::default()).map_err(|e| e.to_string())?;
-                let (train, options) = &*shared;
-                let mine = train.round_robin(comm.rank(), WORKERS);
-                train_rank(&mine, None, options, &mut comm, None, &mut |_| {}).map_err(|e| e.to_string())
-            })
-        })
-        .collect();
-    let mut outcomes = Vec::new();
-    for rank in ranks {
-        outcomes.push(rank.join().map_err(|_| "a rank panicked")??);
-    }
-    coordinator.wait()?;
+    let outcomes = LocalWorld::new(WORKERS)
+        .run(|mut comm| {
+            let mine = train.round_robin(comm.rank(), WORKERS);
+            RankTrainer::new(&mine, &options).run(&mut comm)
+        })?
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
     let seconds = started.elapsed().as_secs_f64();
     for outcome in &outcomes {
         let r = &outcome.report;
@@ -110,7 +97,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!(
         "Higgs MLP 600-600 on {} training rows, {WORKERS} ranks, {:.1} s: test accuracy {:.4}, areaUnderROC {:.4} ({} test rows)",
-        shared.0.rows(),
+        train.rows(),
         seconds,
         classes.accuracy(),
         scores.area_under_roc(1000),

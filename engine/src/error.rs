@@ -17,7 +17,7 @@ pub enum HearthError {
     /// A stage was configured with a parameter it cannot use.
     #[error("{stage}: parameter {param}: {message}")]
     InvalidParam {
-        /// The stage's uid.
+        /// The stage's uid, or the name of what failed when it is not a stage (an evaluator, `random_split`).
         stage: String,
         /// The parameter's name, as Spark spells it.
         param: &'static str,
@@ -27,7 +27,7 @@ pub enum HearthError {
     /// An input column is missing or has a type the stage cannot take.
     #[error("{stage}: column {column:?}: {message}")]
     Schema {
-        /// The stage's uid.
+        /// The stage's uid, or the name of what failed when it is not a stage (an evaluator, `random_split`).
         stage: String,
         /// The column in question.
         column: String,
@@ -37,7 +37,7 @@ pub enum HearthError {
     /// The data a stage was fitted on cannot be fitted (empty, negative indices, …).
     #[error("{stage}: column {column:?}: {message}")]
     InvalidData {
-        /// The stage's uid.
+        /// The stage's uid, or the name of what failed when it is not a stage (an evaluator, `random_split`).
         stage: String,
         /// The column in question.
         column: String,

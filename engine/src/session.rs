@@ -1,127 +1,46 @@
-//! Sessions and masters: where a pipeline runs.
+//! Sessions: a DataFusion context with hearth's functions, planner and codecs, configured for its master.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
-use std::str::FromStr;
 use std::sync::Arc;
 
+use ballista_core::extension::SessionConfigExt;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
+use datafusion::execution::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
-use ballista_core::extension::SessionConfigExt;
-use datafusion::execution::session_state::SessionStateBuilder;
-
+use crate::codec::{HearthLogicalCodec, HearthPhysicalCodec};
 use crate::error::{HearthError, Result};
 use crate::exchange::HearthQueryPlanner;
 use crate::functions;
+use crate::master::{Master, SessionInfo, cores};
+use crate::sql::{ModelCatalog, default_models_dir, relation_planner};
 
-/// Where a session runs, in Spark's master URL syntax.
-///
-/// | master | runs |
-/// |---|---|
-/// | `local` | one process, one partition per core |
-/// | `local[N]` | one process, `N` partitions |
-/// | `local[*]` | as `local` |
-/// | `standalone[N]` | a Ballista scheduler and one executor with `N` task slots in this process |
-/// | `df://host:port` | the Ballista scheduler at `host:port` (`hearth scheduler`) and its executors |
+/// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
+/// functions and query planner, and hearth's codecs, configured by `config`.
 ///
 /// ```
-/// use hearth_engine::session::Master;
-/// assert_eq!("local[2]".parse::<Master>().unwrap(), Master::Local { partitions: 2 });
-/// assert_eq!("standalone[3]".parse::<Master>().unwrap(), Master::Standalone { partitions: 3 });
-/// assert_eq!(
-///     "df://10.0.0.5:50050".parse::<Master>().unwrap(),
-///     Master::Remote { host: "10.0.0.5".into(), port: 50050 }
-/// );
-/// assert!("local[0]".parse::<Master>().is_err());
+/// use datafusion::execution::FunctionRegistry;
+/// use datafusion::prelude::SessionConfig;
+/// use ballista_core::extension::SessionConfigExt;
+///
+/// let state = hearth_engine::session::hearth_state(SessionConfig::new_with_ballista());
+/// assert!(state.udf("ml_string_index").is_ok());
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Master {
-    /// Embedded DataFusion with this many target partitions.
-    Local {
-        /// DataFusion's `target_partitions`: the parallelism of scans, aggregates and repartitions.
-        partitions: usize,
-    },
-    /// Ballista's standalone cluster in this process: plans go through Ballista's scheduler and codecs.
-    Standalone {
-        /// Task slots of the one executor, and the target partitions.
-        partitions: usize,
-    },
-    /// A remote Ballista scheduler.
-    Remote {
-        /// Its host.
-        host: String,
-        /// Its port.
-        port: u16,
-    },
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// `N` of `prefix[N]` (`prefix` and `prefix[*]` mean the cores).
-fn bracketed(master: &str, prefix: &str) -> Option<std::result::Result<usize, ()>> {
-    if master == prefix || master == format!("{prefix}[*]") {
-        return Some(Ok(cores()));
-    }
-    let n = master.strip_prefix(prefix)?.strip_prefix('[')?.strip_suffix(']')?;
-    Some(n.parse::<usize>().ok().filter(|&n| n > 0).ok_or(()))
-}
-
-impl FromStr for Master {
-    type Err = HearthError;
-
-    fn from_str(master: &str) -> Result<Self> {
-        let error = |message: &str| HearthError::Master {
-            master: master.to_string(),
-            message: message.to_string(),
-        };
-        let trimmed = master.trim();
-        if let Some(partitions) = bracketed(trimmed, "local") {
-            let partitions =
-                partitions.map_err(|_| error("expected local[N] with N a positive whole number, or local[*]"))?;
-            return Ok(Master::Local { partitions });
-        }
-        if let Some(partitions) = bracketed(trimmed, "standalone") {
-            let partitions = partitions
-                .map_err(|_| error("expected standalone[N] with N a positive whole number, or standalone[*]"))?;
-            return Ok(Master::Standalone { partitions });
-        }
-        if let Some(address) = trimmed.strip_prefix("df://") {
-            let address = address.trim_end_matches('/');
-            let (host, port) = match address.rsplit_once(':') {
-                Some((host, port)) => (
-                    host,
-                    port.parse::<u16>()
-                        .map_err(|_| error("the port must be a number from 1 to 65535"))?,
-                ),
-                None => (address, crate::ballista::DEFAULT_SCHEDULER_PORT),
-            };
-            if host.is_empty() {
-                return Err(error("expected df://host:port"));
-            }
-            return Ok(Master::Remote {
-                host: host.to_string(),
-                port,
-            });
-        }
-        Err(error(
-            "unknown master; expected local[N], standalone[N] or df://host:port",
-        ))
-    }
-}
-
-impl fmt::Display for Master {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Master::Local { partitions } => write!(f, "local[{partitions}]"),
-            Master::Standalone { partitions } => write!(f, "standalone[{partitions}]"),
-            Master::Remote { host, port } => write!(f, "df://{host}:{port}"),
-        }
-    }
+pub fn hearth_state(config: SessionConfig) -> SessionState {
+    let config = config
+        .with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::default()))
+        .with_ballista_logical_extension_codec(Arc::new(HearthLogicalCodec::default()));
+    let state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .with_query_planner(Arc::new(HearthQueryPlanner))
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    functions::register_all(&ctx);
+    ctx.state()
 }
 
 /// A hearth session: a DataFusion context with hearth's functions registered, configured for its master.
@@ -141,7 +60,8 @@ impl fmt::Display for Master {
 #[derive(Clone)]
 pub struct Session {
     master: Master,
-    ctx: SessionContext,
+    pub(crate) ctx: SessionContext,
+    pub(crate) models: ModelCatalog,
 }
 
 impl fmt::Debug for Session {
@@ -179,15 +99,14 @@ impl Session {
             Master::Standalone { partitions } => {
                 let info = SessionInfo::new(master.clone(), None);
                 let config = ballista_config(*partitions).with_ballista_standalone_parallelism(*partitions);
-                let (ctx, url) = crate::ballista::start_standalone(config.with_extension(Arc::new(info)))
-                    .await
-                    .map_err(failed)?;
+                let state = hearth_state(config.with_extension(Arc::new(info)));
+                let (ctx, url) = crate::ballista::start_standalone(state).await.map_err(failed)?;
                 Ok(Self::with_scheduler(master, ctx, url))
             }
             Master::Remote { host, port } => {
                 let info = SessionInfo::new(master.clone(), None);
                 let config = ballista_config(cores()).with_extension(Arc::new(info));
-                let (ctx, url) = crate::ballista::connect_remote(host, *port, config)
+                let (ctx, url) = crate::ballista::connect_remote(host, *port, hearth_state(config))
                     .await
                     .map_err(failed)?;
                 Ok(Self::with_scheduler(master, ctx, url))
@@ -205,9 +124,19 @@ impl Session {
         let state = SessionStateBuilder::new_from_existing(state)
             .with_config(config)
             .build();
+        Self::with_context(master, SessionContext::new_with_state(state))
+    }
+
+    /// A session of `ctx`, with the models in [`default_models_dir`](crate::sql::default_models_dir).
+    fn with_context(master: Master, ctx: SessionContext) -> Self {
+        let models = ModelCatalog::new(default_models_dir());
+        let state = SessionStateBuilder::new_from_existing(ctx.state())
+            .with_relation_planners(vec![relation_planner(models.clone())])
+            .build();
         Self {
             master,
             ctx: SessionContext::new_with_state(state),
+            models,
         }
     }
 
@@ -227,7 +156,7 @@ impl Session {
             .build();
         let ctx = SessionContext::new_with_state(state);
         functions::register_all(&ctx);
-        Self { master, ctx }
+        Self::with_context(master, ctx)
     }
 
     /// Whether plans run on a Ballista cluster.
@@ -248,11 +177,6 @@ impl Session {
     /// The underlying DataFusion context, for anything DataFusion offers.
     pub fn context(&self) -> &SessionContext {
         &self.ctx
-    }
-
-    /// Runs SQL (hearth's `ml_*` functions included).
-    pub async fn sql(&self, query: &str) -> Result<DataFrame> {
-        Ok(self.ctx.sql(query).await?)
     }
 
     /// Makes `df` queryable from SQL as `name`.
@@ -290,94 +214,6 @@ impl Session {
         let table = MemTable::try_new(schema, parts)?;
         Ok(self.ctx.read_table(Arc::new(table))?)
     }
-}
-
-/// What hearth knows about the session a data frame belongs to: its master, its task slots, and where the
-/// driver accepts barrier tasks. It rides in the DataFusion config, so any data frame can tell.
-///
-/// ```
-/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::session::{Session, SessionInfo};
-/// let df = Session::local(3).sql("SELECT 1").await.unwrap();
-/// assert_eq!(SessionInfo::of(&df).task_slots().await.unwrap(), 3);
-/// # });
-/// ```
-#[derive(Clone, Debug)]
-pub struct SessionInfo {
-    master: Master,
-    scheduler: Option<String>,
-    driver_host: IpAddr,
-}
-
-impl SessionInfo {
-    fn new(master: Master, scheduler: Option<String>) -> Self {
-        let driver_host = match std::env::var("HEARTH_DRIVER_HOST").ok().and_then(|h| h.parse().ok()) {
-            Some(host) => host,
-            None => match &master {
-                Master::Remote { host, port } => driver_address_towards(host, *port),
-                _ => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            },
-        };
-        Self {
-            master,
-            scheduler,
-            driver_host,
-        }
-    }
-
-    /// The session of `df`; a data frame from a plain DataFusion context counts as `local[target_partitions]`.
-    pub fn of(df: &DataFrame) -> Self {
-        let ctx = df.task_ctx();
-        let config = ctx.session_config();
-        config
-            .get_extension::<SessionInfo>()
-            .map(|info| SessionInfo::clone(&info))
-            .unwrap_or_else(|| {
-                SessionInfo::new(
-                    Master::Local {
-                        partitions: config.target_partitions(),
-                    },
-                    None,
-                )
-            })
-    }
-
-    /// The master.
-    pub fn master(&self) -> &Master {
-        &self.master
-    }
-
-    /// The Ballista scheduler's URL (`http://host:port`), for Ballista masters.
-    pub fn scheduler(&self) -> Option<&str> {
-        self.scheduler.as_deref()
-    }
-
-    /// How many tasks can run at once: a barrier stage may have at most this many. A remote cluster is
-    /// asked (the live executors' vcores).
-    pub async fn task_slots(&self) -> Result<usize> {
-        match (&self.master, &self.scheduler) {
-            (Master::Local { partitions } | Master::Standalone { partitions }, _) => Ok(*partitions),
-            (Master::Remote { .. }, Some(url)) => crate::ballista::task_slots(url).await.map_err(HearthError::from),
-            (Master::Remote { .. }, None) => Ok(0),
-        }
-    }
-
-    /// The address the driver's rendezvous listens on: loopback for masters in this process, the
-    /// interface that routes to the scheduler for a remote one, or `HEARTH_DRIVER_HOST`.
-    pub fn driver_host(&self) -> IpAddr {
-        self.driver_host
-    }
-}
-
-/// This machine's address on the route to `host:port` (loopback when it cannot be found).
-fn driver_address_towards(host: &str, port: u16) -> IpAddr {
-    use std::net::ToSocketAddrs;
-    (host, port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut addresses| addresses.next())
-        .and_then(crate::host::address_towards)
-        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }
 
 /// The configuration of a Ballista client session with `partitions` target partitions.

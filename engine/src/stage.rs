@@ -1,27 +1,93 @@
-//! The two kinds of pipeline stage, as in Spark ML and scikit-learn: an [`Estimator`] is fitted on data and
-//! returns a [`Transformer`]; a transformer adds columns to a data frame.
+//! The kinds of pipeline stage, as in Spark ML and scikit-learn: an [`Estimator`] is fitted on data and
+//! returns a [`Transformer`]; a transformer adds columns to a data frame. Both are [`Stage`]s: a stage has
+//! a class, a uid and parameters, describes itself, and saves itself into a pipeline's directory.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! use hearth_engine::prelude::*;
+//!
+//! let session = Session::local(1);
+//! let df = session.sql("SELECT * FROM (VALUES ('b'), ('a'), ('b')) AS t(x)").await.unwrap();
+//! let indexer = StringIndexer::new().input_col("x").output_col("i");
+//! let model = indexer.fit(&df).await.unwrap();            // Estimator::fit
+//! assert_eq!(model.class(), "StringIndexerModel");       // Stage
+//! assert_eq!(model.describe(), "1 columns, 2 labels");
+//! assert_eq!(model.transform(&df).unwrap().schema().fields().len(), 2); // Transformer::transform
+//! # });
+//! ```
 
+use std::any::Any;
+use std::fmt;
 use std::future::Future;
+use std::path::Path;
 
 use datafusion::arrow::datatypes::Field;
 use datafusion::prelude::DataFrame;
+use serde::Serialize;
 
 use crate::error::{HearthError, Result};
 
+/// What every pipeline stage says about itself, and how it is saved.
+///
+/// A saved pipeline holds each stage as `{"class": …, …params}` in `pipeline.json`; a stage with state too
+/// large for JSON (a trained network) also writes files into a directory of its own. Loading finds the
+/// stage's class in the registry of [`pipeline`](crate::pipeline).
+pub trait Stage: fmt::Debug + Send + Sync + Any {
+    /// The class name in saved pipelines and messages (Spark's simple class name, e.g.
+    /// `StringIndexerModel`).
+    fn class(&self) -> &'static str;
+
+    /// The stage's uid (`<Class>_<12 hex digits>`, as Spark's).
+    fn uid(&self) -> &str;
+
+    /// The parameters, and a model's fitted state when it is small, as a JSON object in Spark's camelCase.
+    fn params(&self) -> Result<serde_json::Value>;
+
+    /// One line saying what the stage holds: a model's fitted state, an estimator's main settings.
+    fn describe(&self) -> String;
+
+    /// Whether [`Stage::save_data`] writes anything.
+    fn has_data(&self) -> bool {
+        false
+    }
+
+    /// Writes the state that does not fit in `pipeline.json` into `dir`, which exists and is empty.
+    fn save_data(&self, _dir: &Path) -> Result<()> {
+        Ok(())
+    }
+}
+
 /// Adds columns computed from existing ones. Transforming builds a query plan; nothing runs until the data
 /// frame is collected.
-pub trait Transformer {
+pub trait Transformer: Stage {
     /// The data frame with this stage's output columns added.
     fn transform(&self, df: &DataFrame) -> Result<DataFrame>;
 }
 
-/// Learns a [`Transformer`] from data with one aggregate query.
-pub trait Estimator {
+impl dyn Transformer {
+    /// The stage as its concrete type, if it is one.
+    pub fn downcast_ref<T: Transformer>(&self) -> Option<&T> {
+        (self as &dyn Any).downcast_ref()
+    }
+}
+
+/// Learns a [`Transformer`] from data (with one aggregate query, for the feature stages). Fitting never
+/// changes the estimator, so one estimator can be fitted many times.
+pub trait Estimator: Stage {
     /// The fitted stage.
     type Model: Transformer;
 
     /// Fits the stage on `df`.
     fn fit(&self, df: &DataFrame) -> impl Future<Output = Result<Self::Model>> + Send;
+}
+
+/// `params` as the JSON that [`Stage::params`] returns, for the stage `uid`.
+pub(crate) fn to_params(uid: &str, params: &impl Serialize) -> Result<serde_json::Value> {
+    serde_json::to_value(params).map_err(|e| HearthError::InvalidParam {
+        stage: uid.to_string(),
+        param: "params",
+        message: format!("cannot be written as JSON: {e}"),
+    })
 }
 
 /// The input column `column` of `df`, or an error naming the stage, the column and the columns there are.
@@ -32,16 +98,18 @@ pub(crate) fn input_field<'a>(stage: &str, df: &'a DataFrame, column: &str) -> R
         .map_err(|_| HearthError::Schema {
             stage: stage.to_string(),
             column: column.to_string(),
-            message: format!(
-                "no such column; the input has {}",
-                df.schema()
-                    .fields()
-                    .iter()
-                    .map(|f| format!("{:?}", f.name()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            message: format!("no such column; the input has {}", quoted_columns(df)),
         })
+}
+
+/// `df`'s column names, quoted and separated by commas, for messages.
+pub(crate) fn quoted_columns(df: &DataFrame) -> String {
+    df.schema()
+        .fields()
+        .iter()
+        .map(|f| format!("{:?}", f.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Fails when `column` already exists, as Spark refuses to overwrite a column.
@@ -110,3 +178,29 @@ macro_rules! column_pair_setters {
 }
 
 pub(crate) use column_pair_setters;
+
+/// Implements [`Stage`] for a stage whose serde form is its parameters and which has a `uid` field;
+/// `$describe` names its inherent method giving [`Stage::describe`]'s line.
+macro_rules! serde_stage {
+    ($type:ty, $class:literal, $describe:ident) => {
+        impl $crate::stage::Stage for $type {
+            fn class(&self) -> &'static str {
+                $class
+            }
+
+            fn uid(&self) -> &str {
+                &self.uid
+            }
+
+            fn params(&self) -> $crate::error::Result<serde_json::Value> {
+                $crate::stage::to_params(&self.uid, self)
+            }
+
+            fn describe(&self) -> String {
+                self.$describe()
+            }
+        }
+    };
+}
+
+pub(crate) use serde_stage;

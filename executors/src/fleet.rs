@@ -11,9 +11,10 @@ use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::{create_scheduler, start_grpc_service_with_listener};
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::ballista::{HearthLogicalCodec, HearthPhysicalCodec, hearth_state};
+use hearth_engine::codec::{HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_engine::session::hearth_state;
 
-use crate::commands::CommandResult;
+use crate::cli::CommandResult;
 use crate::gang::GangPolicy;
 
 /// How often an executor tells the scheduler it is alive.

@@ -56,3 +56,77 @@ fn fit_a_pipeline_file_then_transform_with_the_saved_model() {
     let usage = hearth().arg("frobnicate").output().unwrap();
     assert_eq!(usage.status.code(), Some(2));
 }
+
+/// Runs `hearth sql` in `dir` with `args`, the models in `dir/models`.
+fn sql(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    hearth()
+        .current_dir(dir)
+        .args(["--master", "local[2]", "sql", "--models"])
+        .arg(dir.join("models"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_model_created_by_one_hearth_sql_is_used_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = format!(
+        "CREATE EXTERNAL TABLE credit STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true');",
+        dataset("german_credit/credit-g.csv").display()
+    );
+    let create = format!(
+        "{table} CREATE MODEL risk OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'],
+         max_iterations = 2, workers = 2) AS SELECT age, duration, purpose, class FROM credit;"
+    );
+    let created = sql(dir.path(), &["-e", &create]);
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let table_text = String::from_utf8_lossy(&created.stdout);
+    assert!(
+        table_text.contains("| risk ") && table_text.contains("trained"),
+        "{table_text}"
+    );
+
+    let predict = format!(
+        "{table} SELECT predicted_class, COUNT(*) AS n FROM ML.PREDICT(MODEL risk, TABLE credit) \
+         GROUP BY predicted_class ORDER BY predicted_class;"
+    );
+    let csv = sql(dir.path(), &["--format", "csv", "-e", &predict]);
+    assert!(csv.status.success(), "{}", String::from_utf8_lossy(&csv.stderr));
+    let text = String::from_utf8_lossy(&csv.stdout);
+    assert!(text.starts_with("predicted_class,n\n"), "{text}");
+    let total: u64 = text
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, 1000);
+
+    let json = sql(dir.path(), &["--format", "json", "-e", "SHOW MODELS"]);
+    let text = String::from_utf8_lossy(&json.stdout);
+    assert!(
+        text.contains("\"model\":\"risk\"") && text.contains("\"model_type\":\"logistic_reg\""),
+        "{text}"
+    );
+
+    let file = dir.path().join("drop.sql");
+    std::fs::write(&file, "DROP MODEL risk;\nSHOW MODELS;").unwrap();
+    let dropped = sql(dir.path(), &[file.to_str().unwrap()]);
+    assert!(dropped.status.success(), "{}", String::from_utf8_lossy(&dropped.stderr));
+}
+
+#[test]
+fn a_bad_script_runs_nothing_and_exits_with_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sql(dir.path(), &["-e", "CREATE TABLE t AS SELECT 1 AS x;\nSELEC x FROM t;"]);
+    assert_eq!(out.status.code(), Some(1));
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(error.contains("Line: 2, Column: 1"), "{error}");
+    assert!(out.stdout.is_empty(), "nothing ran");
+    let help = hearth().args(["sql", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.status.success() && text.contains("--format") && text.contains("--models"),
+        "{text}"
+    );
+}

@@ -74,10 +74,10 @@ struct Description {
 /// ```
 /// use hearth_ml::artifact::ModelArtifact;
 /// use hearth_ml::model::{ModelSpec, Network};
-/// use hearth_ml::train::{OptimizerSpec, TrainOptions};
+/// use hearth_ml::train::{TrainOptions, TrainSettings};
 ///
 /// let spec = ModelSpec::Linear { inputs: 2, outputs: 3 };
-/// let options = TrainOptions::new(spec.clone(), OptimizerSpec::sgd(0.1));
+/// let options = TrainOptions::new(spec.clone(), TrainSettings::default());
 /// let network = Network::new(&spec, tch::Device::Cpu, 1).unwrap();
 /// let artifact = ModelArtifact::from_network(options, &network, vec![]).unwrap();
 /// let dir = std::env::temp_dir().join(format!("hearth-doc-artifact-{}", std::process::id()));
@@ -181,11 +181,11 @@ impl ModelArtifact {
     /// ```
     /// use hearth_ml::artifact::ModelArtifact;
     /// use hearth_ml::model::{ModelSpec, Network};
-    /// use hearth_ml::train::{OptimizerSpec, TrainOptions};
+    /// use hearth_ml::train::{TrainOptions, TrainSettings};
     ///
     /// let spec = ModelSpec::Linear { inputs: 2, outputs: 1 };
     /// let network = Network::new(&spec, tch::Device::Cpu, 3).unwrap();
-    /// let artifact = ModelArtifact::from_network(TrainOptions::new(spec, OptimizerSpec::sgd(0.1)), &network, vec![]).unwrap();
+    /// let artifact = ModelArtifact::from_network(TrainOptions::new(spec, TrainSettings::default()), &network, vec![]).unwrap();
     /// assert_eq!(ModelArtifact::from_bytes(&artifact.to_bytes().unwrap()).unwrap(), artifact);
     /// ```
     pub fn to_bytes(&self) -> Result<Vec<u8>, ArtifactError> {
@@ -272,11 +272,11 @@ impl ModelArtifact {
 /// ```
 /// use hearth_ml::artifact::ModelArtifact;
 /// use hearth_ml::model::{ModelSpec, Network};
-/// use hearth_ml::train::{OptimizerSpec, TrainOptions};
+/// use hearth_ml::train::{TrainOptions, TrainSettings};
 ///
 /// let spec = ModelSpec::Linear { inputs: 2, outputs: 3 };
 /// let network = Network::new(&spec, tch::Device::Cpu, 1).unwrap();
-/// let predictor = ModelArtifact::from_network(TrainOptions::new(spec, OptimizerSpec::sgd(0.1)), &network, vec![])
+/// let predictor = ModelArtifact::from_network(TrainOptions::new(spec, TrainSettings::default()), &network, vec![])
 ///     .unwrap()
 ///     .predictor()
 ///     .unwrap();

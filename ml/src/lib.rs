@@ -3,16 +3,25 @@
 //! hearth's libtorch side: everything that turns Arrow data into a trained model. It holds no DataFusion; the
 //! engine calls into it.
 //!
-//! This release carries the tensor bridge that the trainer builds on: dense feature matrices move between
-//! hearth's row-major `f32` vectors and libtorch tensors without per-row loops.
+//! The pieces, bottom up: [`data`] turns Arrow batches into a rank's [`Shard`](data::Shard); [`model`] builds
+//! a [`ModelSpec`](model::ModelSpec) as a libtorch network; [`collective`] keeps ranks in step (rendezvous,
+//! ring allreduce, broadcast, allgather); [`train`] is one rank's loop ([`RankTrainer`](train::RankTrainer));
+//! [`artifact`] saves a trained model as safetensors + JSON; [`evaluation`] holds the evaluators' math.
 //!
 //! ```
-//! use hearth_ml::tensor::{matrix_to_tensor, tensor_to_matrix};
+//! use hearth_ml::collective::LocalWorld;
+//! use hearth_ml::data::Shard;
+//! use hearth_ml::model::ModelSpec;
+//! use hearth_ml::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
 //!
-//! let rows = vec![1.0_f32, 2.0, 3.0, 4.0, 5.0, 6.0];
-//! let t = matrix_to_tensor(&rows, 3, 2).unwrap();
-//! assert_eq!(t.size(), vec![3, 2]);
-//! assert_eq!(tensor_to_matrix(&(t * 2.0)).unwrap(), vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+//! // Two ranks learn x -> x from four rows, averaging gradients with allreduce.
+//! let rows = Shard::new(vec![0.0, 1.0, 0.0, 1.0], vec![0.0, 1.0, 0.0, 1.0], 1).unwrap();
+//! let settings = TrainSettings { epochs: 1, device: DeviceChoice::Cpu, ..TrainSettings::default() };
+//! let options = TrainOptions::new(ModelSpec::Linear { inputs: 1, outputs: 2 }, settings);
+//! let outcomes = LocalWorld::new(2)
+//!     .run(|mut comm| RankTrainer::new(&rows.round_robin(comm.rank(), 2), &options).run(&mut comm))
+//!     .unwrap();
+//! assert_eq!(outcomes.len(), 2);
 //! ```
 
 pub mod artifact;
@@ -21,7 +30,6 @@ pub mod data;
 pub mod evaluation;
 pub mod model;
 pub mod random;
-pub mod tensor;
 pub mod train;
 
 /// The libtorch release hearth is built against (`tch` 0.26).

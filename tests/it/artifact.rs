@@ -6,11 +6,11 @@ use std::process::Command;
 
 use hearth::ml::artifact::ModelArtifact;
 use hearth::ml::model::{Activation, Layer, ModelSpec, Network};
-use hearth::ml::train::{OptimizerSpec, TrainOptions};
+use hearth::ml::train::{TrainOptions, TrainSettings};
 
 fn artifact_of(spec: ModelSpec) -> ModelArtifact {
     let network = Network::new(&spec, tch::Device::Cpu, 3).unwrap();
-    let options = TrainOptions::new(spec, OptimizerSpec::sgd(0.1));
+    let options = TrainOptions::new(spec, TrainSettings::default());
     ModelArtifact::from_network(options, &network, Vec::new()).unwrap()
 }
 

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use hearth::datasets::german_credit;
-use hearth::engine::barrier::{BarrierFunction, BarrierTaskContext, TRAIN_FUNCTION};
-use hearth::engine::train::{TrainArgs, TrainFunction};
+use hearth::engine::barrier::{BarrierFunction, BarrierTaskContext};
+use hearth::engine::train::{TRAIN_FUNCTION, TrainArgs, TrainFunction};
 use hearth::prelude::*;
 
-use crate::common::frame;
+use crate::common::{doubles, frame};
 use crate::evaluators::{case, fixture};
 
 /// german_credit preprocessed by the main job's pipeline, split 80/20 with seed 42.
@@ -156,11 +156,11 @@ impl BarrierFunction for FailOnceAfterFirstEpoch {
         input: Vec<RecordBatch>,
     ) -> datafusion::error::Result<RecordBatch> {
         let parsed: TrainArgs = serde_json::from_str(args).unwrap();
-        if parsed.label_col != "label_fail_once" || parsed.resume.is_some() {
+        if parsed.label_col != "label_fail_once" || context.resume().is_some() {
             return TrainFunction.run(context, args, input);
         }
         let mut one_epoch = parsed.clone();
-        one_epoch.options.epochs = 1;
+        one_epoch.options.settings.epochs = 1;
         TrainFunction.run(context, &serde_json::to_string(&one_epoch).unwrap(), input)?;
         // Every rank is past its epoch, so rank 0's checkpoint has reached the driver.
         context.barrier()?;
@@ -206,6 +206,145 @@ async fn a_failed_stage_is_retried_from_the_last_checkpoint() {
             assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{}: {x} vs {y}", a.name);
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_classifier_ends_a_pipeline_that_saves_and_loads_whole() {
+    let session = Session::local(2);
+    let raw = session
+        .read_csv(german_credit::csv_path(), &CsvOptions::new())
+        .await
+        .unwrap();
+    let parts = raw.random_split(&[0.8, 0.2], 42).unwrap();
+    let pipeline = german_credit::preprocessing().stage(mlp().epochs(3));
+    let model = pipeline.fit(&parts[0]).await.unwrap();
+    assert_eq!(model.stages().len(), 6);
+    let classifier: &ClassificationModel = model.last_stage().unwrap();
+    assert_eq!(classifier.history().len(), 3);
+
+    let dir = tempfile::tempdir().unwrap();
+    model.save(dir.path().join("model")).unwrap();
+    let loaded = PipelineModel::load(dir.path().join("model")).unwrap();
+    assert_eq!(loaded, model);
+    assert_eq!(
+        doubles(&loaded.transform(&parts[1]).unwrap(), "prediction").await,
+        doubles(&model.transform(&parts[1]).unwrap(), "prediction").await
+    );
+
+    pipeline.save(dir.path().join("pipeline")).unwrap();
+    assert_eq!(Pipeline::load(dir.path().join("pipeline")).unwrap(), pipeline);
+}
+
+#[test]
+fn a_classifier_written_by_hand_in_pipeline_json_loads_with_its_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pipeline.json");
+    std::fs::write(
+        &file,
+        r#"{"format": "Pipeline", "version": 1, "uid": "p", "stages": [
+            {"class": "MlpClassifier", "hiddenLayers": [8, 4], "dropout": 0.1,
+             "training": {"epochs": 2, "device": "cpu", "optimizer": {"optimizer": "sgd", "learning_rate": 0.05}},
+             "barrier": {"workers": 2, "timeout": 30}}]}"#,
+    )
+    .unwrap();
+    let loaded = Pipeline::load(&file).unwrap();
+    let expected = Pipeline::new().stage(
+        MlpClassifier::new()
+            .hidden_layers([8, 4])
+            .dropout(0.1)
+            .epochs(2)
+            .device(DeviceChoice::Cpu)
+            .optimizer(OptimizerSpec::sgd(0.05))
+            .workers(2)
+            .timeout(Duration::from_secs(30)),
+    );
+    let [PipelineStage::Estimator(stage)] = loaded.stages() else {
+        panic!("{:?}", loaded.stages());
+    };
+    let [PipelineStage::Estimator(want)] = expected.stages() else {
+        unreachable!()
+    };
+    let (mut got, mut want) = (stage.params().unwrap(), want.params().unwrap());
+    got.as_object_mut().unwrap().remove("uid");
+    want.as_object_mut().unwrap().remove("uid");
+    assert_eq!(got, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validation_rows_are_held_out_and_scored_every_epoch() {
+    let session = Session::local(2);
+    let (train, _) = credit(&session).await;
+    let marked = train
+        .with_column(
+            "is_validation",
+            datafusion::prelude::col("age").gt(datafusion::prelude::lit(50)),
+        )
+        .unwrap();
+    let held_out = marked
+        .clone()
+        .filter(datafusion::prelude::col("is_validation"))
+        .unwrap()
+        .count()
+        .await
+        .unwrap();
+    let rows = marked.clone().count().await.unwrap();
+    let model = mlp()
+        .epochs(3)
+        .validation_indicator_col("is_validation")
+        .fit(&marked)
+        .await
+        .unwrap();
+    let trained: usize = model.summary().ranks.iter().map(|r| r.rows).sum();
+    assert!(
+        held_out > 0 && trained == rows - held_out,
+        "{trained} of {rows}, {held_out} held out"
+    );
+    for epoch in model.history() {
+        let (loss, accuracy) = (epoch.validation_loss.unwrap(), epoch.validation_accuracy.unwrap());
+        assert!(loss.is_finite() && (0.0..=1.0).contains(&accuracy), "{epoch:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_barrier_stage_resumes_from_what_a_task_sent_the_driver() {
+    let schema = Arc::new(Schema::new(vec![Field::new("resumed_from", DataType::UInt64, false)]));
+    let out = Arc::clone(&schema);
+    register_function(FnBarrier::new("test.resume", schema, move |ctx, _| {
+        let Some(point) = ctx.resume() else {
+            if ctx.rank() == 0 {
+                ctx.driver_channel()
+                    .send(7, b"state after epoch 7")
+                    .map_err(|e| datafusion::error::DataFusionError::Execution(e.to_string()))?;
+            }
+            ctx.barrier()?;
+            return Err(datafusion::error::DataFusionError::Execution(
+                "the first attempt fails".into(),
+            ));
+        };
+        assert_eq!(point.bytes, b"state after epoch 7");
+        let epoch = Arc::new(UInt64Array::from(vec![point.epoch as u64])) as _;
+        Ok(RecordBatch::try_new(Arc::clone(&out), vec![epoch])?)
+    }));
+    let session = Session::local(2);
+    let df = session
+        .sql("SELECT * FROM generate_series(1, 10) AS t(x)")
+        .await
+        .unwrap();
+    let run = BarrierStage::new("test.resume", "")
+        .workers(2)
+        .run_reporting(&df)
+        .await
+        .unwrap();
+    assert_eq!(run.attempts.len(), 2, "{:?}", run.attempts);
+    assert!(
+        run.attempts[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("the first attempt fails")
+    );
+    assert_eq!(run.attempts[1].resumed_from_epoch, 7);
+    assert_eq!(run.batches.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,37 +1,23 @@
 //! The collectives over real loopback TCP: results for N = 1..4 on awkward sizes, and every failure mode
 //! ending every rank with an error that names the peer, within the deadline.
 
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use hearth::ml::collective::{CollectiveError, Communicator, Coordinator, JobSecret, JoinOptions};
+use hearth::ml::collective::{CollectiveError, Communicator, Coordinator, JobSecret, JoinOptions, LocalWorld};
 
-/// Starts a coordinator and `n` rank threads that each join and run `body`; returns each thread's result in
-/// thread order, and the coordinator's outcome.
-pub fn run_ranks<T: Send + 'static>(
+/// `n` rank threads on two hosts (`host-0`, `host-1`) that each join and run `body`; each thread's result
+/// in thread order.
+pub fn run_ranks<T: Send>(
     n: usize,
     timeout: Duration,
-    body: impl Fn(usize, Result<Communicator, CollectiveError>) -> T + Send + Sync + 'static,
+    body: impl Fn(usize, Result<Communicator, CollectiveError>) -> T + Sync,
 ) -> Vec<T> {
-    let secret = JobSecret::generate();
-    let coordinator = Coordinator::start("127.0.0.1:0".parse().unwrap(), n, secret.clone(), timeout).unwrap();
-    let address = coordinator.address();
-    let body = Arc::new(body);
-    let handles: Vec<_> = (0..n)
-        .map(|i| {
-            let (secret, body) = (secret.clone(), Arc::clone(&body));
-            let options = JoinOptions {
-                host: format!("host-{}", i % 2),
-                timeout,
-                ..JoinOptions::default()
-            };
-            thread::spawn(move || body(i, Communicator::join(address, &secret, &options)))
-        })
-        .collect();
-    let results = handles.into_iter().map(|h| h.join().expect("rank thread")).collect();
-    let _ = coordinator.wait();
-    results
+    LocalWorld::new(n)
+        .timeout(timeout)
+        .hosts(|i| format!("host-{}", i % 2))
+        .run_joining(body)
+        .unwrap()
 }
 
 /// A value each rank can compute for any rank: small integers, so f32 sums are exact.

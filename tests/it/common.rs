@@ -12,6 +12,14 @@ use datafusion::logical_expr::ident;
 use hearth::prelude::*;
 use serde_json::Value;
 
+/// Stage `index` of `model` as a `T`, or a panic naming what it is.
+pub fn stage<T: Transformer>(model: &PipelineModel, index: usize) -> &T {
+    let found = &model.stages()[index];
+    found
+        .downcast_ref::<T>()
+        .unwrap_or_else(|| panic!("stage {index} is a {}", found.class()))
+}
+
 /// A file under the repository's `datasets/`.
 pub fn dataset(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

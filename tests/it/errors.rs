@@ -266,7 +266,27 @@ async fn a_broken_pipeline_file_is_named() {
     )
     .unwrap();
     let error = Pipeline::load(&file).unwrap_err().to_string();
-    assert!(error.contains("pipeline.json"), "{error}");
+    assert!(
+        error.contains("pipeline.json: stage 0: unknown class \"Nope\"") && error.contains("MlpClassifier"),
+        "{error}"
+    );
+    std::fs::write(
+        &file,
+        r#"{"format": "PipelineModel", "version": 1, "uid": "p", "stages": [{"class": "StandardScaler"}]}"#,
+    )
+    .unwrap();
+    let error = PipelineModel::load(&file).unwrap_err().to_string();
+    assert!(error.contains("stage 0 (StandardScaler) is an estimator"), "{error}");
+    std::fs::write(
+        &file,
+        r#"{"format": "PipelineModel", "version": 1, "uid": "p", "stages": [{"class": "ClassificationModel", "uid": "m"}]}"#,
+    )
+    .unwrap();
+    let error = PipelineModel::load(&file).unwrap_err().to_string();
+    assert!(
+        error.contains("stage 0: ClassificationModel") && error.contains("0_m"),
+        "{error}"
+    );
     let error = PipelineModel::load(dir.path().join("missing")).unwrap_err().to_string();
     assert!(error.contains("missing"), "{error}");
 }

@@ -10,8 +10,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use hearth::datasets::german_credit;
-use hearth::engine::session::SessionInfo;
+use hearth::engine::master::SessionInfo;
 use hearth::prelude::*;
+
+use crate::common::stage;
 
 /// The `hearth` program cargo built beside this test binary (`cargo test --workspace` builds it).
 fn hearth_program() -> PathBuf {
@@ -157,10 +159,8 @@ async fn fit(session: &Session) -> (PipelineModel, ClassificationModel) {
 }
 
 fn scaler(model: &PipelineModel) -> (Vec<f64>, Vec<f64>) {
-    match model.stages().last() {
-        Some(FittedStage::StandardScalerModel(s)) => (s.mean().to_vec(), s.std().to_vec()),
-        other => panic!("the last stage is {other:?}"),
-    }
+    let scaler: &StandardScalerModel = stage(model, model.stages().len() - 1);
+    (scaler.mean().to_vec(), scaler.std().to_vec())
 }
 
 fn assert_same(what: &str, a: &(PipelineModel, ClassificationModel), b: &(PipelineModel, ClassificationModel)) {

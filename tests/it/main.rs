@@ -11,4 +11,5 @@ mod fleet;
 mod frames;
 mod parity;
 mod pipelines;
+mod sql;
 mod training;

@@ -37,16 +37,11 @@ async fn german_credit_end_to_end() {
         .unwrap();
     let model = german_credit::preprocessing().fit(&credit).await.unwrap();
 
-    let [
-        FittedStage::StringIndexerModel(label),
-        FittedStage::StringIndexerModel(categories),
-        FittedStage::OneHotEncoderModel(encoder),
-        FittedStage::VectorAssembler(_),
-        FittedStage::StandardScalerModel(scaler),
-    ] = model.stages()
-    else {
-        panic!("unexpected stages {:?}", model.stages());
-    };
+    assert_eq!(model.stages().len(), 5);
+    let label: &StringIndexerModel = stage(&model, 0);
+    let categories: &StringIndexerModel = stage(&model, 1);
+    let encoder: &OneHotEncoderModel = stage(&model, 2);
+    let scaler: &StandardScalerModel = stage(&model, 4);
     assert_eq!(label.labels()[0], strings(&spark["label_labels"]));
     let spark_labels: Vec<Vec<String>> = spark["labels"].as_array().unwrap().iter().map(strings).collect();
     assert_eq!(categories.labels(), spark_labels.as_slice());
@@ -93,14 +88,8 @@ async fn ionosphere_end_to_end() {
         .fit(&renamed)
         .await
         .unwrap();
-    let [
-        FittedStage::StringIndexerModel(label),
-        _,
-        FittedStage::StandardScalerModel(scaler),
-    ] = model.stages()
-    else {
-        panic!("unexpected stages");
-    };
+    let label: &StringIndexerModel = stage(&model, 0);
+    let scaler: &StandardScalerModel = stage(&model, 2);
     assert_eq!(label.labels()[0], strings(&spark["label_labels"]));
     // hearth's vectors hold f32, so statistics of 5-decimal inputs agree to f32 precision.
     assert_numbers("mean", scaler.mean(), &numbers(&spark["mean"]), 1e-6);
@@ -258,9 +247,7 @@ async fn one_hot_encoder_sizes_from_string_indexer_metadata() {
             .fit(&df)
             .await
             .unwrap();
-        let FittedStage::OneHotEncoderModel(encoder) = &model.stages()[1] else {
-            panic!("stage 1")
-        };
+        let encoder: &OneHotEncoderModel = stage(&model, 1);
         assert_eq!(
             encoder.category_sizes(),
             [spark["category_sizes"][0].as_u64().unwrap() as usize],

@@ -45,8 +45,8 @@ async fn stages_after_the_last_estimator_are_not_fitted() {
         .fit(&df)
         .await
         .unwrap();
-    assert!(matches!(&model.stages()[0], FittedStage::StringIndexerModel(_)));
-    assert_eq!(model.stages()[1], FittedStage::VectorAssembler(assembler));
+    stage::<StringIndexerModel>(&model, 0);
+    assert_eq!(stage::<VectorAssembler>(&model, 1), &assembler);
 
     let identity = Pipeline::new().fit(&df).await.unwrap();
     assert!(identity.stages().is_empty());
@@ -113,13 +113,9 @@ async fn a_pipeline_defined_in_a_json_file_fits() {
     let session = Session::local(2);
     let df = credit(&session).await;
     let model = pipeline.fit(&df).await.unwrap();
-    let FittedStage::StringIndexerModel(indexer) = &model.stages()[0] else {
-        panic!("stage 0")
-    };
+    let indexer: &StringIndexerModel = stage(&model, 0);
     assert_eq!(indexer.labels()[0][0], "business", "alphabetAsc puts business first");
-    let FittedStage::OneHotEncoderModel(encoder) = &model.stages()[1] else {
-        panic!("stage 1")
-    };
+    let encoder: &OneHotEncoderModel = stage(&model, 1);
     assert_eq!(
         encoder.output_widths(),
         [11],

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hearth::ml::data::Shard;
 use hearth::ml::model::{Activation, ModelSpec, NamedTensor};
-use hearth::ml::train::{DeviceChoice, OptimizerSpec, TrainOptions, train_rank};
+use hearth::ml::train::{DeviceChoice, OptimizerSpec, RankTrainer, TrainOptions, TrainSettings};
 
 use crate::collectives::run_ranks;
 
@@ -37,7 +37,7 @@ fn shard(rows: impl Iterator<Item = usize>) -> Shard {
 }
 
 fn options(batch_size: usize) -> TrainOptions {
-    let mut options = TrainOptions::new(
+    TrainOptions::new(
         ModelSpec::Mlp {
             inputs: DIM,
             hidden: vec![8],
@@ -45,20 +45,22 @@ fn options(batch_size: usize) -> TrainOptions {
             activation: Activation::Tanh,
             dropout: 0.0,
         },
-        OptimizerSpec::Sgd {
-            learning_rate: 0.1,
-            momentum: 0.9,
-            nesterov: true,
-            weight_decay: 1e-4,
+        TrainSettings {
+            optimizer: OptimizerSpec::Sgd {
+                learning_rate: 0.1,
+                momentum: 0.9,
+                nesterov: true,
+                weight_decay: 1e-4,
+            },
+            batch_size,
+            epochs: 3,
+            shuffle: false,
+            seed: 11,
+            device: DeviceChoice::Cpu,
+            threads: Some(1),
+            ..TrainSettings::default()
         },
-    );
-    options.batch_size = batch_size;
-    options.epochs = 3;
-    options.shuffle = false;
-    options.seed = 11;
-    options.device = DeviceChoice::Cpu;
-    options.threads = Some(1);
-    options
+    )
 }
 
 /// Trains on `world` ranks, rank `r` getting `shards(r)`; returns rank 0's tensors and every report's loss.
@@ -66,7 +68,7 @@ fn train(world: usize, batch: usize, shards: fn(usize) -> Shard) -> (Vec<NamedTe
     let outcomes = run_ranks(world, Duration::from_secs(60), move |_, comm| {
         let mut comm = comm.unwrap();
         let data = shards(comm.rank());
-        train_rank(&data, None, &options(batch), &mut comm, None, &mut |_| {}).unwrap()
+        RankTrainer::new(&data, &options(batch)).run(&mut comm).unwrap()
     });
     let losses = outcomes.iter().map(|o| o.report.history.last().unwrap().loss).collect();
     let tensors = outcomes.into_iter().find_map(|o| o.tensors).unwrap();
@@ -118,7 +120,8 @@ fn a_label_outside_the_classes_is_named() {
     let outcomes = run_ranks(1, Duration::from_secs(30), |_, comm| {
         let mut comm = comm.unwrap();
         let bad = Shard::new(vec![0.0; DIM * 2], vec![1.0, 7.0], DIM).unwrap();
-        train_rank(&bad, None, &options(4), &mut comm, None, &mut |_| {})
+        RankTrainer::new(&bad, &options(4))
+            .run(&mut comm)
             .unwrap_err()
             .to_string()
     });
@@ -192,19 +195,24 @@ fn a_cnn_trained_on_two_ranks_classifies_sklearn_digits() {
             Layer::Dense { units: 10 },
         ],
     };
-    let mut options = TrainOptions::new(spec, OptimizerSpec::adam(2e-3));
-    options.epochs = 12;
-    options.batch_size = 32;
-    options.seed = 5;
-    options.device = DeviceChoice::Cpu;
-    options.threads = Some(1);
-    let shared = std::sync::Arc::new((train, test.clone(), options.clone()));
-    let outcomes = run_ranks(2, Duration::from_secs(300), move |_, comm| {
+    let settings = TrainSettings {
+        optimizer: OptimizerSpec::adam(2e-3),
+        epochs: 12,
+        batch_size: 32,
+        seed: 5,
+        device: DeviceChoice::Cpu,
+        threads: Some(1),
+        ..TrainSettings::default()
+    };
+    let options = TrainOptions::new(spec, settings);
+    let outcomes = run_ranks(2, Duration::from_secs(300), |_, comm| {
         let mut comm = comm.unwrap();
-        let (train, test, options) = &*shared;
         let mine = train.round_robin(comm.rank(), 2);
         let validation = test.round_robin(comm.rank(), 2);
-        train_rank(&mine, Some(&validation), options, &mut comm, None, &mut |_| {}).unwrap()
+        RankTrainer::new(&mine, &options)
+            .validation(&validation)
+            .run(&mut comm)
+            .unwrap()
     });
     let history = outcomes[0].report.history.clone();
     let tensors = outcomes.into_iter().find_map(|o| o.tensors).unwrap();
@@ -235,22 +243,24 @@ fn a_cnn_trained_on_two_ranks_classifies_sklearn_digits() {
 
 #[test]
 fn resuming_from_a_checkpoint_continues_the_same_run() {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     use hearth::ml::train::Checkpoint;
 
     let run = |epochs: usize, resume: Option<Checkpoint>| {
-        let saved: Arc<Mutex<Vec<Checkpoint>>> = Arc::default();
-        let sink = Arc::clone(&saved);
-        let outcomes = run_ranks(1, Duration::from_secs(60), move |_, comm| {
+        let saved: Mutex<Vec<Checkpoint>> = Mutex::default();
+        let outcomes = run_ranks(1, Duration::from_secs(60), |_, comm| {
             let mut comm = comm.unwrap();
             let mut options = options(8);
-            options.optimizer = OptimizerSpec::adam(0.01);
-            options.epochs = epochs;
-            let mut keep = |c: &Checkpoint| sink.lock().unwrap().push(c.clone());
-            train_rank(&shard(0..64), None, &options, &mut comm, resume.as_ref(), &mut keep).unwrap()
+            options.settings.optimizer = OptimizerSpec::adam(0.01);
+            options.settings.epochs = epochs;
+            RankTrainer::new(&shard(0..64), &options)
+                .resume(resume.as_ref())
+                .on_epoch(|c| saved.lock().unwrap().push(c.clone()))
+                .run(&mut comm)
+                .unwrap()
         });
-        let checkpoints = saved.lock().unwrap().clone();
+        let checkpoints = saved.into_inner().unwrap();
         (outcomes.into_iter().next().unwrap(), checkpoints)
     };
     let (straight, checkpoints) = run(3, None);
@@ -270,11 +280,11 @@ fn mixup_and_class_weights_train() {
     let outcomes = run_ranks(2, Duration::from_secs(60), |_, comm| {
         let mut comm = comm.unwrap();
         let mut options = options(8);
-        options.mixup_alpha = Some(0.4);
-        options.class_weights = Some(vec![1.0, 2.0, 0.5]);
-        options.shuffle = true;
+        options.settings.mixup_alpha = Some(0.4);
+        options.settings.class_weights = Some(vec![1.0, 2.0, 0.5]);
+        options.settings.shuffle = true;
         let data = shard((0..96).filter(|i| i % 2 == comm.rank()));
-        train_rank(&data, None, &options, &mut comm, None, &mut |_| {}).unwrap()
+        RankTrainer::new(&data, &options).run(&mut comm).unwrap()
     });
     for outcome in outcomes {
         let history = &outcome.report.history;

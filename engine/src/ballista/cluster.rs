@@ -9,53 +9,23 @@ use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionState;
-use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_proto::protobuf::PhysicalPlanNode;
 use futures::TryStreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{HearthLogicalCodec, HearthPhysicalCodec};
-use crate::exchange::HearthQueryPlanner;
-use crate::functions;
-
 /// The port a `df://host` master without a port means, as Ballista's.
 pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
-
-/// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
-/// functions and query planner, and hearth's codecs, configured by `config`.
-///
-/// ```
-/// use datafusion::execution::FunctionRegistry;
-/// use datafusion::prelude::SessionConfig;
-/// use ballista_core::extension::SessionConfigExt;
-///
-/// let state = hearth_engine::ballista::hearth_state(SessionConfig::new_with_ballista());
-/// assert!(state.udf("ml_string_index").is_ok());
-/// ```
-pub fn hearth_state(config: SessionConfig) -> SessionState {
-    let config = config
-        .with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::default()))
-        .with_ballista_logical_extension_codec(Arc::new(HearthLogicalCodec::default()));
-    let state = SessionStateBuilder::new()
-        .with_default_features()
-        .with_config(config)
-        .with_query_planner(Arc::new(HearthQueryPlanner))
-        .build();
-    let ctx = SessionContext::new_with_state(state);
-    functions::register_all(&ctx);
-    ctx.state()
-}
 
 fn configuration(message: impl ToString) -> DataFusionError {
     DataFusionError::Configuration(message.to_string())
 }
 
-/// Starts a Ballista scheduler and one executor with `config`'s standalone parallelism in this process;
-/// returns the client context and the scheduler's URL.
-pub(crate) async fn start_standalone(config: SessionConfig) -> Result<(SessionContext, String)> {
-    let state = hearth_state(config);
+/// Starts a Ballista scheduler and one executor with `state`'s standalone parallelism in this process; both
+/// plan and run with `state` (its functions and codecs). Returns the client context and the scheduler's URL.
+pub(crate) async fn start_standalone(state: SessionState) -> Result<(SessionContext, String)> {
     let address = ballista_scheduler::standalone::new_standalone_scheduler_from_state(&state)
         .await
         .map_err(configuration)?;
@@ -79,27 +49,34 @@ pub(crate) async fn start_standalone(config: SessionConfig) -> Result<(SessionCo
     Ok((client_context(state, &url)?, url))
 }
 
-/// The client context of a hearth state on the scheduler at `url`. Ballista's upgrade resets the SQL
-/// functions to its own list, so hearth's are registered again.
+/// The client context of `state` on the scheduler at `url`. Ballista's upgrade resets the SQL functions to
+/// its own list, so the state's own are registered again.
 fn client_context(state: SessionState, url: &str) -> Result<SessionContext> {
+    let scalars: Vec<_> = state.scalar_functions().values().cloned().collect();
+    let aggregates: Vec<_> = state.aggregate_functions().values().cloned().collect();
     let ctx = SessionContext::new_with_state(state.upgrade_for_ballista(url.to_string())?);
-    functions::register_all(&ctx);
+    for udf in scalars {
+        ctx.register_udf(ScalarUDF::clone(&udf));
+    }
+    for udaf in aggregates {
+        ctx.register_udaf(AggregateUDF::clone(&udaf));
+    }
     Ok(ctx)
 }
 
-/// A client of the scheduler at `host:port`, which must answer within 10 seconds; returns the client
-/// context and the scheduler's URL.
-pub(crate) async fn connect_remote(host: &str, port: u16, config: SessionConfig) -> Result<(SessionContext, String)> {
+/// A client with `state` of the scheduler at `host:port`, which must answer within 10 seconds; returns the
+/// client context and the scheduler's URL.
+pub(crate) async fn connect_remote(host: &str, port: u16, state: SessionState) -> Result<(SessionContext, String)> {
     let url = format!("http://{host}:{port}");
     tokio::time::timeout(Duration::from_secs(10), SchedulerGrpcClient::connect(url.clone()))
         .await
         .map_err(|_| configuration(format!("no scheduler answered at {host}:{port} within 10 s")))?
         .map_err(|e| configuration(format!("cannot reach the scheduler at {host}:{port}: {e}")))?;
-    Ok((client_context(hearth_state(config), &url)?, url))
+    Ok((client_context(state, &url)?, url))
 }
 
-/// Runs a physical plan on the cluster whose scheduler is at `scheduler` and collects its rows; hearth's
-/// codec carries its nodes. `config` is the job's configuration.
+/// Runs a physical plan on the cluster whose scheduler is at `scheduler` and collects its rows. `config` is
+/// the job's configuration; its physical codec (hearth's, in hearth's sessions) carries the plan's nodes.
 pub async fn submit_physical(
     scheduler: &str,
     plan: Arc<dyn ExecutionPlan>,
@@ -111,7 +88,7 @@ pub async fn submit_physical(
         scheduler.to_string(),
         &ballista,
         plan,
-        &HearthPhysicalCodec::default(),
+        config.ballista_physical_extension_codec().as_ref(),
         session_id,
         config,
     )

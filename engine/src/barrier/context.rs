@@ -3,9 +3,32 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use hearth_ml::collective::{CollectiveError, Communicator, JobSecret, JoinOptions, Peer, upload};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::host::{address_towards, host_name};
+
+/// What a retried stage resumes from: the latest bytes a task of the previous attempt sent the driver
+/// through its [`DriverChannel`] (a checkpoint), and the epoch they belong to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResumePoint {
+    /// The epoch the bytes were sent for.
+    pub epoch: usize,
+    /// The bytes (base64 in the plan).
+    #[serde(serialize_with = "to_base64", deserialize_with = "from_base64")]
+    pub bytes: Vec<u8>,
+}
+
+fn to_base64<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&STANDARD.encode(bytes))
+}
+
+fn from_base64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    STANDARD.decode(text).map_err(serde::de::Error::custom)
+}
 
 /// One task's view of its barrier stage: its rank among the `world_size` tasks, the peers, and the
 /// collectives that keep them together. Every call ends within the stage's timeout.
@@ -15,16 +38,18 @@ pub struct BarrierTaskContext {
     coordinator: SocketAddr,
     secret: JobSecret,
     timeout: Duration,
+    resume: Option<ResumePoint>,
 }
 
 impl BarrierTaskContext {
     /// Joins the stage: registers with the driver's coordinator (at `position` among its host's tasks) and
-    /// opens the ring links.
+    /// opens the ring links. `resume` is what a retried stage resumes from.
     pub(crate) fn join(
         coordinator: SocketAddr,
         secret: JobSecret,
         timeout: Duration,
         position: usize,
+        resume: Option<ResumePoint>,
     ) -> Result<Self, CollectiveError> {
         let options = JoinOptions {
             bind: address_towards(coordinator).unwrap_or(coordinator.ip()),
@@ -39,6 +64,7 @@ impl BarrierTaskContext {
             coordinator,
             secret,
             timeout,
+            resume,
         })
     }
 
@@ -55,6 +81,12 @@ impl BarrierTaskContext {
     /// Every task's rank, host, address and devices.
     pub fn peers(&self) -> &[Peer] {
         self.communicator.peers()
+    }
+
+    /// On a retried stage, the latest bytes a task of the failed attempt sent the driver (the same on every
+    /// task); `None` on a first attempt.
+    pub fn resume(&self) -> Option<&ResumePoint> {
+        self.resume.as_ref()
     }
 
     /// Waits until every task has reached this point.

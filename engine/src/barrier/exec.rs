@@ -21,7 +21,7 @@ use futures::TryStreamExt;
 use hearth_ml::collective::JobSecret;
 use serde::{Deserialize, Serialize};
 
-use super::{BarrierFunction, BarrierTaskContext, function};
+use super::{BarrierFunction, BarrierTaskContext, ResumePoint, function};
 
 /// Everything a barrier task needs besides its rows; it travels inside the plan.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,12 +40,15 @@ pub struct BarrierSpec {
     pub timeout_secs: f64,
     /// The job's name in messages.
     pub job: String,
+    /// What a retried stage's tasks resume from.
+    #[serde(default)]
+    pub resume: Option<ResumePoint>,
 }
 
 /// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
 /// its partition, joins the stage's ring at the driver's coordinator (ranks follow the partitions' contents,
-/// not the order tasks start in), and runs the function on a blocking
-/// thread (never on an async worker, where it could starve the peers it waits for). Each task returns the
+/// not the order tasks start in), and runs the function on a blocking thread (never on an async worker,
+/// where it could starve the peers it waits for). Each task returns the
 /// function's rows; its errors leave as execution errors naming the job, function and rank — never IO errors,
 /// which a cluster would retry by re-running one task alone.
 #[derive(Debug)]
@@ -187,7 +190,7 @@ fn run_task(spec: &BarrierSpec, function: &dyn BarrierFunction, batches: Vec<Rec
         DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
     })?;
     let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
-    let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, position)
+    let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, position, spec.resume.clone())
         .map_err(|e| task_error(spec, "a task", "joining", &e))?;
     let rank = context.rank();
     function

@@ -10,9 +10,6 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::BarrierTaskContext;
 
-/// The name of hearth's trainer as a barrier function.
-pub const TRAIN_FUNCTION: &str = "hearth.train";
-
 /// The code every task of a barrier stage runs on its partition, with its [`BarrierTaskContext`].
 ///
 /// `args` is the stage's argument string (JSON for hearth's own functions), the same on every task. A
@@ -78,10 +75,7 @@ impl BarrierFunction for FnBarrier {
 
 type Registry = RwLock<HashMap<String, Arc<dyn BarrierFunction>>>;
 
-static FUNCTIONS: LazyLock<Registry> = LazyLock::new(|| {
-    let train: Arc<dyn BarrierFunction> = Arc::new(crate::train::TrainFunction);
-    RwLock::new(HashMap::from([(TRAIN_FUNCTION.to_string(), train)]))
-});
+static FUNCTIONS: LazyLock<Registry> = LazyLock::new(Registry::default);
 
 /// Makes `function` runnable by name in this process, replacing one of the same name.
 pub fn register_function(function: impl BarrierFunction + 'static) {
@@ -89,11 +83,25 @@ pub fn register_function(function: impl BarrierFunction + 'static) {
     functions.insert(function.name().to_string(), Arc::new(function));
 }
 
+/// Registers one of hearth's own functions unless a function of its name is registered already, so a
+/// replacement registered by the user stays.
+pub(crate) fn register_builtin(function: impl BarrierFunction + 'static) {
+    let mut functions = FUNCTIONS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    functions
+        .entry(function.name().to_string())
+        .or_insert_with(|| Arc::new(function));
+}
+
 /// The function registered as `name`.
 ///
 /// ```
-/// assert!(hearth_engine::barrier::function(hearth_engine::barrier::TRAIN_FUNCTION).is_ok());
-/// assert!(hearth_engine::barrier::function("nope").is_err());
+/// use std::sync::Arc;
+/// use datafusion::arrow::datatypes::Schema;
+/// use hearth_engine::barrier::{FnBarrier, function, register_function};
+///
+/// register_function(FnBarrier::new("noop", Arc::new(Schema::empty()), |_, _| unreachable!()));
+/// assert!(function("noop").is_ok());
+/// assert!(function("nope").is_err());
 /// ```
 pub fn function(name: &str) -> Result<Arc<dyn BarrierFunction>> {
     let functions = FUNCTIONS.read().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -5,10 +5,12 @@
 //! peers, `barrier`, `all_gather`, and the ring [`Communicator`](hearth_ml::collective::Communicator) for
 //! allreduce) and its partition's rows. Functions are registered by name ([`register_function`]) in every
 //! process that runs tasks, as SQL functions are, so a plan names its function and travels to executors as
-//! plain data. hearth's trainer is the built-in function [`TRAIN_FUNCTION`].
+//! plain data. hearth's trainer is one such function ([`TRAIN_FUNCTION`](crate::train::TRAIN_FUNCTION)).
 //!
 //! On the driver, [`BarrierStage`] checks that the session has a task slot for every rank, repartitions the
-//! rows into exactly that many partitions, hosts the rendezvous, and runs the stage ([`BarrierExec`]).
+//! rows into exactly that many partitions, hosts the rendezvous, and runs the stage ([`BarrierExec`]); a
+//! failed run is retried as a whole, every task of the retry seeing the last bytes a task sent the driver
+//! ([`BarrierTaskContext::resume`]). [`BarrierOptions`] holds every setting.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
@@ -38,11 +40,14 @@
 mod context;
 mod exec;
 mod function;
+mod options;
 mod stage;
 
-pub use context::{BarrierTaskContext, DriverChannel};
+pub use context::{BarrierTaskContext, DriverChannel, ResumePoint};
 pub(crate) use exec::row_hashes;
 pub use exec::{BarrierExec, BarrierSpec};
-pub use function::{BarrierFunction, FnBarrier, TRAIN_FUNCTION, function, register_function};
+pub(crate) use function::register_builtin;
+pub use function::{BarrierFunction, FnBarrier, function, register_function};
+pub use options::BarrierOptions;
 pub(crate) use stage::check_slots;
-pub use stage::{BarrierStage, StageAttempt};
+pub use stage::{AttemptReport, BarrierStage, StageRun};

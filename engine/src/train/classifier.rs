@@ -1,134 +1,48 @@
-//! Neural-network classifiers trained by the barrier stage, with pyspark.ml's column names.
+//! `Classifier`: a neural-network classifier trained by the barrier stage, with pyspark.ml's column names.
 
-use std::fmt;
-use std::path::Path;
 use std::time::Duration;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::functions::core::expr_fn::get_field;
 use datafusion::functions_aggregate::expr_fn::{count, max, min};
-use datafusion::logical_expr::{cast, ident, lit};
+use datafusion::logical_expr::{Expr, cast, ident, lit};
 use datafusion::prelude::DataFrame;
-use hearth_ml::artifact::ModelArtifact;
-use hearth_ml::model::{Activation, Layer, ModelSpec};
-use hearth_ml::train::{DeviceChoice, EpochStats, Loss, OptimizerSpec, TrainOptions};
+use hearth_ml::model::{Activation, Layer};
+use hearth_ml::train::{DeviceChoice, Loss, LrSchedule, OptimizerSpec, TrainOptions, TrainSettings};
 use serde::{Deserialize, Serialize};
 
-use super::fit::{StageParams, TrainingSummary, train};
+use super::architecture::{Architecture, Linear, Mlp, Sequential};
+use super::fit::train;
 use super::function::TrainArgs;
-use crate::barrier::check_slots;
+use super::model::{ClassificationModel, Columns};
+use crate::barrier::{BarrierOptions, check_slots};
 use crate::error::{HearthError, Result};
-use crate::functions;
-use crate::session::SessionInfo;
+use crate::master::SessionInfo;
+use crate::params::new_uid;
+use crate::stage::{Estimator, Stage, to_params};
 use crate::vector::vector_dim;
 
-/// The network a [`Classifier`] trains, given the feature width and the number of classes.
-pub trait Architecture: Clone + fmt::Debug + Send + Sync {
-    /// The estimator's name in messages, as Spark names its classes.
-    const NAME: &'static str;
-
-    /// The spec for `inputs` features and `classes` classes.
-    fn spec(&self, inputs: usize, classes: usize) -> std::result::Result<ModelSpec, String>;
-}
-
-/// A multi-layer perceptron: dense hidden layers with an activation and dropout.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Mlp {
-    hidden: Vec<usize>,
-    activation: Activation,
-    dropout: f64,
-}
-
-impl Architecture for Mlp {
-    const NAME: &'static str = "MlpClassifier";
-
-    fn spec(&self, inputs: usize, classes: usize) -> std::result::Result<ModelSpec, String> {
-        Ok(ModelSpec::Mlp {
-            inputs,
-            hidden: self.hidden.clone(),
-            outputs: classes,
-            activation: self.activation,
-            dropout: self.dropout,
-        })
-    }
-}
-
-/// Softmax regression: one dense layer.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Linear;
-
-impl Architecture for Linear {
-    const NAME: &'static str = "LinearClassifier";
-
-    fn spec(&self, inputs: usize, classes: usize) -> std::result::Result<ModelSpec, String> {
-        Ok(ModelSpec::Linear {
-            inputs,
-            outputs: classes,
-        })
-    }
-}
-
-/// Layers in order, over features reshaped to `input_shape` (e.g. `[1, 8, 8]` for 64 pixels); the last
-/// layer must output one logit per class.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sequential {
-    input_shape: Vec<usize>,
-    layers: Vec<Layer>,
-}
-
-impl Architecture for Sequential {
-    const NAME: &'static str = "SequentialClassifier";
-
-    fn spec(&self, inputs: usize, classes: usize) -> std::result::Result<ModelSpec, String> {
-        let input_shape = if self.input_shape.is_empty() {
-            vec![inputs]
-        } else {
-            self.input_shape.clone()
-        };
-        if input_shape.iter().product::<usize>() != inputs {
-            return Err(format!(
-                "input shape {input_shape:?} holds {} values, but the feature vectors have {inputs}",
-                input_shape.iter().product::<usize>()
-            ));
-        }
-        let spec = ModelSpec::Sequential {
-            input_shape,
-            layers: self.layers.clone(),
-        };
-        let outputs = spec.outputs().map_err(|e| e.to_string())?;
-        if outputs != classes {
-            return Err(format!(
-                "the last layer has {outputs} outputs, but the labels have {classes} classes"
-            ));
-        }
-        Ok(spec)
-    }
-}
-
 /// A classifier trained with data-parallel SGD by the barrier stage: `workers` trainers, one per partition,
-/// averaging gradients with allreduce.
+/// averaging gradients with allreduce. It is an [`Estimator`], so it can be a pipeline's last stage.
 ///
 /// Columns default to pyspark.ml's: `features` (a vector) and `label` (0, 1, … `classes − 1`) in;
 /// `rawPrediction`, `probability` and `prediction` out. The number of classes is the largest label + 1.
-#[derive(Clone, Debug)]
+/// Training settings ([`TrainSettings`]) and the stage's ([`BarrierOptions`]) keep their own defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, bound = "")]
 pub struct Classifier<A: Architecture> {
+    uid: String,
+    #[serde(flatten)]
     architecture: A,
     features_col: String,
     label_col: String,
     prediction_col: String,
     probability_col: String,
     raw_prediction_col: String,
-    optimizer: OptimizerSpec,
-    epochs: usize,
-    batch_size: usize,
-    seed: u64,
-    shuffle: bool,
-    device: DeviceChoice,
-    scale_lr_by_world_size: bool,
-    class_weights: Option<Vec<f64>>,
-    threads: Option<usize>,
-    stage: StageParams,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    validation_indicator_col: Option<String>,
+    training: TrainSettings,
+    barrier: BarrierOptions,
 }
 
 /// A multi-layer perceptron classifier (hidden layers `[64]`, ReLU, no dropout by default).
@@ -159,25 +73,36 @@ pub type LinearClassifier = Classifier<Linear>;
 /// ```
 pub type SequentialClassifier = Classifier<Sequential>;
 
+impl<A: Architecture> Default for Classifier<A> {
+    fn default() -> Self {
+        Self::with_architecture(A::default())
+    }
+}
+
+/// Setters of a field of the training settings, each documented with the setting's default.
+macro_rules! training_setters {
+    ($($(#[$doc:meta])* $name:ident: $type:ty;)*) => {
+        $($(#[$doc])*
+        pub fn $name(mut self, value: $type) -> Self {
+            self.training.$name = value;
+            self
+        })*
+    };
+}
+
 impl<A: Architecture> Classifier<A> {
     fn with_architecture(architecture: A) -> Self {
         Self {
+            uid: new_uid(A::NAME),
             architecture,
             features_col: "features".to_string(),
             label_col: "label".to_string(),
             prediction_col: "prediction".to_string(),
             probability_col: "probability".to_string(),
             raw_prediction_col: "rawPrediction".to_string(),
-            optimizer: OptimizerSpec::adam(1e-3),
-            epochs: 10,
-            batch_size: 64,
-            seed: 0,
-            shuffle: true,
-            device: DeviceChoice::Auto,
-            scale_lr_by_world_size: false,
-            class_weights: None,
-            threads: None,
-            stage: StageParams::default(),
+            validation_indicator_col: None,
+            training: TrainSettings::default(),
+            barrier: BarrierOptions::default(),
         }
     }
 
@@ -211,88 +136,102 @@ impl<A: Architecture> Classifier<A> {
         self
     }
 
-    /// The optimizer (default: Adam, learning rate 0.001).
-    pub fn optimizer(mut self, optimizer: OptimizerSpec) -> Self {
-        self.optimizer = optimizer;
+    /// A boolean column marking validation rows (Spark's `validationIndicatorCol`): rows where it is true
+    /// are not trained on; every epoch reports the loss and accuracy on them.
+    pub fn validation_indicator_col(mut self, column: impl Into<String>) -> Self {
+        self.validation_indicator_col = Some(column.into());
         self
     }
 
-    /// Passes over the data (default 10).
-    pub fn epochs(mut self, epochs: usize) -> Self {
-        self.epochs = epochs;
+    /// All training settings at once.
+    pub fn training(mut self, settings: TrainSettings) -> Self {
+        self.training = settings;
         self
     }
 
-    /// Rows per step on each worker (default 64).
-    pub fn batch_size(mut self, rows: usize) -> Self {
-        self.batch_size = rows;
-        self
+    training_setters! {
+        /// The optimizer (default: Adam, learning rate 0.001).
+        optimizer: OptimizerSpec;
+        /// How the learning rate changes over epochs (default constant).
+        schedule: LrSchedule;
+        /// Epochs of Horovod's linear warm-up to the world-size-scaled rate (default 0).
+        warmup_epochs: f64;
+        /// Passes over the data (default 10).
+        epochs: usize;
+        /// Rows per step on each worker (default 64).
+        batch_size: usize;
+        /// Seed of the initial weights, shuffling, dropout and MixUp (default 0).
+        seed: u64;
+        /// Whether each worker shuffles its rows every epoch (default true).
+        shuffle: bool;
+        /// Where the workers train (default: a GPU where the host has one).
+        device: DeviceChoice;
+        /// Multiply the learning rate by the number of workers, as Horovod recommends (default false).
+        scale_lr_by_world_size: bool;
     }
 
-    /// Seed of the initial weights, shuffling and dropout (default 0).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// Whether each worker shuffles its rows every epoch (default true).
-    pub fn shuffle(mut self, shuffle: bool) -> Self {
-        self.shuffle = shuffle;
-        self
-    }
-
-    /// Where the workers train (default: a GPU where the host has one).
-    pub fn device(mut self, device: DeviceChoice) -> Self {
-        self.device = device;
-        self
-    }
-
-    /// Multiply the learning rate by the number of workers, as Horovod recommends.
-    pub fn scale_lr_by_world_size(mut self, scale: bool) -> Self {
-        self.scale_lr_by_world_size = scale;
-        self
-    }
-
-    /// Per-class weights of the loss.
+    /// Per-class weights of the loss (default none).
     pub fn class_weights(mut self, weights: impl Into<Vec<f64>>) -> Self {
-        self.class_weights = Some(weights.into());
+        self.training.class_weights = Some(weights.into());
+        self
+    }
+
+    /// Train on MixUp batches with Beta(α, α) mixing (Zhang et al. 2018; default off).
+    pub fn mixup_alpha(mut self, alpha: f64) -> Self {
+        self.training.mixup_alpha = Some(alpha);
         self
     }
 
     /// libtorch threads per worker (default: cores / workers on the host).
     pub fn threads(mut self, threads: usize) -> Self {
-        self.threads = Some(threads);
+        self.training.threads = Some(threads);
+        self
+    }
+
+    /// All the barrier stage's settings at once.
+    pub fn barrier(mut self, options: BarrierOptions) -> Self {
+        self.barrier = options;
         self
     }
 
     /// Trainers running at once, one per partition (default 1). The session must have this many task slots.
     pub fn workers(mut self, workers: usize) -> Self {
-        self.stage.workers = workers;
+        self.barrier.workers = workers;
         self
     }
 
     /// Runs of the whole training stage before giving up (default 3); a retry resumes from the last
     /// checkpoint.
     pub fn max_attempts(mut self, attempts: usize) -> Self {
-        self.stage.max_attempts = attempts;
+        self.barrier.max_attempts = attempts;
         self
     }
 
     /// The longest any one collective may take (default 2 minutes).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.stage.timeout = timeout;
+        self.barrier.timeout = timeout;
         self
     }
 
     /// How long the driver waits for every worker to start (default 5 minutes).
     pub fn rendezvous_timeout(mut self, timeout: Duration) -> Self {
-        self.stage.rendezvous_timeout = timeout;
+        self.barrier.rendezvous_timeout = timeout;
         self
+    }
+
+    /// The training settings.
+    pub fn get_training(&self) -> &TrainSettings {
+        &self.training
+    }
+
+    /// The barrier stage's settings.
+    pub fn get_barrier(&self) -> &BarrierOptions {
+        &self.barrier
     }
 
     fn invalid(&self, param: &'static str, message: impl ToString) -> HearthError {
         HearthError::InvalidParam {
-            stage: A::NAME.to_string(),
+            stage: self.uid.clone(),
             param,
             message: message.to_string(),
         }
@@ -300,15 +239,14 @@ impl<A: Architecture> Classifier<A> {
 
     fn schema_error(&self, column: &str, message: impl ToString) -> HearthError {
         HearthError::Schema {
-            stage: A::NAME.to_string(),
+            stage: self.uid.clone(),
             column: column.to_string(),
             message: message.to_string(),
         }
     }
 
-    /// Trains on `df`'s rows with the barrier stage and returns the fitted model.
-    pub async fn fit(&self, df: &DataFrame) -> Result<ClassificationModel> {
-        check_slots(&SessionInfo::of(df), self.stage.workers).await?;
+    /// The feature width, after checking the input columns; and the columns the trainers get.
+    fn training_columns(&self, df: &DataFrame) -> Result<(usize, Vec<Expr>)> {
         let schema = df.schema();
         let features = schema
             .field_with_unqualified_name(&self.features_col)
@@ -328,45 +266,23 @@ impl<A: Architecture> Classifier<A> {
                 format!("must be numeric class indices, got {}", label.data_type()),
             ));
         }
-        if self.epochs == 0 || self.batch_size == 0 {
-            return Err(self.invalid("epochs", "epochs and batch size must be at least 1"));
-        }
-        let training = df.clone().select(vec![
+        let mut columns = vec![
             ident(&self.features_col),
             cast(ident(&self.label_col), DataType::Float64).alias(&self.label_col),
-        ])?;
-        let classes = self.count_classes(&training).await?;
-        let spec = self
-            .architecture
-            .spec(inputs, classes)
-            .map_err(|message| self.invalid("layers", message))?;
-        let mut options = TrainOptions::new(spec, self.optimizer.clone());
-        options.loss = Loss::SoftmaxCrossEntropy;
-        options.epochs = self.epochs;
-        options.batch_size = self.batch_size;
-        options.seed = self.seed;
-        options.shuffle = self.shuffle;
-        options.device = self.device.clone();
-        options.scale_lr_by_world_size = self.scale_lr_by_world_size;
-        options.class_weights = self.class_weights.clone();
-        options.threads = self.threads;
-        let args = TrainArgs {
-            options,
-            features_col: self.features_col.clone(),
-            label_col: self.label_col.clone(),
-            resume: None,
-        };
-        let (artifact, summary) = train(&training, args, &self.stage).await?;
-        ClassificationModel::new(
-            artifact,
-            summary,
-            Columns {
-                features: self.features_col.clone(),
-                prediction: self.prediction_col.clone(),
-                probability: self.probability_col.clone(),
-                raw_prediction: self.raw_prediction_col.clone(),
-            },
-        )
+        ];
+        if let Some(indicator) = &self.validation_indicator_col {
+            let field = schema
+                .field_with_unqualified_name(indicator)
+                .map_err(|_| self.schema_error(indicator, "no such column"))?;
+            if field.data_type() != &DataType::Boolean {
+                return Err(self.schema_error(
+                    indicator,
+                    format!("a validation indicator must be boolean, got {}", field.data_type()),
+                ));
+            }
+            columns.push(ident(indicator));
+        }
+        Ok((inputs, columns))
     }
 
     /// Classes = largest label + 1, after checking there are rows and the labels are class indices.
@@ -404,19 +320,74 @@ impl<A: Architecture> Classifier<A> {
     }
 }
 
+impl<A: Architecture> Estimator for Classifier<A> {
+    type Model = ClassificationModel;
+
+    /// Trains on `df`'s rows with the barrier stage and returns the fitted model.
+    async fn fit(&self, df: &DataFrame) -> Result<ClassificationModel> {
+        check_slots(&SessionInfo::of(df), self.barrier.workers).await?;
+        let (inputs, columns) = self.training_columns(df)?;
+        if self.training.epochs == 0 || self.training.batch_size == 0 {
+            return Err(self.invalid("epochs", "epochs and batch size must be at least 1"));
+        }
+        let training = df.clone().select(columns)?;
+        let classes = self.count_classes(&training).await?;
+        let spec = self
+            .architecture
+            .spec(inputs, classes)
+            .map_err(|message| self.invalid("layers", message))?;
+        let args = TrainArgs {
+            options: TrainOptions {
+                model: spec,
+                loss: Loss::SoftmaxCrossEntropy,
+                settings: self.training.clone(),
+            },
+            features_col: self.features_col.clone(),
+            label_col: self.label_col.clone(),
+            validation_col: self.validation_indicator_col.clone(),
+        };
+        let (artifact, summary) = train(&training, &self.uid, &args, &self.barrier).await?;
+        let columns = Columns {
+            features_col: self.features_col.clone(),
+            label_col: self.label_col.clone(),
+            prediction_col: self.prediction_col.clone(),
+            probability_col: self.probability_col.clone(),
+            raw_prediction_col: self.raw_prediction_col.clone(),
+        };
+        ClassificationModel::new(self.uid.clone(), artifact, summary, columns)
+    }
+}
+
+impl<A: Architecture> Stage for Classifier<A> {
+    fn class(&self) -> &'static str {
+        A::NAME
+    }
+
+    fn uid(&self) -> &str {
+        &self.uid
+    }
+
+    fn params(&self) -> Result<serde_json::Value> {
+        to_params(&self.uid, self)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} epochs of {}-row batches on {} workers",
+            self.training.epochs, self.training.batch_size, self.barrier.workers
+        )
+    }
+}
+
 impl Classifier<Mlp> {
     /// A perceptron with one hidden layer of 64 ReLU units.
     pub fn new() -> Self {
-        Self::with_architecture(Mlp {
-            hidden: vec![64],
-            activation: Activation::Relu,
-            dropout: 0.0,
-        })
+        Self::default()
     }
 
     /// The widths of the hidden layers.
     pub fn hidden_layers(mut self, widths: impl Into<Vec<usize>>) -> Self {
-        self.architecture.hidden = widths.into();
+        self.architecture.hidden_layers = widths.into();
         self
     }
 
@@ -433,22 +404,10 @@ impl Classifier<Mlp> {
     }
 }
 
-impl Default for Classifier<Mlp> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Classifier<Linear> {
     /// Softmax regression.
     pub fn new() -> Self {
-        Self::with_architecture(Linear)
-    }
-}
-
-impl Default for Classifier<Linear> {
-    fn default() -> Self {
-        Self::new()
+        Self::default()
     }
 }
 
@@ -459,122 +418,5 @@ impl Classifier<Sequential> {
             input_shape: input_shape.into(),
             layers,
         })
-    }
-}
-
-/// The columns a classification model reads and writes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Columns {
-    features: String,
-    prediction: String,
-    probability: String,
-    raw_prediction: String,
-}
-
-/// What `training.json` holds beside the artifact.
-#[derive(Serialize, Deserialize)]
-struct SavedTraining {
-    columns: Columns,
-    summary: TrainingSummary,
-}
-
-/// The file beside `model.safetensors` and `model.json` that holds the training summary and the columns.
-pub const TRAINING_FILE: &str = "training.json";
-
-/// A fitted classifier: the trained network, how it was trained, and the columns it reads and adds.
-#[derive(Clone, Debug)]
-pub struct ClassificationModel {
-    artifact: ModelArtifact,
-    bytes: Vec<u8>,
-    summary: TrainingSummary,
-    columns: Columns,
-}
-
-impl ClassificationModel {
-    fn new(artifact: ModelArtifact, summary: TrainingSummary, columns: Columns) -> Result<Self> {
-        let bytes = artifact.to_bytes().map_err(|e| HearthError::Barrier {
-            job: "model".to_string(),
-            message: e.to_string(),
-        })?;
-        Ok(Self {
-            artifact,
-            bytes,
-            summary,
-            columns,
-        })
-    }
-
-    /// The trained network: spec, options, weights, per-epoch history.
-    pub fn artifact(&self) -> &ModelArtifact {
-        &self.artifact
-    }
-
-    /// Per-epoch loss and accuracy, averaged over all workers' rows.
-    pub fn history(&self) -> &[EpochStats] {
-        &self.artifact.history
-    }
-
-    /// Every rank's report and every attempt of the training stage.
-    pub fn summary(&self) -> &TrainingSummary {
-        &self.summary
-    }
-
-    /// The number of classes.
-    pub fn num_classes(&self) -> usize {
-        self.artifact.spec().outputs().unwrap_or(0)
-    }
-
-    /// Adds `rawPrediction`, `probability` and `prediction` columns (as named when fitting), computed on the
-    /// partitions by the `ml_classify` function bound to the model.
-    pub fn transform(&self, df: &DataFrame) -> Result<DataFrame> {
-        const SCORES: &str = "__hearth_scores";
-        let features = &self.columns.features;
-        if df.schema().index_of_column_by_name(None, features).is_none() {
-            return Err(HearthError::Schema {
-                stage: "ClassificationModel".to_string(),
-                column: features.clone(),
-                message: "no such column".to_string(),
-            });
-        }
-        let scored = df
-            .clone()
-            .with_column(SCORES, functions::classify(self.bytes.clone(), ident(features))?)?
-            .with_column(&self.columns.raw_prediction, get_field(ident(SCORES), "rawPrediction"))?
-            .with_column(&self.columns.probability, get_field(ident(SCORES), "probability"))?
-            .with_column(&self.columns.prediction, get_field(ident(SCORES), "prediction"))?
-            .drop_columns(&[SCORES])?;
-        Ok(scored)
-    }
-
-    /// Writes `model.safetensors` and `model.json` (the artifact PyTorch and hearth load) and
-    /// `training.json` (the summary and columns) into `dir`.
-    pub fn save(&self, dir: impl AsRef<Path>) -> Result<()> {
-        let dir = dir.as_ref();
-        let persistence = |path: &Path, message: String| HearthError::Persistence {
-            path: path.to_path_buf(),
-            message,
-        };
-        self.artifact.save(dir).map_err(|e| persistence(dir, e.to_string()))?;
-        let saved = SavedTraining {
-            columns: self.columns.clone(),
-            summary: self.summary.clone(),
-        };
-        let path = dir.join(TRAINING_FILE);
-        let json = serde_json::to_string_pretty(&saved).map_err(|e| persistence(&path, e.to_string()))?;
-        std::fs::write(&path, json + "\n").map_err(|e| persistence(&path, e.to_string()))
-    }
-
-    /// Reads a model written by [`ClassificationModel::save`].
-    pub fn load(dir: impl AsRef<Path>) -> Result<Self> {
-        let dir = dir.as_ref();
-        let persistence = |path: &Path, message: String| HearthError::Persistence {
-            path: path.to_path_buf(),
-            message,
-        };
-        let artifact = ModelArtifact::load(dir).map_err(|e| persistence(dir, e.to_string()))?;
-        let path = dir.join(TRAINING_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| persistence(&path, e.to_string()))?;
-        let saved: SavedTraining = serde_json::from_str(&text).map_err(|e| persistence(&path, e.to_string()))?;
-        Self::new(artifact, saved.summary, saved.columns)
     }
 }

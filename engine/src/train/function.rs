@@ -1,20 +1,31 @@
-//! hearth's trainer as a barrier function: each task turns its rows into a shard and runs the ml trainer;
-//! rank 0 sends the driver a checkpoint after every epoch and returns the model.
+//! hearth's trainer as a barrier function: each task turns its rows into a shard (and validation rows
+//! into another) and runs the ml trainer; rank 0 sends the driver a checkpoint after every epoch and returns
+//! the model; a retried stage resumes from the last checkpoint.
 
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
-use datafusion::arrow::compute::{concat_batches, take_record_batch};
+use datafusion::arrow::compute::{concat_batches, filter_record_batch, not, prep_null_mask_filter, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use hearth_ml::artifact::ModelArtifact;
 use hearth_ml::data::Shard;
-use hearth_ml::train::{Checkpoint, RankReport, TrainOptions, train_rank};
+use hearth_ml::train::{Checkpoint, RankReport, RankTrainer, TrainOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::barrier::{BarrierFunction, BarrierTaskContext, TRAIN_FUNCTION, row_hashes};
+use crate::barrier::{BarrierFunction, BarrierTaskContext, register_builtin, row_hashes};
 
-/// What the trainer's tasks are told: the options, the columns, and a checkpoint to resume from.
+/// The name of hearth's trainer as a barrier function.
+pub const TRAIN_FUNCTION: &str = "hearth.train";
+
+/// Makes hearth's barrier functions (the trainer) runnable in this process; every session and executor
+/// calls this when it registers hearth's SQL functions. A function already registered under the same name
+/// (a replacement of the user's) stays.
+pub fn register_barrier_functions() {
+    register_builtin(TrainFunction);
+}
+
+/// What the trainer's tasks are told: the options and the columns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainArgs {
     /// Model, loss, optimizer, epochs, …
@@ -23,9 +34,9 @@ pub struct TrainArgs {
     pub features_col: String,
     /// The numeric label column.
     pub label_col: String,
-    /// Where a retried stage resumes.
+    /// A boolean column marking validation rows, which are not trained on.
     #[serde(default)]
-    pub resume: Option<Checkpoint>,
+    pub validation_col: Option<String>,
 }
 
 /// The rows each training task returns: its report, and on rank 0 the trained model.
@@ -61,11 +72,25 @@ impl BarrierFunction for TrainFunction {
 
     fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch> {
         let args: TrainArgs = serde_json::from_str(args).map_err(|e| failed(format!("unreadable arguments: {e}")))?;
-        let rows = canonical_order(&input, &args.features_col, &args.label_col)?;
+        let mut columns = vec![args.features_col.as_str(), args.label_col.as_str()];
+        columns.extend(args.validation_col.as_deref());
+        let rows = canonical_order(&input, &columns)?;
         drop(input);
-        let shard = Shard::from_batches(rows.as_slice(), &args.features_col, &args.label_col).map_err(failed)?;
+        let (training, validation) = split_validation(rows, args.validation_col.as_deref())?;
+        let shard_of =
+            |rows: &[RecordBatch]| Shard::from_batches(rows, &args.features_col, &args.label_col).map_err(failed);
+        let shard = shard_of(training.as_slice())?;
+        let validation = validation
+            .as_ref()
+            .map(|rows| shard_of(std::slice::from_ref(rows)))
+            .transpose()?;
+        let resume = context
+            .resume()
+            .map(|point| Checkpoint::from_bytes(&point.bytes))
+            .transpose()
+            .map_err(|e| failed(format!("the checkpoint to resume from is unreadable: {e}")))?;
         let driver = context.driver_channel();
-        let mut send_checkpoint = |checkpoint: &Checkpoint| {
+        let send_checkpoint = |checkpoint: &Checkpoint| {
             let sent = checkpoint
                 .to_bytes()
                 .and_then(|bytes| driver.send(checkpoint.epoch, &bytes).map_err(|e| e.to_string()));
@@ -73,15 +98,13 @@ impl BarrierFunction for TrainFunction {
                 log::warn!("checkpoint of epoch {} not sent to the driver: {e}", checkpoint.epoch);
             }
         };
-        let outcome = train_rank(
-            &shard,
-            None,
-            &args.options,
-            context.communicator(),
-            args.resume.as_ref(),
-            &mut send_checkpoint,
-        )
-        .map_err(failed)?;
+        let mut trainer = RankTrainer::new(&shard, &args.options)
+            .resume(resume.as_ref())
+            .on_epoch(send_checkpoint);
+        if let Some(validation) = &validation {
+            trainer = trainer.validation(validation);
+        }
+        let outcome = trainer.run(context.communicator()).map_err(failed)?;
         let model = match outcome.tensors {
             Some(tensors) => Some(
                 ModelArtifact::new(args.options.clone(), tensors, outcome.report.history.clone())
@@ -94,19 +117,22 @@ impl BarrierFunction for TrainFunction {
     }
 }
 
-/// The feature and label columns of `batches` in one batch (none without batches), rows sorted by a hash of
-/// their values: the order a shard trains in does not depend on the order its rows arrived in.
-fn canonical_order(batches: &[RecordBatch], features: &str, label: &str) -> Result<Option<RecordBatch>> {
+/// The `names` columns of `batches` in one batch (none without batches), rows sorted by a hash of their
+/// values: the order a shard trains in does not depend on the order its rows arrived in.
+fn canonical_order(batches: &[RecordBatch], names: &[&str]) -> Result<Option<RecordBatch>> {
     let mut columns = Vec::with_capacity(batches.len());
     for batch in batches {
-        let pick = |name: &str| {
-            batch
-                .column_by_name(name)
-                .cloned()
-                .ok_or_else(|| failed(format!("column {name:?}: no such column")))
-        };
-        let (f, l) = (pick(features)?, pick(label)?);
-        columns.push(RecordBatch::try_from_iter([(features, f), (label, l)])?);
+        let picked = names
+            .iter()
+            .map(|&name| {
+                batch
+                    .column_by_name(name)
+                    .cloned()
+                    .map(|column| (name, column))
+                    .ok_or_else(|| failed(format!("column {name:?}: no such column")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        columns.push(RecordBatch::try_from_iter(picked)?);
     }
     let Some(first) = columns.first() else {
         return Ok(None);
@@ -116,6 +142,29 @@ fn canonical_order(batches: &[RecordBatch], features: &str, label: &str) -> Resu
     let mut order: Vec<u32> = (0..all.num_rows() as u32).collect();
     order.sort_by_key(|&i| hashes[i as usize]);
     Ok(Some(take_record_batch(&all, &UInt32Array::from(order))?))
+}
+
+/// The training rows and, with a validation column, the validation rows (where it is true; a null counts as
+/// training).
+fn split_validation(
+    rows: Option<RecordBatch>,
+    column: Option<&str>,
+) -> Result<(Option<RecordBatch>, Option<RecordBatch>)> {
+    let (Some(rows), Some(column)) = (&rows, column) else {
+        return Ok((rows, None));
+    };
+    let indicator = datafusion::common::cast::as_boolean_array(
+        rows.column_by_name(column)
+            .ok_or_else(|| failed(format!("column {column:?}: no such column")))?,
+    )?;
+    let validation = match indicator.nulls() {
+        Some(_) => prep_null_mask_filter(indicator),
+        None => indicator.clone(),
+    };
+    Ok((
+        Some(filter_record_batch(rows, &not(&validation)?)?),
+        Some(filter_record_batch(rows, &validation)?),
+    ))
 }
 
 fn report_batch(report: &RankReport, model: Option<Vec<u8>>) -> Result<RecordBatch> {

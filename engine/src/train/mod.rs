@@ -1,11 +1,12 @@
 //! Training from data frames: hearth's trainer as a barrier stage, and the estimators built on it.
 //!
-//! An estimator such as [`MlpClassifier`] fits in three steps: one aggregate query learns the feature width
-//! and the number of classes; the rows are repartitioned into exactly `workers` partitions; and a barrier
-//! stage runs the trainer on every partition at once ([`TRAIN_FUNCTION`](crate::barrier::TRAIN_FUNCTION)),
-//! averaging gradients with allreduce. Rank 0 sends the driver a checkpoint after every epoch; a failed stage
-//! is re-run as a whole from the last one, up to `max_attempts` times. The fitted model transforms data
-//! frames with the `ml_classify` SQL function, which carries the model as a literal.
+//! A [`Classifier`] (e.g. [`MlpClassifier`]) is an [`Estimator`](crate::stage::Estimator) like the feature
+//! stages, so it can end a [`Pipeline`](crate::pipeline::Pipeline). It fits in three steps: one aggregate
+//! query learns the number of classes; the rows are repartitioned into exactly `workers` partitions; and a
+//! barrier stage runs the trainer on every partition at once ([`TRAIN_FUNCTION`]), averaging gradients with
+//! allreduce. Rank 0 sends the driver a checkpoint after every epoch; a failed stage is re-run as a whole
+//! from the last one, up to `max_attempts` times. The fitted [`ClassificationModel`] transforms data frames
+//! with the `ml_classify` SQL function, bound to the model.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
@@ -23,13 +24,19 @@
 //! # });
 //! ```
 
+mod architecture;
 mod classifier;
+mod classify;
 mod fit;
 mod function;
+mod model;
+mod progress;
 
-pub use classifier::{
-    Architecture, ClassificationModel, Classifier, Linear, LinearClassifier, Mlp, MlpClassifier, Sequential,
-    SequentialClassifier,
-};
-pub use fit::{AttemptReport, StageParams, TrainingSummary};
-pub use function::{TrainArgs, TrainFunction};
+pub use architecture::{Architecture, Linear, Mlp, Sequential};
+pub use classifier::{Classifier, LinearClassifier, MlpClassifier, SequentialClassifier};
+pub use classify::{ClassifyUdf, NAME as CLASSIFY};
+pub use fit::TrainingSummary;
+pub use function::{TRAIN_FUNCTION, TrainArgs, TrainFunction, register_barrier_functions};
+pub use hearth_ml::train::EpochStats;
+pub use model::{ClassificationModel, TRAINING_FILE};
+pub use progress::TrainingProgress;

@@ -3,11 +3,12 @@
 //! deadline.
 //!
 //! The driver starts a [`Coordinator`]; each rank calls [`Communicator::join`] with the coordinator's address
-//! and the job's [`JobSecret`]. Values travel in the machine's byte order (little-endian on every platform
-//! hearth supports).
+//! and the job's [`JobSecret`]; [`LocalWorld`] runs a whole job as threads of one process. Values travel in
+//! the machine's byte order (little-endian on every platform hearth supports).
 
 mod auth;
 mod error;
+mod local;
 mod rendezvous;
 mod ring;
 mod transfer;
@@ -15,5 +16,6 @@ mod wire;
 
 pub use auth::JobSecret;
 pub use error::{CollectiveError, Result};
+pub use local::LocalWorld;
 pub use rendezvous::{Coordinator, Peer, Registration, Upload, register, upload};
 pub use ring::{Communicator, JoinOptions};

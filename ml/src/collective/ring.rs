@@ -335,14 +335,6 @@ impl Communicator {
         self.transfer(&name, &header, values, Some(chunk(r)), &receives, deadline)
     }
 
-    /// Averages `values` across ranks (sum, then divide by the world size): gradient averaging.
-    pub fn allreduce_mean(&mut self, values: &mut [f32]) -> Result<()> {
-        self.allreduce_sum(values)?;
-        let n = self.world_size() as f32;
-        values.iter_mut().for_each(|v| *v /= n);
-        Ok(())
-    }
-
     /// Copies `values` from rank `root` to every rank.
     pub fn broadcast(&mut self, values: &mut [f32], root: usize) -> Result<()> {
         let n = self.world_size();
@@ -459,14 +451,23 @@ impl Communicator {
         self.allgather_bytes(&[]).map(|_| ())
     }
 
-    /// The smallest of every rank's `value` (how ranks agree on a number of steps).
+    /// The smallest of every rank's `value`.
     pub fn min_u64(&mut self, value: u64) -> Result<u64> {
+        Ok(self.all_u64(value)?.into_iter().min().unwrap_or(value))
+    }
+
+    /// The largest of every rank's `value` (how ranks agree on the number of steps in an epoch).
+    pub fn max_u64(&mut self, value: u64) -> Result<u64> {
+        Ok(self.all_u64(value)?.into_iter().max().unwrap_or(value))
+    }
+
+    /// Every rank's `value`, in rank order.
+    fn all_u64(&mut self, value: u64) -> Result<Vec<u64>> {
         let all = self.allgather_bytes(&value.to_le_bytes())?;
         Ok(all
             .iter()
             .map(|b| b.as_slice().try_into().map_or(0, u64::from_le_bytes))
-            .min()
-            .unwrap_or(value))
+            .collect())
     }
 }
 

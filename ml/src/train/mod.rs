@@ -1,9 +1,19 @@
-//! Data-parallel training: options, optimizers, and the per-rank loop.
+//! Data-parallel training: what a run is ([`TrainOptions`] = model + loss + [`TrainSettings`]), the
+//! optimizers, and one rank's loop ([`RankTrainer`]) with its checkpoints and reports.
 
+mod checkpoint;
+mod device;
+mod error;
+mod loss;
 mod optimizer;
 mod options;
-mod rank;
+mod report;
+mod trainer;
 
+pub use checkpoint::Checkpoint;
+pub use device::cuda_device_count;
+pub use error::TrainError;
 pub use optimizer::{Optimizer, OptimizerSpec};
-pub use options::{DeviceChoice, Loss, LrSchedule, TrainOptions};
-pub use rank::{Checkpoint, EpochStats, RankOutcome, RankReport, TrainError, cuda_device_count, train_rank};
+pub use options::{DeviceChoice, Loss, LrSchedule, TrainOptions, TrainSettings};
+pub use report::{EpochStats, RankOutcome, RankReport};
+pub use trainer::RankTrainer;

@@ -51,75 +51,49 @@ pub enum DeviceChoice {
     Cuda(Option<usize>),
 }
 
-/// A complete description of a training run, the same on every rank.
+/// How a run trains, whatever the model: optimizer, schedule, epochs, batches, seed, device. Its
+/// `Default` is hearth's defaults for every estimator (Adam at 0.001, 10 epochs of 64-row batches, shuffled,
+/// seed 0, a constant rate, a GPU where the host has one); estimators hold one and override fields.
 ///
 /// ```
-/// use hearth_ml::model::{Activation, ModelSpec};
-/// use hearth_ml::train::{OptimizerSpec, TrainOptions};
-/// let options = TrainOptions::new(
-///     ModelSpec::Mlp { inputs: 30, hidden: vec![64], outputs: 2, activation: Activation::Relu, dropout: 0.0 },
-///     OptimizerSpec::adam(1e-3),
-/// );
-/// assert_eq!(options.batch_size, 64);
+/// use hearth_ml::train::TrainSettings;
+/// let settings = TrainSettings { epochs: 3, ..TrainSettings::default() };
+/// assert_eq!((settings.epochs, settings.batch_size), (3, 64));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TrainOptions {
-    /// The network.
-    pub model: ModelSpec,
-    /// The loss (default: cross-entropy for several outputs, binary cross-entropy for one).
-    pub loss: Loss,
-    /// The optimizer.
+#[serde(default)]
+pub struct TrainSettings {
+    /// The optimizer (default Adam, learning rate 0.001).
     pub optimizer: OptimizerSpec,
-    /// The learning-rate schedule.
-    #[serde(default)]
+    /// The learning-rate schedule (default constant).
     pub schedule: LrSchedule,
     /// Epochs over which the rate ramps up linearly from its unscaled value to the world-size-scaled one
-    /// (Horovod's warm-up; no effect without `scale_lr_by_world_size`).
-    #[serde(default)]
+    /// (Horovod's warm-up; no effect without `scale_lr_by_world_size`; default 0).
     pub warmup_epochs: f64,
-    /// Multiply the learning rate by the number of ranks (Horovod's recipe).
-    #[serde(default)]
+    /// Multiply the learning rate by the number of ranks (Horovod's recipe; default false).
     pub scale_lr_by_world_size: bool,
-    /// Passes over the data.
+    /// Passes over the data (default 10).
     pub epochs: usize,
-    /// Rows per step on each rank.
+    /// Rows per step on each rank (default 64).
     pub batch_size: usize,
-    /// Shuffle each rank's rows every epoch (seeded by seed, rank and epoch).
-    #[serde(default = "yes")]
+    /// Shuffle each rank's rows every epoch, seeded by seed, rank and epoch (default true).
     pub shuffle: bool,
-    /// Seed of the initial parameters, shuffling, dropout and MixUp.
-    #[serde(default)]
+    /// Seed of the initial parameters, shuffling, dropout and MixUp (default 0).
     pub seed: u64,
-    /// Per-class loss weights (cross-entropy).
-    #[serde(default)]
+    /// Per-class loss weights (cross-entropy; default none).
     pub class_weights: Option<Vec<f64>>,
-    /// MixUp's Beta(α, α) parameter; none or 0 turns MixUp off.
-    #[serde(default)]
+    /// MixUp's Beta(α, α) parameter; none or 0 turns MixUp off (default).
     pub mixup_alpha: Option<f64>,
-    /// Where each rank trains.
-    #[serde(default)]
+    /// Where each rank trains (default: a GPU where the host has one).
     pub device: DeviceChoice,
     /// libtorch threads per rank (default: cores / local ranks).
-    #[serde(default)]
     pub threads: Option<usize>,
 }
 
-fn yes() -> bool {
-    true
-}
-
-impl TrainOptions {
-    /// Options with the defaults: the loss that fits the model's outputs, 10 epochs of 64-row batches,
-    /// shuffled, constant rate, CPU or GPU automatically.
-    pub fn new(model: ModelSpec, optimizer: OptimizerSpec) -> Self {
-        let loss = match model.outputs() {
-            Ok(1) => Loss::BinaryCrossEntropy,
-            _ => Loss::SoftmaxCrossEntropy,
-        };
+impl Default for TrainSettings {
+    fn default() -> Self {
         Self {
-            model,
-            loss,
-            optimizer,
+            optimizer: OptimizerSpec::adam(1e-3),
             schedule: LrSchedule::Constant,
             warmup_epochs: 0.0,
             scale_lr_by_world_size: false,
@@ -133,8 +107,20 @@ impl TrainOptions {
             threads: None,
         }
     }
+}
 
+impl TrainSettings {
     /// The learning rate at `progress` epochs into training (fractional within an epoch) on `world` ranks.
+    ///
+    /// ```
+    /// use hearth_ml::train::{LrSchedule, OptimizerSpec, TrainSettings};
+    /// let settings = TrainSettings {
+    ///     optimizer: OptimizerSpec::sgd(0.1),
+    ///     schedule: LrSchedule::Step { every: 2, gamma: 0.5 },
+    ///     ..TrainSettings::default()
+    /// };
+    /// assert_eq!(settings.learning_rate(2.5, 1), 0.05);
+    /// ```
     pub fn learning_rate(&self, progress: f64, world: usize) -> f64 {
         let scale = if self.scale_lr_by_world_size { world as f64 } else { 1.0 };
         let base = self.optimizer.learning_rate() * scale;
@@ -153,15 +139,50 @@ impl TrainOptions {
     }
 }
 
+/// A complete description of a training run, the same on every rank: the network, the loss, and the
+/// settings (written flat beside them in JSON).
+///
+/// ```
+/// use hearth_ml::model::{Activation, ModelSpec};
+/// use hearth_ml::train::{Loss, TrainOptions, TrainSettings};
+/// let options = TrainOptions::new(
+///     ModelSpec::Mlp { inputs: 30, hidden: vec![64], outputs: 2, activation: Activation::Relu, dropout: 0.0 },
+///     TrainSettings::default(),
+/// );
+/// assert_eq!(options.loss, Loss::SoftmaxCrossEntropy);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainOptions {
+    /// The network.
+    pub model: ModelSpec,
+    /// The loss (default: cross-entropy for several outputs, binary cross-entropy for one).
+    pub loss: Loss,
+    /// Optimizer, schedule, epochs, batches, seed, device.
+    #[serde(flatten)]
+    pub settings: TrainSettings,
+}
+
+impl TrainOptions {
+    /// Options for `model` with `settings` and the loss that fits the model's outputs.
+    pub fn new(model: ModelSpec, settings: TrainSettings) -> Self {
+        let loss = match model.outputs() {
+            Ok(1) => Loss::BinaryCrossEntropy,
+            _ => Loss::SoftmaxCrossEntropy,
+        };
+        Self { model, loss, settings }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ModelSpec;
 
-    fn options(schedule: LrSchedule) -> TrainOptions {
-        let mut options = TrainOptions::new(ModelSpec::Linear { inputs: 2, outputs: 2 }, OptimizerSpec::sgd(0.1));
-        options.schedule = schedule;
-        options
+    fn options(schedule: LrSchedule) -> TrainSettings {
+        TrainSettings {
+            optimizer: OptimizerSpec::sgd(0.1),
+            schedule,
+            ..TrainSettings::default()
+        }
     }
 
     #[test]

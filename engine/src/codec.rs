@@ -1,0 +1,165 @@
+//! hearth's codecs: Ballista's own nodes and hearth's barrier operator in an explicit envelope, and
+//! functions bound to a model (`ml_classify`) with their model.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use ballista_core::serde::{BallistaLogicalExtensionCodec, BallistaPhysicalExtensionCodec};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::TableProvider;
+use datafusion::common::TableReference;
+use datafusion::datasource::file_format::FileFormatFactory;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Extension, LogicalPlan, ScalarUDF};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_proto::logical_plan::LogicalExtensionCodec;
+use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
+
+use crate::barrier::{BarrierExec, BarrierSpec};
+use crate::train::{CLASSIFY, ClassifyUdf};
+
+/// Writes a model-bound function's model; other functions travel by name (nothing written).
+fn encode_udf(node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
+    let inner: &dyn Any = node.inner().as_ref();
+    if let Some(classify) = inner.downcast_ref::<ClassifyUdf>() {
+        buf.extend_from_slice(classify.model());
+    }
+    Ok(())
+}
+
+/// Rebuilds a model-bound function from its model, or `None` for a function this codec does not own.
+fn decode_udf(name: &str, buf: &[u8]) -> Option<Result<Arc<ScalarUDF>>> {
+    (name == CLASSIFY && !buf.is_empty()).then(|| Ok(Arc::new(ScalarUDF::from(ClassifyUdf::new(buf.to_vec())?))))
+}
+
+/// The first byte of an encoded node: whose node it is.
+const BALLISTA_NODE: u8 = 0;
+const BARRIER_NODE: u8 = 1;
+
+/// Encodes [`BarrierExec`] (its [`BarrierSpec`] as JSON) and hands every other node to Ballista's codec.
+/// Each node's bytes start with a tag saying which, so foreign bytes are never mistaken for a node.
+///
+/// ```
+/// use std::sync::Arc;
+/// use datafusion::physical_plan::empty::EmptyExec;
+/// use datafusion::arrow::datatypes::Schema;
+/// use datafusion_proto::physical_plan::{DefaultPhysicalProtoConverter, PhysicalExtensionCodec};
+/// use hearth_engine::codec::HearthPhysicalCodec;
+///
+/// let codec = HearthPhysicalCodec::default();
+/// let mut buf = Vec::new();
+/// // EmptyExec is DataFusion's, not Ballista's: neither codec claims it.
+/// assert!(codec.try_encode(Arc::new(EmptyExec::new(Arc::new(Schema::empty()))), &mut buf, &DefaultPhysicalProtoConverter {}).is_err());
+/// ```
+#[derive(Debug, Default)]
+pub struct HearthPhysicalCodec {
+    ballista: BallistaPhysicalExtensionCodec,
+}
+
+impl PhysicalExtensionCodec for HearthPhysicalCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn ExecutionPlan>],
+        ctx: &TaskContext,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match buf.split_first() {
+            Some((&BARRIER_NODE, spec)) => {
+                let spec: BarrierSpec = serde_json::from_slice(spec)
+                    .map_err(|e| DataFusionError::Internal(format!("unreadable BarrierExec: {e}")))?;
+                let [input] = inputs else {
+                    return Err(DataFusionError::Internal(format!(
+                        "BarrierExec needs one input, got {}",
+                        inputs.len()
+                    )));
+                };
+                Ok(Arc::new(BarrierExec::over_slice(Arc::clone(input), spec)?))
+            }
+            Some((&BALLISTA_NODE, node)) => self.ballista.try_decode(node, inputs, ctx, proto_converter),
+            Some((tag, _)) => Err(DataFusionError::Internal(format!(
+                "unknown node tag {tag}: the plan was encoded by another version"
+            ))),
+            None => Err(DataFusionError::Internal("an empty extension node".to_string())),
+        }
+    }
+
+    fn try_encode(
+        &self,
+        node: Arc<dyn ExecutionPlan>,
+        buf: &mut Vec<u8>,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<()> {
+        if let Some(barrier) = node.downcast_ref::<BarrierExec>() {
+            buf.push(BARRIER_NODE);
+            return serde_json::to_writer(buf, barrier.spec())
+                .map_err(|e| DataFusionError::Internal(format!("cannot encode BarrierExec: {e}")));
+        }
+        let mut inner = Vec::new();
+        self.ballista.try_encode(node, &mut inner, proto_converter)?;
+        buf.push(BALLISTA_NODE);
+        buf.extend_from_slice(&inner);
+        Ok(())
+    }
+
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
+        decode_udf(name, buf).unwrap_or_else(|| self.ballista.try_decode_udf(name, buf))
+    }
+
+    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
+        encode_udf(node, buf)
+    }
+}
+
+/// Ballista's logical codec, which also carries model-bound functions (a logical plan that scores with a
+/// trained model goes to the scheduler with the model).
+#[derive(Debug, Default)]
+pub struct HearthLogicalCodec {
+    ballista: BallistaLogicalExtensionCodec,
+}
+
+impl LogicalExtensionCodec for HearthLogicalCodec {
+    fn try_decode(&self, buf: &[u8], inputs: &[LogicalPlan], ctx: &TaskContext) -> Result<Extension> {
+        self.ballista.try_decode(buf, inputs, ctx)
+    }
+
+    fn try_encode(&self, node: &Extension, buf: &mut Vec<u8>) -> Result<()> {
+        self.ballista.try_encode(node, buf)
+    }
+
+    fn try_decode_table_provider(
+        &self,
+        buf: &[u8],
+        table_ref: &TableReference,
+        schema: SchemaRef,
+        ctx: &TaskContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        self.ballista.try_decode_table_provider(buf, table_ref, schema, ctx)
+    }
+
+    fn try_encode_table_provider(
+        &self,
+        table_ref: &TableReference,
+        node: Arc<dyn TableProvider>,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        self.ballista.try_encode_table_provider(table_ref, node, buf)
+    }
+
+    fn try_decode_file_format(&self, buf: &[u8], ctx: &TaskContext) -> Result<Arc<dyn FileFormatFactory>> {
+        self.ballista.try_decode_file_format(buf, ctx)
+    }
+
+    fn try_encode_file_format(&self, buf: &mut Vec<u8>, node: Arc<dyn FileFormatFactory>) -> Result<()> {
+        self.ballista.try_encode_file_format(buf, node)
+    }
+
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
+        decode_udf(name, buf).unwrap_or_else(|| self.ballista.try_decode_udf(name, buf))
+    }
+
+    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
+        encode_udf(node, buf)
+    }
+}

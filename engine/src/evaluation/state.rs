@@ -1,0 +1,286 @@
+//! `ml_multiclass_state`, `ml_binary_state`, `ml_regression_state`: the aggregates evaluators run. Each
+//! returns the merged evaluation state as bytes; the evaluator reads its metrics from them.
+
+use std::mem::size_of;
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
+use datafusion::common::{ScalarValue, exec_err};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Expr, Signature, Volatility};
+use hearth_ml::evaluation::{BinaryState, MulticlassState, RegressionState};
+
+use crate::vector::{vector_dim, vector_values};
+
+/// Which evaluation an aggregate accumulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Evaluation {
+    /// `ml_multiclass_state(label, prediction, weight[, probability])`: confusion counts and log-loss.
+    Multiclass,
+    /// `ml_binary_state(score, label, weight)`: weight per distinct score; the score is a number or a vector
+    /// whose second slot (the positive class) is taken, as Spark's `rawPrediction`.
+    Binary,
+    /// `ml_regression_state(label, prediction, weight)`: weighted sums of errors.
+    Regression,
+}
+
+impl Evaluation {
+    /// The SQL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Evaluation::Multiclass => "ml_multiclass_state",
+            Evaluation::Binary => "ml_binary_state",
+            Evaluation::Regression => "ml_regression_state",
+        }
+    }
+}
+
+/// The aggregate of an [`Evaluation`]: rows in, the merged state's bytes out.
+///
+/// ```sql
+/// SELECT ml_multiclass_state(label, prediction, 1.0) FROM scored
+/// ```
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct EvaluationStateUdaf {
+    evaluation: Evaluation,
+    signature: Signature,
+}
+
+impl EvaluationStateUdaf {
+    /// The aggregate for `evaluation`.
+    pub fn new(evaluation: Evaluation) -> Self {
+        let signature = match evaluation {
+            Evaluation::Multiclass => Signature::one_of(
+                vec![
+                    datafusion::logical_expr::TypeSignature::Any(3),
+                    datafusion::logical_expr::TypeSignature::Any(4),
+                ],
+                Volatility::Immutable,
+            ),
+            _ => Signature::any(3, Volatility::Immutable),
+        };
+        Self { evaluation, signature }
+    }
+}
+
+/// The three evaluation aggregates (multiclass, binary, regression), built once.
+pub(crate) static EVALUATION_STATES: LazyLock<[Arc<AggregateUDF>; 3]> = LazyLock::new(|| {
+    [Evaluation::Multiclass, Evaluation::Binary, Evaluation::Regression]
+        .map(|evaluation| Arc::new(AggregateUDF::from(EvaluationStateUdaf::new(evaluation))))
+});
+
+/// The evaluation aggregate `ml_*_state(args...)`.
+pub(crate) fn evaluation_state(evaluation: Evaluation, args: Vec<Expr>) -> Expr {
+    let index = match evaluation {
+        Evaluation::Multiclass => 0,
+        Evaluation::Binary => 1,
+        Evaluation::Regression => 2,
+    };
+    EVALUATION_STATES[index].call(args)
+}
+
+impl AggregateUDFImpl for EvaluationStateUdaf {
+    fn name(&self) -> &str {
+        self.evaluation.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Binary)
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        Ok(vec![Arc::new(Field::new(
+            format!("{}[state]", args.name),
+            DataType::Binary,
+            true,
+        ))])
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        let columns: Vec<String> = args.expr_fields.iter().map(|f| f.name().to_string()).collect();
+        Ok(Box::new(StateAccumulator {
+            evaluation: self.evaluation,
+            columns,
+            state: State::new(self.evaluation),
+        }))
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    Multiclass(MulticlassState),
+    Binary(BinaryState),
+    Regression(RegressionState),
+}
+
+impl State {
+    fn new(evaluation: Evaluation) -> Self {
+        match evaluation {
+            Evaluation::Multiclass => State::Multiclass(MulticlassState::default()),
+            Evaluation::Binary => State::Binary(BinaryState::default()),
+            Evaluation::Regression => State::Regression(RegressionState::default()),
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            State::Multiclass(s) => s.to_bytes(),
+            State::Binary(s) => s.to_bytes(),
+            State::Regression(s) => s.to_bytes(),
+        }
+    }
+
+    fn merge_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        let error = |e: hearth_ml::evaluation::StateDecodeError| DataFusionError::Execution(e.to_string());
+        match self {
+            State::Multiclass(s) => s.merge(&MulticlassState::from_bytes(bytes).map_err(error)?),
+            State::Binary(s) => s.merge(&BinaryState::from_bytes(bytes).map_err(error)?),
+            State::Regression(s) => s.merge(&RegressionState::from_bytes(bytes).map_err(error)?),
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct StateAccumulator {
+    evaluation: Evaluation,
+    columns: Vec<String>,
+    state: State,
+}
+
+impl StateAccumulator {
+    /// Argument `index` as `f64` values, refusing nulls and NaN with the column and row.
+    fn numbers(&self, values: &[ArrayRef], index: usize) -> Result<Vec<f64>> {
+        let column = &self.columns[index];
+        let array = &values[index];
+        let numbers = if vector_dim(array.data_type()).is_some() {
+            // A score vector: its positive-class slot (the second), or its only slot.
+            let dim = vector_dim(array.data_type()).unwrap_or(1);
+            let (flat, nulls) = vector_values(array)?;
+            if let Some(row) = nulls.as_ref().and_then(|n| (0..n.len()).find(|&i| n.is_null(i))) {
+                return exec_err!("{}: column {column:?} is null at row {row}", self.evaluation.name());
+            }
+            let slot = if dim >= 2 { 1 } else { 0 };
+            flat.values()
+                .chunks_exact(dim.max(1))
+                .map(|row| f64::from(row[slot]))
+                .collect()
+        } else {
+            let cast = cast(array, &DataType::Float64).map_err(|e| {
+                DataFusionError::Execution(format!(
+                    "{}: column {column:?} must be numeric, got {} ({e})",
+                    self.evaluation.name(),
+                    array.data_type()
+                ))
+            })?;
+            let doubles = cast.as_primitive::<Float64Type>();
+            if let Some(row) = (0..doubles.len()).find(|&i| doubles.is_null(i)) {
+                return exec_err!("{}: column {column:?} is null at row {row}", self.evaluation.name());
+            }
+            doubles.values().to_vec()
+        };
+        if let Some(row) = numbers.iter().position(|v| v.is_nan()) {
+            return exec_err!("{}: column {column:?} is NaN at row {row}", self.evaluation.name());
+        }
+        Ok(numbers)
+    }
+
+    /// Each row's probability of its own label, from a probability vector column.
+    fn probabilities_of(&self, values: &[ArrayRef], labels: &[f64]) -> Result<Vec<f64>> {
+        let column = &self.columns[3];
+        let Some(dim) = vector_dim(values[3].data_type()) else {
+            return exec_err!("ml_multiclass_state: column {column:?} must be a probability vector");
+        };
+        let (flat, _) = vector_values(&values[3])?;
+        labels
+            .iter()
+            .enumerate()
+            .map(|(row, &label)| {
+                let slot = label as usize;
+                if label < 0.0 || slot >= dim {
+                    return exec_err!(
+                        "ml_multiclass_state: label {label} at row {row} has no slot in the {dim}-wide column {column:?}"
+                    );
+                }
+                Ok(f64::from(flat.value(row * dim + slot)))
+            })
+            .collect()
+    }
+}
+
+impl Accumulator for StateAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let first = self.numbers(values, 0)?;
+        let second = self.numbers(values, 1)?;
+        let weights = self.numbers(values, 2)?;
+        if let Some(row) = weights.iter().position(|w| *w < 0.0) {
+            return exec_err!(
+                "{}: weight column {:?} is negative ({}) at row {row}",
+                self.evaluation.name(),
+                self.columns[2],
+                weights[row]
+            );
+        }
+        let probabilities = match (&self.state, values.len()) {
+            (State::Multiclass(_), 4) => Some(self.probabilities_of(values, &first)?),
+            _ => None,
+        };
+        match &mut self.state {
+            State::Multiclass(s) => {
+                for row in 0..first.len() {
+                    s.add(
+                        first[row],
+                        second[row],
+                        weights[row],
+                        probabilities.as_ref().map(|p| p[row]),
+                    );
+                }
+            }
+            State::Binary(s) => {
+                for row in 0..first.len() {
+                    s.add(first[row], second[row], weights[row]);
+                }
+            }
+            State::Regression(s) => {
+                for row in 0..first.len() {
+                    s.add(first[row], second[row], weights[row]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let states = states[0].as_binary::<i32>();
+        for row in 0..states.len() {
+            if states.is_valid(row) {
+                self.state.merge_bytes(states.value(row))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![ScalarValue::Binary(Some(self.state.to_bytes()))])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        Ok(ScalarValue::Binary(Some(self.state.to_bytes())))
+    }
+
+    fn size(&self) -> usize {
+        let state = match &self.state {
+            State::Multiclass(s) => s.encoded_len(),
+            State::Binary(s) => s.encoded_len(),
+            State::Regression(s) => s.encoded_len(),
+        };
+        size_of::<Self>() + state
+    }
+}

@@ -1,0 +1,300 @@
+//! The model catalog: a directory with one folder per model — the fitted pipeline (preprocessing and the
+//! trained network, as `PipelineModel::save` writes it), `catalog.json` (what SQL needs to know of it), and
+//! the rows held out for evaluation. Entries are written to a temporary folder and renamed into place, so a
+//! failed `CREATE MODEL` leaves nothing behind.
+//!
+//! ```text
+//! models/
+//!   credit_risk/
+//!     catalog.json           name, type, label and its values, feature columns, options, SQL, created
+//!     pipeline.json          the fitted pipeline (stages/5_MlpClassifier_…/ holds the network)
+//!     evaluation.parquet     rows held out by data_split_method, read by ML.EVALUATE(MODEL credit_risk)
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{HearthError, Result};
+use crate::feature::StringIndexerModel;
+use crate::pipeline::PipelineModel;
+use crate::train::ClassificationModel;
+
+/// The file of an entry that describes it.
+pub const ENTRY_FILE: &str = "catalog.json";
+
+/// The file of an entry holding the rows held out for evaluation.
+pub const EVALUATION_FILE: &str = "evaluation.parquet";
+
+/// What the catalog knows of a model besides its pipeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelEntry {
+    /// The model's name.
+    pub name: String,
+    /// `mlp_classifier`, `logistic_reg`, `mlp_regressor`, or `pipeline` for one registered from Rust.
+    pub model_type: String,
+    /// The label column of the training input.
+    pub label: String,
+    /// The label's values in class-index order, when the labels were indexed (strings); a prediction of
+    /// index `i` is `labels[i]`.
+    #[serde(default)]
+    pub labels: Option<Vec<String>>,
+    /// Whether the model predicts classes (else a number).
+    pub classifier: bool,
+    /// The column the pipeline's classifier reads its label index from.
+    pub label_index: String,
+    /// The columns of the training rows the preprocessing reads (a prediction's rows need them).
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    /// The columns the preprocessing outputs (TRANSFORM's select list), the label's excluded.
+    pub features: Vec<String>,
+    /// How many leading stages of the pipeline are the preprocessing (`ML.TRANSFORM` applies these).
+    pub preprocessing_stages: usize,
+    /// The `OPTIONS` as written.
+    #[serde(default)]
+    pub options: std::collections::BTreeMap<String, String>,
+    /// The `TRANSFORM (…)` list as written.
+    #[serde(default)]
+    pub transform: Option<String>,
+    /// The training query as written.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Rows trained on.
+    pub training_rows: u64,
+    /// Rows held out for evaluation.
+    pub evaluation_rows: u64,
+    /// Seconds the training took.
+    pub training_seconds: f64,
+    /// When it was created (milliseconds since the Unix epoch).
+    pub created_ms: u64,
+}
+
+/// A model in the catalog: its entry and its fitted pipeline.
+#[derive(Clone, Debug)]
+pub struct CatalogModel {
+    /// What the catalog knows of it.
+    pub entry: ModelEntry,
+    /// The fitted pipeline, ending with the trained model.
+    pub pipeline: PipelineModel,
+    /// Its folder.
+    pub dir: PathBuf,
+}
+
+impl CatalogModel {
+    /// The held-out evaluation rows' file, if the model kept any.
+    pub fn evaluation_file(&self) -> Option<PathBuf> {
+        let file = self.dir.join(EVALUATION_FILE);
+        (self.entry.evaluation_rows > 0 && file.is_file()).then_some(file)
+    }
+}
+
+/// A directory of models, one folder each.
+///
+/// ```
+/// use hearth_engine::sql::ModelCatalog;
+/// let dir = std::env::temp_dir().join(format!("hearth-doc-catalog-{}", std::process::id()));
+/// let catalog = ModelCatalog::new(&dir);
+/// assert!(catalog.list().unwrap().is_empty());
+/// assert!(catalog.get("nope").unwrap_err().to_string().contains("no model named \"nope\""));
+/// # let _ = std::fs::remove_dir_all(&dir);
+/// ```
+#[derive(Clone, Debug)]
+pub struct ModelCatalog {
+    dir: PathBuf,
+}
+
+fn persistence(path: &Path, message: impl ToString) -> HearthError {
+    HearthError::Persistence {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl ModelCatalog {
+    /// The catalog in `dir` (created on the first save).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// Its directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn folder(&self, name: &str) -> Result<PathBuf> {
+        let valid = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !valid {
+            return Err(HearthError::InvalidParam {
+                stage: "model catalog".to_string(),
+                param: "name",
+                message: format!(
+                    "{name:?} is not a model name: letters, digits, '_', '-' and '.' only, not starting with '.'"
+                ),
+            });
+        }
+        Ok(self.dir.join(name))
+    }
+
+    /// Whether a model of this name exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.folder(name).is_ok_and(|dir| dir.join(ENTRY_FILE).is_file())
+    }
+
+    /// The model `name`.
+    pub fn get(&self, name: &str) -> Result<CatalogModel> {
+        let dir = self.folder(name)?;
+        let file = dir.join(ENTRY_FILE);
+        if !file.is_file() {
+            let known = self.list().unwrap_or_default();
+            let names: Vec<&str> = known.iter().map(|e| e.name.as_str()).collect();
+            return Err(persistence(
+                &self.dir,
+                format!(
+                    "no model named {name:?} in the catalog (models: {})",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            ));
+        }
+        let text = fs::read_to_string(&file).map_err(|e| persistence(&file, e))?;
+        let entry: ModelEntry = serde_json::from_str(&text).map_err(|e| persistence(&file, e))?;
+        let pipeline = PipelineModel::load(&dir)?;
+        Ok(CatalogModel { entry, pipeline, dir })
+    }
+
+    /// Every model's entry, by name.
+    pub fn list(&self) -> Result<Vec<ModelEntry>> {
+        let Ok(folders) = fs::read_dir(&self.dir) else {
+            return Ok(Vec::new());
+        };
+        let mut entries = Vec::new();
+        for folder in folders.flatten() {
+            let file = folder.path().join(ENTRY_FILE);
+            if folder.file_name().to_string_lossy().starts_with('.') || !file.is_file() {
+                continue;
+            }
+            let text = fs::read_to_string(&file).map_err(|e| persistence(&file, e))?;
+            entries.push(serde_json::from_str::<ModelEntry>(&text).map_err(|e| persistence(&file, e))?);
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    /// Saves a model: `write` fills a fresh temporary folder (the pipeline and any extra files), then the
+    /// entry is written and the folder renamed into place, replacing a model of the same name only when
+    /// `replace` is set. Nothing is left behind when any step fails.
+    pub fn save(
+        &self,
+        entry: &ModelEntry,
+        pipeline: &PipelineModel,
+        replace: bool,
+        write: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<()> {
+        let target = self.folder(&entry.name)?;
+        if !replace && target.exists() {
+            return Err(persistence(
+                &target,
+                "a model of this name exists; use CREATE OR REPLACE MODEL",
+            ));
+        }
+        fs::create_dir_all(&self.dir).map_err(|e| persistence(&self.dir, e))?;
+        let staging = self
+            .dir
+            .join(format!(".{}-{}-{}", entry.name, std::process::id(), now_ms()));
+        let written = (|| {
+            pipeline.save(&staging)?;
+            write(&staging)?;
+            let json = serde_json::to_string_pretty(entry).map_err(|e| persistence(&staging, e))?;
+            fs::write(staging.join(ENTRY_FILE), json + "\n").map_err(|e| persistence(&staging, e))
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+        let retired = self.dir.join(format!(".{}-replaced-{}", entry.name, now_ms()));
+        let had_old = target.exists();
+        if had_old {
+            fs::rename(&target, &retired).map_err(|e| {
+                let _ = fs::remove_dir_all(&staging);
+                persistence(&target, e)
+            })?;
+        }
+        if let Err(e) = fs::rename(&staging, &target) {
+            let _ = fs::remove_dir_all(&staging);
+            if had_old {
+                let _ = fs::rename(&retired, &target);
+            }
+            return Err(persistence(&target, e));
+        }
+        if had_old {
+            let _ = fs::remove_dir_all(&retired);
+        }
+        Ok(())
+    }
+
+    /// Registers a pipeline fitted in Rust whose last stage is a classification model, under `name`;
+    /// `label` is the label column of its input. Its label values are read from the `StringIndexerModel`
+    /// that indexed the label, if there is one.
+    pub fn register(&self, name: &str, pipeline: &PipelineModel, label: &str, replace: bool) -> Result<()> {
+        let model: &ClassificationModel = pipeline.last_stage().ok_or_else(|| HearthError::InvalidParam {
+            stage: "model catalog".to_string(),
+            param: "pipeline",
+            message: "the pipeline's last stage must be a ClassificationModel".to_string(),
+        })?;
+        let label_index = model.label_col().to_string();
+        let labels = pipeline.stages().iter().find_map(|stage| {
+            let indexer = stage.downcast_ref::<StringIndexerModel>()?;
+            let position = indexer.get_output_cols().iter().position(|c| *c == label_index)?;
+            (indexer.get_input_cols()[position] == label).then(|| indexer.labels()[position].clone())
+        });
+        let entry = ModelEntry {
+            name: name.to_string(),
+            model_type: "pipeline".to_string(),
+            label: label.to_string(),
+            labels,
+            classifier: true,
+            label_index,
+            inputs: Vec::new(),
+            features: vec![model.features_col().to_string()],
+            preprocessing_stages: pipeline.stages().len() - 1,
+            options: Default::default(),
+            transform: None,
+            query: None,
+            training_rows: model.summary().ranks.iter().map(|r| r.rows as u64).sum(),
+            evaluation_rows: 0,
+            training_seconds: model.summary().attempts.iter().map(|a| a.seconds).sum(),
+            created_ms: now_ms(),
+        };
+        self.save(&entry, pipeline, replace, |_| Ok(()))
+    }
+
+    /// Removes the model `name`; `Ok(false)` when there was none.
+    pub fn drop_model(&self, name: &str) -> Result<bool> {
+        let dir = self.folder(name)?;
+        if !dir.join(ENTRY_FILE).is_file() {
+            return Ok(false);
+        }
+        let retired = self.dir.join(format!(".{name}-dropped-{}", now_ms()));
+        fs::rename(&dir, &retired).map_err(|e| persistence(&dir, e))?;
+        fs::remove_dir_all(&retired).map_err(|e| persistence(&retired, e))?;
+        Ok(true)
+    }
+}

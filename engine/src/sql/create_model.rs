@@ -1,0 +1,393 @@
+//! `CREATE MODEL`: the training query's rows, split as `data_split_method` says, preprocessed as `TRANSFORM`
+//! says (or, without it, as BigQuery ML does: numbers standardized, strings one-hot encoded), the label
+//! indexed when it is not a number, and the estimator `model_type` names — one pipeline, fitted and saved in
+//! the catalog with the held-out rows.
+
+use std::path::Path;
+use std::time::Instant;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::logical_expr::{col, ident};
+use datafusion::prelude::DataFrame;
+use datafusion::sql::sqlparser::ast::SelectItem;
+
+use super::catalog::{EVALUATION_FILE, ModelEntry, now_ms};
+use super::options::{ClassWeights, DataSplit, ModelOptions, ModelType};
+use super::parser::CreateModel;
+use super::transform::{TransformPlan, plan_transform};
+use crate::error::{HearthError, Result};
+use crate::feature::{OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler};
+use crate::frame::DataFrameExt;
+use crate::params::HandleInvalid;
+use crate::pipeline::{Pipeline, PipelineStage};
+use crate::session::Session;
+use crate::stage::{Estimator, quoted_columns};
+use crate::train::{ClassificationModel, LinearClassifier, MlpClassifier};
+use crate::vector::vector_dim;
+
+/// The column the pipeline's assembled features go to.
+const FEATURES: &str = "__features";
+/// The column an indexed label goes to.
+const LABEL_INDEX: &str = "__label";
+
+/// What `CREATE MODEL` reports: the model, its rows and how training went.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreatedModel {
+    /// The model's name.
+    pub name: String,
+    /// Whether it was trained (`false`: `IF NOT EXISTS` found one).
+    pub trained: bool,
+    /// Its entry in the catalog.
+    pub entry: Option<ModelEntry>,
+    /// The last epoch's mean training loss.
+    pub loss: Option<f64>,
+}
+
+fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
+    HearthError::InvalidParam {
+        stage: "CREATE MODEL".to_string(),
+        param,
+        message: message.into(),
+    }
+}
+
+/// Runs a `CREATE MODEL` statement in `session`, whose catalog receives the model.
+pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
+    let options = ModelOptions::from_sql(&create.options)?;
+    let catalog = session.models();
+    if catalog.contains(&create.name) {
+        if create.if_not_exists {
+            return Ok(CreatedModel {
+                name: create.name.clone(),
+                trained: false,
+                entry: None,
+                loss: None,
+            });
+        }
+        if !create.or_replace {
+            return Err(invalid(
+                "name",
+                format!(
+                    "model {:?} exists; use CREATE OR REPLACE MODEL to replace it",
+                    create.name
+                ),
+            ));
+        }
+    }
+    let started = Instant::now();
+    let input = session.plan_query(&create.query).await?;
+    let label_type = label_type(&input, &options)?;
+    let transform = match &create.transform {
+        Some(items) => plan_transform(items, &input)?,
+        None => automatic_transform(&input, &options)?,
+    };
+    let features: Vec<String> = transform
+        .outputs
+        .iter()
+        .filter(|c| **c != options.label && Some(*c) != options.data_split_col.as_ref())
+        .cloned()
+        .collect();
+    if features.is_empty() {
+        return Err(invalid("TRANSFORM", "no feature columns: every output is the label"));
+    }
+    let (train, evaluation) = split(&input, &options).await?;
+
+    let mut stages: Vec<PipelineStage> = Vec::new();
+    let indexed_label = label_type == LabelType::Indexed;
+    let labels = if indexed_label {
+        let indexer = StringIndexer::new()
+            .input_col(&options.label)
+            .output_col(LABEL_INDEX)
+            .fit(&train)
+            .await?;
+        let labels = indexer.labels()[0].clone();
+        stages.push(indexer.into());
+        Some(labels)
+    } else {
+        None
+    };
+    let preprocessing_stages = stages.len() + transform.stages.len();
+    stages.extend(transform.stages);
+    stages.push(
+        VectorAssembler::new()
+            .input_cols(features.clone())
+            .output_col(FEATURES)
+            .into(),
+    );
+    let label_index = if indexed_label {
+        LABEL_INDEX
+    } else {
+        options.label.as_str()
+    };
+    stages.push(estimator(&options, label_index, labels.as_deref())?);
+    let model = Pipeline::from_stages(stages).fit(&train).await?;
+
+    let classifier: Option<&ClassificationModel> = model.last_stage();
+    let evaluation_rows = match &evaluation {
+        Some(rows) => rows.iter().map(RecordBatch::num_rows).sum::<usize>() as u64,
+        None => 0,
+    };
+    let entry = ModelEntry {
+        name: create.name.clone(),
+        model_type: options.model_type.to_string(),
+        label: options.label.clone(),
+        labels,
+        classifier: options.model_type.is_classifier(),
+        label_index: label_index.to_string(),
+        inputs: transform.inputs,
+        features,
+        preprocessing_stages,
+        options: options.written.clone(),
+        transform: create.transform.as_ref().map(|items| list_text(items)),
+        query: Some(create.query.to_string()),
+        training_rows: classifier.map_or(0, |c| c.summary().ranks.iter().map(|r| r.rows as u64).sum()),
+        evaluation_rows,
+        training_seconds: started.elapsed().as_secs_f64(),
+        created_ms: now_ms(),
+    };
+    catalog.save(&entry, &model, create.or_replace, |dir| match &evaluation {
+        Some(rows) if evaluation_rows > 0 => write_parquet(&dir.join(EVALUATION_FILE), rows),
+        _ => Ok(()),
+    })?;
+    Ok(CreatedModel {
+        name: create.name.clone(),
+        trained: true,
+        loss: classifier.and_then(|c| c.history().last()).map(|e| e.loss),
+        entry: Some(entry),
+    })
+}
+
+fn list_text(items: &[SelectItem]) -> String {
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum LabelType {
+    /// Strings or booleans: indexed, the values kept for predictions.
+    Indexed,
+    /// Numbers: class indices (classifier) or targets (regressor) as they are.
+    Numeric,
+}
+
+fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
+    let field = input
+        .schema()
+        .field_with_unqualified_name(&options.label)
+        .map_err(|_| HearthError::Schema {
+            stage: "CREATE MODEL".to_string(),
+            column: options.label.clone(),
+            message: format!(
+                "input_label_cols names no column of the training query (it has {})",
+                quoted_columns(input)
+            ),
+        })?;
+    let data_type = field.data_type();
+    match (data_type.is_numeric(), options.model_type.is_classifier()) {
+        (true, _) => Ok(LabelType::Numeric),
+        (false, true)
+            if matches!(
+                data_type,
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean
+            ) =>
+        {
+            Ok(LabelType::Indexed)
+        }
+        _ => Err(HearthError::Schema {
+            stage: "CREATE MODEL".to_string(),
+            column: options.label.clone(),
+            message: format!(
+                "a {} label must be {}, got {data_type}",
+                options.model_type,
+                if options.model_type.is_classifier() {
+                    "a number or a string"
+                } else {
+                    "a number"
+                }
+            ),
+        }),
+    }
+}
+
+/// Without a TRANSFORM: every column but the label (and the split column) is a feature — numbers and
+/// booleans assembled and standardized, strings indexed (unseen values kept) and one-hot encoded, vectors as
+/// they are.
+fn automatic_transform(input: &DataFrame, options: &ModelOptions) -> Result<TransformPlan> {
+    let (mut numbers, mut stages, mut outputs, mut inputs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for field in input.schema().fields() {
+        let name = field.name();
+        if *name == options.label || Some(name) == options.data_split_col.as_ref() {
+            continue;
+        }
+        inputs.push(name.clone());
+        let data_type = field.data_type();
+        if vector_dim(data_type).is_some() {
+            outputs.push(name.clone());
+        } else if data_type.is_numeric() || data_type == &DataType::Boolean {
+            numbers.push(name.clone());
+        } else if matches!(data_type, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+            let (index, vector) = (format!("__{name}_index"), format!("__{name}_vector"));
+            stages.push(
+                StringIndexer::new()
+                    .input_col(name)
+                    .output_col(&index)
+                    .handle_invalid(HandleInvalid::Keep)
+                    .into(),
+            );
+            stages.push(OneHotEncoder::new().input_col(&index).output_col(&vector).into());
+            outputs.push(vector);
+        } else {
+            return Err(HearthError::Schema {
+                stage: "CREATE MODEL".to_string(),
+                column: name.clone(),
+                message: format!("a {data_type} column cannot be a feature; leave it out or convert it in TRANSFORM"),
+            });
+        }
+    }
+    if !numbers.is_empty() {
+        stages.push(
+            VectorAssembler::new()
+                .input_cols(numbers)
+                .output_col("__numbers")
+                .into(),
+        );
+        stages.push(
+            StandardScaler::new()
+                .input_col("__numbers")
+                .output_col("__numbers_scaled")
+                .with_mean(true)
+                .into(),
+        );
+        outputs.insert(0, "__numbers_scaled".to_string());
+    }
+    Ok(TransformPlan {
+        stages,
+        outputs,
+        inputs,
+    })
+}
+
+/// The training rows, and the rows held out for evaluation (collected: they are saved with the model).
+async fn split(input: &DataFrame, options: &ModelOptions) -> Result<(DataFrame, Option<Vec<RecordBatch>>)> {
+    let fraction = options.data_split_eval_fraction;
+    let random = |fraction: f64| -> Result<(DataFrame, DataFrame)> {
+        let parts = input.random_split(&[1.0 - fraction, fraction], options.data_split_seed)?;
+        Ok((parts[0].clone(), parts[1].clone()))
+    };
+    let (train, held) = match options.data_split {
+        DataSplit::NoSplit => return Ok((input.clone(), None)),
+        DataSplit::Random if fraction > 0.0 => random(fraction)?,
+        DataSplit::Random => return Ok((input.clone(), None)),
+        DataSplit::Auto => {
+            let rows = input.clone().count().await?;
+            match rows {
+                0..500 => return Ok((input.clone(), None)),
+                500..=50_000 => random(0.2)?,
+                _ => random(10_000.0 / rows as f64)?,
+            }
+        }
+        DataSplit::Custom => {
+            let column = options.data_split_col.as_deref().unwrap_or_default();
+            let flag = ident(column).is_true();
+            (input.clone().filter(!flag.clone())?, input.clone().filter(flag)?)
+        }
+        DataSplit::Seq => {
+            let column = options.data_split_col.as_deref().unwrap_or_default();
+            let rows = input.clone().count().await?;
+            let training = rows - (rows as f64 * fraction).round() as usize;
+            let ordered = input.clone().sort(vec![col(column).sort(true, true)])?;
+            (
+                ordered.clone().limit(0, Some(training))?,
+                ordered.limit(training, None)?,
+            )
+        }
+    };
+    Ok((train, Some(held.collect().await?)))
+}
+
+/// The estimator `model_type` names, with the options; `labels` are the indexed label's values.
+fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> Result<PipelineStage> {
+    let weights = match (&options.class_weights, labels) {
+        (None, _) => None,
+        (Some(ClassWeights::ByIndex(weights)), _) => Some(weights.clone()),
+        (Some(ClassWeights::ByLabel(pairs)), Some(labels)) => {
+            for (name, _) in pairs {
+                if !labels.contains(name) {
+                    return Err(invalid(
+                        "OPTIONS",
+                        format!("option class_weights: the label has no value {name:?} (it has {labels:?})"),
+                    ));
+                }
+            }
+            Some(
+                labels
+                    .iter()
+                    .map(|l| pairs.iter().find(|(name, _)| name == l).map_or(1.0, |(_, w)| *w))
+                    .collect(),
+            )
+        }
+        (Some(ClassWeights::ByLabel(_)), None) => {
+            return Err(invalid(
+                "OPTIONS",
+                "option class_weights: weights by label need a string label; give them by class index",
+            ));
+        }
+    };
+    /// The options every network estimator takes.
+    macro_rules! configured {
+        ($estimator:expr) => {{
+            let mut estimator = $estimator
+                .features_col(FEATURES)
+                .label_col(label)
+                .optimizer(options.optimizer.clone())
+                .epochs(options.epochs)
+                .batch_size(options.batch_size)
+                .seed(options.seed)
+                .device(options.device.clone())
+                .workers(options.workers)
+                .max_attempts(options.max_attempts);
+            if let Some(timeout) = options.timeout {
+                estimator = estimator.timeout(timeout);
+            }
+            if let Some(weights) = weights {
+                estimator = estimator.class_weights(weights);
+            }
+            estimator
+        }};
+    }
+    Ok(match options.model_type {
+        ModelType::MlpClassifier => configured!(
+            MlpClassifier::new()
+                .hidden_layers(options.hidden_units.clone())
+                .activation(options.activation)
+                .dropout(options.dropout)
+        )
+        .into(),
+        ModelType::LogisticReg => configured!(LinearClassifier::new()).into(),
+        ModelType::MlpRegressor => {
+            return Err(invalid(
+                "OPTIONS",
+                "option model_type: 'mlp_regressor' is not available yet",
+            ));
+        }
+    })
+}
+
+/// Writes `batches` to a parquet file.
+fn write_parquet(file: &Path, batches: &[RecordBatch]) -> Result<()> {
+    let failed = |e: &dyn std::fmt::Display| HearthError::Persistence {
+        path: file.to_path_buf(),
+        message: e.to_string(),
+    };
+    let Some(first) = batches.first() else {
+        return Ok(());
+    };
+    let out = std::fs::File::create(file).map_err(|e| failed(&e))?;
+    let mut writer =
+        datafusion::parquet::arrow::ArrowWriter::try_new(out, first.schema(), None).map_err(|e| failed(&e))?;
+    for batch in batches {
+        writer.write(batch).map_err(|e| failed(&e))?;
+    }
+    writer.close().map_err(|e| failed(&e))?;
+    Ok(())
+}

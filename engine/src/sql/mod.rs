@@ -1,0 +1,230 @@
+//! SQL with models, in BigQuery ML's shape: `CREATE MODEL … OPTIONS (…) TRANSFORM (…) AS SELECT …` trains
+//! through the barrier stage and saves the fitted pipeline in the session's [`ModelCatalog`];
+//! `ML.PREDICT`, `ML.EVALUATE`, `ML.TRANSFORM`, `ML.TRAINING_INFO` and `ML.FEATURE_INFO` are table functions
+//! usable inside any query; `DROP MODEL` and `SHOW MODELS` manage the catalog. Every other statement is
+//! DataFusion's.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
+//! use hearth_engine::prelude::*;
+//!
+//! let models = std::env::temp_dir().join(format!("hearth-doc-sql-{}", std::process::id()));
+//! let session = Session::local(2).with_models(&models);
+//! session
+//!     .sql("CREATE TABLE points AS SELECT x, x * x AS y, x > 50 AS big FROM generate_series(1, 100) AS t(x)")
+//!     .await
+//!     .unwrap();
+//! session
+//!     .sql("CREATE MODEL sizes OPTIONS (model_type = 'logistic_reg', input_label_cols = ['big'], max_iterations = 2)
+//!           AS SELECT x, big FROM points")
+//!     .await
+//!     .unwrap()
+//!     .collect()
+//!     .await
+//!     .unwrap();
+//! let predictions = session
+//!     .sql("SELECT x, predicted_big FROM ML.PREDICT(MODEL sizes, (SELECT x FROM points))")
+//!     .await
+//!     .unwrap();
+//! assert_eq!(predictions.count().await.unwrap(), 100);
+//! # std::fs::remove_dir_all(&models).unwrap();
+//! # });
+//! ```
+
+mod catalog;
+mod create_model;
+mod options;
+mod parser;
+mod relation;
+mod table_functions;
+mod transform;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::ScalarValue;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
+use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{Query, Statement as SqlStatement};
+
+pub use catalog::{CatalogModel, ENTRY_FILE, EVALUATION_FILE, ModelCatalog, ModelEntry};
+pub use create_model::CreatedModel;
+pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType};
+pub use parser::{CreateModel, Statement, parse_statements};
+pub use relation::MlRelationPlanner;
+pub use transform::{TransformPlan, plan_transform};
+
+use crate::error::{HearthError, Result};
+use crate::session::Session;
+
+/// Where a session keeps its models unless told otherwise: `$HEARTH_MODELS`, else `models` in the working
+/// directory.
+pub fn default_models_dir() -> PathBuf {
+    std::env::var_os("HEARTH_MODELS").map_or_else(|| PathBuf::from("models"), PathBuf::from)
+}
+
+/// The relation planner of `catalog`'s models, as sessions register it.
+pub(crate) fn relation_planner(catalog: ModelCatalog) -> Arc<dyn datafusion::logical_expr::planner::RelationPlanner> {
+    relation::planner(catalog)
+}
+
+impl Session {
+    /// The catalog `CREATE MODEL` saves to and `ML.` functions read from.
+    pub fn models(&self) -> &ModelCatalog {
+        &self.models
+    }
+
+    /// The session with its models kept in `dir`.
+    pub fn with_models(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.models = ModelCatalog::new(dir);
+        let state = SessionStateBuilder::new_from_existing(self.ctx.state())
+            .with_relation_planners(vec![relation_planner(self.models.clone())])
+            .build();
+        self.ctx = SessionContext::new_with_state(state);
+        self
+    }
+
+    /// Runs one SQL statement — a query (hearth's `ml_*` and `ML.` functions included), DataFusion's DDL,
+    /// or `CREATE MODEL`, `DROP MODEL`, `SHOW MODELS` — and returns its rows as a data frame. Queries are
+    /// lazy; everything else has run when this returns.
+    pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
+        let mut statements = parse_statements(sql)?;
+        if statements.len() != 1 {
+            return Err(HearthError::InvalidParam {
+                stage: "Session::sql".to_string(),
+                param: "sql",
+                message: format!(
+                    "expected one statement, got {}; run a script with parse_statements and Session::execute",
+                    statements.len()
+                ),
+            });
+        }
+        self.execute(&statements.remove(0)).await
+    }
+
+    /// Runs a parsed statement (see [`parse_statements`]).
+    pub async fn execute(&self, statement: &Statement) -> Result<DataFrame> {
+        match statement {
+            Statement::CreateModel(create) => {
+                let created = create_model::create_model(self, create).await?;
+                self.rows(created_rows(&created))
+            }
+            Statement::DropModel { name, if_exists } => {
+                if !self.models.drop_model(name)? && !*if_exists {
+                    return Err(HearthError::Persistence {
+                        path: self.models.dir().to_path_buf(),
+                        message: format!("no model named {name:?} to drop; DROP MODEL IF EXISTS ignores that"),
+                    });
+                }
+                self.rows(empty_rows())
+            }
+            Statement::ShowModels => self.rows(model_rows(&self.models.list()?)),
+            Statement::Sql(statement) => {
+                let plan = self
+                    .ctx
+                    .state()
+                    .statement_to_plan(DFStatement::clone(statement))
+                    .await?;
+                Ok(self.ctx.execute_logical_plan(plan).await?)
+            }
+        }
+    }
+
+    /// The rows of a query parsed from SQL.
+    pub(crate) async fn plan_query(&self, query: &Query) -> Result<DataFrame> {
+        let statement = DFStatement::Statement(Box::new(SqlStatement::Query(Box::new(query.clone()))));
+        let plan = self.ctx.state().statement_to_plan(statement).await?;
+        Ok(self.ctx.execute_logical_plan(plan).await?)
+    }
+
+    /// A data frame of literal rows.
+    fn rows(&self, (schema, rows): (Schema, Vec<Vec<ScalarValue>>)) -> Result<DataFrame> {
+        let plan = literal_rows(schema, rows)?;
+        Ok(DataFrame::new(self.ctx.state(), plan))
+    }
+}
+
+/// A plan of literal rows: `schema`'s columns, `rows` of values in that order.
+pub(crate) fn literal_rows(schema: Schema, rows: Vec<Vec<ScalarValue>>) -> Result<LogicalPlan> {
+    use datafusion::common::{Column, DFSchema};
+    use datafusion::logical_expr::{EmptyRelation, Expr};
+
+    if rows.is_empty() {
+        return Ok(LogicalPlan::EmptyRelation(EmptyRelation {
+            produce_one_row: false,
+            schema: Arc::new(DFSchema::try_from(schema)?),
+        }));
+    }
+    let exprs: Vec<Vec<Expr>> = rows
+        .into_iter()
+        .map(|row| row.into_iter().map(|v| Expr::Literal(v, None)).collect())
+        .collect();
+    let plan = LogicalPlanBuilder::values(exprs)?.build()?;
+    let renamed: Vec<Expr> = plan
+        .schema()
+        .columns()
+        .into_iter()
+        .zip(schema.fields())
+        .map(|(column, field)| Expr::Column(Column::from_name(column.name)).alias(field.name()))
+        .collect();
+    Ok(LogicalPlanBuilder::from(plan).project(renamed)?.build()?)
+}
+
+fn empty_rows() -> (Schema, Vec<Vec<ScalarValue>>) {
+    (Schema::empty(), Vec::new())
+}
+
+/// What `CREATE MODEL` prints.
+fn created_rows(created: &CreatedModel) -> (Schema, Vec<Vec<ScalarValue>>) {
+    let schema = Schema::new(vec![
+        Field::new("model", DataType::Utf8, false),
+        Field::new("status", DataType::Utf8, false),
+        Field::new("training_rows", DataType::UInt64, true),
+        Field::new("evaluation_rows", DataType::UInt64, true),
+        Field::new("loss", DataType::Float64, true),
+        Field::new("seconds", DataType::Float64, true),
+    ]);
+    let entry = created.entry.as_ref();
+    let row = vec![
+        ScalarValue::from(created.name.as_str()),
+        ScalarValue::from(if created.trained {
+            "trained"
+        } else {
+            "exists; not replaced"
+        }),
+        ScalarValue::UInt64(entry.map(|e| e.training_rows)),
+        ScalarValue::UInt64(entry.map(|e| e.evaluation_rows)),
+        ScalarValue::Float64(created.loss),
+        ScalarValue::Float64(entry.map(|e| e.training_seconds)),
+    ];
+    (schema, vec![row])
+}
+
+/// What `SHOW MODELS` prints.
+fn model_rows(entries: &[ModelEntry]) -> (Schema, Vec<Vec<ScalarValue>>) {
+    let schema = Schema::new(vec![
+        Field::new("model", DataType::Utf8, false),
+        Field::new("model_type", DataType::Utf8, false),
+        Field::new("label", DataType::Utf8, false),
+        Field::new("training_rows", DataType::UInt64, false),
+        Field::new("evaluation_rows", DataType::UInt64, false),
+        Field::new("created_ms", DataType::UInt64, false),
+    ]);
+    let rows = entries
+        .iter()
+        .map(|e| {
+            vec![
+                ScalarValue::from(e.name.as_str()),
+                ScalarValue::from(e.model_type.as_str()),
+                ScalarValue::from(e.label.as_str()),
+                ScalarValue::UInt64(Some(e.training_rows)),
+                ScalarValue::UInt64(Some(e.evaluation_rows)),
+                ScalarValue::UInt64(Some(e.created_ms)),
+            ]
+        })
+        .collect();
+    (schema, rows)
+}

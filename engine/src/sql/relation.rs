@@ -1,0 +1,144 @@
+//! The relation planner that plans `FROM ML.PREDICT('model', (query))` and the other `ML.` table functions
+//! (the parser has already turned `MODEL m` into `'m'`), looking models up in the session's catalog.
+
+use std::sync::{Arc, OnceLock};
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::planner::{PlannedRelation, RelationPlanner, RelationPlannerContext, RelationPlanning};
+use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, TableFactor, Value};
+
+use super::catalog::ModelCatalog;
+use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
+use crate::functions;
+
+/// The `ML.` table functions, in messages.
+const FUNCTIONS: &str = "ML.PREDICT, ML.EVALUATE, ML.TRANSFORM, ML.TRAINING_INFO, ML.FEATURE_INFO";
+
+/// Plans hearth's `ML.` table functions against a model catalog.
+#[derive(Debug)]
+pub struct MlRelationPlanner {
+    catalog: ModelCatalog,
+    /// A state for building the plans' expressions (hearth's functions registered), made on first use.
+    state: OnceLock<SessionState>,
+}
+
+impl MlRelationPlanner {
+    /// The planner of the models in `catalog`.
+    pub fn new(catalog: ModelCatalog) -> Self {
+        Self {
+            catalog,
+            state: OnceLock::new(),
+        }
+    }
+
+    fn state(&self) -> &SessionState {
+        self.state.get_or_init(|| {
+            let ctx = SessionContext::new_with_state(SessionStateBuilder::new().with_default_features().build());
+            functions::register_all(&ctx);
+            ctx.state()
+        })
+    }
+}
+
+fn plan_error(message: String) -> DataFusionError {
+    DataFusionError::Plan(message)
+}
+
+impl RelationPlanner for MlRelationPlanner {
+    fn plan_relation(
+        &self,
+        relation: TableFactor,
+        context: &mut dyn RelationPlannerContext,
+    ) -> Result<RelationPlanning> {
+        let TableFactor::Table {
+            name,
+            args: Some(args),
+            alias,
+            ..
+        } = &relation
+        else {
+            return Ok(RelationPlanning::Original(Box::new(relation)));
+        };
+        let parts: Vec<String> = name.0.iter().map(|p| p.to_string().to_ascii_lowercase()).collect();
+        let [schema, function] = parts.as_slice() else {
+            return Ok(RelationPlanning::Original(Box::new(relation)));
+        };
+        if schema != "ml" {
+            return Ok(RelationPlanning::Original(Box::new(relation)));
+        }
+        let call = format!("ML.{}", function.to_ascii_uppercase());
+        let mut arguments = args.args.iter();
+        let model_name = match arguments.next() {
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))) => match &value.value {
+                Value::SingleQuotedString(name) => name.clone(),
+                _ => return Err(plan_error(format!("{call}: the first argument is MODEL name"))),
+            },
+            _ => return Err(plan_error(format!("{call}: the first argument is MODEL name"))),
+        };
+        let query = match arguments.next() {
+            None => None,
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Subquery(query)))) => Some(query.clone()),
+            Some(other) => {
+                return Err(plan_error(format!(
+                    "{call}: the second argument is the rows, as (SELECT …) or TABLE name; got {other}"
+                )));
+            }
+        };
+        if let Some(extra) = arguments.next() {
+            return Err(plan_error(format!("{call}: unexpected argument {extra}")));
+        }
+        let mut rows = |what: &str| -> Result<DataFrame> {
+            let Some(query) = query.clone() else {
+                return Err(plan_error(format!("{call}(MODEL {model_name}, (SELECT …)): {what}")));
+            };
+            let plan = context.plan(TableFactor::Derived {
+                lateral: false,
+                subquery: query,
+                alias: None,
+                sample: None,
+            })?;
+            Ok(DataFrame::new(self.state().clone(), plan))
+        };
+        let plan: LogicalPlan = match function.as_str() {
+            "predict" | "transform" | "evaluate" | "training_info" | "feature_info" => {
+                let model = self.catalog.get(&model_name).map_err(external)?;
+                match function.as_str() {
+                    "predict" => predict(&model, rows("the rows to predict are missing")?),
+                    "transform" => transform(&model, rows("the rows to transform are missing")?),
+                    "evaluate" if query.is_some() => evaluate(&model, rows("")?),
+                    "evaluate" => held_out_rows(&model)
+                        .and_then(|plan| evaluate(&model, DataFrame::new(self.state().clone(), plan))),
+                    "training_info" => training_info(&model),
+                    _ => feature_info(&model),
+                }
+                .map_err(external)?
+            }
+            _ => {
+                return Err(plan_error(format!(
+                    "{call} is not a table function; hearth has {FUNCTIONS}"
+                )));
+            }
+        };
+        Ok(RelationPlanning::Planned(Box::new(PlannedRelation::new(
+            plan,
+            alias.clone(),
+        ))))
+    }
+}
+
+/// A hearth error inside DataFusion's planning.
+fn external(error: crate::error::HearthError) -> DataFusionError {
+    match error {
+        crate::error::HearthError::DataFusion(e) => e,
+        other => DataFusionError::Plan(other.to_string()),
+    }
+}
+
+/// The planner as DataFusion takes it.
+pub(crate) fn planner(catalog: ModelCatalog) -> Arc<dyn RelationPlanner> {
+    Arc::new(MlRelationPlanner::new(catalog))
+}

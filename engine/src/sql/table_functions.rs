@@ -1,0 +1,254 @@
+//! The plans of hearth's `ML.` table functions, each a DataFusion plan over the model's fitted pipeline, so
+//! they run wherever the session runs and can sit inside larger queries.
+//!
+//! | function | rows |
+//! |---|---|
+//! | `ML.PREDICT(MODEL m, (query))` | the query's rows and columns, plus `predicted_<label>` (and for a classifier `predicted_<label>_probs`: `[{label, prob}, …]`) |
+//! | `ML.EVALUATE(MODEL m [, (query)])` | one row of Spark's metrics over the query's rows, or over the rows held out in training |
+//! | `ML.TRANSFORM(MODEL m, (query))` | the preprocessing's output columns (and the label, when the rows have it) |
+//! | `ML.TRAINING_INFO(MODEL m)` | one row per epoch: attempt, loss, accuracy, validation figures, learning rate, time |
+//! | `ML.FEATURE_INFO(MODEL m)` | one row per fitted preprocessing stage: its class, uid, state and parameters |
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::ScalarValue;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::provider_as_source;
+use datafusion::functions::core::expr_fn::named_struct;
+use datafusion::functions_nested::expr_fn::{array_element, make_array};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, cast, ident, lit, when};
+use datafusion::prelude::DataFrame;
+
+use super::catalog::CatalogModel;
+use super::literal_rows;
+use crate::error::{HearthError, Result};
+use crate::evaluation::{Evaluation, evaluation_state, metric};
+use crate::stage::{Transformer, quoted_columns};
+use crate::train::ClassificationModel;
+
+fn failed(function: &str, model: &CatalogModel, message: impl std::fmt::Display) -> HearthError {
+    HearthError::InvalidParam {
+        stage: format!("ML.{function}(MODEL {})", model.entry.name),
+        param: "rows",
+        message: message.to_string(),
+    }
+}
+
+/// The trained classifier ending a model's pipeline.
+fn classifier(model: &CatalogModel) -> Result<&ClassificationModel> {
+    model
+        .pipeline
+        .last_stage::<ClassificationModel>()
+        .ok_or_else(|| HearthError::InvalidData {
+            stage: model.entry.name.clone(),
+            column: model.entry.label.clone(),
+            message: "the model's last stage is not a ClassificationModel".to_string(),
+        })
+}
+
+/// Checks that `input` has every column the preprocessing reads from the training rows.
+fn check_columns(function: &str, model: &CatalogModel, input: &DataFrame, label: bool) -> Result<()> {
+    let mut needed: Vec<&String> = model.entry.inputs.iter().collect();
+    if label {
+        needed.push(&model.entry.label);
+    }
+    for column in needed {
+        if input.schema().field_with_unqualified_name(column).is_err() {
+            return Err(failed(
+                function,
+                model,
+                format!(
+                    "the rows have no column {column:?}, which the model reads (they have {})",
+                    quoted_columns(input)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `ML.PREDICT`: the input's columns and the predictions.
+pub(crate) fn predict(model: &CatalogModel, input: DataFrame) -> Result<LogicalPlan> {
+    check_columns("PREDICT", model, &input, false)?;
+    let columns: Vec<Expr> = input.schema().columns().into_iter().map(Expr::Column).collect();
+    let scored = model.pipeline.transform(&input)?;
+    let label = &model.entry.label;
+    let classifier = classifier(model)?;
+    let prediction = ident(classifier.prediction_col());
+    let mut projection = columns;
+    let predicted = match &model.entry.labels {
+        Some(labels) => {
+            let mut case = when(prediction.clone().eq(lit(0.0)), lit(labels[0].clone()));
+            for (index, value) in labels.iter().enumerate().skip(1) {
+                case = case.when(prediction.clone().eq(lit(index as f64)), lit(value.clone()));
+            }
+            case.end()?
+        }
+        None => prediction,
+    };
+    projection.push(predicted.alias(format!("predicted_{label}")));
+    let probability = ident(classifier.probability_col());
+    let names: Vec<String> = match &model.entry.labels {
+        Some(labels) => labels.clone(),
+        None => (0..classifier.num_classes()).map(|i| i.to_string()).collect(),
+    };
+    let probs = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let prob = cast(array_element(probability.clone(), lit(i as i64 + 1)), DataType::Float64);
+            named_struct(vec![lit("label"), lit(name.clone()), lit("prob"), prob])
+        })
+        .collect();
+    projection.push(make_array(probs).alias(format!("predicted_{label}_probs")));
+    Ok(scored.select(projection)?.into_parts().1)
+}
+
+/// `ML.TRANSFORM`: the preprocessing's output columns, and the label when the rows have it.
+pub(crate) fn transform(model: &CatalogModel, input: DataFrame) -> Result<LogicalPlan> {
+    check_columns("TRANSFORM", model, &input, false)?;
+    let has_label = input.schema().field_with_unqualified_name(&model.entry.label).is_ok();
+    let preprocessed = model.pipeline.stages()[..model.entry.preprocessing_stages]
+        .iter()
+        .try_fold(input, |df, stage| stage.transform(&df))?;
+    let mut columns: Vec<Expr> = model.entry.features.iter().map(ident).collect();
+    if has_label && !model.entry.features.contains(&model.entry.label) {
+        columns.push(ident(&model.entry.label));
+    }
+    Ok(preprocessed.select(columns)?.into_parts().1)
+}
+
+/// `ML.EVALUATE`: Spark's metrics over `input`'s rows, which must have the label.
+pub(crate) fn evaluate(model: &CatalogModel, input: DataFrame) -> Result<LogicalPlan> {
+    check_columns("EVALUATE", model, &input, true)?;
+    let scored = model.pipeline.transform(&input)?;
+    let classifier = classifier(model)?;
+    let label = ident(&model.entry.label_index);
+    let one = lit(1.0);
+    let mut states = vec![
+        evaluation_state(
+            Evaluation::Multiclass,
+            vec![
+                label.clone(),
+                ident(classifier.prediction_col()),
+                one.clone(),
+                ident(classifier.probability_col()),
+            ],
+        )
+        .alias("multiclass"),
+    ];
+    let mut metrics: Vec<Expr> = ["f1", "accuracy", "weightedPrecision", "weightedRecall", "logLoss"]
+        .into_iter()
+        .map(|name| metric("multiclass", ident("multiclass"), name).alias(name))
+        .collect();
+    if classifier.num_classes() == 2 {
+        states.push(
+            evaluation_state(
+                Evaluation::Binary,
+                vec![ident(classifier.raw_prediction_col()), label, one],
+            )
+            .alias("binary"),
+        );
+        metrics.extend(
+            ["areaUnderROC", "areaUnderPR"]
+                .into_iter()
+                .map(|name| metric("binary", ident("binary"), name).alias(name)),
+        );
+    }
+    Ok(scored.aggregate(vec![], states)?.select(metrics)?.into_parts().1)
+}
+
+/// The rows a model held out for evaluation when it was trained, as a scan of its parquet file.
+pub(crate) fn held_out_rows(model: &CatalogModel) -> Result<LogicalPlan> {
+    let Some(file) = model.evaluation_file() else {
+        return Err(failed(
+            "EVALUATE",
+            model,
+            "the model held no rows out for evaluation (data_split_method 'no_split', or too few rows); \
+             give the rows: ML.EVALUATE(MODEL m, (SELECT …))",
+        ));
+    };
+    let url = ListingTableUrl::parse(file.to_string_lossy()).map_err(|e| failed("EVALUATE", model, e))?;
+    let schema = parquet_schema(&file).map_err(|e| failed("EVALUATE", model, e))?;
+    let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+    let config = ListingTableConfig::new(url)
+        .with_listing_options(options)
+        .with_schema(schema);
+    let table = ListingTable::try_new(config)?;
+    Ok(LogicalPlanBuilder::scan("evaluation", provider_as_source(Arc::new(table)), None)?.build()?)
+}
+
+/// The Arrow schema a parquet file was written with.
+fn parquet_schema(file: &std::path::Path) -> std::result::Result<SchemaRef, String> {
+    let reader = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let builder = datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(reader)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(Arc::clone(builder.schema()))
+}
+
+/// `ML.TRAINING_INFO`: one row per epoch of the training that succeeded.
+pub(crate) fn training_info(model: &CatalogModel) -> Result<LogicalPlan> {
+    let classifier = classifier(model)?;
+    let attempts = &classifier.summary().attempts;
+    let schema = Schema::new(vec![
+        Field::new("attempt", DataType::Int64, false),
+        Field::new("epoch", DataType::Int64, false),
+        Field::new("loss", DataType::Float64, true),
+        Field::new("accuracy", DataType::Float64, true),
+        Field::new("validation_loss", DataType::Float64, true),
+        Field::new("validation_accuracy", DataType::Float64, true),
+        Field::new("learning_rate", DataType::Float64, false),
+        Field::new("duration_ms", DataType::Float64, false),
+    ]);
+    let rows = classifier
+        .history()
+        .iter()
+        .map(|stats| {
+            // The attempt that ran this epoch: the last one that started before it.
+            let attempt = attempts
+                .iter()
+                .filter(|a| a.resumed_from_epoch < stats.epoch)
+                .map(|a| a.attempt)
+                .max()
+                .unwrap_or(1);
+            vec![
+                ScalarValue::Int64(Some(attempt as i64)),
+                ScalarValue::Int64(Some(stats.epoch as i64)),
+                ScalarValue::Float64(Some(stats.loss)),
+                ScalarValue::Float64(stats.accuracy),
+                ScalarValue::Float64(stats.validation_loss),
+                ScalarValue::Float64(stats.validation_accuracy),
+                ScalarValue::Float64(Some(stats.learning_rate)),
+                ScalarValue::Float64(Some(stats.seconds * 1e3)),
+            ]
+        })
+        .collect();
+    literal_rows(schema, rows)
+}
+
+/// `ML.FEATURE_INFO`: one row per fitted preprocessing stage.
+pub(crate) fn feature_info(model: &CatalogModel) -> Result<LogicalPlan> {
+    let schema = Schema::new(vec![
+        Field::new("stage", DataType::Int64, false),
+        Field::new("class", DataType::Utf8, false),
+        Field::new("uid", DataType::Utf8, false),
+        Field::new("state", DataType::Utf8, false),
+        Field::new("params", DataType::Utf8, false),
+    ]);
+    let mut rows = Vec::new();
+    for (index, stage) in model.pipeline.stages()[..model.entry.preprocessing_stages]
+        .iter()
+        .enumerate()
+    {
+        rows.push(vec![
+            ScalarValue::Int64(Some(index as i64)),
+            ScalarValue::from(stage.class()),
+            ScalarValue::from(stage.uid()),
+            ScalarValue::from(stage.describe()),
+            ScalarValue::from(stage.params()?.to_string()),
+        ]);
+    }
+    literal_rows(schema, rows)
+}

@@ -1,0 +1,107 @@
+//! The networks a [`Classifier`](super::Classifier) trains: what it builds once it knows the feature width and
+//! the number of classes.
+
+use std::fmt;
+
+use hearth_ml::model::{Activation, Layer, ModelSpec};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The network a classifier trains, given the feature width and the number of classes. Its parameters are
+/// saved with the classifier (flat, in camelCase).
+pub trait Architecture:
+    Clone + Default + fmt::Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+    /// The estimator's class name, as Spark names its classes.
+    const NAME: &'static str;
+
+    /// The spec for `inputs` features and `classes` classes.
+    fn spec(&self, inputs: usize, classes: usize) -> Result<ModelSpec, String>;
+}
+
+/// A multi-layer perceptron: dense hidden layers with an activation and dropout (default: one hidden layer
+/// of 64 ReLU units, no dropout).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Mlp {
+    pub(super) hidden_layers: Vec<usize>,
+    pub(super) activation: Activation,
+    pub(super) dropout: f64,
+}
+
+impl Default for Mlp {
+    fn default() -> Self {
+        Self {
+            hidden_layers: vec![64],
+            activation: Activation::Relu,
+            dropout: 0.0,
+        }
+    }
+}
+
+impl Architecture for Mlp {
+    const NAME: &'static str = "MlpClassifier";
+
+    fn spec(&self, inputs: usize, classes: usize) -> Result<ModelSpec, String> {
+        Ok(ModelSpec::Mlp {
+            inputs,
+            hidden: self.hidden_layers.clone(),
+            outputs: classes,
+            activation: self.activation,
+            dropout: self.dropout,
+        })
+    }
+}
+
+/// Softmax regression: one dense layer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Linear {}
+
+impl Architecture for Linear {
+    const NAME: &'static str = "LinearClassifier";
+
+    fn spec(&self, inputs: usize, classes: usize) -> Result<ModelSpec, String> {
+        Ok(ModelSpec::Linear {
+            inputs,
+            outputs: classes,
+        })
+    }
+}
+
+/// Layers in order, over features reshaped to `input_shape` (e.g. `[1, 8, 8]` for 64 pixels; empty: the flat
+/// vector); the last layer must output one logit per class.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Sequential {
+    pub(super) input_shape: Vec<usize>,
+    pub(super) layers: Vec<Layer>,
+}
+
+impl Architecture for Sequential {
+    const NAME: &'static str = "SequentialClassifier";
+
+    fn spec(&self, inputs: usize, classes: usize) -> Result<ModelSpec, String> {
+        let input_shape = if self.input_shape.is_empty() {
+            vec![inputs]
+        } else {
+            self.input_shape.clone()
+        };
+        if input_shape.iter().product::<usize>() != inputs {
+            return Err(format!(
+                "input shape {input_shape:?} holds {} values, but the feature vectors have {inputs}",
+                input_shape.iter().product::<usize>()
+            ));
+        }
+        let spec = ModelSpec::Sequential {
+            input_shape,
+            layers: self.layers.clone(),
+        };
+        let outputs = spec.outputs().map_err(|e| e.to_string())?;
+        if outputs != classes {
+            return Err(format!(
+                "the last layer has {outputs} outputs, but the labels have {classes} classes"
+            ));
+        }
+        Ok(spec)
+    }
+}

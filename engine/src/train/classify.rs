@@ -1,0 +1,241 @@
+//! `ml_classify(features)`: a trained classifier's `rawPrediction`, `probability` and `prediction`.
+
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use datafusion::arrow::array::{ArrayRef, Float64Array, StructArray};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
+use datafusion::common::{exec_err, plan_err};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use hearth_ml::artifact::{ModelArtifact, Predictor};
+use hearth_ml::train::Loss;
+
+use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
+
+/// The function's name.
+pub const NAME: &str = "ml_classify";
+
+/// A trained classifier as a scalar function of a vector column, bound to its model:
+/// `ml_classify(features)` gives `{rawPrediction, probability, prediction}` per row, as Spark's
+/// probabilistic classifiers. `rawPrediction` holds the network's logits centred on their mean (softmax does
+/// not change, and slot 1 of a two-class model ranks rows as the positive class's probability does, which is
+/// what `BinaryClassificationEvaluator` reads; a one-logit binary model gives `[-z/2, z/2]`), `probability`
+/// their softmax, and `prediction` the index of the largest probability, the first on ties. A null vector
+/// gives a null result.
+///
+/// The model (`ModelArtifact::to_bytes`) lives in the function, not in the plan's text: hearth's codecs
+/// carry it to a cluster's scheduler and executors, and two functions are equal when their models are.
+pub struct ClassifyUdf {
+    signature: Signature,
+    model: Arc<Vec<u8>>,
+    fingerprint: u64,
+    classes: usize,
+    one_logit: bool,
+    predictor: OnceLock<std::result::Result<Mutex<Predictor>, String>>,
+}
+
+impl fmt::Debug for ClassifyUdf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClassifyUdf")
+            .field(
+                "model",
+                &format_args!("{} bytes, fingerprint {:016x}", self.model.len(), self.fingerprint),
+            )
+            .field("classes", &self.classes)
+            .finish()
+    }
+}
+
+impl PartialEq for ClassifyUdf {
+    fn eq(&self, other: &Self) -> bool {
+        self.fingerprint == other.fingerprint && self.model == other.model
+    }
+}
+
+impl Eq for ClassifyUdf {}
+
+impl Hash for ClassifyUdf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.fingerprint.hash(state);
+    }
+}
+
+impl ClassifyUdf {
+    /// The function of the model in `model` (bytes written by `ModelArtifact::to_bytes`).
+    ///
+    /// ```
+    /// use hearth_engine::train::ClassifyUdf;
+    /// use hearth_ml::artifact::ModelArtifact;
+    /// use hearth_ml::model::{ModelSpec, NamedTensor};
+    /// use hearth_ml::train::{TrainOptions, TrainSettings};
+    ///
+    /// let spec = ModelSpec::Linear { inputs: 2, outputs: 3 };
+    /// let tensors = vec![
+    ///     NamedTensor { name: "0.weight".into(), shape: vec![3, 2], values: vec![0.1; 6] },
+    ///     NamedTensor { name: "0.bias".into(), shape: vec![3], values: vec![0.0; 3] },
+    /// ];
+    /// let model = ModelArtifact::new(TrainOptions::new(spec, TrainSettings::default()), tensors, vec![]);
+    /// assert_eq!(ClassifyUdf::new(model.to_bytes().unwrap()).unwrap().classes(), 3);
+    /// assert!(ClassifyUdf::new(b"not a model".to_vec()).is_err());
+    /// ```
+    pub fn new(model: Vec<u8>) -> Result<Self> {
+        let (classes, one_logit) = classes_of(&model)?;
+        let mut hasher = DefaultHasher::new();
+        model.hash(&mut hasher);
+        Ok(Self {
+            signature: Signature::any(1, Volatility::Immutable),
+            model: Arc::new(model),
+            fingerprint: hasher.finish(),
+            classes,
+            one_logit,
+            predictor: OnceLock::new(),
+        })
+    }
+
+    /// The model's bytes.
+    pub fn model(&self) -> &[u8] {
+        &self.model
+    }
+
+    /// The number of classes.
+    pub fn classes(&self) -> usize {
+        self.classes
+    }
+
+    /// The network, loaded on first use in this process.
+    fn predictor(&self) -> Result<&Mutex<Predictor>> {
+        self.predictor
+            .get_or_init(|| {
+                ModelArtifact::from_bytes(&self.model)
+                    .and_then(|artifact| artifact.predictor())
+                    .map(Mutex::new)
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| DataFusionError::Execution(format!("{NAME}: {e}")))
+    }
+}
+
+/// `ml_classify(features)` bound to the model in `model`.
+pub(crate) fn classify(model: Vec<u8>, features: Expr) -> Result<Expr> {
+    Ok(ScalarUDF::from(ClassifyUdf::new(model)?).call(vec![features]))
+}
+
+/// The result's fields for `classes` classes.
+pub(crate) fn output_fields(classes: usize) -> Fields {
+    Fields::from(vec![
+        Field::new("rawPrediction", vector_type(classes), true),
+        Field::new("probability", vector_type(classes), true),
+        Field::new("prediction", DataType::Float64, true),
+    ])
+}
+
+/// Classes of a model from its spec: its outputs, or 2 for a one-logit binary model.
+fn classes_of(bytes: &[u8]) -> Result<(usize, bool)> {
+    let options =
+        ModelArtifact::options_from_bytes(bytes).map_err(|e| DataFusionError::Plan(format!("{NAME}: {e}")))?;
+    let outputs = options
+        .model
+        .outputs()
+        .map_err(|e| DataFusionError::Plan(format!("{NAME}: {e}")))?;
+    if options.loss == Loss::MeanSquaredError {
+        return plan_err!("{NAME}: the model is a regressor (mean squared error loss), not a classifier");
+    }
+    let one_logit = outputs == 1 && options.loss == Loss::BinaryCrossEntropy;
+    Ok((if one_logit { 2 } else { outputs }, one_logit))
+}
+
+impl ScalarUDFImpl for ClassifyUdf {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Struct(output_fields(self.classes)))
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let features = &args.arg_fields[0];
+        if vector_dim(features.data_type()).is_none() {
+            return plan_err!(
+                "classifier: column {:?} must be a vector, got {}",
+                features.name(),
+                features.data_type()
+            );
+        }
+        Ok(Arc::new(Field::new(
+            NAME,
+            DataType::Struct(output_fields(self.classes)),
+            true,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let input = args.args[0].to_array(args.number_rows)?;
+        let (values, nulls) = vector_values(&input)?;
+        let dim = vector_dim(input.data_type()).unwrap_or(0);
+        let rows = input.len();
+        let outputs = {
+            let predictor = self
+                .predictor()?
+                .lock()
+                .map_err(|_| DataFusionError::Execution(format!("{NAME}: model lock poisoned")))?;
+            if predictor.input_width() != dim {
+                return exec_err!(
+                    "classifier: column {:?} holds {dim}-dimensional vectors but the model takes {}",
+                    args.arg_fields[0].name(),
+                    predictor.input_width()
+                );
+            }
+            predictor
+                .outputs(values.values(), rows)
+                .map_err(|e| DataFusionError::Execution(format!("{NAME}: {e}")))?
+        };
+        let (raw, probability, prediction) = scores(&outputs, rows, self.classes, self.one_logit);
+        let columns: Vec<ArrayRef> = vec![
+            vector_array(rows, self.classes, raw, nulls.clone())?,
+            vector_array(rows, self.classes, probability, nulls.clone())?,
+            Arc::new(Float64Array::new(prediction.into(), nulls.clone())),
+        ];
+        let result = StructArray::try_new(output_fields(self.classes), columns, nulls)?;
+        Ok(ColumnarValue::Array(Arc::new(result)))
+    }
+}
+
+/// Raw scores, probabilities and predictions of `rows` rows of network outputs.
+fn scores(outputs: &[f32], rows: usize, classes: usize, one_logit: bool) -> (Vec<f32>, Vec<f32>, Vec<f64>) {
+    let mut raw = Vec::with_capacity(rows * classes);
+    let mut probability = Vec::with_capacity(rows * classes);
+    let mut prediction = Vec::with_capacity(rows);
+    for row in 0..rows {
+        if one_logit {
+            let z = outputs[row];
+            let p = 1.0 / (1.0 + (-f64::from(z)).exp());
+            raw.extend([-z / 2.0, z / 2.0]);
+            probability.extend([(1.0 - p) as f32, p as f32]);
+            prediction.push(if p > 0.5 { 1.0 } else { 0.0 });
+            continue;
+        }
+        let logits = &outputs[row * classes..(row + 1) * classes];
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exp: Vec<f64> = logits.iter().map(|&z| f64::from(z - max).exp()).collect();
+        let sum: f64 = exp.iter().sum();
+        let mean = logits.iter().map(|&z| f64::from(z)).sum::<f64>() / classes as f64;
+        raw.extend(logits.iter().map(|&z| (f64::from(z) - mean) as f32));
+        probability.extend(exp.iter().map(|e| (e / sum) as f32));
+        let best = exp
+            .iter()
+            .enumerate()
+            .fold(0, |best, (i, &e)| if e > exp[best] { i } else { best });
+        prediction.push(best as f64);
+    }
+    (raw, probability, prediction)
+}

@@ -1,0 +1,74 @@
+//! Training progress on the driver: every epoch's figures as rank 0's checkpoint reaches the driver, for a
+//! progress bar or a notebook — set on the session, read by every estimator that trains through it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::prelude::DataFrame;
+use hearth_ml::collective::Upload;
+use hearth_ml::train::{Checkpoint, EpochStats};
+
+/// Receives the progress of training stages, on the driver, as each epoch ends.
+///
+/// ```
+/// use std::sync::Arc;
+/// use hearth_engine::train::TrainingProgress;
+/// use hearth_ml::train::EpochStats;
+///
+/// #[derive(Debug)]
+/// struct Print;
+/// impl TrainingProgress for Print {
+///     fn epoch(&self, model: &str, stats: &EpochStats, epochs: usize) {
+///         eprintln!("{model}: epoch {} of {epochs}, loss {:.4}", stats.epoch, stats.loss);
+///     }
+/// }
+/// let session = hearth_engine::session::Session::local(2).with_progress(Arc::new(Print));
+/// ```
+pub trait TrainingProgress: fmt::Debug + Send + Sync {
+    /// Epoch `stats.epoch` of `epochs` of the model `model` (its estimator's uid) has ended.
+    fn epoch(&self, model: &str, stats: &EpochStats, epochs: usize);
+}
+
+/// The progress receiver a session carries in its configuration.
+#[derive(Clone, Debug)]
+pub(crate) struct ProgressReceiver(pub Arc<dyn TrainingProgress>);
+
+/// The progress receiver of `df`'s session, if it has one.
+pub(crate) fn progress_of(df: &DataFrame) -> Option<Arc<dyn TrainingProgress>> {
+    df.task_ctx()
+        .session_config()
+        .get_extension::<ProgressReceiver>()
+        .map(|receiver| Arc::clone(&receiver.0))
+}
+
+/// What a barrier stage calls with each new upload: the epoch's figures from rank 0's checkpoint, passed on.
+pub(crate) fn on_checkpoint(
+    progress: Arc<dyn TrainingProgress>,
+    model: String,
+    epochs: usize,
+) -> Arc<dyn Fn(&Upload) + Send + Sync> {
+    Arc::new(move |upload: &Upload| {
+        if let Some(stats) = Checkpoint::from_bytes(&upload.bytes)
+            .ok()
+            .and_then(|checkpoint| checkpoint.history.last().cloned())
+        {
+            progress.epoch(&model, &stats, epochs);
+        }
+    })
+}
+
+impl crate::session::Session {
+    /// The session with `progress` receiving the epochs of every model trained through it.
+    pub fn with_progress(mut self, progress: Arc<dyn TrainingProgress>) -> Self {
+        let state = self.ctx.state();
+        let config = state
+            .config()
+            .clone()
+            .with_extension(Arc::new(ProgressReceiver(progress)));
+        let state = datafusion::execution::session_state::SessionStateBuilder::new_from_existing(state)
+            .with_config(config)
+            .build();
+        self.ctx = datafusion::prelude::SessionContext::new_with_state(state);
+        self
+    }
+}

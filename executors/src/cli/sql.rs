@@ -1,0 +1,166 @@
+//! `hearth sql`: statements from a file, from `-e`, or typed at a prompt with history, each result printed
+//! as it completes. A script is parsed whole first, so a syntax error runs nothing; the first failing
+//! statement stops a script. On a terminal, a statement that takes a while shows what it is doing (the
+//! epochs of a model being trained); piped output shows nothing but results.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_engine::prelude::*;
+use hearth_engine::sql::{Statement, parse_statements};
+use hearth_engine::train::{EpochStats, TrainingProgress};
+use indicatif::{ProgressBar, ProgressStyle};
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+
+use super::output::{Format, write};
+use super::{CommandResult, SqlArgs};
+
+/// `hearth sql`.
+pub async fn run(master: &str, args: SqlArgs) -> CommandResult {
+    let terminal = std::io::stderr().is_terminal();
+    let progress = terminal.then(|| Arc::new(Progress::default()));
+    let mut session = Session::connect(master).await?.with_models(&args.models);
+    if let Some(progress) = &progress {
+        session = session.with_progress(Arc::clone(progress) as Arc<dyn TrainingProgress>);
+    }
+    let script = match (&args.execute, &args.file) {
+        (Some(statements), _) => statements.clone(),
+        (None, Some(file)) if file.as_os_str() != "-" => {
+            std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
+        }
+        (None, None) if std::io::stdin().is_terminal() => {
+            return prompt(&session, args.format, progress.as_deref()).await;
+        }
+        _ => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text)?;
+            text
+        }
+    };
+    for statement in parse_statements(&script)? {
+        run_statement(&session, &statement, args.format, progress.as_deref()).await?;
+    }
+    Ok(())
+}
+
+/// Runs one statement and prints its rows.
+async fn run_statement(
+    session: &Session,
+    statement: &Statement,
+    format: Format,
+    progress: Option<&Progress>,
+) -> CommandResult {
+    if let Some(progress) = progress {
+        progress.start(&headline(statement));
+    }
+    let result = match session.execute(statement).await {
+        Ok(rows) => rows.collect().await.map_err(HearthError::from),
+        Err(e) => Err(e),
+    };
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    write(&mut std::io::stdout().lock(), format, &result?)?;
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// A statement's first line, cut to fit a progress line.
+fn headline(statement: &Statement) -> String {
+    let text = statement.to_string();
+    let line = text.lines().next().unwrap_or_default();
+    line.chars().take(60).collect()
+}
+
+/// The interactive prompt: lines gather until a `;` ends a statement; errors print and the prompt goes on.
+async fn prompt(session: &Session, format: Format, progress: Option<&Progress>) -> CommandResult {
+    let mut editor = DefaultEditor::new()?;
+    let history = history_file();
+    if let Some(file) = &history {
+        let _ = editor.load_history(file);
+    }
+    let mut buffer = String::new();
+    loop {
+        let line = match editor.readline(if buffer.is_empty() { "hearth> " } else { "     -> " }) {
+            Ok(line) => line,
+            Err(ReadlineError::Interrupted) => {
+                buffer.clear();
+                continue;
+            }
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        buffer.push_str(&line);
+        buffer.push('\n');
+        if !line.trim_end().ends_with(';') {
+            continue;
+        }
+        let _ = editor.add_history_entry(buffer.trim_end());
+        let script = std::mem::take(&mut buffer);
+        match parse_statements(&script) {
+            Ok(statements) => {
+                for statement in statements {
+                    if let Err(e) = run_statement(session, &statement, format, progress).await {
+                        eprintln!("error: {e}");
+                        break;
+                    }
+                }
+            }
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+    if let Some(file) = &history {
+        if let Some(dir) = file.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = editor.save_history(file);
+    }
+    Ok(())
+}
+
+/// Where the prompt's history lives: `$HEARTH_CACHE/sql_history`, else `~/.cache/hearth/sql_history`.
+fn history_file() -> Option<PathBuf> {
+    let cache = std::env::var_os("HEARTH_CACHE").map(PathBuf::from).or_else(|| {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+            .map(|cache| cache.join("hearth"))
+    })?;
+    Some(cache.join("sql_history"))
+}
+
+/// A spinner on standard error while a statement runs, showing the epochs of a model being trained.
+#[derive(Debug, Default)]
+struct Progress {
+    bar: std::sync::Mutex<Option<ProgressBar>>,
+}
+
+impl Progress {
+    fn start(&self, what: &str) {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed:>4} {prefix} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_prefix(what.to_string());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        *self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(bar);
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl TrainingProgress for Progress {
+    fn epoch(&self, _model: &str, stats: &EpochStats, epochs: usize) {
+        if let Some(bar) = &*self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+            bar.set_message(format!("epoch {} of {epochs}, loss {:.4}", stats.epoch, stats.loss));
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! Why a rank's training fails.
+
+use crate::collective::CollectiveError;
+use crate::model::{LoadError, SpecError};
+
+/// Why a rank's training failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// A collective failed (a peer died, stalled or misbehaved).
+    #[error(transparent)]
+    Collective(#[from] CollectiveError),
+    /// The model spec is inconsistent.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// libtorch refused an operation.
+    #[error("rank {rank}: libtorch: {source}")]
+    Torch {
+        /// The rank.
+        rank: usize,
+        /// libtorch's error.
+        source: tch::TchError,
+    },
+    /// The shard does not fit the model or the loss.
+    #[error("rank {rank}: {message}")]
+    Data {
+        /// The rank.
+        rank: usize,
+        /// What is wrong, with the row and value.
+        message: String,
+    },
+}
+
+impl TrainError {
+    /// A failure to load tensors (from a checkpoint or a broadcast), as rank `rank`'s error.
+    pub(crate) fn loading(rank: usize, error: LoadError) -> Self {
+        match error {
+            LoadError::Torch(source) => TrainError::Torch { rank, source },
+            LoadError::Missing(name) => TrainError::Data {
+                rank,
+                message: format!("the checkpoint has no tensor {name:?} for this model"),
+            },
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The losses a rank minimises, what counts as a correct prediction, and the labels each loss takes.
+
+use tch::{Kind, Reduction, Tensor};
+
+use super::error::TrainError;
+use super::options::Loss;
+use crate::data::Shard;
+
+/// Checks labels and widths before any step, naming the row and value.
+pub(crate) fn check_shard(
+    rank: usize,
+    what: &str,
+    shard: &Shard,
+    inputs: usize,
+    outputs: usize,
+    loss: Loss,
+) -> Result<(), TrainError> {
+    let error = |message: String| TrainError::Data { rank, message };
+    if shard.rows() > 0 && shard.dim() != inputs {
+        return Err(error(format!(
+            "{what} features have {} values per row; the model takes {inputs}",
+            shard.dim()
+        )));
+    }
+    for (row, &label) in shard.labels().iter().enumerate() {
+        let valid = match loss {
+            Loss::SoftmaxCrossEntropy => label >= 0.0 && label.fract() == 0.0 && (label as usize) < outputs,
+            Loss::BinaryCrossEntropy => label == 0.0 || label == 1.0,
+            Loss::MeanSquaredError => label.is_finite(),
+        };
+        if !valid {
+            return Err(error(format!(
+                "{what} row {row}: label {label} does not fit a {loss:?} loss with {outputs} outputs"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The summed loss of a batch.
+pub(crate) fn loss_of(loss: Loss, logits: &Tensor, labels: &Tensor, class_weights: Option<&Tensor>) -> Tensor {
+    match loss {
+        Loss::SoftmaxCrossEntropy => {
+            logits
+                .log_softmax(-1, Kind::Float)
+                .g_nll_loss(labels, class_weights, Reduction::Sum, -100)
+        }
+        Loss::BinaryCrossEntropy => {
+            let sample_weights = class_weights.map(|w| w.index_select(0, &labels.to_kind(Kind::Int64)));
+            logits.view([-1]).binary_cross_entropy_with_logits(
+                labels,
+                sample_weights.as_ref(),
+                None::<&Tensor>,
+                Reduction::Sum,
+            )
+        }
+        Loss::MeanSquaredError => logits.view([-1]).mse_loss(labels, Reduction::Sum),
+    }
+}
+
+/// Correct predictions in a batch (0 for regression).
+pub(crate) fn hits_of(loss: Loss, logits: &Tensor, labels: &Tensor) -> Tensor {
+    match loss {
+        Loss::SoftmaxCrossEntropy => logits.argmax(-1, false).eq_tensor(labels).sum(Kind::Int64),
+        Loss::BinaryCrossEntropy => logits.view([-1]).gt(0.0).eq_tensor(&labels.gt(0.5)).sum(Kind::Int64),
+        Loss::MeanSquaredError => Tensor::zeros([], (Kind::Int64, logits.device())),
+    }
+}
+
+/// A shard's labels as the loss takes them: class indices (`Int64`) for softmax cross-entropy, values
+/// (`Float`) otherwise.
+pub(crate) fn label_tensor(loss: Loss, labels: &[f32]) -> Tensor {
+    let values = Tensor::from_slice(labels);
+    match loss {
+        Loss::SoftmaxCrossEntropy => values.to_kind(Kind::Int64),
+        Loss::BinaryCrossEntropy | Loss::MeanSquaredError => values,
+    }
+}

@@ -1,0 +1,449 @@
+//! One rank's training loop: the same loop on every rank, kept in step by the communicator.
+//!
+//! Rank 0's initial parameters are broadcast to all. Before each epoch the ranks agree on the number of
+//! steps — the most any rank has — and a rank whose shard is exhausted (or empty) still takes part in every
+//! step with a zero contribution. Each step sums the loss over the local batch, backpropagates, and
+//! allreduces one fused buffer holding every gradient plus the step's row count; gradients are then divided
+//! by the global row count. So N ranks with batch `b` compute exactly what one rank computes with the
+//! concatenated batch of `N·b` rows. Loss and correct predictions are summed on the device and allreduced
+//! once an epoch.
+//!
+//! ```text
+//! for epoch:   order rows ─ agree on steps (max over ranks)
+//!   for step:  zero_grad ─ forward/backward on the local batch ─ allreduce [gradient | rows] ─ step
+//!   then:      allreduce [loss, hits] ─ validation ─ history ─ checkpoint to `on_epoch` (rank 0)
+//! ```
+
+use std::time::Instant;
+
+use tch::{Device, Kind, Tensor};
+
+use super::checkpoint::Checkpoint;
+use super::device::{device_name, pick_device};
+use super::error::TrainError;
+use super::loss::{check_shard, hits_of, label_tensor, loss_of};
+use super::optimizer::Optimizer;
+use super::options::{Loss, TrainOptions};
+use super::report::{EpochStats, RankOutcome, RankReport};
+use crate::collective::Communicator;
+use crate::data::Shard;
+use crate::model::{NamedTensor, Network, host_copies, load_into};
+use crate::random::Draws;
+
+/// Trains one rank's shard with the other ranks of a communicator.
+///
+/// ```
+/// use hearth_ml::collective::LocalWorld;
+/// use hearth_ml::data::Shard;
+/// use hearth_ml::model::ModelSpec;
+/// use hearth_ml::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
+///
+/// let shard = Shard::new(vec![0.0, 1.0, 1.0, 0.0], vec![0.0, 1.0], 2).unwrap();
+/// let settings = TrainSettings { epochs: 2, device: DeviceChoice::Cpu, ..TrainSettings::default() };
+/// let options = TrainOptions::new(ModelSpec::Linear { inputs: 2, outputs: 2 }, settings);
+/// let outcomes = LocalWorld::new(2)
+///     .run(|mut comm| RankTrainer::new(&shard.round_robin(comm.rank(), 2), &options).run(&mut comm))
+///     .unwrap();
+/// assert_eq!(outcomes[0].as_ref().unwrap().report.history.len(), 2);
+/// assert!(outcomes[1].as_ref().unwrap().tensors.is_none()); // rank 0 alone returns the tensors
+/// ```
+pub struct RankTrainer<'a> {
+    shard: &'a Shard,
+    options: &'a TrainOptions,
+    validation: Option<&'a Shard>,
+    resume: Option<&'a Checkpoint>,
+    on_epoch: Box<dyn FnMut(&Checkpoint) + 'a>,
+}
+
+impl<'a> RankTrainer<'a> {
+    /// A trainer of `shard` with `options` (the same options on every rank).
+    pub fn new(shard: &'a Shard, options: &'a TrainOptions) -> Self {
+        Self {
+            shard,
+            options,
+            validation: None,
+            resume: None,
+            on_epoch: Box::new(|_| {}),
+        }
+    }
+
+    /// This rank's validation rows: every epoch reports the loss and accuracy over all ranks' validation rows.
+    pub fn validation(mut self, shard: &'a Shard) -> Self {
+        self.validation = Some(shard);
+        self
+    }
+
+    /// Resume from `checkpoint` instead of starting afresh (the same checkpoint on every rank).
+    pub fn resume(mut self, checkpoint: Option<&'a Checkpoint>) -> Self {
+        self.resume = checkpoint;
+        self
+    }
+
+    /// Called on rank 0 with a checkpoint after every epoch.
+    pub fn on_epoch(mut self, on_epoch: impl FnMut(&Checkpoint) + 'a) -> Self {
+        self.on_epoch = Box::new(on_epoch);
+        self
+    }
+
+    /// Trains with the other ranks of `comm`; rank 0's outcome carries the trained tensors.
+    pub fn run(mut self, comm: &mut Communicator) -> Result<RankOutcome, TrainError> {
+        let started = Instant::now();
+        let mut job = Job::start(&self, comm)?;
+        let first_epoch = self.resume.map_or(0, |c| c.epoch);
+        for epoch in first_epoch..self.options.settings.epochs {
+            let stats = job.run_epoch(comm, epoch, self.validation)?;
+            job.history.push(stats);
+            if job.rank == 0 {
+                (self.on_epoch)(&job.checkpoint(epoch + 1)?);
+            }
+        }
+        let tensors = if job.rank == 0 {
+            Some(host_copies(&job.named).map_err(|e| job.torch(e))?)
+        } else {
+            None
+        };
+        Ok(RankOutcome {
+            report: RankReport {
+                rank: job.rank,
+                host: job.host,
+                device: device_name(job.device),
+                rows: self.shard.rows(),
+                steps: job.steps_taken,
+                history: job.history,
+                seconds: started.elapsed().as_secs_f64(),
+            },
+            tensors,
+        })
+    }
+}
+
+/// A rank's training in progress: the network on its device, the optimizer, the shard as tensors, and
+/// the buffer gradients are allreduced in.
+struct Job<'a> {
+    options: &'a TrainOptions,
+    shard: &'a Shard,
+    rank: usize,
+    world: usize,
+    host: String,
+    device: Device,
+    network: Network,
+    named: Vec<(String, Tensor)>,
+    optimizer: Optimizer,
+    features: Tensor,
+    labels: Tensor,
+    class_weights: Option<Tensor>,
+    /// The gradients, then the step's row count (empty for one rank, which reduces nothing).
+    fused: Vec<f32>,
+    history: Vec<EpochStats>,
+    steps_taken: usize,
+}
+
+/// What one epoch's steps add up on this rank, summed where they are computed (no wait on the device a
+/// step); read once an epoch.
+struct EpochSums {
+    loss: Tensor,
+    correct: Tensor,
+    rows: f64,
+    learning_rate: f64,
+}
+
+impl<'a> Job<'a> {
+    /// Checks the shards, picks the device and threads, builds the network (or loads the checkpoint), and
+    /// gives every rank rank 0's tensors.
+    fn start(trainer: &RankTrainer<'a>, comm: &mut Communicator) -> Result<Self, TrainError> {
+        let (options, shard) = (trainer.options, trainer.shard);
+        let settings = &options.settings;
+        let rank = comm.rank();
+        let host = comm.peers()[rank].registration.host.clone();
+        let local_ranks: Vec<usize> = comm
+            .peers()
+            .iter()
+            .filter(|p| p.registration.host == host)
+            .map(|p| p.rank)
+            .collect();
+        let local_rank = local_ranks.iter().position(|&r| r == rank).unwrap_or(0);
+        let device = pick_device(&settings.device, local_rank);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        tch::set_num_threads(settings.threads.unwrap_or((cores / local_ranks.len().max(1)).max(1)) as i32);
+
+        let inputs = options.model.input_features();
+        let outputs = options.model.outputs()?;
+        check_shard(rank, "training", shard, inputs, outputs, options.loss)?;
+        if let Some(v) = trainer.validation {
+            check_shard(rank, "validation", v, inputs, outputs, options.loss)?;
+        }
+        let network = Network::new(&options.model, device, settings.seed)?;
+        let named = network.named_tensors();
+        let optimizer = Optimizer::new(settings.optimizer.clone(), network.parameters());
+        let world = comm.world_size();
+        let mut job = Self {
+            options,
+            shard,
+            rank,
+            world,
+            host,
+            device,
+            features: Tensor::from_slice(shard.features()).view([shard.rows() as i64, inputs as i64]),
+            labels: label_tensor(options.loss, shard.labels()),
+            class_weights: settings
+                .class_weights
+                .as_ref()
+                .map(|w| Tensor::from_slice(w).to_kind(Kind::Float).to_device(device)),
+            fused: if world == 1 {
+                Vec::new()
+            } else {
+                vec![0f32; optimizer.len() + 1]
+            },
+            network,
+            named,
+            optimizer,
+            history: Vec::new(),
+            steps_taken: 0,
+        };
+        if let Some(checkpoint) = trainer.resume {
+            job.restore(checkpoint)?;
+        }
+        job.broadcast_tensors(comm)?;
+        Ok(job)
+    }
+
+    fn torch(&self, source: tch::TchError) -> TrainError {
+        TrainError::Torch {
+            rank: self.rank,
+            source,
+        }
+    }
+
+    /// Loads a checkpoint's network and optimizer state and history.
+    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<(), TrainError> {
+        load_into(&self.named, &checkpoint.tensors).map_err(|e| TrainError::loading(self.rank, e))?;
+        let state: Vec<Tensor> = checkpoint
+            .optimizer_state
+            .iter()
+            .map(|t| {
+                Tensor::from_slice(&t.values)
+                    .view(t.shape.as_slice())
+                    .to_device(self.device)
+            })
+            .collect();
+        self.optimizer.restore(checkpoint.optimizer_steps, &state);
+        self.history = checkpoint.history.clone();
+        Ok(())
+    }
+
+    /// Rank 0's tensors to every rank (parameters and batch-norm statistics alike).
+    fn broadcast_tensors(&self, comm: &mut Communicator) -> Result<(), TrainError> {
+        if self.world == 1 {
+            return Ok(());
+        }
+        let host = host_copies(&self.named).map_err(|e| self.torch(e))?;
+        let mut flat: Vec<f32> = host.iter().flat_map(|t| t.values.iter().copied()).collect();
+        comm.broadcast(&mut flat, 0)?;
+        let mut offset = 0;
+        let received: Vec<NamedTensor> = host
+            .into_iter()
+            .map(|t| {
+                let n = t.values.len();
+                let values = flat[offset..offset + n].to_vec();
+                offset += n;
+                NamedTensor { values, ..t }
+            })
+            .collect();
+        load_into(&self.named, &received).map_err(|e| TrainError::loading(self.rank, e))
+    }
+
+    /// One pass over the shard: every step, then the epoch's metrics over all ranks.
+    fn run_epoch(
+        &mut self,
+        comm: &mut Communicator,
+        epoch: usize,
+        validation: Option<&Shard>,
+    ) -> Result<EpochStats, TrainError> {
+        let options: &'a TrainOptions = self.options;
+        let settings = &options.settings;
+        let started = Instant::now();
+        let mut order: Vec<i64> = (0..self.shard.rows() as i64).collect();
+        let mut draws = Draws::for_rank(settings.seed, self.rank, epoch);
+        self.network
+            .seed_dropout(Draws::for_rank(!settings.seed, self.rank, epoch));
+        if settings.shuffle {
+            draws.shuffle(&mut order);
+        }
+        let batch = settings.batch_size.max(1);
+        let steps = comm.max_u64(self.shard.rows().div_ceil(batch) as u64)? as usize;
+        let mut sums = EpochSums {
+            loss: Tensor::zeros([], (Kind::Double, self.device)),
+            correct: Tensor::zeros([], (Kind::Int64, self.device)),
+            rows: 0.0,
+            learning_rate: settings.learning_rate(epoch as f64, self.world),
+        };
+        for step in 0..steps {
+            sums.learning_rate = settings.learning_rate(epoch as f64 + step as f64 / steps.max(1) as f64, self.world);
+            let start = step * batch;
+            let rows = (start < order.len()).then(|| &order[start..(start + batch).min(order.len())]);
+            self.step(comm, rows, &mut draws, &mut sums)?;
+        }
+        let mut totals = [sums.loss.double_value(&[]) as f32, sums.correct.int64_value(&[]) as f32];
+        comm.allreduce_sum(&mut totals)?;
+        let (loss_sum, correct) = (f64::from(totals[0]), f64::from(totals[1]));
+        let classification = self.options.loss != Loss::MeanSquaredError;
+        let (validation_loss, validation_accuracy) = match validation {
+            Some(v) => {
+                let (l, a) = self.evaluate(comm, v)?;
+                (Some(l), Some(a).filter(|_| classification))
+            }
+            None => (None, None),
+        };
+        Ok(EpochStats {
+            epoch: epoch + 1,
+            loss: if sums.rows > 0.0 {
+                loss_sum / sums.rows
+            } else {
+                f64::NAN
+            },
+            accuracy: (classification && sums.rows > 0.0).then(|| correct / sums.rows),
+            validation_loss,
+            validation_accuracy,
+            learning_rate: sums.learning_rate,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// One step: forward and backward over this rank's `rows` (none once its shard is exhausted), the
+    /// gradient summed over all ranks and divided by their rows, and the optimizer's update.
+    fn step(
+        &mut self,
+        comm: &mut Communicator,
+        rows: Option<&[i64]>,
+        draws: &mut Draws,
+        sums: &mut EpochSums,
+    ) -> Result<(), TrainError> {
+        self.optimizer.zero_grad();
+        let local_rows = match rows {
+            Some(rows) => self.backward(rows, draws, sums)?,
+            None => 0.0,
+        };
+        let count = if self.world == 1 {
+            local_rows
+        } else {
+            let numel = self.optimizer.len();
+            fuse_gradients(&self.optimizer.gradient(), &mut self.fused, local_rows).map_err(|e| self.torch(e))?;
+            comm.allreduce_sum(&mut self.fused)?;
+            self.fused[numel]
+        };
+        if count > 0.0 {
+            let gradient = if self.world == 1 {
+                self.optimizer.gradient()
+            } else {
+                let numel = self.optimizer.len();
+                self.fused[..numel].iter_mut().for_each(|g| *g /= count);
+                Tensor::f_from_slice(&self.fused[..numel])
+                    .and_then(|g| g.f_to_device(self.device))
+                    .map_err(|e| self.torch(e))?
+            };
+            self.optimizer.step(&gradient, sums.learning_rate);
+        }
+        sums.rows += f64::from(count);
+        self.steps_taken += 1;
+        Ok(())
+    }
+
+    /// Forward and backward over a local batch (MixUp when asked); adds its loss and hits to `sums` and
+    /// returns its row count.
+    fn backward(&self, rows: &[i64], draws: &mut Draws, sums: &mut EpochSums) -> Result<f32, TrainError> {
+        let options: &'a TrainOptions = self.options;
+        let (settings, loss_kind) = (&options.settings, options.loss);
+        let (x, y) = if settings.shuffle {
+            let index = Tensor::from_slice(rows);
+            (
+                self.features.index_select(0, &index),
+                self.labels.index_select(0, &index),
+            )
+        } else {
+            let (offset, len) = (rows[0], rows.len() as i64);
+            (self.features.narrow(0, offset, len), self.labels.narrow(0, offset, len))
+        };
+        let (x, y) = (x.to_device(self.device), y.to_device(self.device));
+        let weights = self.class_weights.as_ref();
+        let mixup = settings.mixup_alpha.filter(|a| *a > 0.0).map(|alpha| {
+            let lambda = draws.beta(alpha);
+            let mut permutation: Vec<i64> = (0..rows.len() as i64).collect();
+            draws.shuffle(&mut permutation);
+            (lambda, Tensor::from_slice(&permutation).to_device(self.device))
+        });
+        let (loss, hits) = match &mixup {
+            None => {
+                let logits = self.network.forward(&x, true).map_err(|e| self.torch(e))?;
+                (
+                    loss_of(loss_kind, &logits, &y, weights),
+                    hits_of(loss_kind, &logits, &y),
+                )
+            }
+            Some((lambda, permutation)) => {
+                let mixed = &x * *lambda + x.index_select(0, permutation) * (1.0 - lambda);
+                let logits = self.network.forward(&mixed, true).map_err(|e| self.torch(e))?;
+                let other = y.index_select(0, permutation);
+                let loss = loss_of(loss_kind, &logits, &y, weights) * *lambda
+                    + loss_of(loss_kind, &logits, &other, weights) * (1.0 - lambda);
+                (loss, hits_of(loss_kind, &logits, &y))
+            }
+        };
+        let count = rows.len() as f64;
+        if self.world == 1 {
+            // Alone, the row count is known before backpropagating: no gradient rescaling afterwards.
+            (&loss / count).backward();
+        } else {
+            loss.backward();
+        }
+        let _ = sums.loss.g_add_(&loss.detach().to_kind(Kind::Double));
+        let _ = sums.correct.g_add_(&hits);
+        Ok(count as f32)
+    }
+
+    /// Mean loss and accuracy over every rank's validation shard.
+    fn evaluate(&self, comm: &mut Communicator, shard: &Shard) -> Result<(f64, f64), TrainError> {
+        let loss_kind = self.options.loss;
+        let mut totals = [0f32; 3];
+        if shard.rows() > 0 {
+            let x = Tensor::from_slice(shard.features())
+                .view([shard.rows() as i64, shard.dim() as i64])
+                .to_device(self.device);
+            let y = label_tensor(loss_kind, shard.labels()).to_device(self.device);
+            let logits = tch::no_grad(|| self.network.forward(&x, false)).map_err(|e| self.torch(e))?;
+            let loss = tch::no_grad(|| loss_of(loss_kind, &logits, &y, self.class_weights.as_ref()));
+            totals = [
+                shard.rows() as f32,
+                loss.double_value(&[]) as f32,
+                hits_of(loss_kind, &logits, &y).int64_value(&[]) as f32,
+            ];
+        }
+        comm.allreduce_sum(&mut totals)?;
+        let rows = f64::from(totals[0]).max(1.0);
+        Ok((f64::from(totals[1]) / rows, f64::from(totals[2]) / rows))
+    }
+
+    /// The state after `epochs` epochs, to resume from.
+    fn checkpoint(&self, epochs: usize) -> Result<Checkpoint, TrainError> {
+        let (optimizer_steps, state) = self.optimizer.state();
+        let state_named: Vec<(String, Tensor)> = state
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| (format!("state.{i}"), t))
+            .collect();
+        Ok(Checkpoint {
+            epoch: epochs,
+            tensors: host_copies(&self.named).map_err(|e| self.torch(e))?,
+            optimizer_steps,
+            optimizer_state: host_copies(&state_named).map_err(|e| self.torch(e))?,
+            history: self.history.clone(),
+        })
+    }
+}
+
+/// Copies the flat gradient into `fused`, followed by the step's row count.
+fn fuse_gradients(gradient: &Tensor, fused: &mut [f32], rows: f32) -> Result<(), tch::TchError> {
+    let n = gradient.numel();
+    gradient.f_to_device(Device::Cpu)?.f_copy_data(&mut fused[..n], n)?;
+    fused[n] = rows;
+    Ok(())
+}
