@@ -1,5 +1,5 @@
 //! hearth's codecs: Ballista's own nodes and hearth's barrier operator in an explicit envelope, and
-//! functions bound to a model (`ml_classify`) with their model.
+//! functions bound to a model (`ml_classify`, `ml_regress`) with their model.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -17,12 +17,12 @@ use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
 use crate::barrier::{BarrierExec, BarrierSpec};
-use crate::train::{CLASSIFY, ClassifyUdf};
+use crate::train::{CLASSIFY, NetworkUdf, REGRESS};
 
 /// Writes a model-bound function's model; other functions travel by name (nothing written).
 fn encode_udf(node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
     let inner: &dyn Any = node.inner().as_ref();
-    if let Some(classify) = inner.downcast_ref::<ClassifyUdf>() {
+    if let Some(classify) = inner.downcast_ref::<NetworkUdf>() {
         buf.extend_from_slice(classify.model());
     }
     Ok(())
@@ -30,7 +30,8 @@ fn encode_udf(node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
 
 /// Rebuilds a model-bound function from its model, or `None` for a function this codec does not own.
 fn decode_udf(name: &str, buf: &[u8]) -> Option<Result<Arc<ScalarUDF>>> {
-    (name == CLASSIFY && !buf.is_empty()).then(|| Ok(Arc::new(ScalarUDF::from(ClassifyUdf::new(buf.to_vec())?))))
+    ((name == CLASSIFY || name == REGRESS) && !buf.is_empty())
+        .then(|| Ok(Arc::new(ScalarUDF::from(NetworkUdf::new(buf.to_vec())?))))
 }
 
 /// The first byte of an encoded node: whose node it is.

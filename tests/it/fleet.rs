@@ -282,3 +282,52 @@ async fn two_barrier_jobs_that_each_need_the_whole_fleet_both_finish() {
         assert_eq!(model.history().len(), 20);
     }
 }
+
+/// The main job's SQL up to its `ML.EVALUATE`, run on `session`; the evaluation's f1, accuracy and
+/// areaUnderROC.
+async fn sql_main_job(session: &Session) -> [f64; 3] {
+    let script = std::fs::read_to_string(german_credit::sql_path()).unwrap();
+    let statements = hearth::engine::sql::parse_statements(&script).unwrap();
+    let mut last = Vec::new();
+    for statement in &statements[..4] {
+        last = session.execute(statement).await.unwrap().collect().await.unwrap();
+    }
+    ["f1", "accuracy", "areaUnderROC"].map(|name| {
+        let column = last[0].column_by_name(name).unwrap();
+        datafusion::arrow::array::AsArray::as_primitive::<datafusion::arrow::datatypes::Float64Type>(column).value(0)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_job_in_sql_gives_the_same_metrics_on_the_fleet() {
+    let models = tempfile::tempdir().unwrap();
+    let local = sql_main_job(&Session::local(2).with_models(models.path().join("local"))).await;
+    let fleet = Fleet::start(&[1, 1]).await;
+    let session = fleet.session().await.with_models(models.path().join("fleet"));
+    let remote = sql_main_job(&session).await;
+    for (name, (l, r)) in ["f1", "accuracy", "areaUnderROC"].iter().zip(local.iter().zip(&remote)) {
+        assert!((l - r).abs() < 1e-6, "{name}: local[2] {l}, fleet {r}");
+    }
+    let predicted = session
+        .sql("SELECT COUNT(*) AS n FROM ML.PREDICT(MODEL credit_risk, TABLE credit) WHERE predicted_class IN ('good', 'bad')")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let n = datafusion::arrow::array::AsArray::as_primitive::<datafusion::arrow::datatypes::Int64Type>(
+        predicted[0].column(0),
+    )
+    .value(0);
+    assert_eq!(n, 1000, "every row is predicted on the fleet");
+    for statement in [
+        "SELECT * FROM ML.FEATURE_INFO(MODEL credit_risk)",
+        "SELECT * FROM ML.TRANSFORM(MODEL credit_risk, TABLE credit) LIMIT 3",
+        "SHOW MODELS",
+    ] {
+        let rows = session.sql(statement).await.unwrap().count().await.unwrap();
+        assert!(rows > 0, "{statement}");
+    }
+    session.sql("DROP MODEL credit_risk").await.unwrap();
+    assert_eq!(session.sql("SHOW MODELS").await.unwrap().count().await.unwrap(), 0);
+}

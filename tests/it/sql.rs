@@ -97,6 +97,30 @@ async fn the_main_job_in_sql_gives_the_rust_main_jobs_metrics_and_predictions() 
     for (name, (s, r)) in ["f1", "accuracy", "areaUnderROC"].iter().zip(sql.iter().zip(&rust)) {
         assert!((s - r).abs() < 1e-9, "{name}: SQL {s} vs Rust {r}");
     }
+    // The 13 single-column indexers (and encoders) of the TRANSFORM fit as one multi-column stage each.
+    let stages = session
+        .sql("SELECT class, COUNT(*) AS n FROM ML.FEATURE_INFO(MODEL credit_risk) GROUP BY class ORDER BY class")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let classes: Vec<String> = stages[0]
+        .column(0)
+        .as_string::<i32>()
+        .iter()
+        .map(|c| c.unwrap().to_string())
+        .collect();
+    let counts = stages[0].column(1).as_primitive::<Int64Type>().values().to_vec();
+    assert_eq!(
+        classes.iter().map(String::as_str).zip(counts).collect::<Vec<_>>(),
+        [
+            ("OneHotEncoderModel", 1),
+            ("StandardScalerModel", 1),
+            ("StringIndexerModel", 2),
+            ("VectorAssembler", 1)
+        ]
+    );
     println!(
         "main job, SQL and Rust: f1 {:.4}, accuracy {:.4}, areaUnderROC {:.4}",
         sql[0], sql[1], sql[2]
@@ -330,4 +354,51 @@ async fn bad_statements_are_named_and_leave_the_catalog_as_it_was() {
     assert_eq!(catalog_files(models.path()), before, "failed statements change nothing");
     let kept = ModelCatalog::new(models.path()).get("credit_lr").unwrap();
     assert_eq!(kept.entry.model_type, "logistic_reg");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_regressor_trains_predicts_and_evaluates() {
+    let models = tempfile::tempdir().unwrap();
+    let session = credit_session(models.path()).await;
+    let created = run_script(
+        &session,
+        "CREATE MODEL amount
+         OPTIONS (model_type = 'mlp_regressor', input_label_cols = ['amount'], hidden_units = [16],
+                  max_iterations = 8, learn_rate = 0.01, batch_size = 32, workers = 2, seed = 1,
+                  data_split_method = 'no_split')
+         TRANSFORM (ML.STANDARD_SCALER(ML.VECTOR_ASSEMBLER(duration, age), with_mean => TRUE) OVER () AS x, amount)
+         AS SELECT duration, age, credit_amount / 1000.0 AS amount FROM credit",
+    )
+    .await
+    .unwrap();
+    assert_eq!(number(&created, "training_rows"), 1000.0);
+    let predicted = run_script(
+        &session,
+        "SELECT predicted_amount FROM ML.PREDICT(MODEL amount, (SELECT duration, age FROM credit))",
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows(&predicted), 1000);
+    assert!(
+        predicted[0]
+            .column(0)
+            .as_primitive::<Float64Type>()
+            .value(0)
+            .is_finite()
+    );
+    let evaluation = run_script(
+        &session,
+        "SELECT * FROM ML.EVALUATE(MODEL amount, (SELECT duration, age, credit_amount / 1000.0 AS amount FROM credit))",
+    )
+    .await
+    .unwrap();
+    let (rmse, r2) = (number(&evaluation, "rmse"), number(&evaluation, "r2"));
+    println!("regressor of credit_amount (thousands) on duration and age: rmse {rmse:.3}, r2 {r2:.3}");
+    assert!(rmse > 0.0 && (number(&evaluation, "mse") - rmse * rmse).abs() < 1e-9);
+    assert!(r2 > 0.2, "duration explains much of the amount: r2 {r2}");
+    let info = run_script(&session, "SELECT accuracy FROM ML.TRAINING_INFO(MODEL amount)")
+        .await
+        .unwrap();
+    assert_eq!(rows(&info), 8);
+    assert!(info[0].column(0).is_null(0), "a regressor has no accuracy");
 }

@@ -26,7 +26,10 @@ use crate::feature::{
     StringIndexerModel, VectorAssembler,
 };
 use crate::stage::{Estimator, Stage, Transformer};
-use crate::train::{ClassificationModel, LinearClassifier, MlpClassifier, SequentialClassifier};
+use crate::train::{
+    ClassificationModel, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor, RegressionModel,
+    SequentialClassifier, SequentialRegressor,
+};
 
 /// The version of the JSON layout this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -63,7 +66,7 @@ fn failed(path: &Path, message: impl ToString) -> HearthError {
 }
 
 static CLASSES: LazyLock<RwLock<HashMap<String, StageLoader>>> = LazyLock::new(|| {
-    let builtin: [(&str, StageLoader); 14] = [
+    let builtin: [(&str, StageLoader); 18] = [
         ("StringIndexer", load_serde_estimator::<StringIndexer>),
         ("StringIndexerModel", load_serde_transformer::<StringIndexerModel>),
         ("OneHotEncoder", load_serde_estimator::<OneHotEncoder>),
@@ -75,10 +78,16 @@ static CLASSES: LazyLock<RwLock<HashMap<String, StageLoader>>> = LazyLock::new(|
         ("MlpClassifier", load_serde_estimator::<MlpClassifier>),
         ("LinearClassifier", load_serde_estimator::<LinearClassifier>),
         ("SequentialClassifier", load_serde_estimator::<SequentialClassifier>),
+        ("MlpRegressor", load_serde_estimator::<MlpRegressor>),
+        ("LinearRegressor", load_serde_estimator::<LinearRegressor>),
+        ("SequentialRegressor", load_serde_estimator::<SequentialRegressor>),
         ("ClassificationModel", |params, dir| {
             Ok(PipelineStage::transformer(ClassificationModel::load_stage(
                 params, dir,
             )?))
+        }),
+        ("RegressionModel", |params, dir| {
+            Ok(PipelineStage::transformer(RegressionModel::load_stage(params, dir)?))
         }),
         ("Pipeline", |params, dir| Ok(Pipeline::from_entry(params, dir)?.into())),
         ("PipelineModel", |params, dir| {

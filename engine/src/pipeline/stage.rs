@@ -13,7 +13,7 @@ use crate::feature::{
     StringIndexerModel, VectorAssembler,
 };
 use crate::stage::{Estimator, Stage, Transformer};
-use crate::train::{Architecture, ClassificationModel, Classifier};
+use crate::train::{Architecture, Network, NetworkModel, Outputs, Task};
 
 /// An estimator as a pipeline holds it: fitting gives a transformer of any type. Every [`Estimator`] is one.
 pub trait EstimatorStage: Stage {
@@ -110,12 +110,18 @@ macro_rules! stage_from {
 
 stage_from!(
     estimators: StringIndexer, OneHotEncoder, StandardScaler, super::Pipeline;
-    transformers: VectorAssembler, SqlColumns, StringIndexerModel, OneHotEncoderModel, StandardScalerModel, ClassificationModel,
+    transformers: VectorAssembler, SqlColumns, StringIndexerModel, OneHotEncoderModel, StandardScalerModel,
         super::PipelineModel
 );
 
-impl<A: Architecture> From<Classifier<A>> for PipelineStage {
-    fn from(stage: Classifier<A>) -> Self {
+impl<A: Architecture, T: Task> From<Network<A, T>> for PipelineStage {
+    fn from(stage: Network<A, T>) -> Self {
         PipelineStage::estimator(stage)
+    }
+}
+
+impl<O: Outputs> From<NetworkModel<O>> for PipelineStage {
+    fn from(stage: NetworkModel<O>) -> Self {
+        PipelineStage::transformer(stage)
     }
 }

@@ -11,16 +11,18 @@
 //!     evaluation.parquet     rows held out by data_split_method, read by ML.EVALUATE(MODEL credit_risk)
 //! ```
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::table_functions::Trained;
 use crate::error::{HearthError, Result};
 use crate::feature::StringIndexerModel;
 use crate::pipeline::PipelineModel;
-use crate::train::ClassificationModel;
 
 /// The file of an entry that describes it.
 pub const ENTRY_FILE: &str = "catalog.json";
@@ -103,6 +105,9 @@ impl CatalogModel {
 #[derive(Clone, Debug)]
 pub struct ModelCatalog {
     dir: PathBuf,
+    /// Models loaded or saved by this process, with their entry file's modification time: a model is read
+    /// from disk again only when another process changed it.
+    loaded: Arc<Mutex<HashMap<String, (SystemTime, CatalogModel)>>>,
 }
 
 fn persistence(path: &Path, message: impl ToString) -> HearthError {
@@ -122,7 +127,21 @@ pub(crate) fn now_ms() -> u64 {
 impl ModelCatalog {
     /// The catalog in `dir` (created on the first save).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            loaded: Arc::default(),
+        }
+    }
+
+    fn loaded(&self) -> std::sync::MutexGuard<'_, HashMap<String, (SystemTime, CatalogModel)>> {
+        self.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Remembers `model`, written with its entry file at `file`.
+    fn remember(&self, file: &Path, model: CatalogModel) {
+        if let Ok(modified) = fs::metadata(file).and_then(|m| m.modified()) {
+            self.loaded().insert(model.entry.name.clone(), (modified, model));
+        }
     }
 
     /// Its directory.
@@ -174,10 +193,18 @@ impl ModelCatalog {
                 ),
             ));
         }
+        let modified = fs::metadata(&file).and_then(|m| m.modified()).ok();
+        if let Some((when, model)) = self.loaded().get(name)
+            && Some(*when) == modified
+        {
+            return Ok(model.clone());
+        }
         let text = fs::read_to_string(&file).map_err(|e| persistence(&file, e))?;
         let entry: ModelEntry = serde_json::from_str(&text).map_err(|e| persistence(&file, e))?;
         let pipeline = PipelineModel::load(&dir)?;
-        Ok(CatalogModel { entry, pipeline, dir })
+        let model = CatalogModel { entry, pipeline, dir };
+        self.remember(&file, model.clone());
+        Ok(model)
     }
 
     /// Every model's entry, by name.
@@ -247,17 +274,23 @@ impl ModelCatalog {
         if had_old {
             let _ = fs::remove_dir_all(&retired);
         }
+        let model = CatalogModel {
+            entry: entry.clone(),
+            pipeline: pipeline.clone(),
+            dir: target.clone(),
+        };
+        self.remember(&target.join(ENTRY_FILE), model);
         Ok(())
     }
 
-    /// Registers a pipeline fitted in Rust whose last stage is a classification model, under `name`;
+    /// Registers a pipeline fitted in Rust whose last stage is a trained network, under `name`;
     /// `label` is the label column of its input. Its label values are read from the `StringIndexerModel`
     /// that indexed the label, if there is one.
     pub fn register(&self, name: &str, pipeline: &PipelineModel, label: &str, replace: bool) -> Result<()> {
-        let model: &ClassificationModel = pipeline.last_stage().ok_or_else(|| HearthError::InvalidParam {
+        let model = Trained::of(pipeline).ok_or_else(|| HearthError::InvalidParam {
             stage: "model catalog".to_string(),
             param: "pipeline",
-            message: "the pipeline's last stage must be a ClassificationModel".to_string(),
+            message: "the pipeline's last stage must be a ClassificationModel or a RegressionModel".to_string(),
         })?;
         let label_index = model.label_col().to_string();
         let labels = pipeline.stages().iter().find_map(|stage| {
@@ -270,7 +303,7 @@ impl ModelCatalog {
             model_type: "pipeline".to_string(),
             label: label.to_string(),
             labels,
-            classifier: true,
+            classifier: matches!(model, Trained::Classifier(_)),
             label_index,
             inputs: Vec::new(),
             features: vec![model.features_col().to_string()],
@@ -292,6 +325,7 @@ impl ModelCatalog {
         if !dir.join(ENTRY_FILE).is_file() {
             return Ok(false);
         }
+        self.loaded().remove(name);
         let retired = self.dir.join(format!(".{name}-dropped-{}", now_ms()));
         fs::rename(&dir, &retired).map_err(|e| persistence(&dir, e))?;
         fs::remove_dir_all(&retired).map_err(|e| persistence(&retired, e))?;

@@ -15,15 +15,16 @@ use datafusion::sql::sqlparser::ast::SelectItem;
 use super::catalog::{EVALUATION_FILE, ModelEntry, now_ms};
 use super::options::{ClassWeights, DataSplit, ModelOptions, ModelType};
 use super::parser::CreateModel;
+use super::table_functions::Trained;
 use super::transform::{TransformPlan, plan_transform};
 use crate::error::{HearthError, Result};
-use crate::feature::{OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler};
+use crate::feature::{OneHotEncoder, StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
 use crate::frame::DataFrameExt;
 use crate::params::HandleInvalid;
 use crate::pipeline::{Pipeline, PipelineStage};
 use crate::session::Session;
 use crate::stage::{Estimator, quoted_columns};
-use crate::train::{ClassificationModel, LinearClassifier, MlpClassifier};
+use crate::train::{Architecture, Classifier, LinearClassifier, MlpClassifier, MlpRegressor};
 use crate::vector::vector_dim;
 
 /// The column the pipeline's assembled features go to.
@@ -95,17 +96,20 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
 
     let mut stages: Vec<PipelineStage> = Vec::new();
     let indexed_label = label_type == LabelType::Indexed;
-    let labels = if indexed_label {
-        let indexer = StringIndexer::new()
-            .input_col(&options.label)
-            .output_col(LABEL_INDEX)
-            .fit(&train)
-            .await?;
-        let labels = indexer.labels()[0].clone();
-        stages.push(indexer.into());
-        Some(labels)
-    } else {
-        None
+    let indexer = StringIndexer::new().input_col(&options.label).output_col(LABEL_INDEX);
+    // Weights by label need the label order before training: then the indexer is fitted on its own.
+    let labels = match (indexed_label, &options.class_weights) {
+        (true, Some(ClassWeights::ByLabel(_))) => {
+            let fitted = indexer.fit(&train).await?;
+            let labels = fitted.labels()[0].clone();
+            stages.push(fitted.into());
+            Some(labels)
+        }
+        (true, _) => {
+            stages.push(indexer.into());
+            None
+        }
+        (false, _) => None,
     };
     let preprocessing_stages = stages.len() + transform.stages.len();
     stages.extend(transform.stages);
@@ -122,8 +126,16 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     };
     stages.push(estimator(&options, label_index, labels.as_deref())?);
     let model = Pipeline::from_stages(stages).fit(&train).await?;
+    let labels = match (indexed_label, labels) {
+        (true, None) => model
+            .stages()
+            .first()
+            .and_then(|stage| stage.downcast_ref::<StringIndexerModel>())
+            .map(|indexer| indexer.labels()[0].clone()),
+        (_, labels) => labels,
+    };
 
-    let classifier: Option<&ClassificationModel> = model.last_stage();
+    let trained = Trained::of(&model);
     let evaluation_rows = match &evaluation {
         Some(rows) => rows.iter().map(RecordBatch::num_rows).sum::<usize>() as u64,
         None => 0,
@@ -135,13 +147,17 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         labels,
         classifier: options.model_type.is_classifier(),
         label_index: label_index.to_string(),
-        inputs: transform.inputs,
+        inputs: transform
+            .inputs
+            .into_iter()
+            .filter(|c| *c != options.label && Some(c) != options.data_split_col.as_ref())
+            .collect(),
         features,
         preprocessing_stages,
         options: options.written.clone(),
         transform: create.transform.as_ref().map(|items| list_text(items)),
         query: Some(create.query.to_string()),
-        training_rows: classifier.map_or(0, |c| c.summary().ranks.iter().map(|r| r.rows as u64).sum()),
+        training_rows: trained.map_or(0, |t| t.summary().ranks.iter().map(|r| r.rows as u64).sum()),
         evaluation_rows,
         training_seconds: started.elapsed().as_secs_f64(),
         created_ms: now_ms(),
@@ -153,7 +169,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     Ok(CreatedModel {
         name: create.name.clone(),
         trained: true,
-        loss: classifier.and_then(|c| c.history().last()).map(|e| e.loss),
+        loss: trained.and_then(|t| t.history().last()).map(|e| e.loss),
         entry: Some(entry),
     })
 }
@@ -349,28 +365,41 @@ fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> 
             if let Some(timeout) = options.timeout {
                 estimator = estimator.timeout(timeout);
             }
-            if let Some(weights) = weights {
-                estimator = estimator.class_weights(weights);
-            }
+
             estimator
         }};
     }
     Ok(match options.model_type {
-        ModelType::MlpClassifier => configured!(
-            MlpClassifier::new()
+        ModelType::MlpClassifier => weighted(
+            configured!(
+                MlpClassifier::new()
+                    .hidden_layers(options.hidden_units.clone())
+                    .activation(options.activation)
+                    .dropout(options.dropout)
+            ),
+            weights,
+        )
+        .into(),
+        ModelType::LogisticReg => weighted(configured!(LinearClassifier::new()), weights).into(),
+        ModelType::MlpRegressor if weights.is_some() => {
+            return Err(invalid("OPTIONS", "option class_weights: a regressor has no classes"));
+        }
+        ModelType::MlpRegressor => configured!(
+            MlpRegressor::new()
                 .hidden_layers(options.hidden_units.clone())
                 .activation(options.activation)
                 .dropout(options.dropout)
         )
         .into(),
-        ModelType::LogisticReg => configured!(LinearClassifier::new()).into(),
-        ModelType::MlpRegressor => {
-            return Err(invalid(
-                "OPTIONS",
-                "option model_type: 'mlp_regressor' is not available yet",
-            ));
-        }
     })
+}
+
+/// `classifier` with loss weights per class, if any.
+fn weighted<A: Architecture>(classifier: Classifier<A>, weights: Option<Vec<f64>>) -> Classifier<A> {
+    match weights {
+        Some(weights) => classifier.class_weights(weights),
+        None => classifier,
+    }
 }
 
 /// Writes `batches` to a parquet file.

@@ -25,8 +25,9 @@ use super::catalog::CatalogModel;
 use super::literal_rows;
 use crate::error::{HearthError, Result};
 use crate::evaluation::{Evaluation, evaluation_state, metric};
+use crate::pipeline::PipelineModel;
 use crate::stage::{Transformer, quoted_columns};
-use crate::train::ClassificationModel;
+use crate::train::{ClassificationModel, EpochStats, RegressionModel, TrainingSummary};
 
 fn failed(function: &str, model: &CatalogModel, message: impl std::fmt::Display) -> HearthError {
     HearthError::InvalidParam {
@@ -36,16 +37,67 @@ fn failed(function: &str, model: &CatalogModel, message: impl std::fmt::Display)
     }
 }
 
-/// The trained classifier ending a model's pipeline.
-fn classifier(model: &CatalogModel) -> Result<&ClassificationModel> {
-    model
-        .pipeline
-        .last_stage::<ClassificationModel>()
-        .ok_or_else(|| HearthError::InvalidData {
-            stage: model.entry.name.clone(),
-            column: model.entry.label.clone(),
-            message: "the model's last stage is not a ClassificationModel".to_string(),
-        })
+/// The trained network ending a pipeline.
+#[derive(Clone, Copy)]
+pub(crate) enum Trained<'a> {
+    /// A classifier.
+    Classifier(&'a ClassificationModel),
+    /// A regressor.
+    Regressor(&'a RegressionModel),
+}
+
+impl<'a> Trained<'a> {
+    /// The network ending `pipeline`, if it ends with one.
+    pub(crate) fn of(pipeline: &'a PipelineModel) -> Option<Self> {
+        pipeline
+            .last_stage::<ClassificationModel>()
+            .map(Trained::Classifier)
+            .or_else(|| pipeline.last_stage::<RegressionModel>().map(Trained::Regressor))
+    }
+
+    pub(crate) fn history(self) -> &'a [EpochStats] {
+        match self {
+            Trained::Classifier(m) => m.history(),
+            Trained::Regressor(m) => m.history(),
+        }
+    }
+
+    pub(crate) fn summary(self) -> &'a TrainingSummary {
+        match self {
+            Trained::Classifier(m) => m.summary(),
+            Trained::Regressor(m) => m.summary(),
+        }
+    }
+
+    pub(crate) fn features_col(self) -> &'a str {
+        match self {
+            Trained::Classifier(m) => m.features_col(),
+            Trained::Regressor(m) => m.features_col(),
+        }
+    }
+
+    pub(crate) fn label_col(self) -> &'a str {
+        match self {
+            Trained::Classifier(m) => m.label_col(),
+            Trained::Regressor(m) => m.label_col(),
+        }
+    }
+
+    fn prediction_col(self) -> &'a str {
+        match self {
+            Trained::Classifier(m) => m.prediction_col(),
+            Trained::Regressor(m) => m.prediction_col(),
+        }
+    }
+}
+
+/// The trained network ending a model's pipeline.
+fn trained(model: &CatalogModel) -> Result<Trained<'_>> {
+    Trained::of(&model.pipeline).ok_or_else(|| HearthError::InvalidData {
+        stage: model.entry.name.clone(),
+        column: model.entry.label.clone(),
+        message: "the model's last stage is not a ClassificationModel or a RegressionModel".to_string(),
+    })
 }
 
 /// Checks that `input` has every column the preprocessing reads from the training rows.
@@ -75,8 +127,8 @@ pub(crate) fn predict(model: &CatalogModel, input: DataFrame) -> Result<LogicalP
     let columns: Vec<Expr> = input.schema().columns().into_iter().map(Expr::Column).collect();
     let scored = model.pipeline.transform(&input)?;
     let label = &model.entry.label;
-    let classifier = classifier(model)?;
-    let prediction = ident(classifier.prediction_col());
+    let network = trained(model)?;
+    let prediction = ident(network.prediction_col());
     let mut projection = columns;
     let predicted = match &model.entry.labels {
         Some(labels) => {
@@ -89,6 +141,9 @@ pub(crate) fn predict(model: &CatalogModel, input: DataFrame) -> Result<LogicalP
         None => prediction,
     };
     projection.push(predicted.alias(format!("predicted_{label}")));
+    let Trained::Classifier(classifier) = network else {
+        return Ok(scored.select(projection)?.into_parts().1);
+    };
     let probability = ident(classifier.probability_col());
     let names: Vec<String> = match &model.entry.labels {
         Some(labels) => labels.clone(),
@@ -124,9 +179,23 @@ pub(crate) fn transform(model: &CatalogModel, input: DataFrame) -> Result<Logica
 pub(crate) fn evaluate(model: &CatalogModel, input: DataFrame) -> Result<LogicalPlan> {
     check_columns("EVALUATE", model, &input, true)?;
     let scored = model.pipeline.transform(&input)?;
-    let classifier = classifier(model)?;
     let label = ident(&model.entry.label_index);
     let one = lit(1.0);
+    let classifier = match trained(model)? {
+        Trained::Classifier(classifier) => classifier,
+        Trained::Regressor(regressor) => {
+            let state = evaluation_state(
+                Evaluation::Regression,
+                vec![label, ident(regressor.prediction_col()), one],
+            )
+            .alias("regression");
+            let metrics: Vec<Expr> = ["rmse", "mse", "mae", "r2", "var"]
+                .into_iter()
+                .map(|name| metric("regression", ident("regression"), name).alias(name))
+                .collect();
+            return Ok(scored.aggregate(vec![], vec![state])?.select(metrics)?.into_parts().1);
+        }
+    };
     let mut states = vec![
         evaluation_state(
             Evaluation::Multiclass,
@@ -190,8 +259,8 @@ fn parquet_schema(file: &std::path::Path) -> std::result::Result<SchemaRef, Stri
 
 /// `ML.TRAINING_INFO`: one row per epoch of the training that succeeded.
 pub(crate) fn training_info(model: &CatalogModel) -> Result<LogicalPlan> {
-    let classifier = classifier(model)?;
-    let attempts = &classifier.summary().attempts;
+    let network = trained(model)?;
+    let attempts = &network.summary().attempts;
     let schema = Schema::new(vec![
         Field::new("attempt", DataType::Int64, false),
         Field::new("epoch", DataType::Int64, false),
@@ -202,7 +271,7 @@ pub(crate) fn training_info(model: &CatalogModel) -> Result<LogicalPlan> {
         Field::new("learning_rate", DataType::Float64, false),
         Field::new("duration_ms", DataType::Float64, false),
     ]);
-    let rows = classifier
+    let rows = network
         .history()
         .iter()
         .map(|stats| {

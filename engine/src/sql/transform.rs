@@ -99,7 +99,7 @@ pub fn plan_transform(items: &[SelectItem], input: &DataFrame) -> Result<Transfo
     if !builder.expressions.columns().is_empty() {
         stages.push(PipelineStage::transformer(builder.expressions));
     }
-    stages.extend(builder.stages);
+    stages.extend(fused(builder.stages));
     Ok(TransformPlan {
         stages,
         outputs,
@@ -111,7 +111,7 @@ struct Builder<'a> {
     input: &'a DataFrame,
     /// SQL expressions over the input, computed before any ML stage.
     expressions: SqlColumns,
-    stages: Vec<PipelineStage>,
+    stages: Vec<Planned>,
     /// Columns made by the stages so far, and what they hold.
     kinds: HashMap<String, Kind>,
     /// The input columns read so far.
@@ -158,7 +158,7 @@ impl Builder<'_> {
         }
     }
 
-    fn add(&mut self, stage: impl Into<PipelineStage>, output: &str, kind: Kind) -> String {
+    fn add(&mut self, stage: impl Into<Planned>, output: &str, kind: Kind) -> String {
         self.stages.push(stage.into());
         self.kinds.insert(output.to_string(), kind);
         output.to_string()
@@ -319,6 +319,95 @@ impl Builder<'_> {
             _ => self.fresh(Some(output)),
         }
     }
+}
+
+/// A stage the builder made, before fusing.
+enum Planned {
+    Indexer(StringIndexer),
+    Encoder(OneHotEncoder),
+    Assembler(VectorAssembler),
+    Scaler(StandardScaler),
+}
+
+macro_rules! planned_from {
+    ($($variant:ident($stage:ty)),*) => {
+        $(impl From<$stage> for Planned {
+            fn from(stage: $stage) -> Self {
+                Planned::$variant(stage)
+            }
+        })*
+    };
+}
+
+planned_from!(
+    Indexer(StringIndexer),
+    Encoder(OneHotEncoder),
+    Assembler(VectorAssembler),
+    Scaler(StandardScaler)
+);
+
+impl Planned {
+    /// The columns the stage reads and writes.
+    fn columns(&self) -> (Vec<&str>, Vec<&str>) {
+        fn strs(columns: &[String]) -> Vec<&str> {
+            columns.iter().map(String::as_str).collect()
+        }
+        match self {
+            Planned::Indexer(s) => (strs(s.columns().0), strs(s.columns().1)),
+            Planned::Encoder(s) => (strs(s.columns().0), strs(s.columns().1)),
+            Planned::Assembler(s) => (strs(s.get_input_cols()), vec![s.get_output_col()]),
+            Planned::Scaler(s) => (vec![s.columns().0], vec![s.columns().1]),
+        }
+    }
+
+    fn into_stage(self) -> PipelineStage {
+        match self {
+            Planned::Indexer(s) => s.into(),
+            Planned::Encoder(s) => s.into(),
+            Planned::Assembler(s) => s.into(),
+            Planned::Scaler(s) => s.into(),
+        }
+    }
+}
+
+/// The stages in an order that fits them in the fewest queries: each stage after the stages whose columns
+/// it reads, and the indexers (and encoders) of one level that take the same parameters merged into one
+/// multi-column stage, which gives what the single-column stages would.
+fn fused(stages: Vec<Planned>) -> Vec<PipelineStage> {
+    let mut level_of: HashMap<String, usize> = HashMap::new();
+    let mut levels: Vec<Vec<Planned>> = Vec::new();
+    for stage in stages {
+        let (inputs, outputs) = stage.columns();
+        let level = inputs
+            .iter()
+            .filter_map(|c| level_of.get(*c))
+            .map(|l| l + 1)
+            .max()
+            .unwrap_or(0);
+        for output in outputs {
+            level_of.insert(output.to_string(), level);
+        }
+        if levels.len() <= level {
+            levels.resize_with(level + 1, Vec::new);
+        }
+        levels[level].push(stage);
+    }
+    let mut out = Vec::new();
+    for level in levels {
+        let mut merged: Vec<Planned> = Vec::new();
+        for stage in level {
+            let absorbed = merged.iter_mut().any(|m| match (m, &stage) {
+                (Planned::Indexer(a), Planned::Indexer(b)) => a.absorb(b),
+                (Planned::Encoder(a), Planned::Encoder(b)) => a.absorb(b),
+                _ => false,
+            });
+            if !absorbed {
+                merged.push(stage);
+            }
+        }
+        out.extend(merged.into_iter().map(Planned::into_stage));
+    }
+    out
 }
 
 fn is_ml(function: &Function) -> bool {

@@ -1,5 +1,5 @@
-//! The networks a [`Classifier`](super::Classifier) trains: what it builds once it knows the feature width and
-//! the number of classes.
+//! The networks a [`Network`](super::Network) estimator trains: what it builds once it knows the feature
+//! width and the number of outputs.
 
 use std::fmt;
 
@@ -12,11 +12,14 @@ use serde::{Deserialize, Serialize};
 pub trait Architecture:
     Clone + Default + fmt::Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static
 {
-    /// The estimator's class name, as Spark names its classes.
-    const NAME: &'static str;
+    /// The classifier's class name, as Spark names its classes.
+    const CLASSIFIER: &'static str;
 
-    /// The spec for `inputs` features and `classes` classes.
-    fn spec(&self, inputs: usize, classes: usize) -> Result<ModelSpec, String>;
+    /// The regressor's class name.
+    const REGRESSOR: &'static str;
+
+    /// The spec for `inputs` features and `outputs` outputs (the classes, or 1).
+    fn spec(&self, inputs: usize, outputs: usize) -> Result<ModelSpec, String>;
 }
 
 /// A multi-layer perceptron: dense hidden layers with an activation and dropout (default: one hidden layer
@@ -40,13 +43,14 @@ impl Default for Mlp {
 }
 
 impl Architecture for Mlp {
-    const NAME: &'static str = "MlpClassifier";
+    const CLASSIFIER: &'static str = "MlpClassifier";
+    const REGRESSOR: &'static str = "MlpRegressor";
 
-    fn spec(&self, inputs: usize, classes: usize) -> Result<ModelSpec, String> {
+    fn spec(&self, inputs: usize, outputs: usize) -> Result<ModelSpec, String> {
         Ok(ModelSpec::Mlp {
             inputs,
             hidden: self.hidden_layers.clone(),
-            outputs: classes,
+            outputs,
             activation: self.activation,
             dropout: self.dropout,
         })
@@ -58,13 +62,11 @@ impl Architecture for Mlp {
 pub struct Linear {}
 
 impl Architecture for Linear {
-    const NAME: &'static str = "LinearClassifier";
+    const CLASSIFIER: &'static str = "LinearClassifier";
+    const REGRESSOR: &'static str = "LinearRegressor";
 
-    fn spec(&self, inputs: usize, classes: usize) -> Result<ModelSpec, String> {
-        Ok(ModelSpec::Linear {
-            inputs,
-            outputs: classes,
-        })
+    fn spec(&self, inputs: usize, outputs: usize) -> Result<ModelSpec, String> {
+        Ok(ModelSpec::Linear { inputs, outputs })
     }
 }
 
@@ -78,9 +80,10 @@ pub struct Sequential {
 }
 
 impl Architecture for Sequential {
-    const NAME: &'static str = "SequentialClassifier";
+    const CLASSIFIER: &'static str = "SequentialClassifier";
+    const REGRESSOR: &'static str = "SequentialRegressor";
 
-    fn spec(&self, inputs: usize, classes: usize) -> Result<ModelSpec, String> {
+    fn spec(&self, inputs: usize, outputs: usize) -> Result<ModelSpec, String> {
         let input_shape = if self.input_shape.is_empty() {
             vec![inputs]
         } else {
@@ -96,10 +99,10 @@ impl Architecture for Sequential {
             input_shape,
             layers: self.layers.clone(),
         };
-        let outputs = spec.outputs().map_err(|e| e.to_string())?;
-        if outputs != classes {
+        let last = spec.outputs().map_err(|e| e.to_string())?;
+        if last != outputs {
             return Err(format!(
-                "the last layer has {outputs} outputs, but the labels have {classes} classes"
+                "the last layer has {last} outputs, but {outputs} are needed (one per class, or one for a regressor)"
             ));
         }
         Ok(spec)

@@ -1,12 +1,13 @@
 //! Training from data frames: hearth's trainer as a barrier stage, and the estimators built on it.
 //!
-//! A [`Classifier`] (e.g. [`MlpClassifier`]) is an [`Estimator`](crate::stage::Estimator) like the feature
-//! stages, so it can end a [`Pipeline`](crate::pipeline::Pipeline). It fits in three steps: one aggregate
-//! query learns the number of classes; the rows are repartitioned into exactly `workers` partitions; and a
+//! A [`Network`] — a [`Classifier`] such as [`MlpClassifier`], or a [`Regressor`] such as [`MlpRegressor`] —
+//! is an [`Estimator`](crate::stage::Estimator) like the feature stages, so it can end a
+//! [`Pipeline`](crate::pipeline::Pipeline). It fits in three steps: one aggregate
+//! query checks the labels (and counts a classifier's classes); the rows are repartitioned into exactly `workers` partitions; and a
 //! barrier stage runs the trainer on every partition at once ([`TRAIN_FUNCTION`]), averaging gradients with
 //! allreduce. Rank 0 sends the driver a checkpoint after every epoch; a failed stage is re-run as a whole
-//! from the last one, up to `max_attempts` times. The fitted [`ClassificationModel`] transforms data frames
-//! with the `ml_classify` SQL function, bound to the model.
+//! from the last one, up to `max_attempts` times. The fitted [`ClassificationModel`] (or [`RegressionModel`])
+//! transforms data frames with the `ml_classify` (`ml_regress`) SQL function, bound to the model.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
@@ -25,18 +26,27 @@
 //! ```
 
 mod architecture;
-mod classifier;
-mod classify;
 mod fit;
 mod function;
-mod model;
+mod network;
+mod network_model;
+mod network_udf;
 mod progress;
+mod task;
+mod trained;
 
 pub use architecture::{Architecture, Linear, Mlp, Sequential};
-pub use classifier::{Classifier, LinearClassifier, MlpClassifier, SequentialClassifier};
-pub use classify::{ClassifyUdf, NAME as CLASSIFY};
 pub use fit::TrainingSummary;
 pub use function::{TRAIN_FUNCTION, TrainArgs, TrainFunction, register_barrier_functions};
 pub use hearth_ml::train::EpochStats;
-pub use model::{ClassificationModel, TRAINING_FILE};
+pub use network::{
+    Classifier, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor, Network, Regressor,
+    SequentialClassifier, SequentialRegressor,
+};
+pub use network_model::{
+    ClassificationModel, ClassificationOutputs, ModelColumns, NetworkModel, Outputs, RegressionModel, RegressionOutputs,
+};
+pub use network_udf::{CLASSIFY, NetworkUdf, REGRESS};
 pub use progress::TrainingProgress;
+pub use task::{Classification, Regression, Task};
+pub use trained::{TRAINING_FILE, TrainedNetwork};

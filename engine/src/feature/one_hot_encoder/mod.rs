@@ -163,6 +163,24 @@ impl OneHotEncoder {
     }
 }
 
+impl OneHotEncoder {
+    /// The input and output columns.
+    pub(crate) fn columns(&self) -> (&[String], &[String]) {
+        (&self.input_cols, &self.output_cols)
+    }
+
+    /// Takes `other`'s columns into this encoder when both encode alike (the same `drop_last` and
+    /// `handle_invalid`).
+    pub(crate) fn absorb(&mut self, other: &OneHotEncoder) -> bool {
+        let alike = self.drop_last == other.drop_last && self.handle_invalid == other.handle_invalid;
+        if alike {
+            self.input_cols.extend(other.input_cols.iter().cloned());
+            self.output_cols.extend(other.output_cols.iter().cloned());
+        }
+        alike
+    }
+}
+
 impl Estimator for OneHotEncoder {
     type Model = OneHotEncoderModel;
 

@@ -83,6 +83,11 @@ impl StandardScaler {
         self
     }
 
+    /// The input and output columns.
+    pub(crate) fn columns(&self) -> (&str, &str) {
+        (&self.input_col, &self.output_col)
+    }
+
     /// Divide each slot by its standard deviation.
     pub fn with_std(mut self, with_std: bool) -> Self {
         self.with_std = with_std;

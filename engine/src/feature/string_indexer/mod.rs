@@ -88,6 +88,24 @@ impl StringIndexer {
     }
 }
 
+impl StringIndexer {
+    /// The input and output columns.
+    pub(crate) fn columns(&self) -> (&[String], &[String]) {
+        (&self.input_cols, &self.output_cols)
+    }
+
+    /// Takes `other`'s columns into this indexer when both index alike (the same `handle_invalid` and order):
+    /// one multi-column indexer fits in one query what two would fit in two, with the same labels.
+    pub(crate) fn absorb(&mut self, other: &StringIndexer) -> bool {
+        let alike = self.handle_invalid == other.handle_invalid && self.string_order_type == other.string_order_type;
+        if alike {
+            self.input_cols.extend(other.input_cols.iter().cloned());
+            self.output_cols.extend(other.output_cols.iter().cloned());
+        }
+        alike
+    }
+}
+
 /// Orders `(label, count)` pairs as Spark's `StringIndexer` does.
 fn order_labels(mut counts: Vec<(String, i64)>, order: StringOrderType) -> Vec<String> {
     // Java compares strings by UTF-16 code units.

@@ -1,20 +1,21 @@
-//! `Classifier`: a neural-network classifier trained by the barrier stage, with pyspark.ml's column names.
+//! `Network`: a neural network trained by the barrier stage — a classifier or a regressor of any
+//! [`Architecture`] — with pyspark.ml's column names.
 
 use std::time::Duration;
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::functions_aggregate::expr_fn::{count, max, min};
-use datafusion::logical_expr::{Expr, cast, ident, lit};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::logical_expr::{Expr, cast, ident};
 use datafusion::prelude::DataFrame;
 use hearth_ml::model::{Activation, Layer};
-use hearth_ml::train::{DeviceChoice, Loss, LrSchedule, OptimizerSpec, TrainOptions, TrainSettings};
+use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, TrainOptions, TrainSettings};
 use serde::{Deserialize, Serialize};
 
 use super::architecture::{Architecture, Linear, Mlp, Sequential};
 use super::fit::train;
 use super::function::TrainArgs;
-use super::model::{ClassificationModel, Columns};
+use super::network_model::{ModelColumns, NetworkModel};
+use super::task::{Classification, Regression, Task};
+use super::trained::TrainedNetwork;
 use crate::barrier::{BarrierOptions, check_slots};
 use crate::error::{HearthError, Result};
 use crate::master::SessionInfo;
@@ -22,28 +23,36 @@ use crate::params::new_uid;
 use crate::stage::{Estimator, Stage, to_params};
 use crate::vector::vector_dim;
 
-/// A classifier trained with data-parallel SGD by the barrier stage: `workers` trainers, one per partition,
-/// averaging gradients with allreduce. It is an [`Estimator`], so it can be a pipeline's last stage.
+/// A network trained with data-parallel SGD by the barrier stage: `workers` trainers, one per partition,
+/// averaging gradients with allreduce. It is an [`Estimator`], so it can be a pipeline's last stage. `A` is
+/// the network, `T` what it learns: classes ([`Classifier`]) or a number ([`Regressor`]).
 ///
-/// Columns default to pyspark.ml's: `features` (a vector) and `label` (0, 1, … `classes − 1`) in;
-/// `rawPrediction`, `probability` and `prediction` out. The number of classes is the largest label + 1.
-/// Training settings ([`TrainSettings`]) and the stage's ([`BarrierOptions`]) keep their own defaults.
+/// Columns default to pyspark.ml's: `features` (a vector) and `label` in; `prediction` out, and for a
+/// classifier `rawPrediction` and `probability` too. A classifier's labels are class indices 0, 1, …
+/// (the number of classes is the largest label + 1); a regressor's are targets. Training settings
+/// ([`TrainSettings`]) and the stage's ([`BarrierOptions`]) keep their own defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, bound = "")]
-pub struct Classifier<A: Architecture> {
+pub struct Network<A: Architecture, T: Task> {
     uid: String,
     #[serde(flatten)]
     architecture: A,
     features_col: String,
     label_col: String,
     prediction_col: String,
-    probability_col: String,
-    raw_prediction_col: String,
+    #[serde(flatten)]
+    task: T,
     #[serde(skip_serializing_if = "Option::is_none")]
     validation_indicator_col: Option<String>,
     training: TrainSettings,
     barrier: BarrierOptions,
 }
+
+/// A classifier of architecture `A`.
+pub type Classifier<A> = Network<A, Classification>;
+
+/// A regressor of architecture `A`: one output, mean squared error.
+pub type Regressor<A> = Network<A, Regression>;
 
 /// A multi-layer perceptron classifier (hidden layers `[64]`, ReLU, no dropout by default).
 ///
@@ -55,6 +64,20 @@ pub type MlpClassifier = Classifier<Mlp>;
 
 /// Softmax regression trained by the barrier stage.
 pub type LinearClassifier = Classifier<Linear>;
+
+/// A multi-layer perceptron regressor (hidden layers `[64]`, ReLU, no dropout by default).
+///
+/// ```
+/// use hearth_engine::train::MlpRegressor;
+/// let mlp = MlpRegressor::new().hidden_layers([32]).workers(2).epochs(5);
+/// ```
+pub type MlpRegressor = Regressor<Mlp>;
+
+/// Linear regression trained by the barrier stage.
+pub type LinearRegressor = Regressor<Linear>;
+
+/// A regressor of any layers from hearth's Keras-like vocabulary; the last layer has one output.
+pub type SequentialRegressor = Regressor<Sequential>;
 
 /// A classifier of any layers from hearth's Keras-like vocabulary (convolutions included).
 ///
@@ -73,7 +96,7 @@ pub type LinearClassifier = Classifier<Linear>;
 /// ```
 pub type SequentialClassifier = Classifier<Sequential>;
 
-impl<A: Architecture> Default for Classifier<A> {
+impl<A: Architecture, T: Task> Default for Network<A, T> {
     fn default() -> Self {
         Self::with_architecture(A::default())
     }
@@ -90,16 +113,15 @@ macro_rules! training_setters {
     };
 }
 
-impl<A: Architecture> Classifier<A> {
+impl<A: Architecture, T: Task> Network<A, T> {
     fn with_architecture(architecture: A) -> Self {
         Self {
-            uid: new_uid(A::NAME),
+            uid: new_uid(T::class::<A>()),
             architecture,
             features_col: "features".to_string(),
             label_col: "label".to_string(),
             prediction_col: "prediction".to_string(),
-            probability_col: "probability".to_string(),
-            raw_prediction_col: "rawPrediction".to_string(),
+            task: T::default(),
             validation_indicator_col: None,
             training: TrainSettings::default(),
             barrier: BarrierOptions::default(),
@@ -112,27 +134,15 @@ impl<A: Architecture> Classifier<A> {
         self
     }
 
-    /// The label column: class indices 0, 1, …
+    /// The label column: class indices 0, 1, … for a classifier, targets for a regressor.
     pub fn label_col(mut self, column: impl Into<String>) -> Self {
         self.label_col = column.into();
         self
     }
 
-    /// The predicted class column the model adds.
+    /// The prediction column the model adds.
     pub fn prediction_col(mut self, column: impl Into<String>) -> Self {
         self.prediction_col = column.into();
-        self
-    }
-
-    /// The class probability vector column the model adds.
-    pub fn probability_col(mut self, column: impl Into<String>) -> Self {
-        self.probability_col = column.into();
-        self
-    }
-
-    /// The raw score (logit) vector column the model adds.
-    pub fn raw_prediction_col(mut self, column: impl Into<String>) -> Self {
-        self.raw_prediction_col = column.into();
         self
     }
 
@@ -168,12 +178,6 @@ impl<A: Architecture> Classifier<A> {
         device: DeviceChoice;
         /// Multiply the learning rate by the number of workers, as Horovod recommends (default false).
         scale_lr_by_world_size: bool;
-    }
-
-    /// Per-class weights of the loss (default none).
-    pub fn class_weights(mut self, weights: impl Into<Vec<f64>>) -> Self {
-        self.training.class_weights = Some(weights.into());
-        self
     }
 
     /// Train on MixUp batches with Beta(α, α) mixing (Zhang et al. 2018; default off).
@@ -284,62 +288,28 @@ impl<A: Architecture> Classifier<A> {
         }
         Ok((inputs, columns))
     }
-
-    /// Classes = largest label + 1, after checking there are rows and the labels are class indices.
-    async fn count_classes(&self, training: &DataFrame) -> Result<usize> {
-        let label = ident(&self.label_col);
-        let batches = training
-            .clone()
-            .aggregate(
-                vec![],
-                vec![
-                    min(label.clone()).alias("lowest"),
-                    max(label.clone()).alias("highest"),
-                    count(lit(1)).alias("rows"),
-                ],
-            )?
-            .collect()
-            .await?;
-        let batch = batches
-            .iter()
-            .find(|b| b.num_rows() > 0)
-            .ok_or_else(|| self.schema_error(&self.label_col, "the data frame has no rows"))?;
-        let lowest = batch.column(0).as_primitive::<Float64Type>();
-        let highest = batch.column(1).as_primitive::<Float64Type>();
-        if lowest.is_null(0) {
-            return Err(self.schema_error(&self.label_col, "no rows with a label to train on"));
-        }
-        let (lowest, highest) = (lowest.value(0), highest.value(0));
-        if lowest < 0.0 || highest.fract() != 0.0 || !highest.is_finite() {
-            return Err(self.schema_error(
-                &self.label_col,
-                format!("labels must be class indices 0, 1, …; found values from {lowest} to {highest}"),
-            ));
-        }
-        Ok((highest as usize + 1).max(2))
-    }
 }
 
-impl<A: Architecture> Estimator for Classifier<A> {
-    type Model = ClassificationModel;
+impl<A: Architecture, T: Task> Estimator for Network<A, T> {
+    type Model = NetworkModel<T::Outputs>;
 
     /// Trains on `df`'s rows with the barrier stage and returns the fitted model.
-    async fn fit(&self, df: &DataFrame) -> Result<ClassificationModel> {
+    async fn fit(&self, df: &DataFrame) -> Result<Self::Model> {
         check_slots(&SessionInfo::of(df), self.barrier.workers).await?;
         let (inputs, columns) = self.training_columns(df)?;
         if self.training.epochs == 0 || self.training.batch_size == 0 {
             return Err(self.invalid("epochs", "epochs and batch size must be at least 1"));
         }
         let training = df.clone().select(columns)?;
-        let classes = self.count_classes(&training).await?;
+        let outputs = self.task.outputs(&self.uid, &self.label_col, &training).await?;
         let spec = self
             .architecture
-            .spec(inputs, classes)
+            .spec(inputs, outputs)
             .map_err(|message| self.invalid("layers", message))?;
         let args = TrainArgs {
             options: TrainOptions {
                 model: spec,
-                loss: Loss::SoftmaxCrossEntropy,
+                loss: T::LOSS,
                 settings: self.training.clone(),
             },
             features_col: self.features_col.clone(),
@@ -347,20 +317,21 @@ impl<A: Architecture> Estimator for Classifier<A> {
             validation_col: self.validation_indicator_col.clone(),
         };
         let (artifact, summary) = train(&training, &self.uid, &args, &self.barrier).await?;
-        let columns = Columns {
+        let columns = self.task.columns(ModelColumns {
             features_col: self.features_col.clone(),
             label_col: self.label_col.clone(),
             prediction_col: self.prediction_col.clone(),
-            probability_col: self.probability_col.clone(),
-            raw_prediction_col: self.raw_prediction_col.clone(),
-        };
-        ClassificationModel::new(self.uid.clone(), artifact, summary, columns)
+        });
+        Ok(NetworkModel::new(
+            TrainedNetwork::new(self.uid.clone(), artifact, summary)?,
+            columns,
+        ))
     }
 }
 
-impl<A: Architecture> Stage for Classifier<A> {
+impl<A: Architecture, T: Task> Stage for Network<A, T> {
     fn class(&self) -> &'static str {
-        A::NAME
+        T::class::<A>()
     }
 
     fn uid(&self) -> &str {
@@ -379,7 +350,27 @@ impl<A: Architecture> Stage for Classifier<A> {
     }
 }
 
-impl Classifier<Mlp> {
+impl<A: Architecture> Classifier<A> {
+    /// The class probability vector column the model adds.
+    pub fn probability_col(mut self, column: impl Into<String>) -> Self {
+        self.task.probability_col = column.into();
+        self
+    }
+
+    /// The raw score (logit) vector column the model adds.
+    pub fn raw_prediction_col(mut self, column: impl Into<String>) -> Self {
+        self.task.raw_prediction_col = column.into();
+        self
+    }
+
+    /// Per-class weights of the loss (default none).
+    pub fn class_weights(mut self, weights: impl Into<Vec<f64>>) -> Self {
+        self.training.class_weights = Some(weights.into());
+        self
+    }
+}
+
+impl<T: Task> Network<Mlp, T> {
     /// A perceptron with one hidden layer of 64 ReLU units.
     pub fn new() -> Self {
         Self::default()
@@ -404,14 +395,14 @@ impl Classifier<Mlp> {
     }
 }
 
-impl Classifier<Linear> {
-    /// Softmax regression.
+impl<T: Task> Network<Linear, T> {
+    /// One dense layer: softmax regression, or linear regression.
     pub fn new() -> Self {
         Self::default()
     }
 }
 
-impl Classifier<Sequential> {
+impl<T: Task> Network<Sequential, T> {
     /// `layers` over the features reshaped to `input_shape` (empty: the flat vector).
     pub fn new(input_shape: impl Into<Vec<usize>>, layers: Vec<Layer>) -> Self {
         Self::with_architecture(Sequential {

@@ -1,4 +1,5 @@
-//! `ml_classify(features)`: a trained classifier's `rawPrediction`, `probability` and `prediction`.
+//! A trained network as a SQL function bound to its model: `ml_classify(features)` for a classifier (its
+//! `rawPrediction`, `probability` and `prediction`), `ml_regress(features)` for a regressor (its prediction).
 
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -9,66 +10,78 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 use hearth_ml::artifact::{ModelArtifact, Predictor};
 use hearth_ml::train::Loss;
 
 use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
 
-/// The function's name.
-pub const NAME: &str = "ml_classify";
+/// The function's name for a classifier.
+pub const CLASSIFY: &str = "ml_classify";
 
-/// A trained classifier as a scalar function of a vector column, bound to its model:
+/// The function's name for a regressor.
+pub const REGRESS: &str = "ml_regress";
+
+/// What a model predicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Task {
+    /// Classes: the outputs are logits (one logit for a binary model trained with binary cross-entropy).
+    Classes { classes: usize, one_logit: bool },
+    /// A number: the one output.
+    Value,
+}
+
+/// A trained network as a scalar function of a vector column, bound to its model. For a classifier,
 /// `ml_classify(features)` gives `{rawPrediction, probability, prediction}` per row, as Spark's
 /// probabilistic classifiers. `rawPrediction` holds the network's logits centred on their mean (softmax does
 /// not change, and slot 1 of a two-class model ranks rows as the positive class's probability does, which is
 /// what `BinaryClassificationEvaluator` reads; a one-logit binary model gives `[-z/2, z/2]`), `probability`
 /// their softmax, and `prediction` the index of the largest probability, the first on ties. A null vector
-/// gives a null result.
+/// gives a null result. For a regressor (mean squared error loss), `ml_regress(features)` gives the network's
+/// output as a `Float64`.
 ///
 /// The model (`ModelArtifact::to_bytes`) lives in the function, not in the plan's text: hearth's codecs
 /// carry it to a cluster's scheduler and executors, and two functions are equal when their models are.
-pub struct ClassifyUdf {
+pub struct NetworkUdf {
     signature: Signature,
     model: Arc<Vec<u8>>,
     fingerprint: u64,
-    classes: usize,
-    one_logit: bool,
+    task: Task,
     predictor: OnceLock<std::result::Result<Mutex<Predictor>, String>>,
 }
 
-impl fmt::Debug for ClassifyUdf {
+impl fmt::Debug for NetworkUdf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClassifyUdf")
+        f.debug_struct("NetworkUdf")
             .field(
                 "model",
                 &format_args!("{} bytes, fingerprint {:016x}", self.model.len(), self.fingerprint),
             )
-            .field("classes", &self.classes)
+            .field("task", &self.task)
             .finish()
     }
 }
 
-impl PartialEq for ClassifyUdf {
+impl PartialEq for NetworkUdf {
     fn eq(&self, other: &Self) -> bool {
         self.fingerprint == other.fingerprint && self.model == other.model
     }
 }
 
-impl Eq for ClassifyUdf {}
+impl Eq for NetworkUdf {}
 
-impl Hash for ClassifyUdf {
+impl Hash for NetworkUdf {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.fingerprint.hash(state);
     }
 }
 
-impl ClassifyUdf {
+impl NetworkUdf {
     /// The function of the model in `model` (bytes written by `ModelArtifact::to_bytes`).
     ///
     /// ```
-    /// use hearth_engine::train::ClassifyUdf;
+    /// use hearth_engine::train::NetworkUdf;
     /// use hearth_ml::artifact::ModelArtifact;
     /// use hearth_ml::model::{ModelSpec, NamedTensor};
     /// use hearth_ml::train::{TrainOptions, TrainSettings};
@@ -79,19 +92,18 @@ impl ClassifyUdf {
     ///     NamedTensor { name: "0.bias".into(), shape: vec![3], values: vec![0.0; 3] },
     /// ];
     /// let model = ModelArtifact::new(TrainOptions::new(spec, TrainSettings::default()), tensors, vec![]);
-    /// assert_eq!(ClassifyUdf::new(model.to_bytes().unwrap()).unwrap().classes(), 3);
-    /// assert!(ClassifyUdf::new(b"not a model".to_vec()).is_err());
+    /// assert_eq!(NetworkUdf::new(model.to_bytes().unwrap()).unwrap().classes(), Some(3));
+    /// assert!(NetworkUdf::new(b"not a model".to_vec()).is_err());
     /// ```
     pub fn new(model: Vec<u8>) -> Result<Self> {
-        let (classes, one_logit) = classes_of(&model)?;
+        let task = task_of(&model)?;
         let mut hasher = DefaultHasher::new();
         model.hash(&mut hasher);
         Ok(Self {
             signature: Signature::any(1, Volatility::Immutable),
             model: Arc::new(model),
             fingerprint: hasher.finish(),
-            classes,
-            one_logit,
+            task,
             predictor: OnceLock::new(),
         })
     }
@@ -101,9 +113,12 @@ impl ClassifyUdf {
         &self.model
     }
 
-    /// The number of classes.
-    pub fn classes(&self) -> usize {
-        self.classes
+    /// The number of classes of a classifier; `None` for a regressor.
+    pub fn classes(&self) -> Option<usize> {
+        match self.task {
+            Task::Classes { classes, .. } => Some(classes),
+            Task::Value => None,
+        }
     }
 
     /// The network, loaded on first use in this process.
@@ -116,13 +131,8 @@ impl ClassifyUdf {
                     .map_err(|e| e.to_string())
             })
             .as_ref()
-            .map_err(|e| DataFusionError::Execution(format!("{NAME}: {e}")))
+            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))
     }
-}
-
-/// `ml_classify(features)` bound to the model in `model`.
-pub(crate) fn classify(model: Vec<u8>, features: Expr) -> Result<Expr> {
-    Ok(ScalarUDF::from(ClassifyUdf::new(model)?).call(vec![features]))
 }
 
 /// The result's fields for `classes` classes.
@@ -134,24 +144,41 @@ pub(crate) fn output_fields(classes: usize) -> Fields {
     ])
 }
 
-/// Classes of a model from its spec: its outputs, or 2 for a one-logit binary model.
-fn classes_of(bytes: &[u8]) -> Result<(usize, bool)> {
-    let options =
-        ModelArtifact::options_from_bytes(bytes).map_err(|e| DataFusionError::Plan(format!("{NAME}: {e}")))?;
-    let outputs = options
-        .model
-        .outputs()
-        .map_err(|e| DataFusionError::Plan(format!("{NAME}: {e}")))?;
+/// What a model predicts, from its spec and loss: classes (its outputs, or 2 for a one-logit binary model),
+/// or one number.
+fn task_of(bytes: &[u8]) -> Result<Task> {
+    let failed = |e: &dyn fmt::Display| DataFusionError::Plan(format!("{CLASSIFY}: {e}"));
+    let options = ModelArtifact::options_from_bytes(bytes).map_err(|e| failed(&e))?;
+    let outputs = options.model.outputs().map_err(|e| failed(&e))?;
     if options.loss == Loss::MeanSquaredError {
-        return plan_err!("{NAME}: the model is a regressor (mean squared error loss), not a classifier");
+        if outputs != 1 {
+            return plan_err!("{REGRESS}: a regressor must have one output, the model has {outputs}");
+        }
+        return Ok(Task::Value);
     }
     let one_logit = outputs == 1 && options.loss == Loss::BinaryCrossEntropy;
-    Ok((if one_logit { 2 } else { outputs }, one_logit))
+    Ok(Task::Classes {
+        classes: if one_logit { 2 } else { outputs },
+        one_logit,
+    })
 }
 
-impl ScalarUDFImpl for ClassifyUdf {
+impl NetworkUdf {
+    /// The function's result type.
+    fn output_type(&self) -> DataType {
+        match self.task {
+            Task::Classes { classes, .. } => DataType::Struct(output_fields(classes)),
+            Task::Value => DataType::Float64,
+        }
+    }
+}
+
+impl ScalarUDFImpl for NetworkUdf {
     fn name(&self) -> &str {
-        NAME
+        match self.task {
+            Task::Classes { .. } => CLASSIFY,
+            Task::Value => REGRESS,
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -159,23 +186,20 @@ impl ScalarUDFImpl for ClassifyUdf {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Struct(output_fields(self.classes)))
+        Ok(self.output_type())
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         let features = &args.arg_fields[0];
         if vector_dim(features.data_type()).is_none() {
             return plan_err!(
-                "classifier: column {:?} must be a vector, got {}",
+                "{}: column {:?} must be a vector, got {}",
+                self.name(),
                 features.name(),
                 features.data_type()
             );
         }
-        Ok(Arc::new(Field::new(
-            NAME,
-            DataType::Struct(output_fields(self.classes)),
-            true,
-        )))
+        Ok(Arc::new(Field::new(self.name(), self.output_type(), true)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -187,25 +211,30 @@ impl ScalarUDFImpl for ClassifyUdf {
             let predictor = self
                 .predictor()?
                 .lock()
-                .map_err(|_| DataFusionError::Execution(format!("{NAME}: model lock poisoned")))?;
+                .map_err(|_| DataFusionError::Execution(format!("{}: model lock poisoned", self.name())))?;
             if predictor.input_width() != dim {
                 return exec_err!(
-                    "classifier: column {:?} holds {dim}-dimensional vectors but the model takes {}",
+                    "{}: column {:?} holds {dim}-dimensional vectors but the model takes {}",
+                    self.name(),
                     args.arg_fields[0].name(),
                     predictor.input_width()
                 );
             }
             predictor
                 .outputs(values.values(), rows)
-                .map_err(|e| DataFusionError::Execution(format!("{NAME}: {e}")))?
+                .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))?
         };
-        let (raw, probability, prediction) = scores(&outputs, rows, self.classes, self.one_logit);
+        let Task::Classes { classes, one_logit } = self.task else {
+            let values: Vec<f64> = outputs.iter().map(|&v| f64::from(v)).collect();
+            return Ok(ColumnarValue::Array(Arc::new(Float64Array::new(values.into(), nulls))));
+        };
+        let (raw, probability, prediction) = scores(&outputs, rows, classes, one_logit);
         let columns: Vec<ArrayRef> = vec![
-            vector_array(rows, self.classes, raw, nulls.clone())?,
-            vector_array(rows, self.classes, probability, nulls.clone())?,
+            vector_array(rows, classes, raw, nulls.clone())?,
+            vector_array(rows, classes, probability, nulls.clone())?,
             Arc::new(Float64Array::new(prediction.into(), nulls.clone())),
         ];
-        let result = StructArray::try_new(output_fields(self.classes), columns, nulls)?;
+        let result = StructArray::try_new(output_fields(classes), columns, nulls)?;
         Ok(ColumnarValue::Array(Arc::new(result)))
     }
 }
