@@ -19,7 +19,7 @@ pub type CommandResult = Result<(), Box<dyn Error>>;
 
 /// hearth: Spark-style dataframe ML pipelines — SQL with models, pipelines from JSON, and the fleet that runs them.
 #[derive(Debug, Parser)]
-#[command(name = "hearth", version, about, propagate_version = true)]
+#[command(name = "hearth", version, propagate_version = true)]
 pub struct Cli {
     /// Where statements and pipelines run: local[N], standalone[N] or df://HOST:PORT.
     #[arg(long, global = true, env = "HEARTH_MASTER", default_value = "local")]
