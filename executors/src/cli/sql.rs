@@ -1,13 +1,15 @@
 //! `hearth sql`: statements from a file, from `-e`, or typed at a prompt with history, each result printed
 //! as it completes. A script is parsed whole first, so a syntax error runs nothing; the first failing
 //! statement stops a script. On a terminal, a statement that takes a while shows what it is doing (the
-//! epochs of a model being trained); piped output shows nothing but results.
+//! rows produced so far, the epochs of a model being trained); piped output shows nothing but results.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use datafusion::arrow::array::RecordBatch;
+use futures::StreamExt;
 use hearth_engine::prelude::*;
 use hearth_engine::sql::{Statement, parse_statements};
 use hearth_engine::train::{EpochStats, TrainingProgress};
@@ -57,7 +59,7 @@ async fn run_statement(
         progress.start(&headline(statement));
     }
     let result = match session.execute(statement).await {
-        Ok(rows) => rows.collect().await.map_err(HearthError::from),
+        Ok(rows) => collect(rows, progress).await,
         Err(e) => Err(e),
     };
     if let Some(progress) = progress {
@@ -66,6 +68,21 @@ async fn run_statement(
     write(&mut std::io::stdout().lock(), format, &result?)?;
     std::io::stdout().flush()?;
     Ok(())
+}
+
+/// A statement's rows, counted on the progress line as they arrive.
+async fn collect(rows: DataFrame, progress: Option<&Progress>) -> Result<Vec<RecordBatch>> {
+    let mut stream = rows.execute_stream().await?;
+    let (mut batches, mut count) = (Vec::new(), 0usize);
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        count += batch.num_rows();
+        if let Some(progress) = progress {
+            progress.message(&format!("{count} rows"));
+        }
+        batches.push(batch);
+    }
+    Ok(batches)
 }
 
 /// A statement's first line, cut to fit a progress line.
@@ -150,6 +167,12 @@ impl Progress {
         *self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(bar);
     }
 
+    fn message(&self, text: &str) {
+        if let Some(bar) = &*self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+            bar.set_message(text.to_string());
+        }
+    }
+
     fn finish(&self) {
         if let Some(bar) = self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() {
             bar.finish_and_clear();
@@ -159,8 +182,10 @@ impl Progress {
 
 impl TrainingProgress for Progress {
     fn epoch(&self, _model: &str, stats: &EpochStats, epochs: usize) {
-        if let Some(bar) = &*self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) {
-            bar.set_message(format!("epoch {} of {epochs}, loss {:.4}", stats.epoch, stats.loss));
-        }
+        let rate = stats.rows as f64 / stats.seconds.max(1e-9);
+        self.message(&format!(
+            "epoch {} of {epochs}, loss {:.4}, {} rows, {rate:.0} rows/s",
+            stats.epoch, stats.loss, stats.rows
+        ));
     }
 }

@@ -21,6 +21,9 @@ pub struct EpochStats {
     pub learning_rate: f64,
     /// Wall-clock seconds of the epoch on this rank.
     pub seconds: f64,
+    /// Rows trained on in the epoch, over all ranks.
+    #[serde(default)]
+    pub rows: u64,
 }
 
 /// What a rank reports when training ends.

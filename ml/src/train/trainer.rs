@@ -306,6 +306,7 @@ impl<'a> Job<'a> {
             validation_accuracy,
             learning_rate: sums.learning_rate,
             seconds: started.elapsed().as_secs_f64(),
+            rows: sums.rows as u64,
         })
     }
 
