@@ -72,6 +72,20 @@ pub enum HearthError {
         /// The session's master.
         master: String,
     },
+    /// A barrier stage needs more GPUs at once than the session has.
+    #[error(
+        "a barrier stage of {workers} tasks needs {gpus} GPUs at once, but {master} has {found}; use device cpu, fewer workers or more GPUs"
+    )]
+    GangGpus {
+        /// GPUs the stage needs.
+        gpus: usize,
+        /// Its tasks.
+        workers: usize,
+        /// GPUs found.
+        found: usize,
+        /// The session's master.
+        master: String,
+    },
     /// A barrier stage could not run: its rendezvous, or every attempt failed.
     #[error("barrier stage {job}: {message}")]
     Barrier {

@@ -3,7 +3,11 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
 /// This machine's host name (`localhost` when it cannot be read).
-pub(crate) fn host_name() -> String {
+///
+/// ```
+/// assert!(!hearth_engine::host::host_name().is_empty());
+/// ```
+pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
@@ -14,7 +18,13 @@ pub(crate) fn host_name() -> String {
 
 /// The address of this machine's interface that routes to `peer` (no packet is sent), or `None` when
 /// there is no route. Listening there lets the peer connect without listening on every interface.
-pub(crate) fn address_towards(peer: SocketAddr) -> Option<IpAddr> {
+///
+/// ```
+/// use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+/// let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9);
+/// assert_eq!(hearth_engine::host::address_towards(loopback), Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+/// ```
+pub fn address_towards(peer: SocketAddr) -> Option<IpAddr> {
     let unspecified = if peer.is_ipv4() {
         IpAddr::V4(Ipv4Addr::UNSPECIFIED)
     } else {

@@ -48,7 +48,7 @@ pub mod exchange;
 pub mod feature;
 pub mod frame;
 pub mod functions;
-mod host;
+pub mod host;
 pub mod master;
 pub mod params;
 pub mod pipeline;

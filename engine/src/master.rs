@@ -187,6 +187,19 @@ impl SessionInfo {
         }
     }
 
+    /// The GPUs barrier tasks can hold: this process's for a master in it, the live executors' for a fleet.
+    pub async fn gpus(&self) -> Result<usize> {
+        match (&self.master, &self.scheduler) {
+            (Master::Local { .. } | Master::Standalone { .. }, _) => Ok(crate::barrier::offered_gpus().len()),
+            (Master::Remote { .. }, Some(url)) => Ok(crate::ballista::fleet_resources(url)
+                .await?
+                .iter()
+                .map(|e| e.gpus.len())
+                .sum()),
+            (Master::Remote { .. }, None) => Ok(0),
+        }
+    }
+
     /// The address the driver's rendezvous listens on: loopback for masters in this process, the
     /// interface that routes to the scheduler for a remote one, or `HEARTH_DRIVER_HOST`.
     pub fn driver_host(&self) -> IpAddr {

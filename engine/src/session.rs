@@ -105,8 +105,16 @@ impl Session {
             }
             Master::Remote { host, port } => {
                 let info = SessionInfo::new(master.clone(), None);
-                let config = ballista_config(cores()).with_extension(Arc::new(info));
-                let (ctx, url) = crate::ballista::connect_remote(host, *port, hearth_state(config))
+                let config = ballista_config(cores())
+                    .with_ballista_job_name(&app_name())
+                    .with_extension(Arc::new(info));
+                let mut state = SessionStateBuilder::new_from_existing(hearth_state(config));
+                // A driver `hearth submit` started in cluster mode runs its queries in a Ballista session
+                // named after its job, so the scheduler knows which queries `hearth job kill` cancels.
+                if let Ok(job) = std::env::var(JOB_ID_ENV) {
+                    state = state.with_session_id(job);
+                }
+                let (ctx, url) = crate::ballista::connect_remote(host, *port, state.build())
                     .await
                     .map_err(failed)?;
                 Ok(Self::with_scheduler(master, ctx, url))
@@ -214,6 +222,22 @@ impl Session {
         let table = MemTable::try_new(schema, parts)?;
         Ok(self.ctx.read_table(Arc::new(table))?)
     }
+}
+
+/// The environment variable that names a driver's job in the fleet (`hearth submit --name`, as Spark's
+/// `spark.app.name`): the name Ballista's jobs carry. Without it, `hearth`.
+pub const APP_NAME_ENV: &str = "HEARTH_APP_NAME";
+
+/// The environment variable `hearth submit --deploy-mode cluster` gives the driver it starts: the id of the
+/// job, which its Ballista session takes as its id.
+pub const JOB_ID_ENV: &str = "HEARTH_JOB_ID";
+
+/// The name of this driver's jobs on a fleet: `$HEARTH_APP_NAME`, else `hearth`.
+fn app_name() -> String {
+    std::env::var(APP_NAME_ENV)
+        .ok()
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| "hearth".to_string())
 }
 
 /// The configuration of a Ballista client session with `partitions` target partitions.

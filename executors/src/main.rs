@@ -1,19 +1,20 @@
-//! The `hearth` command-line program (see `hearth --help`).
+//! The `hearth` program (see `hearth --help`).
 //!
 //! ```text
 //! hearth sql [FILE.sql | -e 'STATEMENTS'] [--models DIR] [--format table|csv|json]
 //! hearth fit PIPELINE.json DATA.csv MODEL_DIR
 //! hearth transform MODEL_DIR DATA.csv [ROWS]
-//! hearth scheduler [--bind HOST:PORT]
-//! hearth executor --scheduler HOST:PORT [--slots N] [--bind HOST] [--port P] [--grpc-port P] [--work-dir DIR]
+//! hearth cluster start [--executors N] [--slots S] [--gpus auto|N|none] [--hosts FILE] | stop | status
+//! hearth status [--json]
+//! hearth submit [--name NAME] [--deploy-mode client|cluster] JOB.sql | DRIVER [ARGS…]
+//! hearth jobs | hearth job status|logs [--follow]|kill ID
+//! hearth scheduler [--bind HOST:PORT] [--work-dir DIR]
+//! hearth executor --scheduler HOST:PORT [--slots N] [--gpus auto|N|none] [--bind HOST] [--work-dir DIR]
 //! ```
 //!
 //! `--master MASTER` (or `HEARTH_MASTER`) picks where statements and pipelines run: `local[N]`,
-//! `standalone[N]` or `df://host:port`; the default is `local`.
-
-mod cli;
-mod fleet;
-mod gang;
+//! `standalone[N]` or `df://host:port`; the default is `local`, and the fleet's commands default to the
+//! fleet `hearth cluster start` started.
 
 use std::process::ExitCode;
 
@@ -21,7 +22,7 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = hearth_executors::cli::Cli::parse();
     match cli.run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -290,3 +290,29 @@ async fn a_broken_pipeline_file_is_named() {
     let error = PipelineModel::load(dir.path().join("missing")).unwrap_err().to_string();
     assert!(error.contains("missing"), "{error}");
 }
+
+#[tokio::test]
+async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
+    let session = Session::local(2);
+    let gpus = hearth::engine::barrier::offered_gpus().len();
+    let df = session
+        .sql("SELECT ml_vector_assemble('error', x) AS features, y AS label FROM (VALUES (1.0, 0.0), (2.0, 1.0)) AS t(x, y)")
+        .await
+        .unwrap();
+    let fit = MlpClassifier::new()
+        .workers(2)
+        .device(hearth::ml::train::DeviceChoice::Cuda(None))
+        .fit(&df)
+        .await;
+    if gpus >= 2 {
+        assert!(fit.is_ok(), "{gpus} GPUs: {:?}", fit.err());
+        return;
+    }
+    let error = fit.unwrap_err().to_string();
+    assert_eq!(
+        error,
+        format!(
+            "a barrier stage of 2 tasks needs 2 GPUs at once, but local[2] has {gpus}; use device cpu, fewer workers or more GPUs"
+        )
+    );
+}

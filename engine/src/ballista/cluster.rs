@@ -1,8 +1,7 @@
-//! Ballista deployments: the standalone cluster in this process, a remote scheduler, physical submission
-//! and the fleet's task slots.
+//! Ballista deployments: the standalone cluster in this process, a remote scheduler, physical submission.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use ballista_core::extension::{SessionConfigExt, SessionStateExt};
 use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
@@ -14,7 +13,6 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_proto::protobuf::PhysicalPlanNode;
 use futures::TryStreamExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The port a `df://host` master without a port means, as Ballista's.
 pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
@@ -94,82 +92,4 @@ pub async fn submit_physical(
     )
     .await?;
     stream.try_collect().await
-}
-
-/// Executors that sent no heartbeat for this long are not counted (hearth's executors beat every 5 s,
-/// Ballista's own every 60 s).
-const ALIVE: Duration = Duration::from_secs(90);
-
-/// The task slots (vcores) of the live executors registered with the scheduler at `scheduler`, read from its
-/// REST API (`/api/executors`).
-pub(crate) async fn task_slots(scheduler: &str) -> Result<usize> {
-    let address = scheduler.trim_start_matches("http://").trim_end_matches('/');
-    let body = http_get(address, "/api/executors").await?;
-    let executors: serde_json::Value = serde_json::from_str(&body).map_err(|e| {
-        configuration(format!(
-            "scheduler {address}: /api/executors is not JSON ({e}): {body:.200}"
-        ))
-    })?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64;
-    let slots = executors
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter(|e| {
-                    e["last_seen"]
-                        .as_u64()
-                        .is_none_or(|seen| now.saturating_sub(seen) < ALIVE.as_millis() as u64)
-                })
-                .filter_map(|e| e["specification"]["vcores"].as_u64())
-                .sum::<u64>()
-        })
-        .unwrap_or(0);
-    Ok(slots as usize)
-}
-
-/// A plain HTTP/1.1 GET, answered within 10 seconds.
-async fn http_get(address: &str, path: &str) -> Result<String> {
-    let failed = |what: String| configuration(format!("scheduler {address}: GET {path}: {what}"));
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(address).await?;
-        let request =
-            format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await?;
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await?;
-        Ok::<_, std::io::Error>(response)
-    };
-    let response = tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .map_err(|_| failed("no answer within 10 s".to_string()))?
-        .map_err(|e| failed(e.to_string()))?;
-    let text = String::from_utf8_lossy(&response);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| failed("not an HTTP answer".to_string()))?;
-    if !head.starts_with("HTTP/1.1 200") {
-        return Err(failed(head.lines().next().unwrap_or_default().to_string()));
-    }
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    Ok(if chunked { dechunk(body) } else { body.to_string() })
-}
-
-/// The payload of a chunked HTTP body.
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || after.len() < size {
-            break;
-        }
-        out.push_str(&after[..size]);
-        rest = after[size..].trim_start_matches("\r\n");
-    }
-    out
 }

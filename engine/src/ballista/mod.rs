@@ -1,6 +1,7 @@
 //! Running on Apache Ballista: the in-process standalone cluster, connecting to a remote scheduler,
-//! submitting a physical plan, and the fleet's task slots. This is plumbing: the state it runs with (hearth's
-//! functions, planner and codecs) comes from [`session`](crate::session).
+//! submitting a physical plan, and what the fleet has (its executors' slots and GPUs, over REST). This is
+//! plumbing: the state it runs with (hearth's functions, planner and codecs) comes from
+//! [`session`](crate::session).
 //!
 //! Data frame queries go to the scheduler as logical plans (Ballista's own path; hearth's SQL functions
 //! travel by name and are registered on the scheduler and every executor). A barrier stage goes as a
@@ -9,6 +10,9 @@
 //! carries the [`BarrierExec`](crate::barrier::BarrierExec) to the executors.
 
 mod cluster;
+mod fleet;
 
 pub use cluster::{DEFAULT_SCHEDULER_PORT, submit_physical};
-pub(crate) use cluster::{connect_remote, start_standalone, task_slots};
+pub(crate) use cluster::{connect_remote, start_standalone};
+pub(crate) use fleet::task_slots;
+pub use fleet::{ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, alive, fleet_resources, now_ms};

@@ -1,6 +1,8 @@
 //! What a barrier task knows and can do: Spark's `BarrierTaskContext`, with the ring communicator.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use base64::Engine;
@@ -8,6 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use hearth_ml::collective::{CollectiveError, Communicator, JobSecret, JoinOptions, Peer, upload};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::gpus::GpuLease;
 use crate::host::{address_towards, host_name};
 
 /// What a retried stage resumes from: the latest bytes a task of the previous attempt sent the driver
@@ -39,23 +42,36 @@ pub struct BarrierTaskContext {
     secret: JobSecret,
     timeout: Duration,
     resume: Option<ResumePoint>,
+    gpu: Option<GpuLease>,
+    cancelled: Arc<AtomicBool>,
+}
+
+/// How a task joins its stage: where it is among its host's tasks, what a retry resumes from, the GPU it
+/// holds, and the flag that says the stage was cancelled.
+pub(crate) struct Joining {
+    pub position: usize,
+    pub resume: Option<ResumePoint>,
+    pub gpu: Option<GpuLease>,
+    pub cancelled: Arc<AtomicBool>,
 }
 
 impl BarrierTaskContext {
-    /// Joins the stage: registers with the driver's coordinator (at `position` among its host's tasks) and
-    /// opens the ring links. `resume` is what a retried stage resumes from.
+    /// Joins the stage: registers with the driver's coordinator and opens the ring links.
     pub(crate) fn join(
         coordinator: SocketAddr,
         secret: JobSecret,
         timeout: Duration,
-        position: usize,
-        resume: Option<ResumePoint>,
+        joining: Joining,
     ) -> Result<Self, CollectiveError> {
+        let devices = match &joining.gpu {
+            Some(gpu) => vec![format!("cuda:{}", gpu.index())],
+            None => vec!["cpu".to_string()],
+        };
         let options = JoinOptions {
             bind: address_towards(coordinator).unwrap_or(coordinator.ip()),
             host: host_name(),
-            devices: devices(),
-            position,
+            devices,
+            position: joining.position,
             timeout,
         };
         let communicator = Communicator::join(coordinator, &secret, &options)?;
@@ -64,7 +80,9 @@ impl BarrierTaskContext {
             coordinator,
             secret,
             timeout,
-            resume,
+            resume: joining.resume,
+            gpu: joining.gpu,
+            cancelled: joining.cancelled,
         })
     }
 
@@ -87,6 +105,16 @@ impl BarrierTaskContext {
     /// task); `None` on a first attempt.
     pub fn resume(&self) -> Option<&ResumePoint> {
         self.resume.as_ref()
+    }
+
+    /// The CUDA device this task holds, when its stage asked for GPUs.
+    pub fn gpu(&self) -> Option<usize> {
+        self.gpu.as_ref().map(GpuLease::index)
+    }
+
+    /// Set when the stage was cancelled (its job killed, its query dropped): long work checks it and ends.
+    pub fn cancelled(&self) -> &Arc<AtomicBool> {
+        &self.cancelled
     }
 
     /// Waits until every task has reached this point.
@@ -135,14 +163,4 @@ impl DriverChannel {
 /// A collective's failure as an execution error (never an IO error, which a cluster would retry alone).
 fn collective_error(error: CollectiveError) -> datafusion::error::DataFusionError {
     datafusion::error::DataFusionError::Execution(error.to_string())
-}
-
-/// The devices a task here can train on.
-fn devices() -> Vec<String> {
-    let gpus = hearth_ml::train::cuda_device_count();
-    if gpus == 0 {
-        vec!["cpu".to_string()]
-    } else {
-        (0..gpus).map(|i| format!("cuda:{i}")).collect()
-    }
 }

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
@@ -21,6 +22,8 @@ use futures::TryStreamExt;
 use hearth_ml::collective::JobSecret;
 use serde::{Deserialize, Serialize};
 
+use super::context::Joining;
+use super::gpus::{lease, offered_gpus};
 use super::{BarrierFunction, BarrierTaskContext, ResumePoint, function};
 
 /// Everything a barrier task needs besides its rows; it travels inside the plan.
@@ -43,6 +46,10 @@ pub struct BarrierSpec {
     /// What a retried stage's tasks resume from.
     #[serde(default)]
     pub resume: Option<ResumePoint>,
+    /// GPUs each task holds while it runs (0 or 1): the scheduler places the stage only where its tasks
+    /// find them, and a task trains on the one it holds.
+    #[serde(default)]
+    pub gpus_per_task: usize,
 }
 
 /// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
@@ -148,12 +155,16 @@ impl ExecutionPlan for BarrierExec {
         let input = self.input.execute(partition, context)?;
         let spec = self.spec.clone();
         let function = Arc::clone(&self.function);
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cancelled);
         let task = async move {
+            // Dropping the stream (a cancelled query, a killed job) drops this guard and tells the task.
+            let _cancel_on_drop = CancelOnDrop(flag);
             let batches: Vec<RecordBatch> = input
                 .try_collect()
                 .await
                 .map_err(|e| task_error(&spec, &format!("partition {partition}"), "reading its rows", &e))?;
-            let running = SpawnedTask::spawn_blocking(move || run_task(&spec, function.as_ref(), batches));
+            let running = SpawnedTask::spawn_blocking(move || run_task(&spec, function.as_ref(), batches, cancelled));
             running.join().await.map_err(|e| {
                 DataFusionError::Execution(format!("barrier task of partition {partition} panicked: {e}"))
             })?
@@ -162,6 +173,15 @@ impl ExecutionPlan for BarrierExec {
             self.schema(),
             futures::stream::once(task),
         )))
+    }
+}
+
+/// Sets its flag when dropped.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -183,14 +203,39 @@ pub(crate) fn row_hashes(batch: &RecordBatch) -> Result<Vec<u64>> {
     Ok(hashes)
 }
 
-/// One task, on a blocking thread: join the ring, run the function.
-fn run_task(spec: &BarrierSpec, function: &dyn BarrierFunction, batches: Vec<RecordBatch>) -> Result<RecordBatch> {
+/// One task, on a blocking thread: lease its GPU if the stage asked for one, join the ring, run the function.
+fn run_task(
+    spec: &BarrierSpec,
+    function: &dyn BarrierFunction,
+    batches: Vec<RecordBatch>,
+    cancelled: Arc<AtomicBool>,
+) -> Result<RecordBatch> {
     let position = content_position(&batches)?;
+    let gpu = match spec.gpus_per_task {
+        0 => None,
+        _ => Some(lease().ok_or_else(|| {
+            task_error(
+                spec,
+                "a task",
+                "starting",
+                &format!(
+                    "the stage needs a GPU per task, and every GPU this host offers ({:?}) is held",
+                    offered_gpus()
+                ),
+            )
+        })?),
+    };
     let secret = JobSecret::from_hex(&spec.secret).ok_or_else(|| {
         DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
     })?;
     let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
-    let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, position, spec.resume.clone())
+    let joining = Joining {
+        position,
+        resume: spec.resume.clone(),
+        gpu,
+        cancelled,
+    };
+    let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, joining)
         .map_err(|e| task_error(spec, "a task", "joining", &e))?;
     let rank = context.rank();
     function

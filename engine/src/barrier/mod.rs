@@ -40,6 +40,7 @@
 mod context;
 mod exec;
 mod function;
+mod gpus;
 mod options;
 mod stage;
 
@@ -48,6 +49,7 @@ pub(crate) use exec::row_hashes;
 pub use exec::{BarrierExec, BarrierSpec};
 pub(crate) use function::register_builtin;
 pub use function::{BarrierFunction, FnBarrier, function, register_function};
+pub use gpus::{GpuLease, offer_gpus, offered_gpus};
 pub use options::BarrierOptions;
 pub(crate) use stage::check_slots;
 pub use stage::{AttemptReport, BarrierStage, StageRun};

@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 /// ```
 /// use hearth_engine::barrier::BarrierOptions;
 /// let options = BarrierOptions { workers: 4, ..BarrierOptions::default() };
-/// assert_eq!(options.to_string(), "workers=4, max_attempts=3, timeout=120s, rendezvous_timeout=300s");
+/// assert_eq!(
+///     options.to_string(),
+///     "workers=4, max_attempts=3, timeout=120s, rendezvous_timeout=300s, gpus_per_task=0"
+/// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -30,6 +33,8 @@ pub struct BarrierOptions {
     /// missing (default 5 minutes).
     #[serde(with = "seconds")]
     pub rendezvous_timeout: Duration,
+    /// GPUs each task needs (0 or 1; default 0): the stage runs only where every task gets its own.
+    pub gpus_per_task: usize,
 }
 
 impl Default for BarrierOptions {
@@ -39,6 +44,7 @@ impl Default for BarrierOptions {
             max_attempts: 3,
             timeout: Duration::from_secs(120),
             rendezvous_timeout: Duration::from_secs(300),
+            gpus_per_task: 0,
         }
     }
 }
@@ -47,11 +53,12 @@ impl fmt::Display for BarrierOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "workers={}, max_attempts={}, timeout={}s, rendezvous_timeout={}s",
+            "workers={}, max_attempts={}, timeout={}s, rendezvous_timeout={}s, gpus_per_task={}",
             self.workers,
             self.max_attempts,
             self.timeout.as_secs_f64(),
-            self.rendezvous_timeout.as_secs_f64()
+            self.rendezvous_timeout.as_secs_f64(),
+            self.gpus_per_task
         )
     }
 }

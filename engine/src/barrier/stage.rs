@@ -81,6 +81,24 @@ pub(crate) async fn check_slots(info: &SessionInfo, workers: usize) -> Result<()
     Ok(())
 }
 
+/// Fails fast, naming both numbers, when a stage of `workers` tasks needing `gpus_per_task` GPUs each could
+/// never find them in the session.
+pub(crate) async fn check_gpus(info: &SessionInfo, workers: usize, gpus_per_task: usize) -> Result<()> {
+    if gpus_per_task == 0 {
+        return Ok(());
+    }
+    let gpus = info.gpus().await?;
+    if workers * gpus_per_task > gpus {
+        return Err(HearthError::GangGpus {
+            gpus: workers * gpus_per_task,
+            workers,
+            found: gpus,
+            master: info.master().to_string(),
+        });
+    }
+    Ok(())
+}
+
 impl BarrierStage {
     /// A stage running the function registered as `function` with argument string `args`, with
     /// [`BarrierOptions`]' defaults.
@@ -124,6 +142,12 @@ impl BarrierStage {
         self
     }
 
+    /// GPUs each task needs (0 or 1).
+    pub fn gpus_per_task(mut self, gpus: usize) -> Self {
+        self.options.gpus_per_task = gpus;
+        self
+    }
+
     /// How long the driver waits for all tasks to register before failing the stage, naming who is missing.
     pub fn rendezvous_timeout(mut self, timeout: Duration) -> Self {
         self.options.rendezvous_timeout = timeout;
@@ -160,7 +184,11 @@ impl BarrierStage {
                         attempts: reports,
                     });
                 }
-                Err(e @ (HearthError::Gang { .. } | HearthError::InvalidParam { .. })) => return Err(e),
+                Err(
+                    e @ (HearthError::Gang { .. } | HearthError::GangGpus { .. } | HearthError::InvalidParam { .. }),
+                ) => {
+                    return Err(e);
+                }
                 Err(e) => {
                     log::warn!(
                         "barrier stage {}: attempt {attempt} of {attempts} failed: {e}",
@@ -212,6 +240,7 @@ impl BarrierStage {
             });
         }
         check_slots(&info, workers).await?;
+        check_gpus(&info, workers, self.options.gpus_per_task).await?;
         let secret = JobSecret::generate();
         let job = format!("job-{}", &JobSecret::generate().to_hex()[..12]);
         let started = coordinator.insert(
@@ -235,6 +264,7 @@ impl BarrierStage {
             timeout_secs: self.options.timeout.as_secs_f64(),
             job,
             resume,
+            gpus_per_task: self.options.gpus_per_task,
         };
         let partitioned = exact_repartition(df, workers);
         let running = async {

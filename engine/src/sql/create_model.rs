@@ -3,7 +3,7 @@
 //! indexed when it is not a number, and the estimator `model_type` names — one pipeline, fitted and saved in
 //! the catalog with the held-out rows.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use datafusion::arrow::array::RecordBatch;
@@ -43,6 +43,10 @@ pub struct CreatedModel {
     pub entry: Option<ModelEntry>,
     /// The last epoch's mean training loss.
     pub loss: Option<f64>,
+    /// How many runs its training stage took (more than 1: it was retried from a checkpoint).
+    pub attempts: Option<usize>,
+    /// Its folder in the catalog.
+    pub path: PathBuf,
 }
 
 fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
@@ -64,6 +68,8 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
                 trained: false,
                 entry: None,
                 loss: None,
+                attempts: None,
+                path: catalog.dir().join(&create.name),
             });
         }
         if !create.or_replace {
@@ -170,6 +176,8 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         name: create.name.clone(),
         trained: true,
         loss: trained.and_then(|t| t.history().last()).map(|e| e.loss),
+        attempts: trained.map(|t| t.summary().attempts.len()),
+        path: catalog.dir().join(&create.name),
         entry: Some(entry),
     })
 }

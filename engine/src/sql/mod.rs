@@ -186,6 +186,8 @@ fn created_rows(created: &CreatedModel) -> (Schema, Vec<Vec<ScalarValue>>) {
         Field::new("evaluation_rows", DataType::UInt64, true),
         Field::new("loss", DataType::Float64, true),
         Field::new("seconds", DataType::Float64, true),
+        Field::new("attempts", DataType::UInt64, true),
+        Field::new("path", DataType::Utf8, false),
     ]);
     let entry = created.entry.as_ref();
     let row = vec![
@@ -199,6 +201,8 @@ fn created_rows(created: &CreatedModel) -> (Schema, Vec<Vec<ScalarValue>>) {
         ScalarValue::UInt64(entry.map(|e| e.evaluation_rows)),
         ScalarValue::Float64(created.loss),
         ScalarValue::Float64(entry.map(|e| e.training_seconds)),
+        ScalarValue::UInt64(created.attempts.map(|n| n as u64)),
+        ScalarValue::from(created.path.display().to_string()),
     ];
     (schema, vec![row])
 }

@@ -2,6 +2,7 @@
 //! into another) and runs the ml trainer; rank 0 sends the driver a checkpoint after every epoch and returns
 //! the model; a retried stage resumes from the last checkpoint.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
@@ -10,7 +11,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use hearth_ml::artifact::ModelArtifact;
 use hearth_ml::data::Shard;
-use hearth_ml::train::{Checkpoint, RankReport, RankTrainer, TrainOptions};
+use hearth_ml::train::{Checkpoint, DeviceChoice, RankReport, RankTrainer, TrainOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::barrier::{BarrierFunction, BarrierTaskContext, register_builtin, row_hashes};
@@ -71,7 +72,9 @@ impl BarrierFunction for TrainFunction {
     }
 
     fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch> {
-        let args: TrainArgs = serde_json::from_str(args).map_err(|e| failed(format!("unreadable arguments: {e}")))?;
+        let mut args: TrainArgs =
+            serde_json::from_str(args).map_err(|e| failed(format!("unreadable arguments: {e}")))?;
+        args.options.settings.device = rank_device(&args.options.settings.device, context.gpu());
         let mut columns = vec![args.features_col.as_str(), args.label_col.as_str()];
         columns.extend(args.validation_col.as_deref());
         let rows = canonical_order(&input, &columns)?;
@@ -90,16 +93,23 @@ impl BarrierFunction for TrainFunction {
             .transpose()
             .map_err(|e| failed(format!("the checkpoint to resume from is unreadable: {e}")))?;
         let driver = context.driver_channel();
+        let cancelled = Arc::clone(context.cancelled());
+        // A driver that cannot take a checkpoint is gone: training for it would be wasted, so the rank stops.
         let send_checkpoint = |checkpoint: &Checkpoint| {
             let sent = checkpoint
                 .to_bytes()
                 .and_then(|bytes| driver.send(checkpoint.epoch, &bytes).map_err(|e| e.to_string()));
             if let Err(e) = sent {
-                log::warn!("checkpoint of epoch {} not sent to the driver: {e}", checkpoint.epoch);
+                log::warn!(
+                    "checkpoint of epoch {} not sent to the driver, stopping: {e}",
+                    checkpoint.epoch
+                );
+                cancelled.store(true, Ordering::Relaxed);
             }
         };
         let mut trainer = RankTrainer::new(&shard, &args.options)
             .resume(resume.as_ref())
+            .cancel_flag(&cancelled)
             .on_epoch(send_checkpoint);
         if let Some(validation) = &validation {
             trainer = trainer.validation(validation);
@@ -114,6 +124,16 @@ impl BarrierFunction for TrainFunction {
             None => None,
         };
         report_batch(&outcome.report, model)
+    }
+}
+
+/// The device a rank trains on: the GPU its task holds, when the stage asked for GPUs; otherwise the CPU
+/// for `auto` (the fleet had too few GPUs for every rank to hold one) and what was asked for the rest.
+fn rank_device(asked: &DeviceChoice, held: Option<usize>) -> DeviceChoice {
+    match (held, asked) {
+        (Some(gpu), _) => DeviceChoice::Cuda(Some(gpu)),
+        (None, DeviceChoice::Auto) => DeviceChoice::Cpu,
+        (None, asked) => asked.clone(),
     }
 }
 

@@ -233,6 +233,17 @@ impl<A: Architecture, T: Task> Network<A, T> {
         &self.barrier
     }
 
+    /// GPUs each rank holds: one for `cuda`, one for `auto` when the session has one for every rank, none
+    /// otherwise (or as [`BarrierOptions::gpus_per_task`] says, if more).
+    async fn gpus_per_task(&self, info: &SessionInfo) -> Result<usize> {
+        let wanted = match self.training.device {
+            DeviceChoice::Cpu => 0,
+            DeviceChoice::Cuda(_) => 1,
+            DeviceChoice::Auto => usize::from(info.gpus().await? >= self.barrier.workers),
+        };
+        Ok(wanted.max(self.barrier.gpus_per_task))
+    }
+
     fn invalid(&self, param: &'static str, message: impl ToString) -> HearthError {
         HearthError::InvalidParam {
             stage: self.uid.clone(),
@@ -295,7 +306,12 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
 
     /// Trains on `df`'s rows with the barrier stage and returns the fitted model.
     async fn fit(&self, df: &DataFrame) -> Result<Self::Model> {
-        check_slots(&SessionInfo::of(df), self.barrier.workers).await?;
+        let info = SessionInfo::of(df);
+        check_slots(&info, self.barrier.workers).await?;
+        let barrier = BarrierOptions {
+            gpus_per_task: self.gpus_per_task(&info).await?,
+            ..self.barrier.clone()
+        };
         let (inputs, columns) = self.training_columns(df)?;
         if self.training.epochs == 0 || self.training.batch_size == 0 {
             return Err(self.invalid("epochs", "epochs and batch size must be at least 1"));
@@ -316,7 +332,7 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
             label_col: self.label_col.clone(),
             validation_col: self.validation_indicator_col.clone(),
         };
-        let (artifact, summary) = train(&training, &self.uid, &args, &self.barrier).await?;
+        let (artifact, summary) = train(&training, &self.uid, &args, &barrier).await?;
         let columns = self.task.columns(ModelColumns {
             features_col: self.features_col.clone(),
             label_col: self.label_col.clone(),

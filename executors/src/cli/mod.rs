@@ -1,8 +1,14 @@
 //! The `hearth` command line: its arguments (clap) and what each subcommand runs.
 
+mod cluster;
+mod jobs;
 mod output;
 mod pipelines;
+mod processes;
 mod sql;
+mod status;
+mod submit;
+mod tables;
 
 use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,7 +18,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub use output::Format;
 
-use crate::fleet::{self, ExecutorOptions};
+use crate::fleet::{self, ExecutorOptions, GpuRequest, SchedulerOptions};
 
 /// A subcommand's outcome: its error is printed for the user.
 pub type CommandResult = Result<(), Box<dyn Error>>;
@@ -21,9 +27,10 @@ pub type CommandResult = Result<(), Box<dyn Error>>;
 #[derive(Debug, Parser)]
 #[command(name = "hearth", version, propagate_version = true)]
 pub struct Cli {
-    /// Where statements and pipelines run: local[N], standalone[N] or df://HOST:PORT.
-    #[arg(long, global = true, env = "HEARTH_MASTER", default_value = "local")]
-    master: String,
+    /// Where statements and pipelines run: local[N], standalone[N] or df://HOST:PORT (default: local). The
+    /// fleet's commands default to the fleet `hearth cluster start` started.
+    #[arg(long, global = true, env = "HEARTH_MASTER")]
+    master: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -32,7 +39,7 @@ pub struct Cli {
 enum Command {
     /// Run SQL — CREATE MODEL, ML.PREDICT, ML.EVALUATE and any DataFusion statement — from a file, from -e,
     /// or at an interactive prompt.
-    Sql(SqlArgs),
+    Sql(sql::SqlArgs),
     /// Fit a pipeline defined in a JSON file on a CSV file and save the fitted model.
     Fit {
         /// The pipeline's JSON file.
@@ -52,31 +59,29 @@ enum Command {
         #[arg(default_value_t = 10)]
         rows: usize,
     },
+    /// Start, stop or inspect a whole fleet — a scheduler and executors — with one command.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
+    /// Show a fleet's executors (slots, memory, GPUs, last heartbeat) and jobs.
+    Status(status::StatusArgs),
+    /// Run a job on a fleet: a SQL file or a driver program, here (client mode) or on the fleet (cluster mode).
+    Submit(submit::SubmitArgs),
+    /// List the jobs submitted to a fleet in cluster mode.
+    Jobs(jobs::JobsArgs),
+    /// Show, follow or kill a job submitted in cluster mode.
+    #[command(subcommand)]
+    Job(jobs::JobCommand),
     /// Run the fleet's scheduler.
     Scheduler {
         /// The address to listen on (port 0: any free port).
         #[arg(long, default_value_t = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 50050))]
         bind: SocketAddr,
+        /// Where cluster-mode jobs keep their records and output (default: a new temporary directory).
+        #[arg(long = "work-dir")]
+        work_dir: Option<PathBuf>,
     },
     /// Run an executor of the fleet.
     Executor(ExecutorArgs),
-}
-
-/// `hearth sql`'s arguments.
-#[derive(Debug, Args)]
-pub struct SqlArgs {
-    /// A file of statements separated by `;` (`-` reads standard input). Without a file or -e, a prompt on a
-    /// terminal, standard input otherwise.
-    file: Option<PathBuf>,
-    /// Statements to run instead of a file.
-    #[arg(short = 'e', long = "execute", conflicts_with = "file")]
-    execute: Option<String>,
-    /// The model catalog's directory.
-    #[arg(long, env = "HEARTH_MODELS", default_value = "models")]
-    models: PathBuf,
-    /// How results print.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
 }
 
 /// `hearth executor`'s arguments.
@@ -88,6 +93,9 @@ struct ExecutorArgs {
     /// Task slots (default: the cores).
     #[arg(long)]
     slots: Option<usize>,
+    /// The GPUs it offers training tasks: auto (every GPU the CUDA driver lists), a number, or none.
+    #[arg(long, default_value_t = GpuRequest::Auto)]
+    gpus: GpuRequest,
     /// The address its servers listen on.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     bind: IpAddr,
@@ -102,29 +110,64 @@ struct ExecutorArgs {
     work_dir: Option<String>,
 }
 
-/// The fleet's processes log at `info` (or as `RUST_LOG` says) on standard error.
-fn init_logging() {
-    let env = env_logger::Env::default().default_filter_or("info");
+/// Logs on standard error at `level`, or as `RUST_LOG` says: the fleet's processes at `info`; commands and
+/// drivers at `warn` (so a job's output shows a training stage retried after a lost executor).
+fn init_logging(level: &str) {
+    let env = env_logger::Env::default().default_filter_or(level);
     let _ = env_logger::Builder::from_env(env).try_init();
+}
+
+/// Lets a command that prints end quietly when its reader goes away (`hearth jobs | head`), as Unix tools
+/// do, rather than fail on its next line.
+fn end_on_closed_pipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: restores the default action of a signal Rust's runtime ignores; no handler of ours runs.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+}
+
+/// hearth's cache directory: `$HEARTH_CACHE`, else `hearth` in `$XDG_CACHE_HOME` or `~/.cache`.
+pub fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os("HEARTH_CACHE").map(PathBuf::from).or_else(|| {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+            .map(|cache| cache.join("hearth"))
+    })
+}
+
+/// The cores of this machine.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl Cli {
     /// Runs the subcommand.
     pub async fn run(self) -> CommandResult {
+        let master = self.master;
+        let local = || master.clone().unwrap_or_else(|| "local".to_string());
+        let daemon = matches!(self.command, Command::Scheduler { .. } | Command::Executor(_));
+        init_logging(if daemon { "info" } else { "warn" });
+        if matches!(
+            self.command,
+            Command::Cluster(_) | Command::Status(_) | Command::Jobs(_) | Command::Job(_)
+        ) {
+            end_on_closed_pipe();
+        }
         match self.command {
-            Command::Sql(args) => sql::run(&self.master, args).await,
-            Command::Fit { pipeline, data, model } => pipelines::fit(&self.master, &pipeline, &data, &model).await,
-            Command::Transform { model, data, rows } => pipelines::transform(&self.master, &model, &data, rows).await,
-            Command::Scheduler { bind } => {
-                init_logging();
-                fleet::scheduler(bind).await
-            }
+            Command::Sql(args) => sql::run(&local(), args).await,
+            Command::Fit { pipeline, data, model } => pipelines::fit(&local(), &pipeline, &data, &model).await,
+            Command::Transform { model, data, rows } => pipelines::transform(&local(), &model, &data, rows).await,
+            Command::Cluster(command) => cluster::run(command).await,
+            Command::Status(args) => status::run(master.as_deref(), args).await,
+            Command::Submit(args) => submit::run(master.as_deref(), args).await,
+            Command::Jobs(args) => jobs::list(master.as_deref(), args).await,
+            Command::Job(command) => jobs::run(master.as_deref(), command).await,
+            Command::Scheduler { bind, work_dir } => fleet::scheduler(SchedulerOptions { bind, work_dir }).await,
             Command::Executor(args) => {
-                init_logging();
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 fleet::executor(ExecutorOptions {
                     scheduler: args.scheduler,
-                    slots: args.slots.unwrap_or(cores),
+                    slots: args.slots.unwrap_or_else(cores),
+                    gpus: args.gpus,
                     bind: args.bind,
                     port: args.port,
                     grpc_port: args.grpc_port,

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::Args;
 use datafusion::arrow::array::RecordBatch;
 use futures::StreamExt;
 use hearth_engine::prelude::*;
@@ -18,7 +19,24 @@ use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
 use super::output::{Format, write};
-use super::{CommandResult, SqlArgs};
+use super::{CommandResult, cache_dir};
+
+/// `hearth sql`'s arguments.
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// A file of statements separated by `;` (`-` reads standard input). Without a file or -e, a prompt on a
+    /// terminal, standard input otherwise.
+    file: Option<PathBuf>,
+    /// Statements to run instead of a file.
+    #[arg(short = 'e', long = "execute", conflicts_with = "file")]
+    execute: Option<String>,
+    /// The model catalog's directory.
+    #[arg(long, env = "HEARTH_MODELS", default_value = "models")]
+    models: PathBuf,
+    /// How results print.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
 
 /// `hearth sql`.
 pub async fn run(master: &str, args: SqlArgs) -> CommandResult {
@@ -138,15 +156,9 @@ async fn prompt(session: &Session, format: Format, progress: Option<&Progress>) 
     Ok(())
 }
 
-/// Where the prompt's history lives: `$HEARTH_CACHE/sql_history`, else `~/.cache/hearth/sql_history`.
+/// Where the prompt's history lives: `sql_history` in hearth's cache directory.
 fn history_file() -> Option<PathBuf> {
-    let cache = std::env::var_os("HEARTH_CACHE").map(PathBuf::from).or_else(|| {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-            .map(|cache| cache.join("hearth"))
-    })?;
-    Some(cache.join("sql_history"))
+    Some(cache_dir()?.join("sql_history"))
 }
 
 /// A spinner on standard error while a statement runs, showing the epochs of a model being trained.

@@ -28,6 +28,14 @@ pub enum TrainError {
         /// What is wrong, with the row and value.
         message: String,
     },
+    /// The job was cancelled while the rank trained.
+    #[error("rank {rank}: cancelled in epoch {epoch}")]
+    Cancelled {
+        /// The rank.
+        rank: usize,
+        /// The epoch it was in (from 1).
+        epoch: usize,
+    },
 }
 
 impl TrainError {

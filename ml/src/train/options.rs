@@ -42,12 +42,16 @@ pub enum LrSchedule {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceChoice {
-    /// A GPU when the host has one (rank `r` of a host with `G` GPUs uses `cuda:(r mod G)`), else the CPU.
+    /// A GPU per rank where there are enough, else the CPU. In a barrier stage: a GPU its executor gives
+    /// each rank when the session has one for every rank; alone: `cuda:(r mod G)` for local rank `r` of a
+    /// host with `G` GPUs.
     #[default]
     Auto,
     /// The CPU.
     Cpu,
-    /// A GPU: `cuda` picks by local rank as `auto` does, `cuda:i` names one.
+    /// A GPU. In a barrier stage each rank trains on the GPU its executor gives it, and a session with fewer
+    /// GPUs than ranks fails before training; alone, `cuda` picks by local rank as `auto` does and `cuda:i`
+    /// names one.
     Cuda(Option<usize>),
 }
 

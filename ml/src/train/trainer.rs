@@ -14,6 +14,7 @@
 //!   then:      allreduce [loss, hits] ─ validation ─ history ─ checkpoint to `on_epoch` (rank 0)
 //! ```
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use tch::{Device, Kind, Tensor};
@@ -53,6 +54,7 @@ pub struct RankTrainer<'a> {
     validation: Option<&'a Shard>,
     resume: Option<&'a Checkpoint>,
     on_epoch: Box<dyn FnMut(&Checkpoint) + 'a>,
+    cancelled: Option<&'a AtomicBool>,
 }
 
 impl<'a> RankTrainer<'a> {
@@ -64,6 +66,7 @@ impl<'a> RankTrainer<'a> {
             validation: None,
             resume: None,
             on_epoch: Box::new(|_| {}),
+            cancelled: None,
         }
     }
 
@@ -85,13 +88,19 @@ impl<'a> RankTrainer<'a> {
         self
     }
 
+    /// Stops training, with [`TrainError::Cancelled`], at the first step after `flag` is set (a killed job).
+    pub fn cancel_flag(mut self, flag: &'a AtomicBool) -> Self {
+        self.cancelled = Some(flag);
+        self
+    }
+
     /// Trains with the other ranks of `comm`; rank 0's outcome carries the trained tensors.
     pub fn run(mut self, comm: &mut Communicator) -> Result<RankOutcome, TrainError> {
         let started = Instant::now();
         let mut job = Job::start(&self, comm)?;
         let first_epoch = self.resume.map_or(0, |c| c.epoch);
         for epoch in first_epoch..self.options.settings.epochs {
-            let stats = job.run_epoch(comm, epoch, self.validation)?;
+            let stats = job.run_epoch(comm, epoch, self.validation, self.cancelled)?;
             job.history.push(stats);
             if job.rank == 0 {
                 (self.on_epoch)(&job.checkpoint(epoch + 1)?);
@@ -258,6 +267,7 @@ impl<'a> Job<'a> {
         comm: &mut Communicator,
         epoch: usize,
         validation: Option<&Shard>,
+        cancelled: Option<&AtomicBool>,
     ) -> Result<EpochStats, TrainError> {
         let options: &'a TrainOptions = self.options;
         let settings = &options.settings;
@@ -278,6 +288,12 @@ impl<'a> Job<'a> {
             learning_rate: settings.learning_rate(epoch as f64, self.world),
         };
         for step in 0..steps {
+            if cancelled.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+                return Err(TrainError::Cancelled {
+                    rank: self.rank,
+                    epoch: epoch + 1,
+                });
+            }
             sums.learning_rate = settings.learning_rate(epoch as f64 + step as f64 / steps.max(1) as f64, self.world);
             let start = step * batch;
             let rows = (start < order.len()).then(|| &order[start..(start + batch).min(order.len())]);

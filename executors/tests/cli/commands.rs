@@ -1,17 +1,6 @@
-//! The `hearth` program, run as a user runs it (a test binary of its own: it links none of hearth).
+//! `hearth sql`, `fit` and `transform` run as a user runs them, on the local master.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-fn hearth() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hearth"))
-}
-
-fn dataset(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../datasets")
-        .join(relative)
-}
+use crate::common::{dataset, hearth};
 
 #[test]
 fn fit_a_pipeline_file_then_transform_with_the_saved_model() {

@@ -1,0 +1,551 @@
+//! `hearth cluster start|stop|status`: a whole fleet with one command, as Spark's standalone scripts. `start`
+//! runs a scheduler and executors — on this machine, or one per line of a hosts file through ssh — records
+//! their pids, addresses and logs in a state directory, waits until every executor has registered, and
+//! prints the master URL; `stop` ends exactly the processes it recorded.
+//!
+//! ```text
+//! STATE_DIR/cluster.json        the master URL and every process: role, host, pid, program, log
+//! STATE_DIR/logs/*.log          each process's output
+//! STATE_DIR/executor-N/         each executor's shuffle files
+//! STATE_DIR/scheduler/jobs/     cluster-mode jobs (hearth submit --deploy-mode cluster)
+//! ```
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, SchedulerRest, now_ms};
+use hearth_engine::host::address_towards;
+use serde::{Deserialize, Serialize};
+
+use super::processes::{Started, spawn_local, spawn_remote};
+use super::status::print_executors;
+use super::tables::{add_row, table};
+use super::{CommandResult, cache_dir, cores};
+use crate::fleet::{GpuRequest, detect_gpus};
+
+/// The environment variable that moves the state directory.
+const STATE_DIR_ENV: &str = "HEARTH_CLUSTER_DIR";
+
+/// How long processes have to stop before they are killed.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+
+/// `hearth cluster`'s subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Start a scheduler and executors, wait until every executor has registered, print the master URL.
+    Start(StartArgs),
+    /// Stop the scheduler and executors `hearth cluster start` started (and the drivers of running jobs).
+    Stop(StateDir),
+    /// Show the processes `hearth cluster start` started, and what the fleet has.
+    Status(StateDir),
+}
+
+/// Where a fleet started by `hearth cluster start` is recorded.
+#[derive(Clone, Debug, Args)]
+pub struct StateDir {
+    /// The fleet's state directory (default: `cluster` in hearth's cache, ~/.cache/hearth).
+    #[arg(long = "state-dir", env = STATE_DIR_ENV)]
+    state_dir: Option<PathBuf>,
+}
+
+impl StateDir {
+    fn path(&self) -> Result<PathBuf, String> {
+        self.state_dir
+            .clone()
+            .or_else(default_state_dir)
+            .ok_or_else(|| format!("no state directory: pass --state-dir or set {STATE_DIR_ENV}"))
+    }
+}
+
+fn default_state_dir() -> Option<PathBuf> {
+    std::env::var_os(STATE_DIR_ENV)
+        .map(PathBuf::from)
+        .or_else(|| Some(cache_dir()?.join("cluster")))
+}
+
+/// `hearth cluster start`'s arguments.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    #[command(flatten)]
+    state: StateDir,
+    /// Executors to start on this machine.
+    #[arg(long, default_value_t = 2, conflicts_with = "hosts")]
+    executors: usize,
+    /// Task slots per executor (default: this machine's cores shared among its executors; on hosts, each
+    /// host's cores).
+    #[arg(long)]
+    slots: Option<usize>,
+    /// GPUs per executor: auto (this machine's GPUs shared among its executors; on hosts, each host's), a
+    /// number, or none.
+    #[arg(long, default_value_t = GpuRequest::Auto)]
+    gpus: GpuRequest,
+    /// A file of hosts, one per line (`#` comments), as Spark's conf/workers: one executor on each, started
+    /// through ssh; hearth must be at the same path there.
+    #[arg(long)]
+    hosts: Option<PathBuf>,
+    /// The scheduler's address (default: 127.0.0.1 on a free port; with --hosts, every interface).
+    #[arg(long)]
+    bind: Option<SocketAddr>,
+    /// How long to wait for every executor to register, in seconds.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+}
+
+/// What `hearth cluster start` recorded.
+#[derive(Debug, Serialize, Deserialize)]
+struct ClusterRecord {
+    master: String,
+    started_ms: u64,
+    scheduler: Started,
+    executors: Vec<Started>,
+}
+
+impl ClusterRecord {
+    fn processes(&self) -> impl Iterator<Item = &Started> {
+        std::iter::once(&self.scheduler).chain(&self.executors)
+    }
+}
+
+fn record_file(dir: &Path) -> PathBuf {
+    dir.join("cluster.json")
+}
+
+fn read_record(dir: &Path) -> Result<Option<ClusterRecord>, String> {
+    let file = record_file(dir);
+    match std::fs::read_to_string(&file) {
+        Ok(json) => serde_json::from_str(&json)
+            .map(Some)
+            .map_err(|e| format!("{}: not a fleet's record: {e}", file.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", file.display())),
+    }
+}
+
+fn write_record(dir: &Path, record: &ClusterRecord) -> Result<(), String> {
+    let file = record_file(dir);
+    let temporary = dir.join("cluster.json.tmp");
+    let json = serde_json::to_string_pretty(record).map_err(|e| e.to_string())?;
+    std::fs::write(&temporary, json)
+        .and_then(|()| std::fs::rename(&temporary, &file))
+        .map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// The master the fleet's commands talk to: `--master` (a `df://` URL), else the fleet `hearth cluster
+/// start` recorded, when it runs.
+pub fn fleet_master(explicit: Option<&str>) -> Result<String, String> {
+    if let Some(master) = explicit {
+        return match master.starts_with("df://") {
+            true => Ok(master.to_string()),
+            false => Err(format!(
+                "--master {master}: this command talks to a fleet's scheduler, df://HOST:PORT"
+            )),
+        };
+    }
+    let no_fleet = || {
+        "no fleet: pass --master df://HOST:PORT (or set HEARTH_MASTER), or start one with `hearth cluster start`"
+            .to_string()
+    };
+    let dir = default_state_dir().ok_or_else(no_fleet)?;
+    match read_record(&dir)? {
+        Some(record) if record.scheduler.alive() => Ok(record.master),
+        _ => Err(no_fleet()),
+    }
+}
+
+/// `hearth cluster …`.
+pub async fn run(command: ClusterCommand) -> CommandResult {
+    match command {
+        ClusterCommand::Start(args) => start(args).await,
+        ClusterCommand::Stop(state) => stop(&state.path()?),
+        ClusterCommand::Status(state) => status(&state.path()?).await,
+    }
+}
+
+/// The hosts of a hosts file.
+fn read_hosts(file: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let hosts: Vec<String> = text
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .filter(|line| !line.is_empty())
+        .map(str::to_string)
+        .collect();
+    if hosts.is_empty() {
+        return Err(format!("{}: no hosts (one host name per line)", file.display()));
+    }
+    Ok(hosts)
+}
+
+/// A host's address, as this machine resolves it.
+fn resolve(host: &str) -> Result<IpAddr, String> {
+    (host, 0)
+        .to_socket_addrs()
+        .map_err(|e| format!("host {host}: {e}"))?
+        .map(|address| address.ip())
+        .min_by_key(IpAddr::is_ipv6)
+        .ok_or_else(|| format!("host {host}: no address"))
+}
+
+async fn start(args: StartArgs) -> CommandResult {
+    let dir = args.state.path()?;
+    if let Some(record) = read_record(&dir)? {
+        let alive: Vec<&Started> = record.processes().filter(|p| p.alive()).collect();
+        if !alive.is_empty() {
+            let pids: Vec<String> = alive.iter().map(|p| format!("{} {}", p.role, p.pid)).collect();
+            return Err(format!(
+                "a fleet recorded in {} is already running (master {}; {}); stop it with `hearth cluster stop` first",
+                dir.display(),
+                record.master,
+                pids.join(", ")
+            )
+            .into());
+        }
+        println!(
+            "The fleet recorded in {} no longer runs; starting a new one.",
+            dir.display()
+        );
+    }
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let hosts = args.hosts.as_deref().map(read_hosts).transpose()?;
+    let program = std::env::current_exe()?;
+    let bind = args.bind.unwrap_or_else(|| match hosts {
+        Some(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+        None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+    });
+    let scheduler_args = vec![
+        "--bind".to_string(),
+        bind.to_string(),
+        "--work-dir".to_string(),
+        dir.join("scheduler").display().to_string(),
+    ];
+    let scheduler = spawn_local(&program, "scheduler", &scheduler_args, &[], &logs.join("scheduler.log"))?;
+    let mut started = Fleet {
+        scheduler,
+        executors: Vec::new(),
+    };
+    match started.launch(&args, hosts.as_deref(), &program, &dir).await {
+        Ok(master) => {
+            let record = ClusterRecord {
+                master: master.clone(),
+                started_ms: now_ms(),
+                scheduler: started.scheduler,
+                executors: started.executors,
+            };
+            write_record(&dir, &record)?;
+            let executors: Vec<ExecutorResources> = SchedulerRest::new(&master)?.get(EXECUTORS_ROUTE).await?;
+            print_executors(&master, &executors);
+            println!("\nState and logs in {}", dir.display());
+            println!("master: {master}");
+            Ok(())
+        }
+        Err(e) => {
+            started.stop_all();
+            Err(e.into())
+        }
+    }
+}
+
+/// The processes of a fleet being started.
+struct Fleet {
+    scheduler: Started,
+    executors: Vec<Started>,
+}
+
+impl Fleet {
+    /// Waits for the scheduler's address, starts the executors, waits until all have registered; returns
+    /// the master URL.
+    async fn launch(
+        &mut self,
+        args: &StartArgs,
+        hosts: Option<&[String]>,
+        program: &Path,
+        dir: &Path,
+    ) -> Result<String, String> {
+        let logs = dir.join("logs");
+        let listening = self.scheduler_address(Duration::from_secs(30))?;
+        let advertised = match (listening.ip().is_unspecified(), hosts) {
+            (false, _) => listening.ip(),
+            (true, Some(hosts)) => {
+                let first = SocketAddr::new(resolve(&hosts[0])?, listening.port());
+                address_towards(first).ok_or_else(|| format!("no route from this machine to {}", hosts[0]))?
+            }
+            (true, None) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
+        let scheduler = SocketAddr::new(advertised, listening.port()).to_string();
+        let master = format!("df://{scheduler}");
+        match hosts {
+            Some(hosts) => {
+                for (i, host) in hosts.iter().enumerate() {
+                    let mut executor_args =
+                        executor_args(&scheduler, args.slots, args.gpus, &dir.join(format!("executor-{i}")));
+                    executor_args.extend(["--bind".to_string(), resolve(host)?.to_string()]);
+                    let log = logs.join(format!("executor-{i}.log"));
+                    self.executors
+                        .push(spawn_remote(host, program, "executor", &executor_args, &log)?);
+                }
+            }
+            None => {
+                if args.executors == 0 {
+                    return Err("--executors must be at least 1".to_string());
+                }
+                let slots = args.slots.unwrap_or_else(|| (cores() / args.executors).max(1));
+                let shares = gpu_shares(args.gpus, args.executors)?;
+                for (i, share) in shares.into_iter().enumerate() {
+                    let executor_args = executor_args(
+                        &scheduler,
+                        Some(slots),
+                        share.request,
+                        &dir.join(format!("executor-{i}")),
+                    );
+                    let log = logs.join(format!("executor-{i}.log"));
+                    self.executors
+                        .push(spawn_local(program, "executor", &executor_args, &share.env, &log)?);
+                }
+            }
+        }
+        self.await_executors(&master, Duration::from_secs(args.timeout)).await?;
+        Ok(master)
+    }
+
+    /// The address the scheduler prints once it listens.
+    fn scheduler_address(&self, timeout: Duration) -> Result<SocketAddr, String> {
+        const LISTENING: &str = "hearth scheduler listening on ";
+        let deadline = Instant::now() + timeout;
+        loop {
+            let log = std::fs::read_to_string(&self.scheduler.log).unwrap_or_default();
+            if let Some(address) = log.lines().find_map(|line| line.strip_prefix(LISTENING)) {
+                return address
+                    .trim()
+                    .parse()
+                    .map_err(|e| format!("the scheduler printed an address hearth cannot read ({address}): {e}"));
+            }
+            if !self.scheduler.alive() {
+                return Err(format!(
+                    "the scheduler stopped before it listened; its log ({}) ends:\n{}",
+                    self.scheduler.log.display(),
+                    self.scheduler.log_tail(20)
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("the scheduler did not listen within {timeout:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until every executor has registered and reported its resources.
+    async fn await_executors(&self, master: &str, timeout: Duration) -> Result<(), String> {
+        let rest = SchedulerRest::new(master).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let reported = match rest.get::<Vec<ExecutorResources>>(EXECUTORS_ROUTE).await {
+                Ok(executors) => executors.iter().filter(|e| e.memory_bytes > 0).count(),
+                Err(_) => 0,
+            };
+            if reported >= self.executors.len() {
+                return Ok(());
+            }
+            if let Some(dead) = self.processes().find(|p| p.ssh_host.is_none() && !p.alive()) {
+                return Err(format!(
+                    "the {} (pid {}) stopped; its log ({}) ends:\n{}",
+                    dead.role,
+                    dead.pid,
+                    dead.log.display(),
+                    dead.log_tail(20)
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "{reported} of {} executors registered within {timeout:?}; see their logs",
+                    self.executors.len()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn processes(&self) -> impl Iterator<Item = &Started> {
+        std::iter::once(&self.scheduler).chain(&self.executors)
+    }
+
+    /// Stops everything started (a start that failed).
+    fn stop_all(&self) {
+        for process in self.executors.iter().chain(std::iter::once(&self.scheduler)) {
+            if let Err(e) = process.stop(STOP_GRACE) {
+                eprintln!("warning: {e}");
+            }
+        }
+    }
+}
+
+/// `hearth executor`'s arguments for one executor of this fleet.
+fn executor_args(scheduler: &str, slots: Option<usize>, gpus: GpuRequest, work_dir: &Path) -> Vec<String> {
+    let mut args = vec![
+        "--scheduler".to_string(),
+        scheduler.to_string(),
+        "--gpus".to_string(),
+        gpus.to_string(),
+        "--work-dir".to_string(),
+        work_dir.display().to_string(),
+    ];
+    if let Some(slots) = slots {
+        args.extend(["--slots".to_string(), slots.to_string()]);
+    }
+    args
+}
+
+/// What one of several executors on this machine gets of its GPUs: how many to offer, and the
+/// `CUDA_VISIBLE_DEVICES` that shows it only its own.
+struct GpuShare {
+    request: GpuRequest,
+    env: Vec<(&'static str, String)>,
+}
+
+/// Shares this machine's GPUs among `executors` executors: `auto` splits them evenly, `N` gives each N
+/// (failing when there are too few).
+fn gpu_shares(request: GpuRequest, executors: usize) -> Result<Vec<GpuShare>, String> {
+    let found = match request {
+        GpuRequest::None => Vec::new(),
+        _ => detect_gpus().unwrap_or_default(),
+    };
+    let each = match request {
+        GpuRequest::None => 0,
+        GpuRequest::Auto => found.len() / executors,
+        GpuRequest::Count(n) => n,
+    };
+    if each * executors > found.len() {
+        return Err(format!(
+            "--gpus {each} for each of {executors} executors needs {} GPUs; this machine has {}",
+            each * executors,
+            found.len()
+        ));
+    }
+    // Devices as CUDA_VISIBLE_DEVICES names them here, so each executor's list is a part of ours.
+    let visible: Vec<String> = match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(list) => list.split(',').map(|d| d.trim().to_string()).collect(),
+        Err(_) => (0..found.len()).map(|i| i.to_string()).collect(),
+    };
+    Ok((0..executors)
+        .map(|i| match each {
+            0 => GpuShare {
+                request: GpuRequest::None,
+                env: Vec::new(),
+            },
+            _ => GpuShare {
+                request: GpuRequest::Count(each),
+                env: vec![("CUDA_VISIBLE_DEVICES", visible[i * each..(i + 1) * each].join(","))],
+            },
+        })
+        .collect())
+}
+
+fn stop(dir: &Path) -> CommandResult {
+    let record = read_record(dir)?.ok_or_else(|| format!("no fleet recorded in {}", dir.display()))?;
+    let mut killed = Vec::new();
+    std::thread::scope(|scope| {
+        let stopping: Vec<_> = record
+            .executors
+            .iter()
+            .map(|executor| scope.spawn(move || (executor, executor.stop(STOP_GRACE))))
+            .collect();
+        for handle in stopping {
+            if let Ok((executor, outcome)) = handle.join() {
+                match outcome {
+                    Ok(true) => killed.push(format!("executor {}", executor.pid)),
+                    Ok(false) => {}
+                    Err(e) => eprintln!("warning: {e}"),
+                }
+            }
+        }
+    });
+    match record.scheduler.stop(STOP_GRACE) {
+        Ok(true) => killed.push(format!("scheduler {}", record.scheduler.pid)),
+        Ok(false) => {}
+        Err(e) => eprintln!("warning: {e}"),
+    }
+    std::fs::remove_file(record_file(dir)).map_err(|e| format!("{}: {e}", record_file(dir).display()))?;
+    println!(
+        "Stopped the fleet {}: the scheduler (pid {}) and {} executors",
+        record.master,
+        record.scheduler.pid,
+        record.executors.len()
+    );
+    if !killed.is_empty() {
+        println!("Killed after {STOP_GRACE:?} without stopping: {}", killed.join(", "));
+    }
+    Ok(())
+}
+
+async fn status(dir: &Path) -> CommandResult {
+    let record = read_record(dir)?.ok_or_else(|| format!("no fleet recorded in {}", dir.display()))?;
+    println!("Fleet {} started from {}", record.master, dir.display());
+    let mut rows = table(&["process", "host", "pid", "state", "log"]);
+    for process in record.processes() {
+        add_row(
+            &mut rows,
+            &[
+                process.role.clone(),
+                process.ssh_host.clone().unwrap_or_else(|| "this machine".to_string()),
+                process.pid.to_string(),
+                if process.alive() { "running" } else { "stopped" }.to_string(),
+                process.log.display().to_string(),
+            ],
+        );
+    }
+    rows.printstd();
+    if record.scheduler.alive() {
+        println!();
+        let executors: Vec<ExecutorResources> = SchedulerRest::new(&record.master)?.get(EXECUTORS_ROUTE).await?;
+        print_executors(&record.master, &executors);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpus_are_shared_among_executors_of_one_machine() {
+        let found = detect_gpus().unwrap_or_default().len();
+        let none = gpu_shares(GpuRequest::None, 2).unwrap();
+        assert!(none.iter().all(|s| s.request == GpuRequest::None && s.env.is_empty()));
+        let auto = gpu_shares(GpuRequest::Auto, 2).unwrap();
+        let each = found / 2;
+        for (i, share) in auto.iter().enumerate() {
+            match each {
+                0 => assert_eq!(share.request, GpuRequest::None),
+                _ => {
+                    assert_eq!(share.request, GpuRequest::Count(each));
+                    assert_eq!(share.env[0].1.split(',').count(), each, "executor {i}");
+                }
+            }
+        }
+        let too_many = gpu_shares(GpuRequest::Count(found + 1), 1).err().unwrap();
+        assert_eq!(
+            too_many,
+            format!(
+                "--gpus {} for each of 1 executors needs {} GPUs; this machine has {found}",
+                found + 1,
+                found + 1
+            )
+        );
+    }
+
+    #[test]
+    fn a_hosts_file_skips_comments_and_blank_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("workers");
+        std::fs::write(&file, "# workers\nnode-1\n\n  node-2  # the big one\n").unwrap();
+        assert_eq!(read_hosts(&file).unwrap(), ["node-1", "node-2"]);
+        std::fs::write(&file, "# nobody\n").unwrap();
+        assert!(
+            read_hosts(&file)
+                .unwrap_err()
+                .ends_with("no hosts (one host name per line)")
+        );
+    }
+}

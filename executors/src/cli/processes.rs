@@ -1,0 +1,212 @@
+//! The processes `hearth cluster` starts and stops: on this machine, detached from the terminal, or on
+//! another host through `ssh` (as Spark's standalone scripts start workers). Each is recorded with its pid,
+//! so `stop` ends exactly what `start` started — and nothing else that later took the same pid.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+/// A process `hearth cluster start` started.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Started {
+    /// `scheduler` or `executor`.
+    pub role: String,
+    /// The ssh host it runs on; none on this machine.
+    pub ssh_host: Option<String>,
+    /// Its process id (on its host).
+    pub pid: u32,
+    /// The program it runs.
+    pub program: PathBuf,
+    /// Its output (on its host).
+    pub log: PathBuf,
+}
+
+/// `text` quoted for a POSIX shell.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Starts `program role args…` on this machine in its own process group (a Ctrl-C in the terminal does
+/// not reach it), its output to `log`.
+pub fn spawn_local(
+    program: &Path,
+    role: &str,
+    args: &[String],
+    env: &[(&str, String)],
+    log: &Path,
+) -> Result<Started, String> {
+    use std::os::unix::process::CommandExt;
+
+    let output = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let errors = output.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+    let child = Command::new(program)
+        .arg(role)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(output)
+        .stderr(errors)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start {} {role}: {e}", program.display()))?;
+    Ok(Started {
+        role: role.to_string(),
+        ssh_host: None,
+        pid: child.id(),
+        program: program.to_path_buf(),
+        log: log.to_path_buf(),
+    })
+}
+
+/// Runs `command` on `host` through ssh (no password prompt, 10 s to connect) and returns its output.
+fn ssh(host: &str, command: &str) -> Result<String, String> {
+    let output = Command::new("ssh")
+        .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, command])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run ssh: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "ssh {host}: {} ({})",
+            String::from_utf8_lossy(&output.stderr).trim(),
+            output.status
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Starts `program role args…` on `host` through ssh, detached (`nohup`), its output to `log` there. The
+/// program must be at the same path on that host, as Spark's scripts expect the same installation on
+/// every worker.
+pub fn spawn_remote(host: &str, program: &Path, role: &str, args: &[String], log: &Path) -> Result<Started, String> {
+    let directory = log.parent().unwrap_or(Path::new("."));
+    let command = format!(
+        "mkdir -p {dir} && nohup {program} {role} {args} > {log} 2>&1 < /dev/null & echo $!",
+        dir = quoted(&directory.display().to_string()),
+        program = quoted(&program.display().to_string()),
+        args = args.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" "),
+        log = quoted(&log.display().to_string()),
+    );
+    let answer = ssh(host, &command)?;
+    let pid = answer
+        .trim()
+        .parse()
+        .map_err(|_| format!("ssh {host}: expected the new process's id, got {:?}", answer.trim()))?;
+    Ok(Started {
+        role: role.to_string(),
+        ssh_host: Some(host.to_string()),
+        pid,
+        program: program.to_path_buf(),
+        log: log.to_path_buf(),
+    })
+}
+
+impl Started {
+    /// Whether it still runs — checked by its pid, and on Linux by its command line, so a pid reused by
+    /// another program does not count.
+    pub fn alive(&self) -> bool {
+        match &self.ssh_host {
+            None => local_alive(self.pid, &self.program),
+            Some(host) => ssh(host, &format!("kill -0 {}", self.pid)).is_ok(),
+        }
+    }
+
+    /// Sends it SIGTERM (SIGKILL when `force`).
+    fn signal(&self, force: bool) -> Result<(), String> {
+        let signal = if force { Signal::SIGKILL } else { Signal::SIGTERM };
+        match &self.ssh_host {
+            None => match kill(Pid::from_raw(self.pid as i32), signal) {
+                Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+                Err(e) => Err(format!("{} (pid {}): {e}", self.role, self.pid)),
+            },
+            Some(host) => ssh(
+                host,
+                &format!("kill -{} {}", signal.as_str().trim_start_matches("SIG"), self.pid),
+            )
+            .map(|_| ()),
+        }
+    }
+
+    /// Asks it to stop and waits up to `grace`; then kills it. Returns whether it had to be killed.
+    pub fn stop(&self, grace: Duration) -> Result<bool, String> {
+        if !self.alive() {
+            return Ok(false);
+        }
+        self.signal(false)?;
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if !self.alive() {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.signal(true)?;
+        Ok(true)
+    }
+
+    /// The last `lines` lines of its output (on this machine only).
+    pub fn log_tail(&self, lines: usize) -> String {
+        if self.ssh_host.is_some() {
+            return format!(
+                "(its log is {} on {})",
+                self.log.display(),
+                self.ssh_host.as_deref().unwrap_or("")
+            );
+        }
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+/// Whether process `pid` runs `program` on this machine (a zombie does not count).
+fn local_alive(pid: u32, program: &Path) -> bool {
+    if kill(Pid::from_raw(pid as i32), None).is_err() {
+        return false;
+    }
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    if !proc.exists() {
+        return true;
+    }
+    let zombie = std::fs::read_to_string(proc.join("stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(false);
+    // A process that has only just started may not show its command line yet.
+    let runs_program = std::fs::read(proc.join("cmdline")).is_ok_and(|cmdline| {
+        cmdline.is_empty() || cmdline.split(|&b| b == 0).next() == Some(program.as_os_str().as_encoded_bytes())
+    });
+    !zombie && runs_program
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_for_the_shell() {
+        assert_eq!(quoted("plain"), "'plain'");
+        assert_eq!(quoted("it's here"), r"'it'\''s here'");
+    }
+
+    #[test]
+    fn a_local_process_is_started_seen_and_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let sleep = PathBuf::from("/bin/sleep");
+        let started = spawn_local(&sleep, "30", &[], &[], &dir.path().join("sleep.log")).unwrap();
+        assert!(started.alive());
+        // Another program's pid is not ours.
+        assert!(!local_alive(started.pid, Path::new("/bin/true")));
+        assert!(!started.stop(Duration::from_secs(5)).unwrap(), "SIGTERM stops sleep");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while started.alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!started.alive());
+    }
+}

@@ -1,0 +1,155 @@
+//! `hearth status`: what a fleet has and runs, from its scheduler's REST API — executors (host, slots
+//! free/total, memory, GPUs, last heartbeat) and Ballista's jobs (id, name, state, stages, elapsed).
+
+use std::collections::BTreeMap;
+
+use clap::Args;
+use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, now_ms};
+use serde::{Deserialize, Serialize};
+
+use super::CommandResult;
+use super::cluster::fleet_master;
+use super::tables::{add_row, ago, bytes, count, duration, table};
+
+/// `hearth status`'s arguments.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print JSON (`{"master", "executors", "jobs"}`) for scripts instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// How many of the most recent jobs to list.
+    #[arg(long, default_value_t = 20)]
+    jobs: usize,
+}
+
+/// A job as Ballista's REST API (`/api/jobs`) lists it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BallistaJob {
+    /// Ballista's job id.
+    pub job_id: String,
+    /// The job's name (`hearth submit --name`, `HEARTH_APP_NAME`).
+    pub job_name: String,
+    /// `Queued`, `Running`, `Completed`, `Failed` or `Invalid`.
+    pub status: String,
+    /// Its stages.
+    pub num_stages: usize,
+    /// Its stages done.
+    pub completed_stages: usize,
+    /// When it started (ms since the Unix epoch).
+    pub start_time: u64,
+    /// When it ended (0 while it runs).
+    pub end_time: u64,
+}
+
+#[derive(Serialize)]
+struct Status<'a> {
+    master: &'a str,
+    executors: &'a [ExecutorResources],
+    jobs: &'a [BallistaJob],
+}
+
+/// `hearth status`.
+pub async fn run(master: Option<&str>, args: StatusArgs) -> CommandResult {
+    let master = fleet_master(master)?;
+    let rest = SchedulerRest::new(&master)?;
+    let executors: Vec<ExecutorResources> = rest.get(EXECUTORS_ROUTE).await?;
+    let mut jobs: Vec<BallistaJob> = rest.get("/api/jobs").await?;
+    jobs.sort_by_key(|job| std::cmp::Reverse(job.start_time));
+    jobs.truncate(args.jobs);
+    if args.json {
+        let status = Status {
+            master: &master,
+            executors: &executors,
+            jobs: &jobs,
+        };
+        println!("{}", serde_json::to_string_pretty(&status)?);
+        return Ok(());
+    }
+    print_executors(&master, &executors);
+    println!();
+    print_jobs(&jobs);
+    Ok(())
+}
+
+/// The fleet's summary line and its executors' table.
+pub(super) fn print_executors(master: &str, executors: &[ExecutorResources]) {
+    let slots: usize = executors.iter().map(|e| e.slots).sum();
+    let free: usize = executors.iter().map(|e| e.free_slots.unwrap_or(e.slots)).sum();
+    let gpus: usize = executors.iter().map(|e| e.gpus.len()).sum();
+    // Executors on one host share its memory: count each host once.
+    let hosts: BTreeMap<&str, u64> = executors.iter().map(|e| (e.host.as_str(), e.memory_bytes)).collect();
+    println!(
+        "Fleet {master}: {}, {slots} slots ({free} free), {gpus} GPUs, {} memory on {}",
+        count(executors.len(), "executor"),
+        bytes(hosts.values().sum()),
+        count(hosts.len(), "host")
+    );
+    if executors.is_empty() {
+        return;
+    }
+    let now = now_ms();
+    let mut rows = table(&[
+        "executor",
+        "host",
+        "slots free/total",
+        "host memory",
+        "GPUs",
+        "last heartbeat",
+    ]);
+    for e in executors {
+        let free = e.free_slots.map_or("?".to_string(), |f| f.to_string());
+        add_row(
+            &mut rows,
+            &[
+                e.executor_id.clone(),
+                e.host.clone(),
+                format!("{free}/{}", e.slots),
+                bytes(e.memory_bytes),
+                gpus_cell(&e.gpus, e.busy_gpus),
+                ago(e.last_seen_ms, now),
+            ],
+        );
+    }
+    rows.printstd();
+}
+
+/// An executor's GPUs in one cell: `none`, or how many of each model, their memory and how many are busy.
+fn gpus_cell(gpus: &[GpuInfo], busy: usize) -> String {
+    let Some(first) = gpus.first() else {
+        return "none".to_string();
+    };
+    let same = gpus.iter().all(|g| g.name == first.name);
+    let kinds = if same {
+        format!("{} × {} ({})", gpus.len(), first.name, bytes(first.memory_bytes))
+    } else {
+        gpus.iter()
+            .map(|g| format!("{}: {} ({})", g.index, g.name, bytes(g.memory_bytes)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!("{kinds}, {busy} busy")
+}
+
+fn print_jobs(jobs: &[BallistaJob]) {
+    if jobs.is_empty() {
+        println!("No jobs yet");
+        return;
+    }
+    println!("Jobs (most recent first)");
+    let now = now_ms();
+    let mut rows = table(&["job", "name", "state", "stages done/total", "elapsed"]);
+    for job in jobs {
+        let end = if job.end_time == 0 { now } else { job.end_time };
+        add_row(
+            &mut rows,
+            &[
+                job.job_id.clone(),
+                job.job_name.clone(),
+                job.status.to_lowercase(),
+                format!("{}/{}", job.completed_stages, job.num_stages),
+                duration(end.saturating_sub(job.start_time)),
+            ],
+        );
+    }
+    rows.printstd();
+}

@@ -1,0 +1,143 @@
+//! `hearth submit`: runs a job on a fleet, as `spark-submit` does. The job is a SQL file (run by the SQL
+//! front end) or a driver program (an executable built against hearth, which reads its master and name from
+//! `HEARTH_MASTER` and `HEARTH_APP_NAME`). In client mode the driver runs here, its output streams to the
+//! terminal and its exit code is `submit`'s; in cluster mode the scheduler starts the driver and `submit`
+//! answers the job's id at once.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::{Args, ValueEnum};
+use hearth_engine::ballista::SchedulerRest;
+use hearth_engine::session::APP_NAME_ENV;
+use hearth_engine::sql::parse_statements;
+
+use super::CommandResult;
+use super::cluster::fleet_master;
+use crate::fleet::{JobRecord, SubmitRequest};
+
+/// Where the driver runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DeployMode {
+    /// Here: its output streams to this terminal, and `submit` ends with its exit code.
+    Client,
+    /// On the fleet: `submit` returns the job's id at once; `hearth job` follows it (SQL jobs).
+    Cluster,
+}
+
+/// `hearth submit`'s arguments.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// The job's name, which its Ballista jobs carry (default: the job file's name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Where the driver runs.
+    #[arg(long = "deploy-mode", value_enum, default_value_t = DeployMode::Client)]
+    deploy_mode: DeployMode,
+    /// The model catalog's directory, as the driver sees it (SQL jobs).
+    #[arg(long, env = "HEARTH_MODELS", default_value = "models")]
+    models: PathBuf,
+    /// The job: a SQL file (`.sql`) or a driver program (an executable built against hearth).
+    job: PathBuf,
+    /// Arguments for a driver program.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+/// What kind of job a file is.
+enum Job {
+    Sql,
+    Program,
+}
+
+fn job_kind(path: &Path) -> Result<Job, String> {
+    let metadata = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("sql")) {
+        return Ok(Job::Sql);
+    }
+    if metadata.is_file() && metadata.permissions().mode() & 0o111 != 0 {
+        return Ok(Job::Program);
+    }
+    Err(format!(
+        "{}: a job is a SQL file (.sql) or an executable driver program, and this is neither",
+        path.display()
+    ))
+}
+
+/// `hearth submit`.
+pub async fn run(master: Option<&str>, args: SubmitArgs) -> CommandResult {
+    let master = fleet_master(master)?;
+    let kind = job_kind(&args.job)?;
+    if !args.args.is_empty() && matches!(kind, Job::Sql) {
+        return Err(format!(
+            "{}: a SQL job takes no arguments, got {:?}",
+            args.job.display(),
+            args.args
+        )
+        .into());
+    }
+    // Fail in seconds when the scheduler is down, before anything starts.
+    let rest = SchedulerRest::new(&master)?;
+    rest.get::<serde_json::Value>("/api/version")
+        .await
+        .map_err(|e| format!("cannot submit to {master}: {e}"))?;
+    let name = args.name.clone().unwrap_or_else(|| {
+        args.job
+            .file_stem()
+            .map_or_else(|| "hearth".to_string(), |stem| stem.to_string_lossy().into_owned())
+    });
+    match (args.deploy_mode, kind) {
+        (DeployMode::Client, kind) => client(&master, &name, kind, &args),
+        (DeployMode::Cluster, Job::Sql) => cluster(&rest, &master, name, &args).await,
+        (DeployMode::Cluster, Job::Program) => Err(format!(
+            "{}: cluster mode runs SQL jobs on the fleet; run a driver program with --deploy-mode client",
+            args.job.display()
+        )
+        .into()),
+    }
+}
+
+/// Runs the driver here, its output on this terminal; ends with its exit code.
+fn client(master: &str, name: &str, kind: Job, args: &SubmitArgs) -> CommandResult {
+    let mut driver = match kind {
+        Job::Sql => {
+            let mut command = Command::new(std::env::current_exe()?);
+            command.arg("sql").arg("--models").arg(&args.models).arg(&args.job);
+            command
+        }
+        Job::Program => {
+            let program = std::path::absolute(&args.job)?;
+            let mut command = Command::new(program);
+            command.args(&args.args);
+            command
+        }
+    };
+    let status = driver
+        .env("HEARTH_MASTER", master)
+        .env(APP_NAME_ENV, name)
+        .status()
+        .map_err(|e| format!("cannot start the driver {}: {e}", args.job.display()))?;
+    if status.success() {
+        return Ok(());
+    }
+    // The driver printed its own error; its exit code is the job's.
+    std::process::exit(status.code().unwrap_or(1));
+}
+
+/// Hands the job to the fleet and prints its id.
+async fn cluster(rest: &SchedulerRest, master: &str, name: String, args: &SubmitArgs) -> CommandResult {
+    let sql = std::fs::read_to_string(&args.job).map_err(|e| format!("{}: {e}", args.job.display()))?;
+    parse_statements(&sql).map_err(|e| format!("{}: {e}", args.job.display()))?;
+    let request = SubmitRequest {
+        name,
+        file: args.job.display().to_string(),
+        sql,
+        models: args.models.display().to_string(),
+        working_dir: std::env::current_dir().ok().map(|dir| dir.display().to_string()),
+    };
+    let record: JobRecord = rest.post("/hearth/jobs", &request).await?;
+    println!("Submitted job {} ({}) to {master}", record.id, record.name);
+    println!("Follow it with: hearth job logs {} --follow", record.id);
+    Ok(())
+}

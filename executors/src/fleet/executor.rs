@@ -1,0 +1,126 @@
+//! `hearth executor`: a Ballista executor with hearth's functions and codec, which offers its barrier tasks
+//! the GPUs it was given and reports its resources (slots, memory, GPUs) to the scheduler every 5 seconds.
+
+use std::net::{IpAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ballista_core::extension::SessionConfigExt;
+use ballista_core::registry::BallistaFunctionRegistry;
+use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
+use datafusion::prelude::SessionConfig;
+use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, SchedulerRest, now_ms};
+use hearth_engine::barrier::offer_gpus;
+use hearth_engine::codec::{HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_engine::session::hearth_state;
+
+use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
+use crate::cli::CommandResult;
+
+/// How often an executor tells the scheduler it is alive, and what it offers.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// What `hearth executor` is told.
+#[derive(Clone, Debug)]
+pub struct ExecutorOptions {
+    /// The scheduler's `host:port`.
+    pub scheduler: String,
+    /// Tasks it runs at once.
+    pub slots: usize,
+    /// The GPUs it offers.
+    pub gpus: GpuRequest,
+    /// The address its data (Flight) and task (gRPC) services listen on.
+    pub bind: IpAddr,
+    /// The Flight port (0: a free one).
+    pub port: u16,
+    /// The gRPC port (0: a free one).
+    pub grpc_port: u16,
+    /// Where shuffle files go (default: a temporary directory).
+    pub work_dir: Option<String>,
+}
+
+/// A free port on `host`, for Ballista services that must know their port before they listen.
+fn free_port(host: IpAddr) -> std::io::Result<u16> {
+    Ok(TcpListener::bind((host, 0))?.local_addr()?.port())
+}
+
+/// `hearth executor --scheduler HOST:PORT --slots N --gpus auto|N|none`.
+pub async fn executor(options: ExecutorOptions) -> CommandResult {
+    let (scheduler_host, scheduler_port) = options
+        .scheduler
+        .rsplit_once(':')
+        .and_then(|(host, port)| Some((host.to_string(), port.parse::<u16>().ok()?)))
+        .ok_or_else(|| format!("--scheduler must be HOST:PORT, got {:?}", options.scheduler))?;
+    if options.slots == 0 {
+        return Err("--slots must be at least 1".into());
+    }
+    let gpus = choose_gpus(options.gpus, detect_gpus())?;
+    offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
+    let port = match options.port {
+        0 => free_port(options.bind)?,
+        port => port,
+    };
+    let grpc_port = match options.grpc_port {
+        0 => free_port(options.bind)?,
+        port => port,
+    };
+    let state = hearth_state(SessionConfig::new_with_ballista());
+    let config = ExecutorProcessConfig {
+        bind_host: options.bind.to_string(),
+        external_host: Some(options.bind.to_string()),
+        port,
+        grpc_port,
+        scheduler_host,
+        scheduler_port,
+        vcores: options.slots,
+        work_dir: options.work_dir.clone(),
+        override_function_registry: Some(Arc::new(BallistaFunctionRegistry::from(&state))),
+        override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
+        override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
+        executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
+        ..ExecutorProcessConfig::default()
+    };
+    let resources = ExecutorResources {
+        executor_id: config.executor_id.clone(),
+        host: options.bind.to_string(),
+        slots: options.slots,
+        free_slots: None,
+        memory_bytes: host_memory(),
+        gpus,
+        busy_gpus: 0,
+        last_seen_ms: now_ms(),
+    };
+    println!(
+        "hearth executor {} with {} slots and {} GPUs on {}:{port} (tasks on {grpc_port}), scheduler {}",
+        resources.executor_id,
+        resources.slots,
+        resources.gpus.len(),
+        options.bind,
+        options.scheduler
+    );
+    let reporting = tokio::spawn(report(SchedulerRest::new(&options.scheduler)?, resources));
+    let served = start_executor_process(Arc::new(config)).await;
+    reporting.abort();
+    served?;
+    Ok(())
+}
+
+/// Tells the scheduler what this executor offers, now and every [`HEARTBEAT`], for as long as it runs.
+async fn report(scheduler: SchedulerRest, resources: ExecutorResources) {
+    let mut unreported = false;
+    loop {
+        match scheduler.post::<_, ()>(EXECUTORS_ROUTE, &resources).await {
+            Ok(()) if unreported => {
+                log::info!("resources reported to the scheduler again");
+                unreported = false;
+            }
+            Ok(()) => {}
+            Err(e) if !unreported => {
+                log::warn!("cannot report resources to the scheduler (retrying every {HEARTBEAT:?}): {e}");
+                unreported = true;
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(HEARTBEAT).await;
+    }
+}

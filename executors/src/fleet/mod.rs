@@ -1,0 +1,19 @@
+//! The fleet's processes — a Ballista scheduler and executors that carry hearth's codec and SQL functions —
+//! and what the scheduler adds to Ballista's: the gang policy for barrier stages, the book of executors'
+//! resources (slots, memory, GPUs), cluster-mode jobs, and the REST routes that show them.
+
+mod book;
+mod executor;
+mod gang;
+mod jobs;
+mod resources;
+mod routes;
+mod scheduler;
+
+pub use book::{FleetBook, Held, gpus_per_task, held};
+pub use executor::{ExecutorOptions, executor};
+pub use gang::GangPolicy;
+pub use jobs::{JobBoard, JobRecord, JobState, LogChunk, SubmitRequest};
+pub use resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
+pub use routes::{Fleet, Scheduler, routes};
+pub use scheduler::{EXECUTOR_TIMEOUT_SECONDS, SchedulerOptions, scheduler};

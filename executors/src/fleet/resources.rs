@@ -1,0 +1,189 @@
+//! What a host offers the fleet: its memory, and its GPUs as the CUDA driver lists them. The driver is
+//! loaded when the program runs (cudarc's dynamic loading), so the same binary runs where there is no CUDA
+//! and reports no GPUs there.
+
+use std::fmt;
+use std::str::FromStr;
+
+use cudarc::driver::{result, sys};
+use hearth_engine::ballista::GpuInfo;
+
+/// Which GPUs an executor offers (`hearth executor --gpus`).
+///
+/// ```text
+/// auto   every GPU the CUDA driver lists (none where there is no driver)
+/// N      the first N, and the executor refuses to start with fewer
+/// none   none: tasks that need a GPU never run here
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GpuRequest {
+    /// Every GPU found.
+    #[default]
+    Auto,
+    /// The first `n` GPUs found.
+    Count(usize),
+    /// No GPU.
+    None,
+}
+
+impl FromStr for GpuRequest {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "none" => Ok(Self::None),
+            n => n
+                .parse()
+                .map(Self::Count)
+                .map_err(|_| format!("expected auto, none or a number of GPUs, got {s:?}")),
+        }
+    }
+}
+
+impl fmt::Display for GpuRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Count(n) => write!(f, "{n}"),
+            Self::None => f.write_str("none"),
+        }
+    }
+}
+
+/// The GPUs the CUDA driver lists on this host: none when the driver library is absent or has no device;
+/// an error when it is present but fails.
+pub fn detect_gpus() -> Result<Vec<GpuInfo>, String> {
+    // SAFETY: only tries to open the driver library; nothing of it is called when it is absent.
+    if !unsafe { sys::is_culib_present() } {
+        return Ok(Vec::new());
+    }
+    match result::init() {
+        Ok(()) => {}
+        Err(result::DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => return Ok(Vec::new()),
+        Err(e) => return Err(format!("the CUDA driver failed to start: {e}")),
+    }
+    let count = result::device::get_count().map_err(|e| format!("the CUDA driver cannot count devices: {e}"))?;
+    (0..count)
+        .map(|ordinal| {
+            let failed = |e: result::DriverError| format!("CUDA device {ordinal}: {e}");
+            let device = result::device::get(ordinal).map_err(failed)?;
+            let name = result::device::get_name(device).map_err(failed)?;
+            // SAFETY: `device` was returned by `get` above.
+            let memory = unsafe { result::device::total_mem(device) }.map_err(failed)?;
+            Ok(GpuInfo {
+                index: ordinal as usize,
+                name,
+                memory_bytes: memory as u64,
+            })
+        })
+        .collect()
+}
+
+/// The GPUs to offer for `request` out of `found` (what [`detect_gpus`] answered).
+///
+/// ```
+/// # use hearth_executors::fleet::{GpuRequest, choose_gpus};
+/// assert_eq!(choose_gpus(GpuRequest::Auto, Ok(vec![])).unwrap(), vec![]);
+/// let error = choose_gpus(GpuRequest::Count(2), Ok(vec![])).unwrap_err();
+/// assert_eq!(error, "--gpus 2: this host has 0 GPUs (the CUDA driver lists none)");
+/// ```
+pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>, String>) -> Result<Vec<GpuInfo>, String> {
+    match (request, found) {
+        (GpuRequest::None, _) => Ok(Vec::new()),
+        (GpuRequest::Auto, Ok(found)) => Ok(found),
+        (GpuRequest::Auto, Err(e)) => {
+            log::warn!("offering no GPUs: {e}");
+            Ok(Vec::new())
+        }
+        (GpuRequest::Count(n), Err(e)) => Err(format!("--gpus {n}: {e}")),
+        (GpuRequest::Count(n), Ok(found)) if n > found.len() => Err(format!(
+            "--gpus {n}: this host has {} GPUs (the CUDA driver lists {})",
+            found.len(),
+            match found.as_slice() {
+                [] => "none".to_string(),
+                gpus => gpus
+                    .iter()
+                    .map(|g| format!("{}: {}", g.index, g.name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+        )),
+        (GpuRequest::Count(n), Ok(mut found)) => {
+            found.truncate(n);
+            Ok(found)
+        }
+    }
+}
+
+/// This host's memory in bytes.
+pub fn host_memory() -> u64 {
+    let mut system = sysinfo::System::new();
+    system.refresh_memory();
+    system.total_memory()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(index: usize) -> GpuInfo {
+        GpuInfo {
+            index,
+            name: format!("Test GPU {index}"),
+            memory_bytes: 80 << 30,
+        }
+    }
+
+    #[test]
+    fn requests_parse_and_print() {
+        for (text, request) in [
+            ("auto", GpuRequest::Auto),
+            ("none", GpuRequest::None),
+            ("2", GpuRequest::Count(2)),
+        ] {
+            assert_eq!(text.parse::<GpuRequest>().unwrap(), request);
+            assert_eq!(request.to_string(), text);
+        }
+        assert_eq!("AUTO".parse::<GpuRequest>().unwrap(), GpuRequest::Auto);
+        let error = "all".parse::<GpuRequest>().unwrap_err();
+        assert_eq!(error, "expected auto, none or a number of GPUs, got \"all\"");
+    }
+
+    #[test]
+    fn detection_answers_without_cuda() {
+        // Without a CUDA driver (CI) there are no GPUs; with one, each GPU has a name and memory.
+        let gpus = detect_gpus().expect("the driver, where present, answers");
+        for (i, gpu) in gpus.iter().enumerate() {
+            assert_eq!(gpu.index, i);
+            assert!(!gpu.name.is_empty() && gpu.memory_bytes > 0, "{gpu:?}");
+        }
+        let present = unsafe { sys::is_culib_present() };
+        if !present {
+            assert!(gpus.is_empty());
+        }
+    }
+
+    #[test]
+    fn choosing_gpus() {
+        let found = || Ok(vec![gpu(0), gpu(1)]);
+        assert_eq!(choose_gpus(GpuRequest::Auto, found()).unwrap().len(), 2);
+        assert_eq!(choose_gpus(GpuRequest::Count(1), found()).unwrap(), vec![gpu(0)]);
+        assert!(choose_gpus(GpuRequest::None, found()).unwrap().is_empty());
+        assert_eq!(
+            choose_gpus(GpuRequest::Count(3), found()).unwrap_err(),
+            "--gpus 3: this host has 2 GPUs (the CUDA driver lists 0: Test GPU 0, 1: Test GPU 1)"
+        );
+        let broken = || Err("the CUDA driver failed to start: CUDA_ERROR_UNKNOWN".to_string());
+        assert!(choose_gpus(GpuRequest::Auto, broken()).unwrap().is_empty());
+        assert_eq!(
+            choose_gpus(GpuRequest::Count(1), broken()).unwrap_err(),
+            "--gpus 1: the CUDA driver failed to start: CUDA_ERROR_UNKNOWN"
+        );
+    }
+
+    #[test]
+    fn host_memory_is_known() {
+        assert!(host_memory() > 0);
+    }
+}

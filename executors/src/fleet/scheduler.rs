@@ -1,0 +1,132 @@
+//! `hearth scheduler`: Ballista's scheduler with hearth's planner, functions and codec, the gang policy for
+//! barrier stages, and hearth's REST routes (executors' resources, cluster-mode jobs) on the same port as
+//! Ballista's gRPC service and REST API.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::get;
+use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpcServer;
+use ballista_scheduler::cluster::BallistaCluster;
+use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
+use ballista_scheduler::scheduler_process::create_scheduler;
+use datafusion::prelude::SessionConfig;
+use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
+use hearth_engine::codec::{HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_engine::session::hearth_state;
+use tonic::service::RoutesBuilder;
+
+use super::book::FleetBook;
+use super::gang::GangPolicy;
+use super::jobs::JobBoard;
+use super::routes::{Fleet, Scheduler, routes};
+use crate::cli::CommandResult;
+
+/// How long the scheduler waits for an executor's heartbeat before it counts it as lost and stops placing
+/// tasks on it (executors beat every 5 s).
+pub const EXECUTOR_TIMEOUT_SECONDS: u64 = 20;
+
+/// What `hearth scheduler` is told.
+#[derive(Clone, Debug)]
+pub struct SchedulerOptions {
+    /// The address to listen on (port 0: a free one).
+    pub bind: SocketAddr,
+    /// Where cluster-mode jobs keep their records and output (default: a new temporary directory).
+    pub work_dir: Option<PathBuf>,
+}
+
+/// `hearth scheduler --bind HOST:PORT`. The line `hearth scheduler listening on HOST:PORT` says where it
+/// listens; it runs until it is stopped (SIGTERM or Ctrl-C), and then stops the drivers it started.
+pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
+    let listener = tokio::net::TcpListener::bind(options.bind)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", options.bind))?;
+    let address = listener.local_addr()?;
+    let work_dir = match options.work_dir {
+        Some(dir) => dir,
+        None => std::env::temp_dir().join(format!("hearth-scheduler-{}-{}", address.port(), std::process::id())),
+    };
+    let reachable = match address.ip().is_unspecified() {
+        true => SocketAddr::from(([127, 0, 0, 1], address.port())),
+        false => address,
+    };
+    let jobs = Arc::new(JobBoard::open(&work_dir, format!("df://{reachable}"))?);
+    let book = Arc::new(FleetBook::default());
+    let config = SchedulerConfig {
+        bind_host: address.ip().to_string(),
+        bind_port: address.port(),
+        external_host: reachable.ip().to_string(),
+        override_session_builder: Some(Arc::new(|config: SessionConfig| Ok(hearth_state(config)))),
+        override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
+        override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
+        task_distribution: TaskDistributionPolicy::Custom(Arc::new(GangPolicy::new(Arc::clone(&book)))),
+        executor_timeout_seconds: EXECUTOR_TIMEOUT_SECONDS,
+        no_executors_grace_period_seconds: EXECUTOR_TIMEOUT_SECONDS,
+        ..SchedulerConfig::default()
+    };
+    let cluster = BallistaCluster::new_from_config(&config).await?;
+    let scheduler = create_scheduler::<LogicalPlanNode, PhysicalPlanNode>(cluster, Arc::new(config)).await?;
+    let fleet = Fleet {
+        scheduler: Arc::new(scheduler),
+        book,
+        jobs: Arc::clone(&jobs),
+    };
+    let app = service(fleet).into_make_service_with_connect_info::<SocketAddr>();
+    println!("hearth scheduler listening on {address}");
+    log::info!("cluster-mode jobs are kept in {}", work_dir.display());
+    let serving = axum::serve(listener, app).with_graceful_shutdown(stopped());
+    serving.await?;
+    log::info!("stopping: ending the drivers of running jobs");
+    jobs.stop_all().await;
+    Ok(())
+}
+
+/// One service on one port: Ballista's gRPC service and REST API, liveness and readiness probes, and
+/// hearth's routes.
+fn service(fleet: Fleet) -> Router {
+    let scheduler = Arc::clone(&fleet.scheduler);
+    let config = &scheduler.state.config;
+    let grpc = SchedulerGrpcServer::new(Scheduler::clone(&scheduler))
+        .max_encoding_message_size(config.grpc_server_max_encoding_message_size as usize)
+        .max_decoding_message_size(config.grpc_server_max_decoding_message_size as usize);
+    let mut grpc_routes = RoutesBuilder::default();
+    grpc_routes.add_service(grpc);
+    let ready = Arc::clone(&scheduler);
+    let probes = Router::new().route("/healthz", get(|| async { "ok" })).route(
+        "/readyz",
+        get(move || async move {
+            match ready.is_ready() {
+                true => (StatusCode::OK, "ready\n"),
+                false => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "not ready: too few executors registered\n",
+                ),
+            }
+        }),
+    );
+    ballista_scheduler::api::get_routes(scheduler)
+        .merge(grpc_routes.routes().into_axum_router())
+        .merge(probes)
+        .merge(routes(fleet))
+}
+
+/// Resolves when the process is asked to stop: SIGTERM, or Ctrl-C.
+async fn stopped() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(terminate) => terminate,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}

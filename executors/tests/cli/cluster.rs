@@ -1,0 +1,203 @@
+//! A fleet as users run it: `hearth cluster start` → `status` → the SQL main job submitted in client and in
+//! cluster mode → `jobs`, `job status`, `job logs` → `cluster stop`, which leaves nothing behind; and the same
+//! fleet started on "hosts" through ssh.
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::{Fleet, alive, hearth, repository, shown, wait_for};
+
+/// The table `SELECT * FROM ML.EVALUATE(…)` prints in a job's output: its header line and its row.
+fn evaluation(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let header = lines
+        .iter()
+        .position(|line| line.starts_with("| f1 "))
+        .unwrap_or_else(|| panic!("no evaluation table in:\n{output}"));
+    format!("{}\n{}", lines[header], lines[header + 2])
+}
+
+#[test]
+fn a_fleet_started_with_one_command_runs_the_main_job_in_both_modes_and_stops_clean() {
+    let fleet = Fleet::start(&["--executors", "2", "--slots", "2"]);
+    let port = fleet.master.rsplit(':').next().unwrap().parse::<u16>().unwrap();
+
+    // A second start finds this fleet running and starts nothing.
+    let again = fleet.hearth().args(["cluster", "start"]).output().unwrap();
+    let error = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !again.status.success() && error.contains("already running"),
+        "{}",
+        shown(&again)
+    );
+
+    // What the fleet has, as scripts and as people read it.
+    let status = fleet.status();
+    let executors = status["executors"].as_array().unwrap();
+    assert_eq!(executors.len(), 2, "{status}");
+    for executor in executors {
+        assert_eq!(
+            (executor["slots"].as_u64(), executor["free_slots"].as_u64()),
+            (Some(2), Some(2))
+        );
+        assert_eq!(
+            executor["gpus"].as_array().map(Vec::len),
+            Some(0),
+            "no GPUs here: {executor}"
+        );
+        assert!(executor["memory_bytes"].as_u64().unwrap() > 0);
+    }
+    let table = fleet.ok(&["status"]);
+    assert!(
+        table.contains("2 executors, 4 slots (4 free)") && table.contains("| 2/2 "),
+        "{table}"
+    );
+    let cluster_status = fleet.ok(&["cluster", "status"]);
+    assert_eq!(cluster_status.matches("running").count(), 3, "{cluster_status}");
+
+    // The main job in SQL, locally and on the fleet in both modes: the same metrics.
+    let models = tempfile::tempdir().unwrap();
+    let local = hearth()
+        .current_dir(repository())
+        .args(["--master", "local", "sql", "--models"])
+        .arg(models.path().join("local"))
+        .arg("examples/german_credit.sql")
+        .output()
+        .unwrap();
+    assert!(local.status.success(), "{}", shown(&local));
+    let local = evaluation(&String::from_utf8_lossy(&local.stdout));
+
+    let client_models = models.path().join("client");
+    let client = fleet.ok(&[
+        "submit",
+        "--models",
+        client_models.to_str().unwrap(),
+        "examples/german_credit.sql",
+    ]);
+    assert_eq!(evaluation(&client), local, "client mode");
+
+    let cluster_models = models.path().join("cluster");
+    let id = fleet.submit_cluster(
+        "examples/german_credit.sql",
+        &[
+            "--name",
+            "credit-on-the-fleet",
+            "--models",
+            cluster_models.to_str().unwrap(),
+        ],
+    );
+    let job = fleet.job_ended(&id, Duration::from_secs(180));
+    assert_eq!(job["state"], "succeeded", "{job}\n{}", fleet.ok(&["job", "logs", &id]));
+    assert_eq!(job["exit_code"], 0);
+    let logs = fleet.ok(&["job", "logs", &id]);
+    assert_eq!(evaluation(&logs), local, "cluster mode");
+    assert!(
+        logs.contains(&cluster_models.join("credit_risk").display().to_string()),
+        "the model's path: {logs}"
+    );
+    assert!(
+        cluster_models.join("credit_risk").is_dir(),
+        "the model where the user said"
+    );
+    let jobs = fleet.ok(&["jobs"]);
+    assert!(
+        jobs.contains(&id) && jobs.contains("credit-on-the-fleet") && jobs.contains("succeeded"),
+        "{jobs}"
+    );
+    let status = fleet.status();
+    let names: Vec<&str> = status["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|j| j["job_name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"credit-on-the-fleet") && names.contains(&"german_credit"),
+        "Ballista's job names: {names:?}"
+    );
+
+    // Stop: no process and no listening port left.
+    let pids = fleet.pids();
+    let stopped = fleet.ok(&["cluster", "stop"]);
+    assert!(stopped.contains("Stopped the fleet"), "{stopped}");
+    for pid in pids {
+        assert!(!alive(pid), "process {pid} still runs");
+    }
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the scheduler's port still listens"
+    );
+    let gone = fleet.hearth().args(["status"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("no fleet"),
+        "{}",
+        shown(&gone)
+    );
+}
+
+/// An `ssh` that runs the command here, as `ssh HOST COMMAND` runs it on HOST.
+fn ssh_here(dir: &Path) {
+    let ssh = dir.join("ssh");
+    std::fs::write(
+        &ssh,
+        "#!/bin/sh\n# ssh [-o OPTION]... HOST COMMAND: run COMMAND here\nwhile [ \"$1\" = -o ]; do shift 2; done\nshift\nexec sh -c \"$*\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_hosts_file_starts_one_executor_per_host_through_ssh() {
+    let bin = tempfile::tempdir().unwrap();
+    ssh_here(bin.path());
+    let hosts = bin.path().join("workers");
+    std::fs::write(&hosts, "# two hosts\nlocalhost\n127.0.0.1\n").unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let state = tempfile::tempdir().unwrap();
+    let start = hearth()
+        .env("PATH", &path)
+        .env("HEARTH_CLUSTER_DIR", state.path())
+        .args(["cluster", "start", "--slots", "1", "--bind", "127.0.0.1:0", "--hosts"])
+        .arg(&hosts)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&start.stdout).into_owned();
+    let record: serde_json::Value = std::fs::read_to_string(state.path().join("cluster.json"))
+        .map(|json| serde_json::from_str(&json).unwrap())
+        .unwrap_or_default();
+    let stop = || {
+        hearth()
+            .env("PATH", &path)
+            .env("HEARTH_CLUSTER_DIR", state.path())
+            .args(["cluster", "stop"])
+            .output()
+            .unwrap()
+    };
+    if !start.status.success() {
+        let _ = stop();
+        panic!("cluster start --hosts: {}", shown(&start));
+    }
+    assert!(text.contains("2 executors, 2 slots"), "{text}");
+    let hosts: Vec<&str> = record["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["ssh_host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["localhost", "127.0.0.1"]);
+    let pids: Vec<u64> = record["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    let stopped = stop();
+    assert!(stopped.status.success(), "{}", shown(&stopped));
+    wait_for(
+        "the executors started through ssh stop",
+        Duration::from_secs(20),
+        || pids.iter().all(|&pid| !alive(pid)).then_some(()),
+    );
+}

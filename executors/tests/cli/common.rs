@@ -1,0 +1,151 @@
+//! What the tests share: the `hearth` program, the repository's data, and fleets started with `hearth
+//! cluster start` in a state directory of their own, stopped when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The `hearth` program cargo built for these tests.
+pub fn hearth() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hearth"))
+}
+
+/// The repository's root: the examples' relative paths start there.
+pub fn repository() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A file of the repository's datasets.
+pub fn dataset(relative: &str) -> PathBuf {
+    repository().join("datasets").join(relative)
+}
+
+/// Standard output and error of a finished command, for assertion messages.
+pub fn shown(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Polls `probe` every 200 ms until it answers, for at most `timeout`; panics naming `what`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Whether process `pid` runs (a zombie does not).
+pub fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// A fleet started by `hearth cluster start` in a state directory of its own; stopped when dropped.
+pub struct Fleet {
+    pub state: tempfile::TempDir,
+    pub master: String,
+}
+
+impl Fleet {
+    /// `hearth cluster start` with `args`; panics with its output when it fails.
+    pub fn start(args: &[&str]) -> Fleet {
+        let state = tempfile::tempdir().unwrap();
+        let output = in_state(state.path())
+            .args(["cluster", "start"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "cluster start: {}", shown(&output));
+        let text = String::from_utf8_lossy(&output.stdout);
+        let master = text
+            .lines()
+            .find_map(|line| line.strip_prefix("master: "))
+            .unwrap_or_else(|| panic!("no master line: {text}"))
+            .to_string();
+        Fleet { state, master }
+    }
+
+    /// `hearth` with this fleet's state directory, in the repository.
+    pub fn hearth(&self) -> Command {
+        in_state(self.state.path())
+    }
+
+    /// Runs `hearth args…`; panics with its output unless it succeeds; returns its standard output.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let output = self.hearth().args(args).output().unwrap();
+        assert!(output.status.success(), "hearth {args:?}: {}", shown(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// What `hearth cluster start` recorded.
+    pub fn record(&self) -> Value {
+        let json = std::fs::read_to_string(self.state.path().join("cluster.json")).unwrap();
+        serde_json::from_str(&json).unwrap()
+    }
+
+    /// The pids of the scheduler and every executor.
+    pub fn pids(&self) -> Vec<u64> {
+        let record = self.record();
+        std::iter::once(&record["scheduler"])
+            .chain(record["executors"].as_array().unwrap())
+            .map(|p| p["pid"].as_u64().unwrap())
+            .collect()
+    }
+
+    /// `hearth status --json`.
+    pub fn status(&self) -> Value {
+        serde_json::from_str(&self.ok(&["status", "--json"])).unwrap()
+    }
+
+    /// The state of cluster-mode job `id`.
+    pub fn job_state(&self, id: &str) -> Value {
+        serde_json::from_str(&self.ok(&["job", "status", id, "--json"])).unwrap()
+    }
+
+    /// Waits until cluster-mode job `id` has ended; returns its record.
+    pub fn job_ended(&self, id: &str, timeout: Duration) -> Value {
+        wait_for(&format!("job {id} ends"), timeout, || {
+            let job = self.job_state(id);
+            (job["state"] != "running").then_some(job)
+        })
+    }
+
+    /// Submits `file` in cluster mode with `args`; returns the job's id.
+    pub fn submit_cluster(&self, file: &str, args: &[&str]) -> String {
+        let text = self.ok(&[&["submit", "--deploy-mode", "cluster"], args, &[file]].concat());
+        text.split_whitespace()
+            .find(|word| word.starts_with("driver-"))
+            .unwrap_or_else(|| panic!("no job id: {text}"))
+            .to_string()
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        if self.state.path().join("cluster.json").exists() {
+            let _ = self.hearth().args(["cluster", "stop"]).output();
+        }
+    }
+}
+
+/// `hearth` with `HEARTH_CLUSTER_DIR` at `state`, in the repository.
+fn in_state(state: &Path) -> Command {
+    let mut command = hearth();
+    command
+        .current_dir(repository())
+        .env("HEARTH_CLUSTER_DIR", state)
+        .env_remove("HEARTH_MASTER");
+    command
+}

@@ -1,0 +1,152 @@
+//! A fleet's faults as users meet them: a scheduler that is down, a job that asks for GPUs the fleet lacks,
+//! a job killed mid-training, an executor killed while a cluster-mode job trains.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Fleet, hearth, shown, wait_for};
+
+/// A SQL job training a small MLP on german_credit for `epochs` epochs on two workers, with `options`.
+fn training_job(dir: &Path, name: &str, epochs: usize, options: &str) -> String {
+    let file = dir.join(format!("{name}.sql"));
+    let sql = format!(
+        "CREATE EXTERNAL TABLE credit STORED AS CSV LOCATION 'datasets/german_credit/credit-g.csv' \
+         OPTIONS ('format.has_header' 'true');
+         CREATE OR REPLACE MODEL {name}
+         OPTIONS (model_type = 'mlp_classifier', input_label_cols = ['class'], hidden_units = [8],
+                  max_iterations = {epochs}, batch_size = 32, workers = 2, seed = 3{options})
+         TRANSFORM (ML.VECTOR_ASSEMBLER(duration, credit_amount, age) OVER () AS features, class)
+         AS SELECT * FROM credit;"
+    );
+    std::fs::write(&file, sql).unwrap();
+    file.display().to_string()
+}
+
+/// The executors whose slots training holds now.
+fn busy_executors(fleet: &Fleet) -> Vec<String> {
+    let status = fleet.status();
+    status["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["free_slots"].as_u64() < e["slots"].as_u64())
+        .map(|e| e["executor_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The pid of the executor whose id is `id` (it prints its id in its log).
+fn executor_pid(fleet: &Fleet, id: &str) -> u64 {
+    let record = fleet.record();
+    record["executors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| std::fs::read_to_string(e["log"].as_str().unwrap()).is_ok_and(|log| log.contains(id)))
+        .and_then(|e| e["pid"].as_u64())
+        .unwrap_or_else(|| panic!("no executor {id} in {record}"))
+}
+
+#[test]
+fn submitting_to_a_scheduler_that_is_down_fails_in_seconds() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let started = Instant::now();
+    let out = hearth()
+        .args([
+            "submit",
+            "--master",
+            &format!("df://127.0.0.1:{port}"),
+            "examples/german_credit.sql",
+        ])
+        .current_dir(crate::common::repository())
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", shown(&out));
+    assert!(
+        error.contains(&format!("127.0.0.1:{port}")) && error.contains("is the scheduler running?"),
+        "{error}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn gpus_missing_a_killed_job_and_a_killed_executor() {
+    let fleet = Fleet::start(&["--executors", "3", "--slots", "1"]);
+    let jobs = tempfile::tempdir().unwrap();
+    let models = jobs.path().join("models");
+    let models = models.to_str().unwrap();
+
+    // A job asking for GPUs on a fleet without any fails before training, naming both.
+    let started = Instant::now();
+    let gpu = fleet
+        .hearth()
+        .args(["submit", "--models", models])
+        .arg(training_job(jobs.path(), "on_gpu", 2, ", device = 'cuda'"))
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&gpu.stderr);
+    assert_eq!(gpu.status.code(), Some(1), "{}", shown(&gpu));
+    assert!(
+        error.contains("needs 2 GPUs at once") && error.contains(&format!("{} has 0", fleet.master)),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    // `job kill` mid-training: the driver and every rank stop, the slots free again.
+    let id = fleet.submit_cluster(
+        &training_job(jobs.path(), "endless", 100_000, ""),
+        &["--models", models],
+    );
+    wait_for("training holds two slots", Duration::from_secs(60), || {
+        (busy_executors(&fleet).len() == 2).then_some(())
+    });
+    let killed = fleet.ok(&["job", "kill", &id]);
+    assert!(killed.contains("killed"), "{killed}");
+    assert_eq!(fleet.job_state(&id)["state"], "killed");
+    wait_for("the killed job's slots free", Duration::from_secs(20), || {
+        busy_executors(&fleet).is_empty().then_some(())
+    });
+
+    // An executor killed while a cluster-mode job trains: the stage is retried from its checkpoint on the
+    // executors left, or the job fails saying why; `job status` says which.
+    let id = fleet.submit_cluster(&training_job(jobs.path(), "survivor", 300, ""), &["--models", models]);
+    let busy = wait_for("training holds two slots", Duration::from_secs(60), || {
+        Some(busy_executors(&fleet)).filter(|busy| busy.len() == 2)
+    });
+    let pid = executor_pid(&fleet, &busy[0]);
+    nix_kill(pid);
+    let job: Value = fleet.job_ended(&id, Duration::from_secs(240));
+    let logs = fleet.ok(&["job", "logs", &id]);
+    match job["state"].as_str() {
+        Some("succeeded") => {
+            assert!(
+                logs.contains("attempt 1 of 3 failed"),
+                "the retry shows in the output: {logs}"
+            );
+            assert!(logs.contains("| 2        |"), "CREATE MODEL says 2 attempts: {logs}");
+            eprintln!("executor {pid} killed mid-training: job {id} succeeded on its second attempt");
+        }
+        Some("failed") => {
+            let message = job["message"].as_str().unwrap_or_default();
+            assert!(!message.is_empty(), "a failed job says why: {job}");
+            eprintln!("executor {pid} killed mid-training: job {id} failed: {message}");
+        }
+        other => panic!("job {id} ended {other:?}: {job}\n{logs}"),
+    }
+}
+
+/// Kills process `pid` without warning (as a machine that dies).
+fn nix_kill(pid: u64) {
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}

@@ -1,0 +1,7 @@
+//! The `hearth` program, run as a user runs it: a test binary of its own, which links none of hearth and
+//! starts `hearth` processes — SQL and pipelines on the local master, and whole fleets on loopback.
+
+mod cluster;
+mod commands;
+mod common;
+mod faults;
