@@ -72,20 +72,23 @@ pub enum HearthError {
         /// The session's master.
         master: String,
     },
-    /// A barrier stage needs more GPUs at once than the session has.
+    /// A barrier stage needs more GPUs at once than the session has where its tasks can run.
     #[error(
-        "a barrier stage of {workers} tasks needs {gpus} GPUs at once, but {master} has {found}; use device cpu, fewer workers or more GPUs"
+        "a barrier stage of {workers} tasks needs {gpus} GPUs at once (one per task), but {master} can give {found} tasks a GPU at once; use device cpu, fewer workers or more GPUs"
     )]
     GangGpus {
         /// GPUs the stage needs.
         gpus: usize,
         /// Its tasks.
         workers: usize,
-        /// GPUs found.
+        /// GPUs found where a task slot goes with each.
         found: usize,
         /// The session's master.
         master: String,
     },
+    /// A fleet's scheduler did not answer a REST request as expected.
+    #[error(transparent)]
+    Fleet(#[from] crate::ballista::RestError),
     /// A barrier stage could not run: its rendezvous, or every attempt failed.
     #[error("barrier stage {job}: {message}")]
     Barrier {

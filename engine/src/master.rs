@@ -182,19 +182,22 @@ impl SessionInfo {
     pub async fn task_slots(&self) -> Result<usize> {
         match (&self.master, &self.scheduler) {
             (Master::Local { partitions } | Master::Standalone { partitions }, _) => Ok(*partitions),
-            (Master::Remote { .. }, Some(url)) => crate::ballista::task_slots(url).await.map_err(HearthError::from),
+            (Master::Remote { .. }, Some(url)) => Ok(crate::ballista::task_slots(url).await?),
             (Master::Remote { .. }, None) => Ok(0),
         }
     }
 
-    /// The GPUs barrier tasks can hold: this process's for a master in it, the live executors' for a fleet.
-    pub async fn gpus(&self) -> Result<usize> {
+    /// How many tasks holding a GPU each can run at once: as many as there are both task slots and GPUs —
+    /// this process's for a master in it, each live executor's for a fleet.
+    pub async fn gpu_slots(&self) -> Result<usize> {
         match (&self.master, &self.scheduler) {
-            (Master::Local { .. } | Master::Standalone { .. }, _) => Ok(crate::barrier::offered_gpus().len()),
+            (Master::Local { partitions } | Master::Standalone { partitions }, _) => {
+                Ok((*partitions).min(crate::barrier::offered_gpus().len()))
+            }
             (Master::Remote { .. }, Some(url)) => Ok(crate::ballista::fleet_resources(url)
                 .await?
                 .iter()
-                .map(|e| e.gpus.len())
+                .map(|e| e.slots.min(e.gpus.len()))
                 .sum()),
             (Master::Remote { .. }, None) => Ok(0),
         }

@@ -312,7 +312,7 @@ async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
     assert_eq!(
         error,
         format!(
-            "a barrier stage of 2 tasks needs 2 GPUs at once, but local[2] has {gpus}; use device cpu, fewer workers or more GPUs"
+            "a barrier stage of 2 tasks needs 2 GPUs at once (one per task), but local[2] can give {gpus} tasks a GPU at once; use device cpu, fewer workers or more GPUs"
         )
     );
 }

@@ -4,8 +4,7 @@
 use std::error::Error as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use datafusion::error::{DataFusionError, Result};
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +13,10 @@ pub const EXECUTORS_ROUTE: &str = "/hearth/executors";
 
 /// Executors that sent no report for this long are not counted (hearth's executors report every 5 s).
 pub const ALIVE: Duration = Duration::from_secs(30);
+
+/// Executors Ballista lists with no heartbeat for this long are not counted (Ballista's own executors beat
+/// every 60 s).
+const BALLISTA_ALIVE: Duration = Duration::from_secs(90);
 
 /// A GPU an executor offers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,13 +59,38 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Whether something last seen at `last_seen_ms` is alive now.
+/// Whether something last seen at `last_seen_ms` reported within [`ALIVE`].
 pub fn alive(last_seen_ms: u64) -> bool {
-    now_ms().saturating_sub(last_seen_ms) < ALIVE.as_millis() as u64
+    seen_within(last_seen_ms, ALIVE)
 }
 
-/// A client of a scheduler's REST API: JSON in and out, a connection within 3 seconds and an answer within
-/// 10, and errors that name the scheduler, the request and what went wrong.
+fn seen_within(last_seen_ms: u64, window: Duration) -> bool {
+    now_ms().saturating_sub(last_seen_ms) < window.as_millis() as u64
+}
+
+/// A REST request to a scheduler that failed: which scheduler, which request, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("scheduler {url}: {request}: {message}")]
+pub struct RestError {
+    /// The scheduler's base URL.
+    pub url: String,
+    /// The request, as `GET /path`.
+    pub request: String,
+    /// The HTTP status it answered, when it answered.
+    pub status: Option<u16>,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl RestError {
+    /// Whether the scheduler answered 404: it has no such route (a plain Ballista scheduler) or no such item.
+    pub fn is_not_found(&self) -> bool {
+        self.status == Some(StatusCode::NOT_FOUND.as_u16())
+    }
+}
+
+/// A client of a scheduler's REST API over HTTP: JSON in and out, a connection within 3 seconds and an
+/// answer within 10, and errors that name the scheduler, the request and what went wrong.
 ///
 /// ```
 /// let rest = hearth_engine::ballista::SchedulerRest::new("127.0.0.1:50050").unwrap();
@@ -75,19 +103,28 @@ pub struct SchedulerRest {
 }
 
 impl SchedulerRest {
-    /// A client of the scheduler at `scheduler`: `host:port`, `df://host:port` or an `http(s)://` URL.
-    pub fn new(scheduler: &str) -> Result<Self> {
+    /// A client of the scheduler at `scheduler`: `host:port`, `df://host:port` or an `http://` URL.
+    pub fn new(scheduler: &str) -> Result<Self, RestError> {
         let address = scheduler.trim_end_matches('/');
-        let url = if address.starts_with("http://") || address.starts_with("https://") {
-            address.to_string()
-        } else {
-            format!("http://{}", address.trim_start_matches("df://"))
+        let url = match address.strip_prefix("df://") {
+            Some(host_port) => format!("http://{host_port}"),
+            None if address.contains("://") => address.to_string(),
+            None => format!("http://{address}"),
         };
+        let failed = |message: String| RestError {
+            url: url.clone(),
+            request: "connecting".to_string(),
+            status: None,
+            message,
+        };
+        if !url.starts_with("http://") {
+            return Err(failed("hearth talks to schedulers over http://".to_string()));
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(3))
             .timeout(Duration::from_secs(10))
             .build()
-            .map_err(|e| DataFusionError::Configuration(format!("scheduler {url}: {e}")))?;
+            .map_err(|e| failed(e.to_string()))?;
         Ok(Self { url, client })
     }
 
@@ -97,18 +134,18 @@ impl SchedulerRest {
     }
 
     /// `GET path`, its answer read as JSON.
-    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, RestError> {
         let body = self.send(Method::GET, path, None::<&()>).await?;
         self.json(&Method::GET, path, &body)
     }
 
     /// `POST path` with `body` as JSON, its answer read as JSON.
-    pub async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T> {
+    pub async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, RestError> {
         let answer = self.send(Method::POST, path, Some(body)).await?;
         self.json(&Method::POST, path, &answer)
     }
 
-    async fn send<B: Serialize>(&self, method: Method, path: &str, body: Option<&B>) -> Result<String> {
+    async fn send<B: Serialize>(&self, method: Method, path: &str, body: Option<&B>) -> Result<String, RestError> {
         let mut request = self
             .client
             .request(method.clone(), format!("{}{path}", self.url))
@@ -119,24 +156,32 @@ impl SchedulerRest {
         let response = request
             .send()
             .await
-            .map_err(|e| self.failed(&method, path, unreachable(&e)))?;
+            .map_err(|e| self.failed(&method, path, None, unreachable(&e)))?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| self.failed(&method, path, e))?;
+        let text = response
+            .text()
+            .await
+            .map_err(|e| self.failed(&method, path, Some(status), e))?;
         if !status.is_success() {
-            return Err(self.failed(&method, path, format!("{status}: {}", text.trim())));
+            return Err(self.failed(&method, path, Some(status), format!("{status}: {}", text.trim())));
         }
         Ok(text)
     }
 
-    fn json<T: DeserializeOwned>(&self, method: &Method, path: &str, body: &str) -> Result<T> {
+    fn json<T: DeserializeOwned>(&self, method: &Method, path: &str, body: &str) -> Result<T, RestError> {
         serde_json::from_str(body).map_err(|e| {
             let start: String = body.chars().take(200).collect();
-            self.failed(method, path, format!("not the JSON expected ({e}): {start}"))
+            self.failed(method, path, None, format!("not the JSON expected ({e}): {start}"))
         })
     }
 
-    fn failed(&self, method: &Method, path: &str, message: impl std::fmt::Display) -> DataFusionError {
-        DataFusionError::Configuration(format!("scheduler {}: {method} {path}: {message}", self.url))
+    fn failed(&self, method: &Method, path: &str, status: Option<StatusCode>, message: impl ToString) -> RestError {
+        RestError {
+            url: self.url.clone(),
+            request: format!("{method} {path}"),
+            status: status.map(|s| s.as_u16()),
+            message: message.to_string(),
+        }
     }
 }
 
@@ -174,17 +219,24 @@ struct Specification {
 }
 
 /// The task slots (vcores) of the live executors registered with the scheduler at `scheduler`.
-pub(crate) async fn task_slots(scheduler: &str) -> Result<usize> {
+pub(crate) async fn task_slots(scheduler: &str) -> Result<usize, RestError> {
     let executors: Vec<BallistaExecutor> = SchedulerRest::new(scheduler)?.get("/api/executors").await?;
     Ok(executors
         .iter()
-        .filter(|e| e.last_seen.is_none_or(alive))
+        .filter(|e| e.last_seen.is_none_or(|seen| seen_within(seen, BALLISTA_ALIVE)))
         .map(|e| e.specification.vcores as usize)
         .sum())
 }
 
-/// The live executors' resources, as hearth's scheduler recorded them.
-pub async fn fleet_resources(scheduler: &str) -> Result<Vec<ExecutorResources>> {
-    let executors: Vec<ExecutorResources> = SchedulerRest::new(scheduler)?.get(EXECUTORS_ROUTE).await?;
-    Ok(executors.into_iter().filter(|e| alive(e.last_seen_ms)).collect())
+/// The live executors' resources, as hearth's scheduler recorded them; none from a plain Ballista
+/// scheduler, which keeps no such record.
+pub async fn fleet_resources(scheduler: &str) -> Result<Vec<ExecutorResources>, RestError> {
+    match SchedulerRest::new(scheduler)?
+        .get::<Vec<ExecutorResources>>(EXECUTORS_ROUTE)
+        .await
+    {
+        Ok(executors) => Ok(executors.into_iter().filter(|e| alive(e.last_seen_ms)).collect()),
+        Err(e) if e.is_not_found() => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
 }

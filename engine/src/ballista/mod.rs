@@ -15,4 +15,6 @@ mod fleet;
 pub use cluster::{DEFAULT_SCHEDULER_PORT, submit_physical};
 pub(crate) use cluster::{connect_remote, start_standalone};
 pub(crate) use fleet::task_slots;
-pub use fleet::{ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, alive, fleet_resources, now_ms};
+pub use fleet::{
+    ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, RestError, SchedulerRest, alive, fleet_resources, now_ms,
+};

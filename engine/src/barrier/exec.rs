@@ -211,24 +211,25 @@ fn run_task(
     cancelled: Arc<AtomicBool>,
 ) -> Result<RecordBatch> {
     let position = content_position(&batches)?;
+    let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
     let gpu = match spec.gpus_per_task {
         0 => None,
-        _ => Some(lease().ok_or_else(|| {
+        _ => Some(lease(timeout).ok_or_else(|| {
+            let why = match offered_gpus() {
+                offered if offered.is_empty() => "this host offers no GPUs".to_string(),
+                offered => format!("every GPU this host offers ({offered:?}) stayed held for {timeout:?}"),
+            };
             task_error(
                 spec,
                 "a task",
                 "starting",
-                &format!(
-                    "the stage needs a GPU per task, and every GPU this host offers ({:?}) is held",
-                    offered_gpus()
-                ),
+                &format!("the stage needs a GPU per task, and {why}"),
             )
         })?),
     };
     let secret = JobSecret::from_hex(&spec.secret).ok_or_else(|| {
         DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
     })?;
-    let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
     let joining = Joining {
         position,
         resume: spec.resume.clone(),

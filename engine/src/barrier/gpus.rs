@@ -3,7 +3,8 @@
 //! life, and a rank trains on the GPU its lease names.
 
 use std::collections::BTreeSet;
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::{Condvar, LazyLock, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// The GPUs on offer (none configured: every device libtorch sees) and those leased.
 #[derive(Debug, Default)]
@@ -13,6 +14,9 @@ struct Pool {
 }
 
 static POOL: LazyLock<Mutex<Pool>> = LazyLock::new(Mutex::default);
+
+/// Signalled when a lease ends.
+static RETURNED: Condvar = Condvar::new();
 
 fn pool() -> MutexGuard<'static, Pool> {
     POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -50,14 +54,58 @@ impl GpuLease {
 impl Drop for GpuLease {
     fn drop(&mut self) {
         pool().leased.remove(&self.index);
+        RETURNED.notify_all();
     }
 }
 
-/// The lowest offered GPU no task holds, leased; `None` when all are held.
-pub(crate) fn lease() -> Option<GpuLease> {
+/// The lowest offered GPU no task holds, leased. When all are held — by the ranks of a cancelled stage
+/// that have yet to notice — waits up to `patience` for one; `None` after that, or at once when none is
+/// offered.
+pub(crate) fn lease(patience: Duration) -> Option<GpuLease> {
     let offered = offered_gpus();
+    if offered.is_empty() {
+        return None;
+    }
+    let deadline = Instant::now() + patience;
     let mut pool = pool();
-    let index = offered.into_iter().find(|i| !pool.leased.contains(i))?;
-    pool.leased.insert(index);
-    Some(GpuLease { index })
+    loop {
+        if let Some(index) = offered.iter().copied().find(|i| !pool.leased.contains(i)) {
+            pool.leased.insert(index);
+            return Some(GpuLease { index });
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        pool = RETURNED
+            .wait_timeout(pool, left)
+            .map(|(guard, _)| guard)
+            .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_gpu_is_leased_again_once_returned() {
+        offer_gpus(vec![3]);
+        let first = lease(Duration::ZERO).expect("GPU 3 is free");
+        assert_eq!(first.index(), 3);
+        assert!(lease(Duration::from_millis(20)).is_none(), "GPU 3 is held");
+        let waiting = std::thread::spawn(|| lease(Duration::from_secs(10)).map(|gpu| gpu.index()));
+        std::thread::sleep(Duration::from_millis(50));
+        drop(first);
+        assert_eq!(
+            waiting.join().unwrap(),
+            Some(3),
+            "the waiting task gets the returned GPU"
+        );
+        offer_gpus(vec![]);
+        let started = Instant::now();
+        assert!(lease(Duration::from_secs(10)).is_none(), "no GPU offered");
+        assert!(started.elapsed() < Duration::from_secs(1), "and no wait for one");
+        pool().offered = None;
+    }
 }

@@ -81,18 +81,26 @@ pub(crate) async fn check_slots(info: &SessionInfo, workers: usize) -> Result<()
     Ok(())
 }
 
-/// Fails fast, naming both numbers, when a stage of `workers` tasks needing `gpus_per_task` GPUs each could
-/// never find them in the session.
+/// Fails fast, naming both numbers, when a stage of `workers` tasks that each hold a GPU could never run
+/// at once in the session; a task holds one GPU at most.
 pub(crate) async fn check_gpus(info: &SessionInfo, workers: usize, gpus_per_task: usize) -> Result<()> {
-    if gpus_per_task == 0 {
-        return Ok(());
+    match gpus_per_task {
+        0 => return Ok(()),
+        1 => {}
+        _ => {
+            return Err(HearthError::InvalidParam {
+                stage: "barrier stage".to_string(),
+                param: "gpus_per_task",
+                message: format!("a task holds one GPU at most, got {gpus_per_task}"),
+            });
+        }
     }
-    let gpus = info.gpus().await?;
-    if workers * gpus_per_task > gpus {
+    let found = info.gpu_slots().await?;
+    if workers > found {
         return Err(HearthError::GangGpus {
-            gpus: workers * gpus_per_task,
+            gpus: workers,
             workers,
-            found: gpus,
+            found,
             master: info.master().to_string(),
         });
     }

@@ -2,6 +2,7 @@
 //! into another) and runs the ml trainer; rank 0 sends the driver a checkpoint after every epoch and returns
 //! the model; a retried stage resumes from the last checkpoint.
 
+use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
@@ -95,15 +96,13 @@ impl BarrierFunction for TrainFunction {
         let driver = context.driver_channel();
         let cancelled = Arc::clone(context.cancelled());
         // A driver that cannot take a checkpoint is gone: training for it would be wasted, so the rank stops.
+        let driver_lost = RefCell::new(None);
         let send_checkpoint = |checkpoint: &Checkpoint| {
             let sent = checkpoint
                 .to_bytes()
                 .and_then(|bytes| driver.send(checkpoint.epoch, &bytes).map_err(|e| e.to_string()));
             if let Err(e) = sent {
-                log::warn!(
-                    "checkpoint of epoch {} not sent to the driver, stopping: {e}",
-                    checkpoint.epoch
-                );
+                *driver_lost.borrow_mut() = Some(format!("the checkpoint of epoch {}: {e}", checkpoint.epoch));
                 cancelled.store(true, Ordering::Relaxed);
             }
         };
@@ -114,7 +113,12 @@ impl BarrierFunction for TrainFunction {
         if let Some(validation) = &validation {
             trainer = trainer.validation(validation);
         }
-        let outcome = trainer.run(context.communicator()).map_err(failed)?;
+        let outcome = trainer
+            .run(context.communicator())
+            .map_err(|e| match driver_lost.take() {
+                Some(lost) => failed(format!("the driver is gone: it did not take {lost}")),
+                None => failed(e),
+            })?;
         let model = match outcome.tensors {
             Some(tensors) => Some(
                 ModelArtifact::new(args.options.clone(), tensors, outcome.report.history.clone())

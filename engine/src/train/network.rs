@@ -234,12 +234,12 @@ impl<A: Architecture, T: Task> Network<A, T> {
     }
 
     /// GPUs each rank holds: one for `cuda`, one for `auto` when the session has one for every rank, none
-    /// otherwise (or as [`BarrierOptions::gpus_per_task`] says, if more).
+    /// otherwise (or as [`BarrierOptions::gpus_per_task`] says, if more; more than one fails the stage).
     async fn gpus_per_task(&self, info: &SessionInfo) -> Result<usize> {
         let wanted = match self.training.device {
             DeviceChoice::Cpu => 0,
             DeviceChoice::Cuda(_) => 1,
-            DeviceChoice::Auto => usize::from(info.gpus().await? >= self.barrier.workers),
+            DeviceChoice::Auto => usize::from(info.gpu_slots().await? >= self.barrier.workers),
         };
         Ok(wanted.max(self.barrier.gpus_per_task))
     }

@@ -23,7 +23,7 @@ use super::processes::{Started, spawn_local, spawn_remote};
 use super::status::print_executors;
 use super::tables::{add_row, table};
 use super::{CommandResult, cache_dir, cores};
-use crate::fleet::{GpuRequest, detect_gpus};
+use crate::fleet::{GpuRequest, gpu_shares};
 
 /// The environment variable that moves the state directory.
 const STATE_DIR_ENV: &str = "HEARTH_CLUSTER_DIR";
@@ -96,6 +96,7 @@ pub struct StartArgs {
 /// What `hearth cluster start` recorded.
 #[derive(Debug, Serialize, Deserialize)]
 struct ClusterRecord {
+    /// The master URL (empty until the scheduler listens).
     master: String,
     started_ms: u64,
     scheduler: Started,
@@ -149,7 +150,7 @@ pub fn fleet_master(explicit: Option<&str>) -> Result<String, String> {
     };
     let dir = default_state_dir().ok_or_else(no_fleet)?;
     match read_record(&dir)? {
-        Some(record) if record.scheduler.alive() => Ok(record.master),
+        Some(record) if !record.master.is_empty() && record.scheduler.alive() => Ok(record.master),
         _ => Err(no_fleet()),
     }
 }
@@ -215,67 +216,78 @@ async fn start(args: StartArgs) -> CommandResult {
         Some(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
         None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
     });
+    let advertised = match (bind.ip().is_unspecified(), hosts.as_deref()) {
+        (false, _) => bind.ip(),
+        (true, Some(hosts)) => {
+            let first = SocketAddr::new(resolve(&hosts[0])?, 9);
+            address_towards(first).ok_or_else(|| format!("no route from this machine to {}", hosts[0]))?
+        }
+        (true, None) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    };
     let scheduler_args = vec![
         "--bind".to_string(),
         bind.to_string(),
+        "--advertise".to_string(),
+        advertised.to_string(),
         "--work-dir".to_string(),
         dir.join("scheduler").display().to_string(),
     ];
     let scheduler = spawn_local(&program, "scheduler", &scheduler_args, &[], &logs.join("scheduler.log"))?;
-    let mut started = Fleet {
-        scheduler,
-        executors: Vec::new(),
+    let mut launch = Launch {
+        dir: dir.clone(),
+        record: ClusterRecord {
+            master: String::new(),
+            started_ms: now_ms(),
+            scheduler,
+            executors: Vec::new(),
+        },
     };
-    match started.launch(&args, hosts.as_deref(), &program, &dir).await {
-        Ok(master) => {
-            let record = ClusterRecord {
-                master: master.clone(),
-                started_ms: now_ms(),
-                scheduler: started.scheduler,
-                executors: started.executors,
-            };
-            write_record(&dir, &record)?;
-            let executors: Vec<ExecutorResources> = SchedulerRest::new(&master)?.get(EXECUTORS_ROUTE).await?;
-            print_executors(&master, &executors);
+    match launch.run(&args, hosts.as_deref(), advertised, &program).await {
+        Ok(()) => {
+            let master = &launch.record.master;
+            let executors: Vec<ExecutorResources> = SchedulerRest::new(master)?.get(EXECUTORS_ROUTE).await?;
+            print_executors(master, &executors);
             println!("\nState and logs in {}", dir.display());
             println!("master: {master}");
             Ok(())
         }
         Err(e) => {
-            started.stop_all();
+            launch.abandon();
             Err(e.into())
         }
     }
 }
 
-/// The processes of a fleet being started.
-struct Fleet {
-    scheduler: Started,
-    executors: Vec<Started>,
+/// A fleet being started, recorded in its state directory after each process starts (so `hearth cluster
+/// stop` finds whatever a start interrupted left running).
+struct Launch {
+    dir: PathBuf,
+    record: ClusterRecord,
 }
 
-impl Fleet {
-    /// Waits for the scheduler's address, starts the executors, waits until all have registered; returns
-    /// the master URL.
-    async fn launch(
+impl Launch {
+    /// Adds an executor to the record.
+    fn started(&mut self, executor: Started) -> Result<(), String> {
+        self.record.executors.push(executor);
+        write_record(&self.dir, &self.record)
+    }
+
+    /// Waits for the scheduler's address, starts the executors, waits until all have registered; the
+    /// record then holds the master URL.
+    async fn run(
         &mut self,
         args: &StartArgs,
         hosts: Option<&[String]>,
+        advertised: IpAddr,
         program: &Path,
-        dir: &Path,
-    ) -> Result<String, String> {
-        let logs = dir.join("logs");
+    ) -> Result<(), String> {
+        write_record(&self.dir, &self.record)?;
+        let logs = self.dir.join("logs");
         let listening = self.scheduler_address(Duration::from_secs(30))?;
-        let advertised = match (listening.ip().is_unspecified(), hosts) {
-            (false, _) => listening.ip(),
-            (true, Some(hosts)) => {
-                let first = SocketAddr::new(resolve(&hosts[0])?, listening.port());
-                address_towards(first).ok_or_else(|| format!("no route from this machine to {}", hosts[0]))?
-            }
-            (true, None) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        };
         let scheduler = SocketAddr::new(advertised, listening.port()).to_string();
-        let master = format!("df://{scheduler}");
+        self.record.master = format!("df://{scheduler}");
+        write_record(&self.dir, &self.record)?;
+        let dir = self.dir.clone();
         match hosts {
             Some(hosts) => {
                 for (i, host) in hosts.iter().enumerate() {
@@ -283,8 +295,7 @@ impl Fleet {
                         executor_args(&scheduler, args.slots, args.gpus, &dir.join(format!("executor-{i}")));
                     executor_args.extend(["--bind".to_string(), resolve(host)?.to_string()]);
                     let log = logs.join(format!("executor-{i}.log"));
-                    self.executors
-                        .push(spawn_remote(host, program, "executor", &executor_args, &log)?);
+                    self.started(spawn_remote(host, program, "executor", &executor_args, &log)?)?;
                 }
             }
             None => {
@@ -301,13 +312,11 @@ impl Fleet {
                         &dir.join(format!("executor-{i}")),
                     );
                     let log = logs.join(format!("executor-{i}.log"));
-                    self.executors
-                        .push(spawn_local(program, "executor", &executor_args, &share.env, &log)?);
+                    self.started(spawn_local(program, "executor", &executor_args, &share.env, &log)?)?;
                 }
             }
         }
-        self.await_executors(&master, Duration::from_secs(args.timeout)).await?;
-        Ok(master)
+        self.await_executors(Duration::from_secs(args.timeout)).await
     }
 
     /// The address the scheduler prints once it listens.
@@ -315,18 +324,18 @@ impl Fleet {
         const LISTENING: &str = "hearth scheduler listening on ";
         let deadline = Instant::now() + timeout;
         loop {
-            let log = std::fs::read_to_string(&self.scheduler.log).unwrap_or_default();
+            let log = std::fs::read_to_string(&self.record.scheduler.log).unwrap_or_default();
             if let Some(address) = log.lines().find_map(|line| line.strip_prefix(LISTENING)) {
                 return address
                     .trim()
                     .parse()
                     .map_err(|e| format!("the scheduler printed an address hearth cannot read ({address}): {e}"));
             }
-            if !self.scheduler.alive() {
+            if !self.record.scheduler.alive() {
                 return Err(format!(
                     "the scheduler stopped before it listened; its log ({}) ends:\n{}",
-                    self.scheduler.log.display(),
-                    self.scheduler.log_tail(20)
+                    self.record.scheduler.log.display(),
+                    self.record.scheduler.log_tail(20)
                 ));
             }
             if Instant::now() >= deadline {
@@ -337,18 +346,18 @@ impl Fleet {
     }
 
     /// Waits until every executor has registered and reported its resources.
-    async fn await_executors(&self, master: &str, timeout: Duration) -> Result<(), String> {
-        let rest = SchedulerRest::new(master).map_err(|e| e.to_string())?;
+    async fn await_executors(&self, timeout: Duration) -> Result<(), String> {
+        let rest = SchedulerRest::new(&self.record.master).map_err(|e| e.to_string())?;
         let deadline = Instant::now() + timeout;
         loop {
             let reported = match rest.get::<Vec<ExecutorResources>>(EXECUTORS_ROUTE).await {
                 Ok(executors) => executors.iter().filter(|e| e.memory_bytes > 0).count(),
                 Err(_) => 0,
             };
-            if reported >= self.executors.len() {
+            if reported >= self.record.executors.len() {
                 return Ok(());
             }
-            if let Some(dead) = self.processes().find(|p| p.ssh_host.is_none() && !p.alive()) {
+            if let Some(dead) = self.record.processes().find(|p| p.ssh_host.is_none() && !p.alive()) {
                 return Err(format!(
                     "the {} (pid {}) stopped; its log ({}) ends:\n{}",
                     dead.role,
@@ -360,23 +369,30 @@ impl Fleet {
             if Instant::now() >= deadline {
                 return Err(format!(
                     "{reported} of {} executors registered within {timeout:?}; see their logs",
-                    self.executors.len()
+                    self.record.executors.len()
                 ));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
-    fn processes(&self) -> impl Iterator<Item = &Started> {
-        std::iter::once(&self.scheduler).chain(&self.executors)
-    }
-
-    /// Stops everything started (a start that failed).
-    fn stop_all(&self) {
-        for process in self.executors.iter().chain(std::iter::once(&self.scheduler)) {
+    /// Stops everything started (a start that failed) and forgets the fleet, unless something would not
+    /// stop: its record then stays for `hearth cluster stop`.
+    fn abandon(&self) {
+        let mut stopped = true;
+        for process in self
+            .record
+            .executors
+            .iter()
+            .chain(std::iter::once(&self.record.scheduler))
+        {
             if let Err(e) = process.stop(STOP_GRACE) {
                 eprintln!("warning: {e}");
+                stopped = false;
             }
+        }
+        if stopped {
+            let _ = std::fs::remove_file(record_file(&self.dir));
         }
     }
 }
@@ -397,54 +413,17 @@ fn executor_args(scheduler: &str, slots: Option<usize>, gpus: GpuRequest, work_d
     args
 }
 
-/// What one of several executors on this machine gets of its GPUs: how many to offer, and the
-/// `CUDA_VISIBLE_DEVICES` that shows it only its own.
-struct GpuShare {
-    request: GpuRequest,
-    env: Vec<(&'static str, String)>,
-}
-
-/// Shares this machine's GPUs among `executors` executors: `auto` splits them evenly, `N` gives each N
-/// (failing when there are too few).
-fn gpu_shares(request: GpuRequest, executors: usize) -> Result<Vec<GpuShare>, String> {
-    let found = match request {
-        GpuRequest::None => Vec::new(),
-        _ => detect_gpus().unwrap_or_default(),
-    };
-    let each = match request {
-        GpuRequest::None => 0,
-        GpuRequest::Auto => found.len() / executors,
-        GpuRequest::Count(n) => n,
-    };
-    if each * executors > found.len() {
-        return Err(format!(
-            "--gpus {each} for each of {executors} executors needs {} GPUs; this machine has {}",
-            each * executors,
-            found.len()
-        ));
-    }
-    // Devices as CUDA_VISIBLE_DEVICES names them here, so each executor's list is a part of ours.
-    let visible: Vec<String> = match std::env::var("CUDA_VISIBLE_DEVICES") {
-        Ok(list) => list.split(',').map(|d| d.trim().to_string()).collect(),
-        Err(_) => (0..found.len()).map(|i| i.to_string()).collect(),
-    };
-    Ok((0..executors)
-        .map(|i| match each {
-            0 => GpuShare {
-                request: GpuRequest::None,
-                env: Vec::new(),
-            },
-            _ => GpuShare {
-                request: GpuRequest::Count(each),
-                env: vec![("CUDA_VISIBLE_DEVICES", visible[i * each..(i + 1) * each].join(","))],
-            },
-        })
-        .collect())
-}
-
 fn stop(dir: &Path) -> CommandResult {
     let record = read_record(dir)?.ok_or_else(|| format!("no fleet recorded in {}", dir.display()))?;
     let mut killed = Vec::new();
+    let mut failed = Vec::new();
+    // The scheduler first: it ends the drivers of running jobs, whose records then say the scheduler
+    // stopped them, before their executors go.
+    match record.scheduler.stop(STOP_GRACE) {
+        Ok(true) => killed.push(format!("scheduler {}", record.scheduler.pid)),
+        Ok(false) => {}
+        Err(e) => failed.push(e),
+    }
     std::thread::scope(|scope| {
         let stopping: Vec<_> = record
             .executors
@@ -456,15 +435,18 @@ fn stop(dir: &Path) -> CommandResult {
                 match outcome {
                     Ok(true) => killed.push(format!("executor {}", executor.pid)),
                     Ok(false) => {}
-                    Err(e) => eprintln!("warning: {e}"),
+                    Err(e) => failed.push(e),
                 }
             }
         }
     });
-    match record.scheduler.stop(STOP_GRACE) {
-        Ok(true) => killed.push(format!("scheduler {}", record.scheduler.pid)),
-        Ok(false) => {}
-        Err(e) => eprintln!("warning: {e}"),
+    if !failed.is_empty() {
+        return Err(format!(
+            "some of the fleet could not be stopped; its record stays in {} for another `hearth cluster stop`:\n  {}",
+            dir.display(),
+            failed.join("\n  ")
+        )
+        .into());
     }
     std::fs::remove_file(record_file(dir)).map_err(|e| format!("{}: {e}", record_file(dir).display()))?;
     println!(
@@ -507,33 +489,6 @@ async fn status(dir: &Path) -> CommandResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gpus_are_shared_among_executors_of_one_machine() {
-        let found = detect_gpus().unwrap_or_default().len();
-        let none = gpu_shares(GpuRequest::None, 2).unwrap();
-        assert!(none.iter().all(|s| s.request == GpuRequest::None && s.env.is_empty()));
-        let auto = gpu_shares(GpuRequest::Auto, 2).unwrap();
-        let each = found / 2;
-        for (i, share) in auto.iter().enumerate() {
-            match each {
-                0 => assert_eq!(share.request, GpuRequest::None),
-                _ => {
-                    assert_eq!(share.request, GpuRequest::Count(each));
-                    assert_eq!(share.env[0].1.split(',').count(), each, "executor {i}");
-                }
-            }
-        }
-        let too_many = gpu_shares(GpuRequest::Count(found + 1), 1).err().unwrap();
-        assert_eq!(
-            too_many,
-            format!(
-                "--gpus {} for each of 1 executors needs {} GPUs; this machine has {found}",
-                found + 1,
-                found + 1
-            )
-        );
-    }
 
     #[test]
     fn a_hosts_file_skips_comments_and_blank_lines() {

@@ -76,6 +76,10 @@ enum Command {
         /// The address to listen on (port 0: any free port).
         #[arg(long, default_value_t = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 50050))]
         bind: SocketAddr,
+        /// The host name or address executors and clients reach it at (default: the bind address; when
+        /// that is every interface, this machine's host name).
+        #[arg(long)]
+        advertise: Option<String>,
         /// Where cluster-mode jobs keep their records and output (default: a new temporary directory).
         #[arg(long = "work-dir")]
         work_dir: Option<PathBuf>,
@@ -96,7 +100,7 @@ struct ExecutorArgs {
     /// The GPUs it offers training tasks: auto (every GPU the CUDA driver lists), a number, or none.
     #[arg(long, default_value_t = GpuRequest::Auto)]
     gpus: GpuRequest,
-    /// The address its servers listen on.
+    /// The address its servers listen on (when every interface, it is reached at this machine's host name).
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     bind: IpAddr,
     /// The Arrow Flight port (0: any free port).
@@ -162,7 +166,18 @@ impl Cli {
             Command::Submit(args) => submit::run(master.as_deref(), args).await,
             Command::Jobs(args) => jobs::list(master.as_deref(), args).await,
             Command::Job(command) => jobs::run(master.as_deref(), command).await,
-            Command::Scheduler { bind, work_dir } => fleet::scheduler(SchedulerOptions { bind, work_dir }).await,
+            Command::Scheduler {
+                bind,
+                advertise,
+                work_dir,
+            } => {
+                fleet::scheduler(SchedulerOptions {
+                    bind,
+                    advertise,
+                    work_dir,
+                })
+                .await
+            }
             Command::Executor(args) => {
                 fleet::executor(ExecutorOptions {
                     scheduler: args.scheduler,

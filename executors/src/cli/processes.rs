@@ -20,6 +20,10 @@ pub struct Started {
     pub ssh_host: Option<String>,
     /// Its process id (on its host).
     pub pid: u32,
+    /// When it started, in clock ticks since boot (`/proc/PID/stat`), for a process on this machine: a
+    /// later process given the same pid started later.
+    #[serde(default)]
+    pub start_ticks: Option<u64>,
     /// The program it runs.
     pub program: PathBuf,
     /// Its output (on its host).
@@ -58,18 +62,27 @@ pub fn spawn_local(
         role: role.to_string(),
         ssh_host: None,
         pid: child.id(),
+        start_ticks: start_ticks(child.id()),
         program: program.to_path_buf(),
         log: log.to_path_buf(),
     })
 }
 
-/// Runs `command` on `host` through ssh (no password prompt, 10 s to connect) and returns its output.
-fn ssh(host: &str, command: &str) -> Result<String, String> {
-    let output = Command::new("ssh")
+/// The exit code with which ssh says it could not run the command (as opposed to the command's own).
+const SSH_FAILED: i32 = 255;
+
+/// Runs `command` on `host` through ssh (no password prompt, 10 s to connect).
+fn ssh_output(host: &str, command: &str) -> Result<std::process::Output, String> {
+    Command::new("ssh")
         .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, command])
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run ssh: {e}"))?;
+        .map_err(|e| format!("cannot run ssh: {e}"))
+}
+
+/// Runs `command` on `host` through ssh and returns its output; fails when it or ssh failed.
+fn ssh(host: &str, command: &str) -> Result<String, String> {
+    let output = ssh_output(host, command)?;
     if !output.status.success() {
         return Err(format!(
             "ssh {host}: {} ({})",
@@ -101,26 +114,34 @@ pub fn spawn_remote(host: &str, program: &Path, role: &str, args: &[String], log
         role: role.to_string(),
         ssh_host: Some(host.to_string()),
         pid,
+        start_ticks: None,
         program: program.to_path_buf(),
         log: log.to_path_buf(),
     })
 }
 
 impl Started {
-    /// Whether it still runs — checked by its pid, and on Linux by its command line, so a pid reused by
-    /// another program does not count.
+    /// Whether it still runs — checked by its pid, and on Linux by its command line and start time, so a
+    /// pid reused by another process does not count. A host ssh cannot reach counts as running: nothing
+    /// says it stopped.
     pub fn alive(&self) -> bool {
         match &self.ssh_host {
-            None => local_alive(self.pid, &self.program),
-            Some(host) => ssh(host, &format!("kill -0 {}", self.pid)).is_ok(),
+            None => local_alive(self.pid, &self.program, self.start_ticks),
+            Some(host) => ssh_output(host, &format!("kill -0 {}", self.pid))
+                .is_ok_and(|output| output.status.success() || output.status.code() == Some(SSH_FAILED)),
         }
     }
 
-    /// Sends it SIGTERM (SIGKILL when `force`).
+    /// Sends it SIGTERM, or SIGKILL to its whole process group when `force` (on this machine, where it
+    /// leads its group: the drivers a scheduler started go with it).
     fn signal(&self, force: bool) -> Result<(), String> {
         let signal = if force { Signal::SIGKILL } else { Signal::SIGTERM };
+        let pid = match force {
+            true => -(self.pid as i32),
+            false => self.pid as i32,
+        };
         match &self.ssh_host {
-            None => match kill(Pid::from_raw(self.pid as i32), signal) {
+            None => match kill(Pid::from_raw(pid), signal) {
                 Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
                 Err(e) => Err(format!("{} (pid {}): {e}", self.role, self.pid)),
             },
@@ -164,8 +185,17 @@ impl Started {
     }
 }
 
-/// Whether process `pid` runs `program` on this machine (a zombie does not count).
-fn local_alive(pid: u32, program: &Path) -> bool {
+/// When process `pid` of this machine started, in clock ticks since boot (field 22 of `/proc/PID/stat`).
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces: state is field 3.
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// Whether process `pid` runs `program` on this machine and, when known, started at `started` (a zombie
+/// does not count).
+fn local_alive(pid: u32, program: &Path, started: Option<u64>) -> bool {
     if kill(Pid::from_raw(pid as i32), None).is_err() {
         return false;
     }
@@ -181,7 +211,8 @@ fn local_alive(pid: u32, program: &Path) -> bool {
     let runs_program = std::fs::read(proc.join("cmdline")).is_ok_and(|cmdline| {
         cmdline.is_empty() || cmdline.split(|&b| b == 0).next() == Some(program.as_os_str().as_encoded_bytes())
     });
-    !zombie && runs_program
+    let same_start = started.is_none() || start_ticks(pid).is_none_or(|ticks| Some(ticks) == started);
+    !zombie && runs_program && same_start
 }
 
 #[cfg(test)]
@@ -200,8 +231,17 @@ mod tests {
         let sleep = PathBuf::from("/bin/sleep");
         let started = spawn_local(&sleep, "30", &[], &[], &dir.path().join("sleep.log")).unwrap();
         assert!(started.alive());
-        // Another program's pid is not ours.
-        assert!(!local_alive(started.pid, Path::new("/bin/true")));
+        // Once it runs sleep (not the moment between fork and exec), another program's pid is not ours.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let cmdline = format!("/proc/{}/cmdline", started.pid);
+        while !std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"/bin/sleep")) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!local_alive(started.pid, Path::new("/bin/true"), started.start_ticks));
+        // Nor is a process that started at another time with the same pid.
+        let earlier = started.start_ticks.map(|ticks| ticks - 1);
+        assert!(started.start_ticks.is_some());
+        assert!(!local_alive(started.pid, &sleep, earlier));
         assert!(!started.stop(Duration::from_secs(5)).unwrap(), "SIGTERM stops sleep");
         let deadline = Instant::now() + Duration::from_secs(5);
         while started.alive() && Instant::now() < deadline {

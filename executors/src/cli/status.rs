@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use ballista_api_types::dto::JobResponse;
 use clap::Args;
 use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, now_ms};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::CommandResult;
 use super::cluster::fleet_master;
@@ -22,30 +23,11 @@ pub struct StatusArgs {
     jobs: usize,
 }
 
-/// A job as Ballista's REST API (`/api/jobs`) lists it.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct BallistaJob {
-    /// Ballista's job id.
-    pub job_id: String,
-    /// The job's name (`hearth submit --name`, `HEARTH_APP_NAME`).
-    pub job_name: String,
-    /// `Queued`, `Running`, `Completed`, `Failed` or `Invalid`.
-    pub status: String,
-    /// Its stages.
-    pub num_stages: usize,
-    /// Its stages done.
-    pub completed_stages: usize,
-    /// When it started (ms since the Unix epoch).
-    pub start_time: u64,
-    /// When it ended (0 while it runs).
-    pub end_time: u64,
-}
-
 #[derive(Serialize)]
 struct Status<'a> {
     master: &'a str,
     executors: &'a [ExecutorResources],
-    jobs: &'a [BallistaJob],
+    jobs: &'a [JobResponse],
 }
 
 /// `hearth status`.
@@ -53,7 +35,7 @@ pub async fn run(master: Option<&str>, args: StatusArgs) -> CommandResult {
     let master = fleet_master(master)?;
     let rest = SchedulerRest::new(&master)?;
     let executors: Vec<ExecutorResources> = rest.get(EXECUTORS_ROUTE).await?;
-    let mut jobs: Vec<BallistaJob> = rest.get("/api/jobs").await?;
+    let mut jobs: Vec<JobResponse> = rest.get("/api/jobs").await?;
     jobs.sort_by_key(|job| std::cmp::Reverse(job.start_time));
     jobs.truncate(args.jobs);
     if args.json {
@@ -130,7 +112,7 @@ fn gpus_cell(gpus: &[GpuInfo], busy: usize) -> String {
     format!("{kinds}, {busy} busy")
 }
 
-fn print_jobs(jobs: &[BallistaJob]) {
+fn print_jobs(jobs: &[JobResponse]) {
     if jobs.is_empty() {
         println!("No jobs yet");
         return;

@@ -12,6 +12,7 @@ use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, SchedulerRest, now_ms};
 use hearth_engine::barrier::offer_gpus;
 use hearth_engine::codec::{HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
 
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
@@ -64,10 +65,14 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
         0 => free_port(options.bind)?,
         port => port,
     };
+    let reached_at = match options.bind.is_unspecified() {
+        true => host_name(),
+        false => options.bind.to_string(),
+    };
     let state = hearth_state(SessionConfig::new_with_ballista());
     let config = ExecutorProcessConfig {
         bind_host: options.bind.to_string(),
-        external_host: Some(options.bind.to_string()),
+        external_host: Some(reached_at.clone()),
         port,
         grpc_port,
         scheduler_host,
@@ -82,7 +87,7 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
     };
     let resources = ExecutorResources {
         executor_id: config.executor_id.clone(),
-        host: options.bind.to_string(),
+        host: reached_at,
         slots: options.slots,
         free_slots: None,
         memory_bytes: host_memory(),

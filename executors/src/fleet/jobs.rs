@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -50,7 +50,7 @@ pub enum JobState {
     Succeeded,
     /// Its driver failed (the record says why).
     Failed,
-    /// `hearth job kill` stopped it.
+    /// `hearth job kill` stopped it, or the scheduler stopped while it ran (the record says which).
     Killed,
 }
 
@@ -108,7 +108,7 @@ pub struct LogChunk {
 const MAX_CHUNK: u64 = 1 << 20;
 
 /// How long a killed driver has to stop before it is killed without asking.
-const KILL_GRACE: Duration = Duration::from_secs(5);
+pub const KILL_GRACE: Duration = Duration::from_secs(5);
 
 /// The jobs of one scheduler: their folders, and the drivers now running.
 #[derive(Debug)]
@@ -117,8 +117,17 @@ pub struct JobBoard {
     master: String,
     program: PathBuf,
     sequence: AtomicUsize,
-    running: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    running: Mutex<HashMap<String, StopReason>>,
 }
+
+/// Why a running driver is being stopped, once something stops it.
+type StopReason = Arc<Mutex<Option<&'static str>>>;
+
+/// The message of a job `hearth job kill` stopped.
+const KILLED_BY_USER: &str = "killed by hearth job kill";
+
+/// The message of a job whose scheduler stopped it on the way down.
+const KILLED_BY_SHUTDOWN: &str = "the scheduler stopped";
 
 impl JobBoard {
     /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master`. Jobs a previous scheduler left
@@ -145,14 +154,14 @@ impl JobBoard {
         Ok(board)
     }
 
-    fn running(&self) -> MutexGuard<'_, HashMap<String, Arc<AtomicBool>>> {
+    fn running(&self) -> MutexGuard<'_, HashMap<String, StopReason>> {
         self.running.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The folder of job `id`, when `id` is a job id.
     fn folder(&self, id: &str) -> Option<PathBuf> {
         let valid = id.strip_prefix("driver-").is_some_and(|rest| {
-            rest.len() == 19
+            rest.len() >= 19
                 && rest
                     .bytes()
                     .enumerate()
@@ -181,7 +190,7 @@ impl JobBoard {
         let log_path = folder.join("driver.log");
         let log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
         let log_too = log.try_clone().map_err(|e| format!("{}: {e}", log_path.display()))?;
-        let mut child = tokio::process::Command::new(&self.program)
+        let spawned = tokio::process::Command::new(&self.program)
             .arg("sql")
             .arg("--master")
             .arg(&self.master)
@@ -194,8 +203,14 @@ impl JobBoard {
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log_too))
-            .spawn()
-            .map_err(|e| format!("cannot start the driver {}: {e}", self.program.display()))?;
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&folder);
+                return Err(format!("cannot start the driver {}: {e}", self.program.display()));
+            }
+        };
         let record = JobRecord {
             id: id.clone(),
             name: request.name,
@@ -209,20 +224,24 @@ impl JobBoard {
             models: request.models,
             pid: child.id(),
         };
-        self.save(&record)?;
-        let killed = Arc::new(AtomicBool::new(false));
-        self.running().insert(id.clone(), Arc::clone(&killed));
+        if let Err(e) = self.save(&record) {
+            let _ = child.start_kill();
+            return Err(e);
+        }
+        let stop_reason = StopReason::default();
+        self.running().insert(id.clone(), Arc::clone(&stop_reason));
         log::info!("job {id} ({}): driver started, pid {:?}", record.name, record.pid);
         let board = Arc::clone(self);
         let started = record.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
-            board.running().remove(&started.id);
-            let record = board.ended(started, status, killed.load(Ordering::Relaxed));
+            let reason = *stop_reason.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let record = board.ended(started, status, reason);
             log::info!("job {}: {}", record.id, record.state.as_str());
             if let Err(e) = board.save(&record) {
                 log::error!("job {}: {e}", record.id);
             }
+            board.running().remove(&record.id);
         });
         Ok(record)
     }
@@ -232,21 +251,21 @@ impl JobBoard {
         &self,
         mut record: JobRecord,
         status: std::io::Result<std::process::ExitStatus>,
-        killed: bool,
+        stop_reason: Option<&'static str>,
     ) -> JobRecord {
         record.ended_ms = Some(now_ms());
         record.pid = None;
         match status {
             Ok(status) => {
                 record.exit_code = status.code();
-                record.state = match (killed, status.success()) {
-                    (true, _) => JobState::Killed,
-                    (false, true) => JobState::Succeeded,
-                    (false, false) => JobState::Failed,
+                record.state = match (stop_reason, status.success()) {
+                    (Some(_), _) => JobState::Killed,
+                    (None, true) => JobState::Succeeded,
+                    (None, false) => JobState::Failed,
                 };
-                record.message = match record.state {
-                    JobState::Killed => Some("killed by hearth job kill".to_string()),
-                    JobState::Failed => Some(self.last_error(&record.id).unwrap_or_else(|| status.to_string())),
+                record.message = match (record.state, stop_reason) {
+                    (JobState::Killed, Some(reason)) => Some(reason.to_string()),
+                    (JobState::Failed, _) => Some(self.last_error(&record.id).unwrap_or_else(|| status.to_string())),
                     _ => None,
                 };
             }
@@ -277,6 +296,11 @@ impl JobBoard {
             .map_err(|e| format!("{}: {e}", folder.display()))
     }
 
+    /// Whether job `id`'s driver runs (or its record is not written yet).
+    pub fn is_running(&self, id: &str) -> bool {
+        self.running().contains_key(id)
+    }
+
     /// Job `id`'s record.
     pub fn get(&self, id: &str) -> Option<JobRecord> {
         let json = std::fs::read_to_string(self.folder(id)?.join("job.json")).ok()?;
@@ -304,16 +328,16 @@ impl JobBoard {
             file.seek(SeekFrom::Start(offset))?;
             let mut bytes = Vec::new();
             file.take(MAX_CHUNK).read_to_end(&mut bytes)?;
-            let whole = match std::str::from_utf8(&bytes) {
-                Ok(_) => bytes.len(),
-                Err(e) if bytes.len() as u64 == MAX_CHUNK || e.error_len().is_none() => e.valid_up_to(),
-                Err(_) => bytes.len(),
+            let ended = record.state != JobState::Running;
+            let whole = match ended && (bytes.len() as u64) < MAX_CHUNK {
+                true => bytes.len(),
+                false => bytes.len() - incomplete_tail(&bytes),
             };
             bytes.truncate(whole);
             Ok(LogChunk {
                 text: String::from_utf8_lossy(&bytes).into_owned(),
                 next_offset: offset + whole as u64,
-                ended: record.state != JobState::Running,
+                ended,
             })
         };
         Some(read().map_err(|e| format!("{}: {e}", path.display())))
@@ -321,17 +345,28 @@ impl JobBoard {
 
     /// Stops job `id`'s driver (SIGTERM, then SIGKILL after 5 s). Its record says `killed` once it ended.
     pub fn kill(self: &Arc<Self>, id: &str) -> Option<Result<JobRecord, String>> {
+        self.stop(id, KILLED_BY_USER)
+    }
+
+    /// Stops job `id`'s driver, its record to say `reason` once it ended.
+    fn stop(self: &Arc<Self>, id: &str, reason: &'static str) -> Option<Result<JobRecord, String>> {
         let record = self.get(id)?;
-        let Some(killed) = self.running().get(id).cloned() else {
-            return Some(Err(format!("job {id} is not running: it {}", record.state.as_str())));
+        let Some(stop_reason) = self.running().get(id).cloned() else {
+            let state = record.state.as_str();
+            return Some(Err(format!("job {id} is not running: it has ended ({state})")));
         };
         let Some(pid) = record.pid else {
             return Some(Err(format!("job {id}: its driver's process id is unknown")));
         };
-        killed.store(true, Ordering::Relaxed);
+        stop_reason
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get_or_insert(reason);
         let pid = Pid::from_raw(pid as i32);
-        if let Err(e) = kill(pid, Signal::SIGTERM) {
-            return Some(Err(format!("job {id}: cannot stop its driver (pid {pid}): {e}")));
+        match kill(pid, Signal::SIGTERM) {
+            // The driver ended on its own a moment ago; its waiter writes its record.
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+            Err(e) => return Some(Err(format!("job {id}: cannot stop its driver (pid {pid}): {e}"))),
         }
         let board = Arc::clone(self);
         let id = id.to_string();
@@ -349,7 +384,7 @@ impl JobBoard {
     pub async fn stop_all(self: &Arc<Self>) {
         let ids: Vec<String> = self.running().keys().cloned().collect();
         for id in ids {
-            if let Some(Err(e)) = self.kill(&id) {
+            if let Some(Err(e)) = self.stop(&id, KILLED_BY_SHUTDOWN) {
                 log::warn!("{e}");
             }
         }
@@ -357,5 +392,46 @@ impl JobBoard {
         while !self.running().is_empty() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+/// How many bytes at the end of `bytes` begin a UTF-8 character that is not whole yet (0 to 3): a log
+/// chunk stops before them, so a character written in two parts is read whole by the next request.
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    let last = bytes.len().saturating_sub(4);
+    let Some(start) = (last..bytes.len())
+        .rev()
+        .find(|&i| bytes[i] & 0b1100_0000 != 0b1000_0000)
+    else {
+        return 0;
+    };
+    let needed = match bytes[start] {
+        0xF0..=0xF7 => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    };
+    let present = bytes.len() - start;
+    if present < needed { present } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::incomplete_tail;
+
+    #[test]
+    fn a_chunk_stops_before_a_character_cut_in_two() {
+        let text = "loss 0.5 → 0.4".as_bytes();
+        assert_eq!(incomplete_tail(text), 0);
+        let arrow = text.iter().position(|&b| b == 0xE2).unwrap();
+        assert_eq!(incomplete_tail(&text[..arrow + 1]), 1);
+        assert_eq!(incomplete_tail(&text[..arrow + 2]), 2);
+        assert_eq!(incomplete_tail(&text[..arrow + 3]), 0);
+        assert_eq!(incomplete_tail(b"plain"), 0);
+        assert_eq!(
+            incomplete_tail(&[0xFF, 0xFF]),
+            0,
+            "invalid bytes are passed on, decoded lossily"
+        );
     }
 }

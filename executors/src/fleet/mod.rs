@@ -10,10 +10,7 @@ mod resources;
 mod routes;
 mod scheduler;
 
-pub use book::{FleetBook, Held, gpus_per_task, held};
 pub use executor::{ExecutorOptions, executor};
-pub use gang::GangPolicy;
-pub use jobs::{JobBoard, JobRecord, JobState, LogChunk, SubmitRequest};
-pub use resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
-pub use routes::{Fleet, Scheduler, routes};
-pub use scheduler::{EXECUTOR_TIMEOUT_SECONDS, SchedulerOptions, scheduler};
+pub use jobs::{JobRecord, JobState, LogChunk, SubmitRequest};
+pub use resources::{GpuRequest, GpuShare, choose_gpus, detect_gpus, gpu_shares};
+pub use scheduler::{SchedulerOptions, scheduler};

@@ -123,6 +123,53 @@ pub fn host_memory() -> u64 {
     system.total_memory()
 }
 
+/// What one of several executors on this machine gets of its GPUs: how many to offer, and the
+/// `CUDA_VISIBLE_DEVICES` that shows it only its own.
+pub struct GpuShare {
+    /// What its `--gpus` says.
+    pub request: GpuRequest,
+    /// Its environment's `CUDA_VISIBLE_DEVICES`, when it gets GPUs.
+    pub env: Vec<(&'static str, String)>,
+}
+
+/// Shares this machine's GPUs among `executors` executors: `auto` splits them evenly, `N` gives each N
+/// (failing when there are too few).
+pub fn gpu_shares(request: GpuRequest, executors: usize) -> Result<Vec<GpuShare>, String> {
+    let found = match request {
+        GpuRequest::None => Vec::new(),
+        _ => detect_gpus().unwrap_or_default(),
+    };
+    let each = match request {
+        GpuRequest::None => 0,
+        GpuRequest::Auto => found.len() / executors,
+        GpuRequest::Count(n) => n,
+    };
+    if each * executors > found.len() {
+        return Err(format!(
+            "--gpus {each} for each of {executors} executors needs {} GPUs; this machine has {}",
+            each * executors,
+            found.len()
+        ));
+    }
+    // Devices as CUDA_VISIBLE_DEVICES names them here, so each executor's list is a part of ours.
+    let visible: Vec<String> = match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(list) => list.split(',').map(|d| d.trim().to_string()).collect(),
+        Err(_) => (0..found.len()).map(|i| i.to_string()).collect(),
+    };
+    Ok((0..executors)
+        .map(|i| match each {
+            0 => GpuShare {
+                request: GpuRequest::None,
+                env: Vec::new(),
+            },
+            _ => GpuShare {
+                request: GpuRequest::Count(each),
+                env: vec![("CUDA_VISIBLE_DEVICES", visible[i * each..(i + 1) * each].join(","))],
+            },
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +232,32 @@ mod tests {
     #[test]
     fn host_memory_is_known() {
         assert!(host_memory() > 0);
+    }
+
+    #[test]
+    fn gpus_are_shared_among_executors_of_one_machine() {
+        let found = detect_gpus().unwrap_or_default().len();
+        let none = gpu_shares(GpuRequest::None, 2).unwrap();
+        assert!(none.iter().all(|s| s.request == GpuRequest::None && s.env.is_empty()));
+        let auto = gpu_shares(GpuRequest::Auto, 2).unwrap();
+        let each = found / 2;
+        for (i, share) in auto.iter().enumerate() {
+            match each {
+                0 => assert_eq!(share.request, GpuRequest::None),
+                _ => {
+                    assert_eq!(share.request, GpuRequest::Count(each));
+                    assert_eq!(share.env[0].1.split(',').count(), each, "executor {i}");
+                }
+            }
+        }
+        let too_many = gpu_shares(GpuRequest::Count(found + 1), 1).err().unwrap();
+        assert_eq!(
+            too_many,
+            format!(
+                "--gpus {} for each of 1 executors needs {} GPUs; this machine has {found}",
+                found + 1,
+                found + 1
+            )
+        );
     }
 }

@@ -11,6 +11,7 @@
 //! ```
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
@@ -24,14 +25,14 @@ use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, alive};
 use serde::Deserialize;
 
 use super::book::{FleetBook, held};
-use super::jobs::{JobBoard, SubmitRequest};
+use super::jobs::{JobBoard, KILL_GRACE, SubmitRequest};
 
 /// The scheduler as hearth builds it.
 pub type Scheduler = SchedulerServer<LogicalPlanNode, PhysicalPlanNode>;
 
 /// What the routes answer from.
 #[derive(Clone)]
-pub struct Fleet {
+pub struct FleetState {
     /// Ballista's scheduler.
     pub scheduler: Arc<Scheduler>,
     /// What executors reported.
@@ -41,7 +42,7 @@ pub struct Fleet {
 }
 
 /// hearth's routes, answering from `fleet`.
-pub fn routes(fleet: Fleet) -> Router {
+pub fn routes(fleet: FleetState) -> Router {
     Router::new()
         .route(EXECUTORS_ROUTE, get(list_executors).post(report_executor))
         .route("/hearth/jobs", get(list_jobs).post(submit_job))
@@ -55,7 +56,7 @@ fn not_found(id: &str) -> Response {
     (StatusCode::NOT_FOUND, format!("no job {id}")).into_response()
 }
 
-async fn list_executors(State(fleet): State<Fleet>) -> Response {
+async fn list_executors(State(fleet): State<FleetState>) -> Response {
     let state = &fleet.scheduler.state;
     let registered = match state.executor_manager.get_executors_state().await {
         Ok(registered) => registered,
@@ -89,23 +90,23 @@ async fn list_executors(State(fleet): State<Fleet>) -> Response {
     Json(executors).into_response()
 }
 
-async fn report_executor(State(fleet): State<Fleet>, Json(report): Json<ExecutorResources>) -> Json<()> {
+async fn report_executor(State(fleet): State<FleetState>, Json(report): Json<ExecutorResources>) -> Json<()> {
     fleet.book.record(report);
     Json(())
 }
 
-async fn list_jobs(State(fleet): State<Fleet>) -> Response {
+async fn list_jobs(State(fleet): State<FleetState>) -> Response {
     Json(fleet.jobs.list()).into_response()
 }
 
-async fn submit_job(State(fleet): State<Fleet>, Json(request): Json<SubmitRequest>) -> Response {
+async fn submit_job(State(fleet): State<FleetState>, Json(request): Json<SubmitRequest>) -> Response {
     match fleet.jobs.submit(request) {
         Ok(record) => (StatusCode::CREATED, Json(record)).into_response(),
         Err(e) => (StatusCode::BAD_REQUEST, e).into_response(),
     }
 }
 
-async fn job(State(fleet): State<Fleet>, Path(id): Path<String>) -> Response {
+async fn job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Response {
     match fleet.jobs.get(&id) {
         Some(record) => Json(record).into_response(),
         None => not_found(&id),
@@ -118,7 +119,7 @@ struct LogsQuery {
     offset: u64,
 }
 
-async fn job_logs(State(fleet): State<Fleet>, Path(id): Path<String>, Query(query): Query<LogsQuery>) -> Response {
+async fn job_logs(State(fleet): State<FleetState>, Path(id): Path<String>, Query(query): Query<LogsQuery>) -> Response {
     match fleet.jobs.logs(&id, query.offset) {
         Some(Ok(chunk)) => Json(chunk).into_response(),
         Some(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
@@ -127,13 +128,27 @@ async fn job_logs(State(fleet): State<Fleet>, Path(id): Path<String>, Query(quer
 }
 
 /// Stops the job's driver, then cancels the Ballista jobs its session still runs (a training stage's ranks
-/// see their tasks cancelled and stop; their slots free).
-async fn kill_job(State(fleet): State<Fleet>, Path(id): Path<String>) -> Response {
+/// see their tasks cancelled and stop; their slots free) — now, and again once the driver ended, in case it
+/// submitted one more on its way down.
+async fn kill_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Response {
     let record = match fleet.jobs.kill(&id) {
         Some(Ok(record)) => record,
         Some(Err(e)) => return (StatusCode::CONFLICT, e).into_response(),
         None => return not_found(&id),
     };
+    cancel_ballista_jobs(&fleet, &id).await;
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + KILL_GRACE + Duration::from_secs(2);
+        while fleet.jobs.is_running(&id) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        cancel_ballista_jobs(&fleet, &id).await;
+    });
+    Json(record).into_response()
+}
+
+/// Cancels the running Ballista jobs of the session of cluster-mode job `id`.
+async fn cancel_ballista_jobs(fleet: &FleetState, id: &str) {
     let running = fleet.scheduler.state.task_manager.get_running_job_cache();
     for (job_id, job) in running.iter() {
         if job.execution_graph.read().await.session_id() != id {
@@ -144,5 +159,4 @@ async fn kill_job(State(fleet): State<Fleet>, Path(id): Path<String>) -> Respons
             log::warn!("job {id}: cannot cancel its Ballista job {job_id}: {e}");
         }
     }
-    Json(record).into_response()
 }

@@ -5,9 +5,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri};
 use axum::routing::get;
 use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpcServer;
 use ballista_scheduler::cluster::BallistaCluster;
@@ -16,24 +17,31 @@ use ballista_scheduler::scheduler_process::create_scheduler;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 use hearth_engine::codec::{HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
 use tonic::service::RoutesBuilder;
 
 use super::book::FleetBook;
 use super::gang::GangPolicy;
 use super::jobs::JobBoard;
-use super::routes::{Fleet, Scheduler, routes};
+use super::routes::{FleetState, Scheduler, routes};
 use crate::cli::CommandResult;
 
 /// How long the scheduler waits for an executor's heartbeat before it counts it as lost and stops placing
 /// tasks on it (executors beat every 5 s).
 pub const EXECUTOR_TIMEOUT_SECONDS: u64 = 20;
 
+/// How long the scheduler waits, once asked to stop, for open connections to close.
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+
 /// What `hearth scheduler` is told.
 #[derive(Clone, Debug)]
 pub struct SchedulerOptions {
     /// The address to listen on (port 0: a free one).
     pub bind: SocketAddr,
+    /// The host executors and clients reach it at (default: the bind address, or this machine's host name
+    /// when that is every interface).
+    pub advertise: Option<String>,
     /// Where cluster-mode jobs keep their records and output (default: a new temporary directory).
     pub work_dir: Option<PathBuf>,
 }
@@ -49,16 +57,23 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("hearth-scheduler-{}-{}", address.port(), std::process::id())),
     };
-    let reachable = match address.ip().is_unspecified() {
+    // Drivers of cluster-mode jobs run on this machine.
+    let local = match address.ip().is_unspecified() {
         true => SocketAddr::from(([127, 0, 0, 1], address.port())),
         false => address,
     };
-    let jobs = Arc::new(JobBoard::open(&work_dir, format!("df://{reachable}"))?);
+    let advertised = options
+        .advertise
+        .unwrap_or_else(|| match address.ip().is_unspecified() {
+            true => host_name(),
+            false => address.ip().to_string(),
+        });
+    let jobs = Arc::new(JobBoard::open(&work_dir, format!("df://{local}"))?);
     let book = Arc::new(FleetBook::default());
     let config = SchedulerConfig {
         bind_host: address.ip().to_string(),
         bind_port: address.port(),
-        external_host: reachable.ip().to_string(),
+        external_host: advertised.clone(),
         override_session_builder: Some(Arc::new(|config: SessionConfig| Ok(hearth_state(config)))),
         override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
         override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
@@ -67,26 +82,43 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
         no_executors_grace_period_seconds: EXECUTOR_TIMEOUT_SECONDS,
         ..SchedulerConfig::default()
     };
+    config.validate()?;
     let cluster = BallistaCluster::new_from_config(&config).await?;
     let scheduler = create_scheduler::<LogicalPlanNode, PhysicalPlanNode>(cluster, Arc::new(config)).await?;
-    let fleet = Fleet {
+    let fleet = FleetState {
         scheduler: Arc::new(scheduler),
         book,
         jobs: Arc::clone(&jobs),
     };
     let app = service(fleet).into_make_service_with_connect_info::<SocketAddr>();
     println!("hearth scheduler listening on {address}");
+    log::info!("executors and clients reach it at {advertised}:{}", address.port());
     log::info!("cluster-mode jobs are kept in {}", work_dir.display());
-    let serving = axum::serve(listener, app).with_graceful_shutdown(stopped());
-    serving.await?;
-    log::info!("stopping: ending the drivers of running jobs");
-    jobs.stop_all().await;
+    let asked_to_stop = Arc::new(tokio::sync::Notify::new());
+    let stopping = {
+        let asked_to_stop = Arc::clone(&asked_to_stop);
+        async move {
+            stopped().await;
+            // Drivers hold connections to this scheduler: they end first.
+            log::info!("stopping: ending the drivers of running jobs");
+            jobs.stop_all().await;
+            asked_to_stop.notify_one();
+        }
+    };
+    let serving = axum::serve(listener, app).with_graceful_shutdown(stopping);
+    tokio::select! {
+        served = serving => served?,
+        () = async {
+            asked_to_stop.notified().await;
+            tokio::time::sleep(SHUTDOWN_DEADLINE).await;
+        } => log::warn!("connections still open {SHUTDOWN_DEADLINE:?} after stopping began; closing them"),
+    }
     Ok(())
 }
 
 /// One service on one port: Ballista's gRPC service and REST API, liveness and readiness probes, and
 /// hearth's routes.
-fn service(fleet: Fleet) -> Router {
+fn service(fleet: FleetState) -> Router {
     let scheduler = Arc::clone(&fleet.scheduler);
     let config = &scheduler.state.config;
     let grpc = SchedulerGrpcServer::new(Scheduler::clone(&scheduler))
@@ -111,6 +143,7 @@ fn service(fleet: Fleet) -> Router {
         .merge(grpc_routes.routes().into_axum_router())
         .merge(probes)
         .merge(routes(fleet))
+        .fallback(|uri: Uri| async move { (StatusCode::NOT_FOUND, format!("no route {uri}\n")) })
 }
 
 /// Resolves when the process is asked to stop: SIGTERM, or Ctrl-C.

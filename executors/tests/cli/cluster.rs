@@ -117,6 +117,28 @@ fn a_fleet_started_with_one_command_runs_the_main_job_in_both_modes_and_stops_cl
         "Ballista's job names: {names:?}"
     );
 
+    // A driver program in client mode gets the master, the name and its arguments, and its exit code is
+    // submit's.
+    let driver = models.path().join("driver.sh");
+    std::fs::write(
+        &driver,
+        "#!/bin/sh\necho \"master=$HEARTH_MASTER name=$HEARTH_APP_NAME args=$*\"\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&driver, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let program = fleet
+        .hearth()
+        .args(["submit", "--name", "custom"])
+        .arg(&driver)
+        .args(["--epochs", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(program.status.code(), Some(3), "{}", shown(&program));
+    assert_eq!(
+        String::from_utf8_lossy(&program.stdout).trim(),
+        format!("master={} name=custom args=--epochs 3", fleet.master)
+    );
+
     // Stop: no process and no listening port left.
     let pids = fleet.pids();
     let stopped = fleet.ok(&["cluster", "stop"]);
