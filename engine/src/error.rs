@@ -89,6 +89,15 @@ pub enum HearthError {
     /// A fleet's scheduler did not answer a REST request as expected.
     #[error(transparent)]
     Fleet(#[from] crate::ballista::RestError),
+
+    /// A plot that cannot be drawn (nothing to draw, or the drawing failed).
+    #[error("plot {plot}: {message}")]
+    Plot {
+        /// Which plot.
+        plot: &'static str,
+        /// Why.
+        message: String,
+    },
     /// A barrier stage could not run: its rendezvous, or every attempt failed.
     #[error("barrier stage {job}: {message}")]
     Barrier {

@@ -42,6 +42,7 @@ pub mod attribute;
 pub mod ballista;
 pub mod barrier;
 pub mod codec;
+pub mod display;
 pub mod error;
 pub mod evaluation;
 pub mod exchange;
@@ -63,6 +64,7 @@ pub mod vector;
 /// What a pipeline author writes: sessions, stages, pipelines and their traits.
 pub mod prelude {
     pub use crate::barrier::{BarrierOptions, BarrierStage, BarrierTaskContext, FnBarrier, register_function};
+    pub use crate::display::{Metrics, PreviewExt, Rich, SessionView};
     pub use crate::error::{HearthError, Result};
     pub use crate::evaluation::{
         BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,

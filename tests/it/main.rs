@@ -5,6 +5,7 @@ mod barrier;
 mod collectives;
 mod common;
 mod datasets;
+mod display;
 mod errors;
 mod evaluators;
 mod fleet;

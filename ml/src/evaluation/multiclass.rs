@@ -120,6 +120,18 @@ impl MulticlassState {
         self.log_loss_weight += other.log_loss_weight;
     }
 
+    /// The confusion matrix: `(true label, predicted label, weight)` for every pair seen, by label.
+    ///
+    /// ```
+    /// let mut state = hearth_ml::evaluation::MulticlassState::default();
+    /// state.add(1.0, 0.0, 2.0, None);
+    /// state.add(1.0, 1.0, 1.0, None);
+    /// assert_eq!(state.confusion(), vec![(1, 0, 2.0), (1, 1, 1.0)]);
+    /// ```
+    pub fn confusion(&self) -> Vec<(i64, i64, f64)> {
+        self.confusion.iter().map(|(&(l, p), &w)| (l.0, p.0, w)).collect()
+    }
+
     /// The total weight `W`.
     pub fn weight(&self) -> f64 {
         self.confusion.values().sum()
