@@ -1,0 +1,130 @@
+"""Executes hearth's notebooks headless with the evcxr Rust kernel and checks what they show.
+
+Each notebook runs in a kernel of its own, one after the other, all with one build directory (EVCXR_TMPDIR)
+kept under --work and seeded with the repository's Cargo.lock, so the first notebook on a machine builds hearth
+with the versions the tests use and the others reuse it; a failed cell
+fails the run with the cell and its error. Every notebook must show HTML tables, and as many SVG plots as its
+metadata's `hearth.min_svgs` says. A notebook whose metadata says `hearth.fleet` runs against a fleet that
+`hearth cluster start` starts for it (its master in HEARTH_MASTER) and `hearth cluster stop` ends. The executed
+copies are written under --executed.
+"""
+
+import argparse
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+REPOSITORY = pathlib.Path(__file__).resolve().parent.parent
+CELL_TIMEOUT_S = 3600  # the first cell builds hearth for the kernel
+
+
+def shown(notebook, mime):
+    """Every output of `mime` the notebook's cells produced."""
+    return [
+        "".join(output["data"][mime])
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if mime in output.get("data", {})
+    ]
+
+
+class Fleet:
+    """A two-executor fleet started with `hearth cluster start` in a state directory of its own."""
+
+    def __init__(self, hearth):
+        self.hearth = hearth
+        self.state = tempfile.mkdtemp(prefix="hearth-notebook-fleet-")
+
+    def __enter__(self):
+        started = subprocess.run(
+            [self.hearth, "cluster", "start", "--executors", "2", "--slots", "1", "--state-dir", self.state],
+            capture_output=True, text=True, timeout=120,
+        )
+        if started.returncode != 0:
+            raise RuntimeError(f"hearth cluster start failed:\n{started.stdout}{started.stderr}")
+        master = next(line[len("master: "):] for line in started.stdout.splitlines() if line.startswith("master: "))
+        os.environ["HEARTH_MASTER"] = master.strip()
+        return self
+
+    def __exit__(self, *_):
+        os.environ.pop("HEARTH_MASTER", None)
+        subprocess.run([self.hearth, "cluster", "stop", "--state-dir", self.state], capture_output=True, timeout=120)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+
+def run(path, work, executed, hearth):
+    notebook = nbformat.read(path, as_version=4)
+    if notebook.metadata.get("hearth", {}).get("fleet"):
+        with Fleet(hearth):
+            return execute(path, notebook, work, executed)
+    return execute(path, notebook, work, executed)
+
+
+def execute(path, notebook, work, executed):
+    # One build directory for every notebook: they depend on the same crates, so the first builds them.
+    kernel_dir = work / "kernel"
+    kernel_dir.mkdir(parents=True, exist_ok=True)
+    if not (kernel_dir / "Cargo.lock").exists():
+        shutil.copy(REPOSITORY / "Cargo.lock", kernel_dir / "Cargo.lock")
+    os.environ["EVCXR_TMPDIR"] = str(kernel_dir)
+    client = NotebookClient(
+        notebook,
+        kernel_name="rust",
+        timeout=CELL_TIMEOUT_S,
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    started = time.monotonic()
+    try:
+        client.execute()
+    except CellExecutionError as error:
+        print(f"{path}: a cell failed:\n{error}", file=sys.stderr)
+        return False
+    finally:
+        executed.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, executed / path.name)
+    seconds = time.monotonic() - started
+    # evcxr reports a panic on standard error and goes on with a fresh process: count it as a failed cell.
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.get("name") == "stderr" and "panicked at" in output.get("text", ""):
+                print(f"{path}: a cell panicked:\n{cell.source}\n{output['text'][:2000]}", file=sys.stderr)
+                return False
+    html = shown(notebook, "text/html")
+    tables = sum(page.count('<table class="hearth">') for page in html)
+    svgs = sum(page.count("<svg") for page in html)
+    min_svgs = notebook.metadata.get("hearth", {}).get("min_svgs", 0)
+    print(f"{path}: {len(notebook.cells)} cells in {seconds:.0f} s; {tables} HTML tables, {svgs} SVG plots")
+    if tables == 0:
+        print(f"{path}: no cell showed an HTML table", file=sys.stderr)
+        return False
+    if svgs < min_svgs:
+        print(f"{path}: {svgs} SVG plots shown, {min_svgs} expected", file=sys.stderr)
+        return False
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--work", type=pathlib.Path, required=True)
+    parser.add_argument("--executed", type=pathlib.Path, required=True)
+    parser.add_argument("--hearth", required=True, help="the hearth program, for notebooks that need a fleet")
+    parser.add_argument("notebooks", type=pathlib.Path, nargs="+")
+    args = parser.parse_args()
+    failed = [path for path in args.notebooks if not run(path, args.work, args.executed, args.hearth)]
+    if failed:
+        print(f"{len(failed)} of {len(args.notebooks)} notebooks failed: {', '.join(map(str, failed))}", file=sys.stderr)
+        sys.exit(1)
+    print(f"{len(args.notebooks)} notebooks executed; copies in {args.executed}")
+
+
+if __name__ == "__main__":
+    main()
