@@ -26,6 +26,11 @@ pub struct Metrics {
     binary: Option<BinaryState>,
 }
 
+/// The caption of an evaluation of rows whose weights sum to `weight` (their count, unweighted).
+fn evaluated(weight: f64) -> String {
+    format!("Evaluation on {weight} rows")
+}
+
 /// The multiclass metrics a classifier's evaluation shows (Spark's names).
 const CLASSIFICATION: [&str; 5] = ["f1", "accuracy", "weightedPrecision", "weightedRecall", "logLoss"];
 
@@ -69,9 +74,8 @@ impl Metrics {
             .label_col(model.label_col())
             .prediction_col(model.prediction_col())
             .probability_col(model.probability_col());
-        let rows = scored.clone().count().await?;
-        let mut metrics = Self::new(format!("Evaluation on {rows} rows"));
         let state = multiclass.clone().metric_name("logLoss").state(scored).await?;
+        let mut metrics = Self::new(evaluated(state.weight()));
         for name in CLASSIFICATION {
             metrics = metrics.with(name, multiclass.clone().metric_name(name).metric(&state)?);
         }
@@ -94,9 +98,8 @@ impl Metrics {
         let evaluator = RegressionEvaluator::new()
             .label_col(model.label_col())
             .prediction_col(model.prediction_col());
-        let rows = scored.clone().count().await?;
         let state = evaluator.state(scored).await?;
-        let mut metrics = Self::new(format!("Evaluation on {rows} rows"));
+        let mut metrics = Self::new(evaluated(state.weight()));
         for name in REGRESSION {
             metrics = metrics.with(name, evaluator.clone().metric_name(name).metric(&state)?);
         }

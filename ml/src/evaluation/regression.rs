@@ -28,6 +28,11 @@ pub struct RegressionState {
 }
 
 impl RegressionState {
+    /// The total weight of the rows added (their count when every weight is 1).
+    pub fn weight(&self) -> f64 {
+        self.weight
+    }
+
     /// Adds one row.
     pub fn add(&mut self, label: f64, prediction: f64, weight: f64) {
         let error = label - prediction;
