@@ -4,14 +4,20 @@ Each notebook runs in a kernel of its own, one after the other, all with one bui
 kept under --work and seeded with the repository's Cargo.lock, so the first notebook on a machine builds hearth
 with the versions the tests use and the others reuse it; a failed cell
 fails the run with the cell and its error. Every notebook must show HTML tables, and as many SVG plots as its
-metadata's `hearth.min_svgs` says. A notebook whose metadata says `hearth.fleet` runs against a fleet that
-`hearth cluster start` starts for it (its master in HEARTH_MASTER) and `hearth cluster stop` ends. The executed
-copies are written under --executed.
+metadata's `hearth.min_svgs` says, and training must show its epochs as they end (lines such as
+"MlpClassifier_…: epoch 1 of 20, loss …"). A notebook whose metadata says `hearth.fleet` runs against a fleet
+that `hearth cluster start` starts for it (its master in HEARTH_MASTER) and `hearth cluster stop` ends. A cell
+whose metadata says `hearth.interrupt_after_s` is interrupted after that long, as a user presses ■: it must have
+shown training progress by then, and on a fleet every rank must stop and free its slot within
+INTERRUPTED_STOP_S, the executors' logs saying why. The executed copies are written under --executed.
 """
 
 import argparse
+import datetime
+import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +30,21 @@ from nbclient.exceptions import CellExecutionError
 
 REPOSITORY = pathlib.Path(__file__).resolve().parent.parent
 CELL_TIMEOUT_S = 3600  # the first cell builds hearth for the kernel
+INTERRUPTED_STOP_S = 60  # an interrupted job's ranks stop at their next epoch; the fleet frees their slots
+PROGRESS = re.compile(r"^\S+: epoch \d+ of \d+, loss ", re.MULTILINE)
+
+
+def hearth_metadata(node):
+    return node.get("metadata", {}).get("hearth", {})
+
+
+def streamed(cell):
+    """What a cell printed on standard output."""
+    return "".join(
+        output.get("text", "")
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream" and output.get("name") == "stdout"
+    )
 
 
 def shown(notebook, mime):
@@ -55,6 +76,21 @@ class Fleet:
         os.environ["HEARTH_MASTER"] = master.strip()
         return self
 
+    def busy_slots(self):
+        """Task slots the fleet's two executors hold now, from `hearth status --json`."""
+        shown = subprocess.run(
+            [self.hearth, "--master", os.environ["HEARTH_MASTER"], "status", "--json"],
+            capture_output=True, text=True, timeout=30, check=True,
+        )
+        executors = json.loads(shown.stdout)["executors"]
+        if len(executors) != 2:
+            raise RuntimeError(f"the fleet has {len(executors)} executors, not 2: {shown.stdout}")
+        return sum(e["slots"] - e["free_slots"] for e in executors)
+
+    def executor_logs(self):
+        logs = pathlib.Path(self.state) / "logs"
+        return "".join(log.read_text(errors="replace") for log in sorted(logs.glob("executor-*.log")))
+
     def __exit__(self, *_):
         os.environ.pop("HEARTH_MASTER", None)
         subprocess.run([self.hearth, "cluster", "stop", "--state-dir", self.state], capture_output=True, timeout=120)
@@ -63,10 +99,27 @@ class Fleet:
 
 def run(path, work, executed, hearth):
     notebook = nbformat.read(path, as_version=4)
-    if notebook.metadata.get("hearth", {}).get("fleet"):
-        with Fleet(hearth):
-            return execute(path, notebook, work, executed)
+    if hearth_metadata(notebook).get("fleet"):
+        with Fleet(hearth) as fleet:
+            return execute(path, notebook, work, executed) and interrupted_jobs_stopped(path, notebook, fleet)
     return execute(path, notebook, work, executed)
+
+
+def interrupted_jobs_stopped(path, notebook, fleet):
+    """After a notebook's interrupted cells: every rank stopped, its slot free, its log saying why."""
+    if not any(hearth_metadata(cell).get("interrupt_after_s") for cell in notebook.cells):
+        return True
+    deadline = time.monotonic() + INTERRUPTED_STOP_S
+    while (busy := fleet.busy_slots()) > 0 and time.monotonic() < deadline:
+        time.sleep(1)
+    if busy > 0:
+        print(f"{path}: {busy} slots still busy {INTERRUPTED_STOP_S} s after the interrupt", file=sys.stderr)
+        return False
+    if "the driver is gone" not in fleet.executor_logs():
+        print(f"{path}: no executor log says its rank stopped because the driver is gone", file=sys.stderr)
+        return False
+    print(f"{path}: the interrupted job's ranks stopped and freed their slots")
+    return True
 
 
 def execute(path, notebook, work, executed):
@@ -79,7 +132,11 @@ def execute(path, notebook, work, executed):
     client = NotebookClient(
         notebook,
         kernel_name="rust",
-        timeout=CELL_TIMEOUT_S,
+        timeout_func=lambda cell: hearth_metadata(cell).get("interrupt_after_s", CELL_TIMEOUT_S),
+        # A cell past its time is interrupted and ends as an error: expected of a cell tagged
+        # `raises-exception`, a failure of any other.
+        interrupt_on_timeout=True,
+        error_on_timeout={"ename": "CellTimeout", "evalue": "interrupted after its time", "traceback": []},
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
     started = time.monotonic()
@@ -98,11 +155,25 @@ def execute(path, notebook, work, executed):
             if output.get("name") == "stderr" and "panicked at" in output.get("text", ""):
                 print(f"{path}: a cell panicked:\n{cell.source}\n{output['text'][:2000]}", file=sys.stderr)
                 return False
+    for cell in notebook.cells:
+        if hearth_metadata(cell).get("interrupt_after_s") and not PROGRESS.search(streamed(cell)):
+            print(f"{path}: the interrupted cell showed no training progress:\n{cell.source}", file=sys.stderr)
+            return False
+    progress_lines = sum(len(PROGRESS.findall(streamed(cell))) for cell in notebook.cells if cell.cell_type == "code")
     html = shown(notebook, "text/html")
     tables = sum(page.count('<table class="hearth">') for page in html)
     svgs = sum(page.count("<svg") for page in html)
     min_svgs = notebook.metadata.get("hearth", {}).get("min_svgs", 0)
-    print(f"{path}: {len(notebook.cells)} cells in {seconds:.0f} s; {tables} HTML tables, {svgs} SVG plots")
+    build = next(
+        (cell_seconds(cell) for cell in notebook.cells if cell.cell_type == "code" and ":dep" in cell.source), 0.0
+    )
+    print(
+        f"{path}: {len(notebook.cells)} cells in {seconds:.0f} s (the kernel's build {build:.0f} s); "
+        f"{tables} HTML tables, {svgs} SVG plots, {progress_lines} lines of training progress"
+    )
+    if progress_lines == 0:
+        print(f"{path}: no cell showed training progress", file=sys.stderr)
+        return False
     if tables == 0:
         print(f"{path}: no cell showed an HTML table", file=sys.stderr)
         return False
@@ -110,6 +181,16 @@ def execute(path, notebook, work, executed):
         print(f"{path}: {svgs} SVG plots shown, {min_svgs} expected", file=sys.stderr)
         return False
     return True
+
+
+def cell_seconds(cell):
+    """How long a cell ran, from the timestamps nbclient records."""
+    timing = cell.get("metadata", {}).get("execution", {})
+    started, replied = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not started or not replied:
+        return 0.0
+    parse = lambda stamp: datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return (parse(replied) - parse(started)).total_seconds()
 
 
 def main():

@@ -2,8 +2,9 @@
 # Executes every notebook in notebooks/ headless with the evcxr Rust kernel and checks what they show. Installs
 # what that needs once per machine into hearth's cache: Jupyter's notebook client (nbclient, from PyPI, in a
 # virtual environment) and the kernel (`cargo install evcxr_jupyter`), registered in the cache's own Jupyter
-# path. Each notebook builds hearth in a kernel directory kept in the cache, so only a machine's first run
-# pays for that build. Run through ./dev, which sets up libtorch:
+# path. The notebooks' kernels build hearth in one directory kept in the cache (notebooks/evcxr.toml sets the
+# kernel up so that it keeps that directory), so only a machine's first notebook pays for that build. Run
+# through ./dev, which sets up libtorch:
 #
 #   ./dev notebooks            # execute and check every notebook; the executed copies go to the cache
 #
@@ -27,7 +28,7 @@ if [[ ! -f "$venv/.hearth-complete" ]]; then
     touch "$venv/.hearth-complete"
 fi
 if [[ ! -x "$kernel/bin/evcxr_jupyter" ]]; then
-    say "building the evcxr Jupyter kernel $evcxr_version into $kernel (once per machine; ~15 min on 2 cores)"
+    say "building the evcxr Jupyter kernel $evcxr_version into $kernel (once per machine)"
     cargo install evcxr_jupyter --version "$evcxr_version" --locked --root "$kernel"
 fi
 export JUPYTER_PATH="$cache/jupyter"
@@ -46,7 +47,7 @@ export LD_LIBRARY_PATH="$sysroot_lib:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_P
 "$kernel/bin/evcxr_jupyter" --install >/dev/null
 
 # The fleet notebook runs against a fleet of this checkout's `hearth`.
-cargo build --quiet -p hearth-executors --bin hearth
+cargo build --quiet --workspace --all-features --bin hearth  # the features ./dev test builds with: no rebuild
 target_dir="$(cargo metadata --format-version 1 --no-deps | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 
 exec "$venv/bin/python" scripts/notebooks.py --work "$cache/work" --executed "$cache/executed" \

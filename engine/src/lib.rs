@@ -53,6 +53,8 @@ pub mod host;
 pub mod master;
 pub mod params;
 pub mod pipeline;
+#[cfg(feature = "polars")]
+pub mod polars;
 pub mod read;
 pub mod session;
 pub mod sql;
@@ -77,6 +79,8 @@ pub mod prelude {
     pub use crate::master::Master;
     pub use crate::params::{HandleInvalid, StringOrderType};
     pub use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
+    #[cfg(feature = "polars")]
+    pub use crate::polars::{FromPolars, ToPolars};
     pub use crate::read::CsvOptions;
     pub use crate::session::Session;
     pub use crate::stage::{Estimator, Stage, Transformer};

@@ -114,6 +114,7 @@ async fn a_trained_pipeline_its_model_and_its_metrics_show_with_plots() {
     assert!(classifier.training_curves().unwrap().markup().contains("<circle"));
     let text = classifier.to_text();
     assert!(text.contains("| rank | host") && !text.contains("<svg"), "{text}");
+    without_history_shows_no_curves(classifier);
 
     let scored = model.transform(&df).unwrap();
     let metrics = Metrics::of_classifier(classifier, &scored).await.unwrap();
@@ -137,12 +138,55 @@ async fn a_trained_pipeline_its_model_and_its_metrics_show_with_plots() {
     assert!(saved.starts_with("<svg") && saved.contains("Confusion matrix"));
 }
 
+/// `classifier` saved, its history emptied in every file that keeps one (as a model trained elsewhere has
+/// none), loaded: it shows its tables, says it has no history, and draws no curves.
+fn without_history_shows_no_curves(classifier: &ClassificationModel) {
+    let dir = tempfile::tempdir().unwrap();
+    classifier.save(dir.path()).unwrap();
+    for file in ["model.json", "training.json"] {
+        let path = dir.path().join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        clear_histories(&mut json);
+        std::fs::write(&path, json.to_string()).unwrap();
+    }
+    let bare = ClassificationModel::load(dir.path()).unwrap();
+    assert!(bare.history().is_empty());
+    let html = bare.to_html();
+    balanced(&html);
+    assert!(
+        html.contains("no training history was kept with this model") && !html.contains("<svg"),
+        "{html}"
+    );
+    assert!(bare.to_text().contains("no training history"));
+}
+
+/// Every `history` array in `json` emptied.
+fn clear_histories(json: &mut serde_json::Value) {
+    match json {
+        serde_json::Value::Object(fields) => {
+            for (name, value) in fields.iter_mut() {
+                if name == "history" {
+                    *value = serde_json::Value::Array(Vec::new());
+                } else {
+                    clear_histories(value);
+                }
+            }
+        }
+        serde_json::Value::Array(values) => values.iter_mut().for_each(clear_histories),
+        _ => {}
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_shows_where_it_runs() {
     let view = SessionView::of(&Session::local(3)).await.unwrap();
     let html = view.to_html();
     balanced(&html);
-    assert!(html.contains("<td>local[3]</td><td>3</td><td>0</td>"), "{html}");
+    assert!(
+        html.contains("<td style=\"text-align: left\">local[3]</td><td>3</td><td>0</td>"),
+        "{html}"
+    );
 }
 
 #[test]

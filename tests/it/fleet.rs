@@ -32,6 +32,8 @@ fn hearth_program() -> PathBuf {
 struct Fleet {
     scheduler: String,
     processes: Vec<Child>,
+    /// The scheduler's work directory, removed with the fleet.
+    _work: tempfile::TempDir,
 }
 
 /// Starts `program args…` and waits (up to 60 s) for a line of its output starting with `prefix`.
@@ -66,11 +68,18 @@ fn spawn_until(args: &[&str], prefix: &str) -> (Child, String) {
 impl Fleet {
     /// One scheduler and an executor per entry of `slots`, all registered.
     async fn start(slots: &[usize]) -> Fleet {
-        let (scheduler, line) = spawn_until(&["scheduler", "--bind", "127.0.0.1:0"], "hearth scheduler listening on");
+        // The scheduler's job records in a directory the fleet removes (its processes are killed, not stopped).
+        let work = tempfile::tempdir().unwrap();
+        let work_dir = work.path().to_str().unwrap();
+        let (scheduler, line) = spawn_until(
+            &["scheduler", "--bind", "127.0.0.1:0", "--work-dir", work_dir],
+            "hearth scheduler listening on",
+        );
         let address = line.rsplit(' ').next().expect("address").to_string();
         let mut fleet = Fleet {
             scheduler: address.clone(),
             processes: vec![scheduler],
+            _work: work,
         };
         for n in slots {
             let n = n.to_string();

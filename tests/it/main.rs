@@ -12,5 +12,7 @@ mod fleet;
 mod frames;
 mod parity;
 mod pipelines;
+#[cfg(feature = "polars")]
+mod polars;
 mod sql;
 mod training;

@@ -32,7 +32,7 @@ pub fn escape(text: &str) -> String {
 /// use hearth_engine::display::{Grid, Rich};
 /// let grid = Grid::new(["label"]).caption("Labels").row(["<b>"]).note("1 of 3 rows");
 /// let html = grid.to_html();
-/// assert!(html.contains("<caption>Labels</caption>") && html.contains("<td>&lt;b&gt;</td>"));
+/// assert!(html.contains("<caption>Labels</caption>") && html.contains("left\">&lt;b&gt;</td>"));
 /// assert!(grid.to_text().starts_with("Labels\n"));
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -95,7 +95,12 @@ impl Rich for Grid {
         for row in &self.rows {
             html.push_str("<tr>");
             for cell in row {
-                html.push_str(&format!("<td>{}</td>", escape(cell)));
+                // Numbers align right (Jupyter's default for every cell), words left.
+                if cell.parse::<f64>().is_ok() || cell == "-" {
+                    html.push_str(&format!("<td>{}</td>", escape(cell)));
+                } else {
+                    html.push_str(&format!("<td style=\"text-align: left\">{}</td>", escape(cell)));
+                }
             }
             html.push_str("</tr>");
         }

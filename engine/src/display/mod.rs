@@ -2,7 +2,8 @@
 //! front end gets HTML with plain text beside it) and as text in a terminal. Data frames show their first rows
 //! (`df.preview(20).await?`), fitted pipelines their stages, trained models their architecture, history, ranks
 //! and attempts with their training curves, [`Metrics`] an evaluation with its ROC and precision-recall curves
-//! and confusion matrix, a [`SessionView`] where a session runs. Plots are SVG ([`plot`]), also saved to files.
+//! and confusion matrix, a [`SessionView`] where a session runs; training shows its epochs as they end
+//! ([`progress`]). Plots are SVG ([`plot`]), also saved to files.
 //!
 //! ```
 //! use hearth_engine::display::{Grid, Rich};
@@ -11,11 +12,13 @@
 //! assert!(grid.to_text().contains("| f1     | 0.7766 |"));
 //! ```
 
+mod catalog;
 mod frame;
 mod grid;
 mod metrics;
 mod models;
 pub mod plot;
+pub mod progress;
 
 pub use frame::{FramePreview, PreviewExt};
 pub use grid::{Grid, escape};

@@ -17,14 +17,21 @@ const SIZE: (u32, u32) = (720, 400);
 /// The bins Spark's `BinaryClassificationEvaluator` downsamples its curves to by default.
 pub const SPARK_NUM_BINS: usize = 1000;
 
-/// A drawn plot: its title and its SVG.
+/// A drawn plot: what kind of plot it is, its title and its SVG.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Svg {
+    kind: &'static str,
     title: String,
     markup: String,
 }
 
 impl Svg {
+    /// The kind of plot, as a file name's part: `training_curves`, `roc_curve`, `pr_curve` or
+    /// `confusion_matrix`.
+    pub fn file_stem(&self) -> String {
+        self.kind.to_lowercase().replace(' ', "_")
+    }
+
     /// The SVG document.
     pub fn markup(&self) -> &str {
         &self.markup
@@ -78,7 +85,11 @@ fn drawn<E: std::error::Error + Send + Sync>(
         draw(&root).map_err(|e| plot_error(plot, e))?;
         root.present().map_err(|e| plot_error(plot, e))?;
     }
-    Ok(Svg { title, markup })
+    Ok(Svg {
+        kind: plot,
+        title,
+        markup,
+    })
 }
 
 /// A range around `values` with a little room, never empty.
@@ -244,7 +255,10 @@ pub fn confusion_matrix(state: &MulticlassState) -> Result<Svg> {
     let names: Vec<String> = labels.iter().map(i64::to_string).collect();
     drawn("confusion matrix", format!("Confusion matrix, {n} labels"), |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption("Confusion matrix", ("sans-serif", 18))
+            .caption(
+                "Confusion matrix (shade: share of the true label's rows)",
+                ("sans-serif", 18),
+            )
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(52)

@@ -4,13 +4,14 @@
 //! rows produced so far, the epochs of a model being trained); piped output shows nothing but results.
 
 use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 use datafusion::arrow::array::RecordBatch;
 use futures::StreamExt;
+use hearth_engine::display::progress::epoch_line;
 use hearth_engine::prelude::*;
 use hearth_engine::sql::{Statement, parse_statements};
 use hearth_engine::train::{EpochStats, TrainingProgress};
@@ -36,6 +37,17 @@ pub struct SqlArgs {
     /// How results print.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Save each model's plots here as SVG after `CREATE MODEL`: training curves, and on its held-out rows
+    /// the confusion matrix and (two classes) ROC and precision-recall curves.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+}
+
+/// Where a statement's results go: printed in `format`, and models' plots saved into `plots`.
+#[derive(Clone, Copy, Debug)]
+struct Output<'a> {
+    format: Format,
+    plots: Option<&'a Path>,
 }
 
 /// `hearth sql`.
@@ -46,13 +58,17 @@ pub async fn run(master: &str, args: SqlArgs) -> CommandResult {
     if let Some(progress) = &progress {
         session = session.with_progress(Arc::clone(progress) as Arc<dyn TrainingProgress>);
     }
+    let output = Output {
+        format: args.format,
+        plots: args.plots.as_deref(),
+    };
     let script = match (&args.execute, &args.file) {
         (Some(statements), _) => statements.clone(),
         (None, Some(file)) if file.as_os_str() != "-" => {
             std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
         }
         (None, None) if std::io::stdin().is_terminal() => {
-            return prompt(&session, args.format, progress.as_deref()).await;
+            return prompt(&session, output, progress.as_deref()).await;
         }
         _ => {
             let mut text = String::new();
@@ -61,16 +77,16 @@ pub async fn run(master: &str, args: SqlArgs) -> CommandResult {
         }
     };
     for statement in parse_statements(&script)? {
-        run_statement(&session, &statement, args.format, progress.as_deref()).await?;
+        run_statement(&session, &statement, output, progress.as_deref()).await?;
     }
     Ok(())
 }
 
-/// Runs one statement and prints its rows.
+/// Runs one statement, prints its rows and saves the plots of a model it trained.
 async fn run_statement(
     session: &Session,
     statement: &Statement,
-    format: Format,
+    output: Output<'_>,
     progress: Option<&Progress>,
 ) -> CommandResult {
     if let Some(progress) = progress {
@@ -83,8 +99,13 @@ async fn run_statement(
     if let Some(progress) = progress {
         progress.finish();
     }
-    write(&mut std::io::stdout().lock(), format, &result?)?;
+    write(&mut std::io::stdout().lock(), output.format, &result?)?;
     std::io::stdout().flush()?;
+    if let (Statement::CreateModel(create), Some(dir)) = (statement, output.plots) {
+        for file in session.models().get(&create.name)?.save_plots(session, dir).await? {
+            eprintln!("saved {}", file.display());
+        }
+    }
     Ok(())
 }
 
@@ -111,7 +132,7 @@ fn headline(statement: &Statement) -> String {
 }
 
 /// The interactive prompt: lines gather until a `;` ends a statement; errors print and the prompt goes on.
-async fn prompt(session: &Session, format: Format, progress: Option<&Progress>) -> CommandResult {
+async fn prompt(session: &Session, output: Output<'_>, progress: Option<&Progress>) -> CommandResult {
     let mut editor = DefaultEditor::new()?;
     let history = history_file();
     if let Some(file) = &history {
@@ -138,7 +159,7 @@ async fn prompt(session: &Session, format: Format, progress: Option<&Progress>) 
         match parse_statements(&script) {
             Ok(statements) => {
                 for statement in statements {
-                    if let Err(e) = run_statement(session, &statement, format, progress).await {
+                    if let Err(e) = run_statement(session, &statement, output, progress).await {
                         eprintln!("error: {e}");
                         break;
                     }
@@ -194,10 +215,6 @@ impl Progress {
 
 impl TrainingProgress for Progress {
     fn epoch(&self, _model: &str, stats: &EpochStats, epochs: usize) {
-        let rate = stats.rows as f64 / stats.seconds.max(1e-9);
-        self.message(&format!(
-            "epoch {} of {epochs}, loss {:.4}, {} rows, {rate:.0} rows/s",
-            stats.epoch, stats.loss, stats.rows
-        ));
+        self.message(&epoch_line(stats, epochs));
     }
 }

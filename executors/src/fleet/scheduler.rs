@@ -42,7 +42,8 @@ pub struct SchedulerOptions {
     /// The host executors and clients reach it at (default: the bind address, or this machine's host name
     /// when that is every interface).
     pub advertise: Option<String>,
-    /// Where cluster-mode jobs keep their records and output (default: a new temporary directory).
+    /// Where cluster-mode jobs keep their records and output (default: a new temporary directory, removed when
+    /// the scheduler stops).
     pub work_dir: Option<PathBuf>,
 }
 
@@ -53,6 +54,7 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", options.bind))?;
     let address = listener.local_addr()?;
+    let temporary = options.work_dir.is_none();
     let work_dir = match options.work_dir {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("hearth-scheduler-{}-{}", address.port(), std::process::id())),
@@ -112,6 +114,12 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
             asked_to_stop.notified().await;
             tokio::time::sleep(SHUTDOWN_DEADLINE).await;
         } => log::warn!("connections still open {SHUTDOWN_DEADLINE:?} after stopping began; closing them"),
+    }
+    if temporary && let Err(e) = std::fs::remove_dir_all(&work_dir) {
+        log::warn!(
+            "cannot remove the jobs' temporary directory {}: {e}",
+            work_dir.display()
+        );
     }
     Ok(())
 }

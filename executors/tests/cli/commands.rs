@@ -68,13 +68,25 @@ fn a_model_created_by_one_hearth_sql_is_used_by_the_next() {
         "{table} CREATE MODEL risk OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'],
          max_iterations = 2, workers = 2) AS SELECT age, duration, purpose, class FROM credit;"
     );
-    let created = sql(dir.path(), &["-e", &create]);
+    let plots = dir.path().join("plots");
+    let created = sql(dir.path(), &["--plots", plots.to_str().unwrap(), "-e", &create]);
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let table_text = String::from_utf8_lossy(&created.stdout);
     assert!(
         table_text.contains("| risk ") && table_text.contains("trained"),
         "{table_text}"
     );
+    // The training curves, and the confusion matrix, ROC and PR curves on the rows it held out.
+    for plot in ["training_curves", "confusion_matrix", "roc_curve", "pr_curve"] {
+        let file = plots.join(format!("risk_{plot}.svg"));
+        let svg = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert!(
+            svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
+            "{}",
+            file.display()
+        );
+        assert!(String::from_utf8_lossy(&created.stderr).contains(&format!("saved {}", file.display())));
+    }
 
     let predict = format!(
         "{table} SELECT predicted_class, COUNT(*) AS n FROM ML.PREDICT(MODEL risk, TABLE credit) \
