@@ -66,7 +66,7 @@ pub mod vector;
 /// What a pipeline author writes: sessions, stages, pipelines and their traits.
 pub mod prelude {
     pub use crate::barrier::{BarrierOptions, BarrierStage, BarrierTaskContext, FnBarrier, register_function};
-    pub use crate::display::{Metrics, PreviewExt, Rich, SessionView};
+    pub use crate::display::{FrameDisplay, Metrics, PreviewExt, Rich, SessionView};
     pub use crate::error::{HearthError, Result};
     pub use crate::evaluation::{
         BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,

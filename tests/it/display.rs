@@ -51,6 +51,33 @@ async fn a_frame_shows_its_first_rows_types_and_escaped_values() {
     assert!(shown.to_html().contains("no rows"), "{}", shown.to_html());
 }
 
+#[test]
+fn a_frame_ending_a_cell_shows_its_first_rows_with_or_without_a_runtime() {
+    use hearth::engine::display::{FrameDisplay, SHOWN_ROWS};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let df = runtime.block_on(async {
+        Session::local(2)
+            .sql("SELECT * FROM generate_series(1, 100) AS t(x)")
+            .await
+            .unwrap()
+    });
+    // A notebook's async cell: called from inside a multi-threaded runtime.
+    let inside = runtime.block_on(async { df.preview_now(SHOWN_ROWS).unwrap() });
+    assert_eq!(inside.rows().len(), 20);
+    assert!(inside.to_html().contains("first 20 rows"), "{}", inside.to_html());
+    drop(runtime);
+    // A cell without async code: no runtime at all.
+    assert_eq!(df.preview_now(5).unwrap().rows().len(), 5);
+    // A single-threaded runtime cannot wait for the query: the error says what to do instead.
+    let single = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let error = single.block_on(async { df.preview_now(5).unwrap_err().to_string() });
+    assert!(error.contains("df.preview(n).await"), "{error}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_of_ten_thousand_columns_is_cut_and_says_so() {
     let session = Session::local(1);

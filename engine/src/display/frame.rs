@@ -54,6 +54,61 @@ impl PreviewExt for DataFrame {
     }
 }
 
+/// The rows a data frame shows when a notebook cell ends with it, as Spark's `df.show()` prints.
+pub const SHOWN_ROWS: usize = 20;
+
+/// A data frame that ends a notebook cell shows its first [`SHOWN_ROWS`] rows, as `df.preview(20)` would:
+/// evcxr calls `evcxr_display`, which runs the query for those rows then and there.
+pub trait FrameDisplay {
+    /// The first `rows` rows, the query run to completion before returning: inside a multi-threaded tokio
+    /// runtime (a notebook's async cell) without blocking its other tasks, outside any runtime on one of its
+    /// own.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// use hearth_engine::display::FrameDisplay;
+    /// let session = hearth_engine::session::Session::local(2);
+    /// let df = session.sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
+    /// assert_eq!(df.preview_now(3).unwrap().rows().len(), 3);
+    /// # });
+    /// ```
+    fn preview_now(&self, rows: usize) -> Result<FramePreview>;
+
+    /// What evcxr calls to show a cell's data frame: its preview's text and HTML.
+    fn evcxr_display(&self) {
+        match self.preview_now(SHOWN_ROWS) {
+            Ok(preview) => preview.evcxr_display(),
+            Err(e) => println!("EVCXR_BEGIN_CONTENT text/plain\ncannot show the data frame: {e}\nEVCXR_END_CONTENT"),
+        }
+    }
+}
+
+impl FrameDisplay for DataFrame {
+    fn preview_now(&self, rows: usize) -> Result<FramePreview> {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| handle.block_on(FramePreview::of(self, rows)))
+            }
+            Ok(_) => Err(crate::error::HearthError::InvalidParam {
+                stage: "FrameDisplay".to_string(),
+                param: "runtime",
+                message: "a single-threaded runtime cannot wait for the query here: use `df.preview(n).await`"
+                    .to_string(),
+            }),
+            Err(_) => tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| crate::error::HearthError::InvalidParam {
+                    stage: "FrameDisplay".to_string(),
+                    param: "runtime",
+                    message: format!("cannot start a runtime to run the query: {e}"),
+                })?
+                .block_on(FramePreview::of(self, rows)),
+        }
+    }
+}
+
 impl FramePreview {
     /// The first `rows` rows of `df`.
     pub async fn of(df: &DataFrame, rows: usize) -> Result<Self> {

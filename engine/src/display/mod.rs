@@ -20,7 +20,7 @@ mod models;
 pub mod plot;
 pub mod progress;
 
-pub use frame::{FramePreview, PreviewExt};
+pub use frame::{FrameDisplay, FramePreview, PreviewExt, SHOWN_ROWS};
 pub use grid::{Grid, escape};
 pub use metrics::Metrics;
 pub use models::SessionView;
