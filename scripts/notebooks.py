@@ -1,9 +1,9 @@
 """Executes hearth's notebooks headless with the evcxr Rust kernel and checks what they show.
 
 Each notebook runs in a kernel of its own, one after the other, all with one build directory (EVCXR_TMPDIR)
-kept under --work and seeded with the repository's Cargo.lock, so the first notebook on a machine builds hearth
-with the versions the tests use and the others reuse it; a failed cell
-fails the run with the cell and its error. Every notebook must show HTML tables, and as many SVG plots as its
+kept under --work, so the first notebook on a machine builds hearth and the others reuse it (the kernel resolves
+its dependencies itself: its check of each `:dep` rewrites the directory's Cargo.lock); a failed cell fails the
+run with the cell and its error. Every notebook must show HTML tables, and as many SVG plots as its
 metadata's `hearth.min_svgs` says, and training must show its epochs as they end (lines such as
 "MlpClassifier_…: epoch 1 of 20, loss …"). A notebook whose metadata says `hearth.fleet` runs against a fleet
 that `hearth cluster start` starts for it (its master in HEARTH_MASTER) and `hearth cluster stop` ends. A cell
@@ -28,7 +28,6 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-REPOSITORY = pathlib.Path(__file__).resolve().parent.parent
 CELL_TIMEOUT_S = 3600  # the first cell builds hearth for the kernel
 INTERRUPTED_STOP_S = 60  # an interrupted job's ranks stop at their next epoch; the fleet frees their slots
 PROGRESS = re.compile(r"^\S+: epoch \d+ of \d+, loss ", re.MULTILINE)
@@ -126,8 +125,6 @@ def execute(path, notebook, work, executed):
     # One build directory for every notebook: they depend on the same crates, so the first builds them.
     kernel_dir = work / "kernel"
     kernel_dir.mkdir(parents=True, exist_ok=True)
-    if not (kernel_dir / "Cargo.lock").exists():
-        shutil.copy(REPOSITORY / "Cargo.lock", kernel_dir / "Cargo.lock")
     os.environ["EVCXR_TMPDIR"] = str(kernel_dir)
     client = NotebookClient(
         notebook,
