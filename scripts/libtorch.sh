@@ -9,11 +9,9 @@
 set -euo pipefail
 
 torch_version="2.13.0"
-cache="${HEARTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hearth}"
-venv="$cache/torch-$torch_version"
+source "$(dirname "${BASH_SOURCE[0]}")/cache.sh"
+venv="$hearth_cache/torch-$torch_version"
 marker="$venv/.hearth-complete"
-
-say() { echo "[hearth] $*" >&2; }
 
 if [[ ! -f "$marker" ]]; then
     python="$(command -v python3 || true)"
@@ -28,7 +26,7 @@ if [[ ! -f "$marker" ]]; then
     fi
     say "installing libtorch $torch_version (PyPI torch==$torch_version, ~4.7 GB, a few minutes) into $venv"
     rm -rf "$venv"
-    mkdir -p "$cache"
+    mkdir -p "$hearth_cache"
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$torch_version" safetensors numpy
     touch "$marker"

@@ -13,11 +13,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 evcxr_version="0.22.0"
-cache="${HEARTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hearth}/notebooks"
+source scripts/cache.sh
+cache="$hearth_cache/notebooks"
 venv="$cache/venv"
 kernel="$cache/evcxr-$evcxr_version"
-
-say() { echo "[hearth] $*" >&2; }
 
 if [[ ! -f "$venv/.hearth-complete" ]]; then
     say "installing Jupyter's notebook client (nbclient) into $venv"

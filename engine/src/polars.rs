@@ -210,47 +210,34 @@ pub fn batches_to_polars(schema: &Schema, batches: &[RecordBatch]) -> Result<Pol
 /// assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
 /// ```
 pub fn polars_to_batches(frame: &PolarsFrame) -> Result<(Arc<Schema>, Vec<RecordBatch>)> {
+    // The columns' types as hearth reads them, from an empty array of each (a frame without rows may have no
+    // chunk to take them from).
+    let fields = frame
+        .columns()
+        .iter()
+        .map(|column| {
+            let empty = column
+                .as_materialized_series()
+                .clear()
+                .to_arrow(0, CompatLevel::newest());
+            from_polars_array(column.name().as_str(), empty).map(|(field, _)| field)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let schema = Arc::new(Schema::new(fields));
     let mut frame = frame.clone();
     frame.align_chunks_par();
-    let mut schema = None;
     let mut batches = Vec::new();
     for chunk in frame.iter_chunks(CompatLevel::newest(), false) {
-        let chunk_rows = chunk.len();
+        // A frame of no columns still has rows.
+        let rows = RecordBatchOptions::new().with_row_count(Some(chunk.len()));
         let (polars_schema, arrays) = chunk.into_schema_and_arrays();
-        let (fields, columns): (Vec<Field>, Vec<ArrayRef>) = polars_schema
+        let columns = polars_schema
             .iter_values()
             .zip(arrays)
-            .map(|(field, array)| from_polars_array(field.name.as_str(), array))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
-        let batch_schema = Arc::new(Schema::new(fields));
-        // A frame of no columns still has rows.
-        let rows = RecordBatchOptions::new().with_row_count(Some(chunk_rows));
-        batches.push(RecordBatch::try_new_with_options(
-            Arc::clone(&batch_schema),
-            columns,
-            &rows,
-        )?);
-        schema.get_or_insert(batch_schema);
+            .map(|(field, array)| from_polars_array(field.name.as_str(), array).map(|(_, array)| array))
+            .collect::<Result<Vec<_>>>()?;
+        batches.push(RecordBatch::try_new_with_options(Arc::clone(&schema), columns, &rows)?);
     }
-    // A frame without rows may have no chunk: its columns' types from an empty array each.
-    let schema = match schema {
-        Some(schema) => schema,
-        None => Arc::new(Schema::new(
-            frame
-                .columns()
-                .iter()
-                .map(|column| {
-                    let empty = column
-                        .as_materialized_series()
-                        .clear()
-                        .to_arrow(0, CompatLevel::newest());
-                    from_polars_array(column.name().as_str(), empty).map(|(field, _)| field)
-                })
-                .collect::<Result<Vec<_>>>()?,
-        )),
-    };
     Ok((schema, batches))
 }
 

@@ -10,24 +10,20 @@ use super::Metrics;
 use super::plot::{Svg, training_curves};
 use crate::error::Result;
 use crate::session::Session;
-use crate::sql::{CatalogModel, held_out_rows};
+use crate::sql::{CatalogModel, Trained, held_out_rows};
 use crate::stage::Transformer;
-use crate::train::{ClassificationModel, RegressionModel};
+use crate::train::ClassificationModel;
 
 impl CatalogModel {
     /// Its plots: the training curves of its network (when it kept a history), then the evaluation plots on
     /// the rows it held out (when it held any), computed in `session`.
     pub async fn plots(&self, session: &Session) -> Result<Vec<Svg>> {
-        let classifier = self.pipeline.last_stage::<ClassificationModel>();
-        let history = match (classifier, self.pipeline.last_stage::<RegressionModel>()) {
-            (Some(classifier), _) => classifier.history(),
-            (None, Some(regressor)) => regressor.history(),
-            (None, None) => &[],
-        };
+        let history = Trained::of(&self.pipeline).map_or(&[][..], Trained::history);
         let mut plots = Vec::new();
         if !history.is_empty() {
             plots.push(training_curves(history)?);
         }
+        let classifier = self.pipeline.last_stage::<ClassificationModel>();
         if let (Some(classifier), Some(_)) = (classifier, self.evaluation_file()) {
             let held_out = DataFrame::new(session.ctx.state(), held_out_rows(self)?);
             let scored = self.pipeline.transform(&held_out)?;

@@ -85,25 +85,23 @@ pub trait FrameDisplay {
 
 impl FrameDisplay for DataFrame {
     fn preview_now(&self, rows: usize) -> Result<FramePreview> {
-        use tokio::runtime::{Handle, RuntimeFlavor};
+        use tokio::runtime::{Builder, Handle, RuntimeFlavor};
+        let failed = |message: String| crate::error::HearthError::InvalidParam {
+            stage: "FrameDisplay".to_string(),
+            param: "runtime",
+            message,
+        };
         match Handle::try_current() {
             Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(|| handle.block_on(FramePreview::of(self, rows)))
             }
-            Ok(_) => Err(crate::error::HearthError::InvalidParam {
-                stage: "FrameDisplay".to_string(),
-                param: "runtime",
-                message: "a single-threaded runtime cannot wait for the query here: use `df.preview(n).await`"
-                    .to_string(),
-            }),
-            Err(_) => tokio::runtime::Builder::new_multi_thread()
+            Ok(_) => Err(failed(
+                "a single-threaded runtime cannot wait for the query here: use `df.preview(n).await`".to_string(),
+            )),
+            Err(_) => Builder::new_multi_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| crate::error::HearthError::InvalidParam {
-                    stage: "FrameDisplay".to_string(),
-                    param: "runtime",
-                    message: format!("cannot start a runtime to run the query: {e}"),
-                })?
+                .map_err(|e| failed(format!("cannot start a runtime to run the query: {e}")))?
                 .block_on(FramePreview::of(self, rows)),
         }
     }

@@ -143,15 +143,17 @@ impl TrainingProgress for TrainingBar {
         let last = stats.epoch >= epochs;
         let mut shown = self.shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match (self.target, shown.get(model)) {
-            (Target::Terminal, Some(Shown::Bar(bar))) => {
+            (Target::Terminal, current) => {
+                let bar = match current {
+                    Some(Shown::Bar(bar)) => bar.clone(),
+                    _ => {
+                        let bar = self.bars.add(new_bar(model, epochs));
+                        shown.insert(model.to_string(), Shown::Bar(bar.clone()));
+                        bar
+                    }
+                };
                 bar.set_message(epoch_line(stats, epochs));
                 bar.set_position(stats.epoch as u64);
-            }
-            (Target::Terminal, _) => {
-                let bar = self.bars.add(new_bar(model, epochs));
-                bar.set_message(epoch_line(stats, epochs));
-                bar.set_position(stats.epoch as u64);
-                shown.insert(model.to_string(), Shown::Bar(bar));
             }
             (Target::Lines, Some(Shown::LineAt(at))) if !last && at.elapsed() < LINE_INTERVAL => {}
             (Target::Lines, _) => {

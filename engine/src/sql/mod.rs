@@ -57,7 +57,7 @@ pub use parser::{CreateModel, Statement, parse_statements};
 pub use relation::MlRelationPlanner;
 pub use transform::{TransformPlan, plan_transform};
 
-pub(crate) use table_functions::held_out_rows;
+pub(crate) use table_functions::{Trained, held_out_rows};
 
 use crate::error::{HearthError, Result};
 use crate::session::Session;
