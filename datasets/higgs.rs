@@ -23,6 +23,7 @@ use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use hearth_engine::prelude::{Pipeline, StandardScaler, StringIndexer, StringOrderType, VectorAssembler};
 use hearth_ml::random::Draws;
+use hearth_ml::train::Strategy;
 
 /// The 30 feature columns, in the challenge's order.
 pub const FEATURES: [&str; 30] = [
@@ -229,4 +230,42 @@ pub fn preprocessing() -> Pipeline {
                 .output_col("features")
                 .with_mean(true),
         )
+}
+
+/// dist-keras's trainers as the walk-through runs them on this data, the synchronous allreduce among them:
+/// SingleTrainer, EASGD (ρ 5, η 0.04, every 10 steps), asynchronous EASGD (window 30), asynchronous EAMSGD
+/// (window 10, momentum 0.85), DOWNPOUR (window 5), ADAG (window 12), and model averaging every 10 steps.
+///
+/// ```
+/// let names: Vec<&str> = hearth::datasets::higgs::dist_keras_trainers().iter().map(|s| s.name()).collect();
+/// assert_eq!(names[..2], ["single", "synchronous"]);
+/// ```
+pub fn dist_keras_trainers() -> Vec<Strategy> {
+    vec![
+        Strategy::Single,
+        Strategy::Synchronous,
+        Strategy::Easgd {
+            rho: 5.0,
+            communication_window: 10,
+            learning_rate: Some(0.04),
+        },
+        Strategy::AsyncEasgd {
+            rho: 5.0,
+            communication_window: 30,
+            learning_rate: Some(0.04),
+        },
+        Strategy::AsyncEamsgd {
+            rho: 5.0,
+            communication_window: 10,
+            momentum: 0.85,
+            learning_rate: Some(0.04),
+        },
+        Strategy::Downpour {
+            communication_window: 5,
+        },
+        Strategy::Adag {
+            communication_window: 12,
+        },
+        Strategy::LocalSgd { period: 10 },
+    ]
 }

@@ -89,5 +89,5 @@ pub mod prelude {
     };
     pub use datafusion::prelude::DataFrame;
     pub use hearth_ml::model::{Activation, Layer};
-    pub use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, TrainSettings};
+    pub use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, Strategy, TrainSettings};
 }

@@ -135,6 +135,11 @@ async fn bad_columns_are_named() {
     assert!(error.contains("unknown metric \"f2\""), "{error}");
 }
 
+/// Makes the trainer fail once after its first epoch for jobs whose label column is `label_fail_once`.
+pub fn fail_once_after_the_first_epoch() {
+    register_function(FailOnceAfterFirstEpoch);
+}
+
 /// The trainer, failing once after its first epoch for jobs whose label column is `label_fail_once` — after
 /// rank 0 sent the driver its checkpoint.
 #[derive(Debug)]
@@ -173,7 +178,7 @@ impl BarrierFunction for FailOnceAfterFirstEpoch {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_stage_is_retried_from_the_last_checkpoint() {
-    register_function(FailOnceAfterFirstEpoch);
+    fail_once_after_the_first_epoch();
     let session = Session::local(2);
     let (train, _) = credit(&session).await;
     let renamed = train

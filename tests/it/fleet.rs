@@ -203,6 +203,26 @@ async fn every_master_fits_the_same_pipeline_and_model() {
     let ranks: Vec<usize> = cluster.1.summary().ranks.iter().map(|r| r.rows).collect();
     let local_ranks: Vec<usize> = local.1.summary().ranks.iter().map(|r| r.rows).collect();
     assert_eq!(ranks, local_ranks);
+
+    // A parameter server on the fleet: rank 0's executor serves the center to both ranks.
+    let (_, train) = prepared(&fleet.session().await).await;
+    let downpour = MlpClassifier::new()
+        .hidden_layers([16])
+        .workers(2)
+        .epochs(3)
+        .device(DeviceChoice::Cpu)
+        .strategy(Strategy::Downpour {
+            communication_window: 4,
+        })
+        .fit(&train)
+        .await
+        .unwrap();
+    let ranks = &downpour.summary().ranks;
+    assert_eq!(ranks.len(), 2);
+    assert!(
+        ranks.iter().all(|r| r.staleness.is_some_and(|s| s.updates > 0)),
+        "{ranks:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,11 +243,11 @@ async fn a_fleet_without_enough_slots_fails_before_training() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn training_survives_an_executor_killed_mid_training() {
+async fn asynchronous_training_survives_an_executor_killed_mid_training() {
     let mut fleet = Fleet::start(&[1, 1]).await;
     let session = fleet.session().await;
     let (_, train) = prepared(&session).await;
-    let epochs = 150;
+    let epochs = 800;
     let classifier = MlpClassifier::new()
         .hidden_layers([32])
         .workers(2)
@@ -235,6 +255,13 @@ async fn training_survives_an_executor_killed_mid_training() {
         .batch_size(8)
         .seed(3)
         .device(DeviceChoice::Cpu)
+        // The parameter server's rank or a worker dies: either way the stage retries from the center.
+        .strategy(Strategy::AsyncEamsgd {
+            rho: 5.0,
+            communication_window: 8,
+            momentum: 0.85,
+            learning_rate: Some(0.04),
+        })
         .max_attempts(3)
         .timeout(Duration::from_secs(20))
         .rendezvous_timeout(Duration::from_secs(40));

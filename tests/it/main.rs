@@ -15,4 +15,5 @@ mod pipelines;
 #[cfg(feature = "polars")]
 mod polars;
 mod sql;
+mod strategies;
 mod training;

@@ -402,3 +402,47 @@ async fn a_regressor_trains_predicts_and_evaluates() {
     assert_eq!(rows(&info), 8);
     assert!(info[0].column(0).is_null(0), "a regressor has no accuracy");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_model_takes_a_trainer_strategy_with_dist_keras_names() {
+    let models = tempfile::tempdir().unwrap();
+    let session = credit_session(models.path()).await;
+    let downpour = CREATE.replace(
+        "seed = 3)",
+        "seed = 3, strategy = 'downpour', communication_window = 4)",
+    );
+    run_script(&session, &downpour).await.unwrap();
+    let model = ModelCatalog::new(models.path()).get("credit_lr").unwrap();
+    let last = model.pipeline.stages().last().unwrap();
+    let classifier = last.downcast_ref::<ClassificationModel>().unwrap();
+    assert_eq!(
+        classifier.artifact().options.settings.strategy,
+        Strategy::Downpour {
+            communication_window: 4
+        }
+    );
+    assert!(classifier.summary().ranks.iter().all(|r| r.staleness.is_some()));
+    let evaluated = run_script(&session, "SELECT * FROM ML.EVALUATE(MODEL credit_lr)")
+        .await
+        .unwrap();
+    assert!(number(&evaluated, "accuracy") > 0.6);
+
+    let error = |script: String| {
+        let session = session.clone();
+        async move { run_script(&session, &script).await.unwrap_err().to_string() }
+    };
+    let replace = CREATE.replace("CREATE MODEL", "CREATE OR REPLACE MODEL");
+    let unknown = error(replace.replace("seed = 3)", "seed = 3, strategy = 'hogwild')")).await;
+    assert!(
+        unknown.contains("option strategy") && unknown.contains("'async_easgd'"),
+        "{unknown}"
+    );
+    let misplaced = error(replace.replace("seed = 3)", "seed = 3, strategy = 'downpour', rho = 2.0)")).await;
+    assert!(
+        misplaced.contains("option rho: strategy 'downpour' does not take it"),
+        "{misplaced}"
+    );
+    let too_strong =
+        error(replace.replace("seed = 3)", "seed = 3, strategy = 'easgd', elastic_learn_rate = 0.5)")).await;
+    assert!(too_strong.contains("α = rho × learning_rate < 1"), "{too_strong}");
+}

@@ -88,16 +88,27 @@ impl<O: Outputs> NetworkModel<O> {
         if self.history().is_empty() {
             history = history.note("no training history was kept with this model");
         }
-        let mut ranks = Grid::new(["rank", "host", "device", "rows", "steps", "seconds"]).caption("Ranks");
+        // Staleness only where the ranks had a parameter server.
+        let asynchronous = self.summary().ranks.iter().any(|r| r.staleness.is_some());
+        let mut header = vec!["rank", "host", "device", "rows", "steps", "seconds"];
+        if asynchronous {
+            header.extend(["updates", "mean staleness", "max staleness"]);
+        }
+        let mut ranks = Grid::new(header).caption("Ranks");
         for rank in &self.summary().ranks {
-            ranks.push([
+            let mut cells = vec![
                 rank.rank.to_string(),
                 rank.host.clone(),
                 rank.device.clone(),
                 rank.rows.to_string(),
                 rank.steps.to_string(),
                 seconds(rank.seconds),
-            ]);
+            ];
+            if asynchronous {
+                let s = rank.staleness.unwrap_or_default();
+                cells.extend([s.updates.to_string(), format!("{:.2}", s.mean), s.max.to_string()]);
+            }
+            ranks.push(cells);
         }
         let mut attempts = Grid::new(["attempt", "resumed from epoch", "seconds", "outcome"]).caption("Attempts");
         for attempt in &self.summary().attempts {

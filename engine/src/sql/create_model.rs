@@ -369,6 +369,7 @@ fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> 
                 .seed(options.seed)
                 .device(options.device.clone())
                 .workers(options.workers)
+                .strategy(options.strategy.clone())
                 .max_attempts(options.max_attempts);
             if let Some(timeout) = options.timeout {
                 estimator = estimator.timeout(timeout);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast::{Expr, SqlOption, UnaryOperator, Value};
 use hearth_ml::model::Activation;
-use hearth_ml::train::{DeviceChoice, OptimizerSpec};
+use hearth_ml::train::{DeviceChoice, OptimizerSpec, Strategy};
 
 use crate::error::{HearthError, Result};
 
@@ -113,6 +113,9 @@ pub struct ModelOptions {
     pub device: DeviceChoice,
     /// hearth: `seed` of the initial weights, shuffling and dropout (default 0).
     pub seed: u64,
+    /// hearth: `strategy`, how the workers combine what they learn (default `'synchronous'`), with its
+    /// parameters `rho`, `communication_window`, `momentum` and `elastic_learn_rate` (dist-keras's names).
+    pub strategy: Strategy,
     /// hearth: `max_attempts` of the training stage (default 3).
     pub max_attempts: usize,
     /// hearth: `timeout_seconds` of any one collective (default 120).
@@ -131,7 +134,7 @@ pub enum ClassWeights {
 }
 
 /// Every option, with what it takes, for error messages.
-const OPTIONS: [(&str, &str); 22] = [
+const OPTIONS: [(&str, &str); 27] = [
     (
         "model_type",
         "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'mlp_regressor' or 'dnn_regressor'",
@@ -159,6 +162,20 @@ const OPTIONS: [(&str, &str); 22] = [
     ("workers", "a whole number ≥ 1"),
     ("device", "'auto', 'cpu', 'cuda' or 'cuda:N'"),
     ("seed", "a whole number"),
+    (
+        "strategy",
+        "'synchronous', 'single', 'easgd', 'async_easgd', 'async_eamsgd', 'downpour', 'adag' or 'local_sgd'",
+    ),
+    ("rho", "the elastic force, a positive number (default 5.0)"),
+    (
+        "communication_window",
+        "local steps between exchanges (or averagings), a whole number ≥ 1",
+    ),
+    ("momentum", "EAMSGD's momentum, from 0 to below 1 (default 0.9)"),
+    (
+        "elastic_learn_rate",
+        "η of the elastic rate α = rho × η, a positive number (default: learn_rate)",
+    ),
     ("max_attempts", "a whole number ≥ 1"),
     ("timeout_seconds", "a positive number of seconds"),
     ("early_stop", "not supported: training runs max_iterations epochs"),
@@ -184,6 +201,7 @@ impl Default for ModelOptions {
             workers: 1,
             device: DeviceChoice::Auto,
             seed: 0,
+            strategy: Strategy::Synchronous,
             max_attempts: 3,
             timeout: None,
             written: BTreeMap::new(),
@@ -242,6 +260,14 @@ fn whole(option: &str, value: &Expr) -> Result<u64> {
         return Err(wrong(option, value));
     }
     Ok(n as u64)
+}
+
+fn positive(option: &str, value: &Expr) -> Result<f64> {
+    let n = number(option, value)?;
+    if n <= 0.0 {
+        return Err(wrong(option, value));
+    }
+    Ok(n)
 }
 
 fn at_least_one(option: &str, value: &Expr) -> Result<usize> {
@@ -309,6 +335,7 @@ impl ModelOptions {
         let mut out = Self::default();
         let (mut optimizer, mut learn_rate, mut l2_reg) = ("adam".to_string(), 1e-3, 0.0);
         let mut has_type = false;
+        let mut strategy = StrategyOptions::default();
         for option in options {
             let SqlOption::KeyValue { key, value } = option else {
                 return Err(invalid(&option.to_string(), "expected name = value"));
@@ -371,6 +398,17 @@ impl ModelOptions {
                 "workers" => out.workers = at_least_one(&name, value)?,
                 "device" => out.device = device(value)?,
                 "seed" => out.seed = whole(&name, value)?,
+                "strategy" => strategy.name = Some((string(&name, value)?.to_ascii_lowercase(), value.clone())),
+                "rho" => strategy.rho = Some(positive(&name, value)?),
+                "communication_window" => strategy.window = Some(at_least_one(&name, value)?),
+                "momentum" => {
+                    let momentum = number(&name, value)?;
+                    if !(0.0..1.0).contains(&momentum) {
+                        return Err(wrong(&name, value));
+                    }
+                    strategy.momentum = Some(momentum);
+                }
+                "elastic_learn_rate" => strategy.learning_rate = Some(positive(&name, value)?),
                 "max_attempts" => out.max_attempts = at_least_one(&name, value)?,
                 "timeout_seconds" => {
                     let seconds = number(&name, value)?;
@@ -425,6 +463,7 @@ impl ModelOptions {
                 ));
             }
         };
+        out.strategy = strategy.build()?;
         if matches!(out.data_split, DataSplit::Seq | DataSplit::Custom) && out.data_split_col.is_none() {
             return Err(invalid(
                 "data_split_col",
@@ -432,5 +471,82 @@ impl ModelOptions {
             ));
         }
         Ok(out)
+    }
+}
+
+/// The strategy options as written, before they make a [`Strategy`].
+#[derive(Default)]
+struct StrategyOptions {
+    name: Option<(String, Expr)>,
+    rho: Option<f64>,
+    window: Option<usize>,
+    momentum: Option<f64>,
+    learning_rate: Option<f64>,
+}
+
+impl StrategyOptions {
+    /// The strategy, with dist-keras's defaults (rho 5, windows of 10 steps, momentum 0.9); a parameter the
+    /// strategy does not take is an error rather than ignored.
+    fn build(self) -> Result<Strategy> {
+        let given = self.given();
+        let Some((name, value)) = self.name else {
+            if let Some(option) = given.first() {
+                return Err(invalid(
+                    option,
+                    "needs a strategy that takes it, e.g. strategy = 'async_easgd'",
+                ));
+            }
+            return Ok(Strategy::Synchronous);
+        };
+        let (rho, communication_window, learning_rate) =
+            (self.rho.unwrap_or(5.0), self.window.unwrap_or(10), self.learning_rate);
+        let strategy = match name.as_str() {
+            "synchronous" => Strategy::Synchronous,
+            "single" => Strategy::Single,
+            "easgd" => Strategy::Easgd {
+                rho,
+                communication_window,
+                learning_rate,
+            },
+            "async_easgd" | "aeasgd" => Strategy::AsyncEasgd {
+                rho,
+                communication_window,
+                learning_rate,
+            },
+            "async_eamsgd" | "eamsgd" => Strategy::AsyncEamsgd {
+                rho,
+                communication_window,
+                momentum: self.momentum.unwrap_or(0.9),
+                learning_rate,
+            },
+            "downpour" => Strategy::Downpour { communication_window },
+            "adag" => Strategy::Adag { communication_window },
+            "local_sgd" => Strategy::LocalSgd {
+                period: communication_window,
+            },
+            _ => return Err(wrong("strategy", &value)),
+        };
+        let takes = |option: &str| match option {
+            "communication_window" => !strategy.averages_gradients(),
+            "momentum" => strategy.momentum().is_some(),
+            _ => strategy.alpha(1.0).is_some(),
+        };
+        if let Some(option) = given.into_iter().find(|option| !takes(option)) {
+            return Err(invalid(option, format!("strategy '{name}' does not take it")));
+        }
+        Ok(strategy)
+    }
+
+    /// The names of the strategy parameters given.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("rho", self.rho.is_some()),
+            ("communication_window", self.window.is_some()),
+            ("momentum", self.momentum.is_some()),
+            ("elastic_learn_rate", self.learning_rate.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
     }
 }

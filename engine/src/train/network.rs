@@ -7,7 +7,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{Expr, cast, ident};
 use datafusion::prelude::DataFrame;
 use hearth_ml::model::{Activation, Layer};
-use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, TrainOptions, TrainSettings};
+use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, Strategy, TrainOptions, TrainSettings};
 use serde::{Deserialize, Serialize};
 
 use super::architecture::{Architecture, Linear, Mlp, Sequential};
@@ -178,6 +178,10 @@ impl<A: Architecture, T: Task> Network<A, T> {
         device: DeviceChoice;
         /// Multiply the learning rate by the number of workers, as Horovod recommends (default false).
         scale_lr_by_world_size: bool;
+        /// How the workers combine what they learn: every step's gradient averaged (the default), elastic
+        /// averaging, a parameter server (DOWNPOUR, ADAG, asynchronous EASGD/EAMSGD), model averaging, or one
+        /// worker alone. See [`Strategy`].
+        strategy: Strategy;
     }
 
     /// Train on MixUp batches with Beta(α, α) mixing (Zhang et al. 2018; default off).
@@ -307,8 +311,18 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
     /// Trains on `df`'s rows with the barrier stage and returns the fitted model.
     async fn fit(&self, df: &DataFrame) -> Result<Self::Model> {
         let info = SessionInfo::of(df);
-        check_slots(&info, self.barrier.workers).await?;
+        // dist-keras's SingleTrainer: every row on one worker, whatever `workers` says.
+        let workers = match self.training.strategy {
+            Strategy::Single => 1,
+            _ => self.barrier.workers,
+        };
+        check_slots(&info, workers).await?;
+        self.training
+            .strategy
+            .check(self.training.optimizer.learning_rate())
+            .map_err(|message| self.invalid("strategy", message))?;
         let barrier = BarrierOptions {
+            workers,
             gpus_per_task: self.gpus_per_task(&info).await?,
             ..self.barrier.clone()
         };
@@ -359,8 +373,12 @@ impl<A: Architecture, T: Task> Stage for Network<A, T> {
     }
 
     fn describe(&self) -> String {
+        let strategy = match &self.training.strategy {
+            Strategy::Synchronous => String::new(),
+            other => format!(", strategy {}", other.name()),
+        };
         format!(
-            "{} epochs of {}-row batches on {} workers",
+            "{} epochs of {}-row batches on {} workers{strategy}",
             self.training.epochs, self.training.batch_size, self.barrier.workers
         )
     }

@@ -1,12 +1,13 @@
-//! Collectives for data-parallel training: a rendezvous that assigns ranks, and a ring communicator with
-//! allreduce, broadcast, allgather and barrier over authenticated TCP links, every operation bounded by a
-//! deadline.
+//! Collectives for data-parallel training: a rendezvous that assigns ranks, a ring communicator with
+//! allreduce, broadcast, allgather and barrier over authenticated TCP links, and a parameter server on rank 0
+//! for the asynchronous strategies — every operation bounded by a deadline.
 //!
 //! The driver starts a [`Coordinator`]; each rank calls [`Communicator::join`] with the coordinator's address
 //! and the job's [`JobSecret`]; [`LocalWorld`] runs a whole job as threads of one process. Values travel in
 //! the machine's byte order (little-endian on every platform hearth supports).
 
 mod auth;
+mod center;
 mod error;
 mod local;
 mod rendezvous;
@@ -15,6 +16,7 @@ mod transfer;
 mod wire;
 
 pub use auth::JobSecret;
+pub use center::{CenterClient, CenterServer, Staleness};
 pub use error::{CollectiveError, Result};
 pub use local::LocalWorld;
 pub use rendezvous::{Coordinator, Peer, Registration, Upload, register, upload};

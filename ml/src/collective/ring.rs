@@ -101,6 +101,8 @@ pub struct Communicator {
     timeout: Duration,
     sequence: u64,
     failure: Option<String>,
+    /// The job's secret, which other links of the job (the parameter server's) prove too.
+    secret: JobSecret,
 }
 
 impl Communicator {
@@ -130,6 +132,7 @@ impl Communicator {
             timeout: options.timeout,
             sequence: 0,
             failure: None,
+            secret: secret.clone(),
         };
         if comm.world_size() > 1 {
             let deadline = Instant::now() + options.timeout;
@@ -173,13 +176,23 @@ impl Communicator {
         (self.rank + 1) % self.world_size()
     }
 
-    fn host(&self, rank: usize) -> String {
+    /// The job's secret.
+    pub(crate) fn secret(&self) -> &JobSecret {
+        &self.secret
+    }
+
+    /// The deadline of every operation.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    pub(crate) fn host(&self, rank: usize) -> String {
         self.peers
             .get(rank)
             .map_or_else(|| "unknown host".to_string(), |p| p.registration.host.clone())
     }
 
-    fn peer_error(&self, op: &str, peer: usize, cause: String) -> CollectiveError {
+    pub(crate) fn peer_error(&self, op: &str, peer: usize, cause: String) -> CollectiveError {
         CollectiveError::Peer {
             op: op.to_string(),
             rank: self.rank,

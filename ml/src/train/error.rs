@@ -28,6 +28,14 @@ pub enum TrainError {
         /// What is wrong, with the row and value.
         message: String,
     },
+    /// The options cannot train on this stage (a strategy's parameter, one worker asked for on several).
+    #[error("rank {rank}: {message}")]
+    Options {
+        /// The rank.
+        rank: usize,
+        /// What is wrong, naming the option and its value.
+        message: String,
+    },
     /// The job was cancelled while the rank trained.
     #[error("rank {rank}: cancelled in epoch {epoch}")]
     Cancelled {

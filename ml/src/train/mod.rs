@@ -1,13 +1,16 @@
 //! Data-parallel training: what a run is ([`TrainOptions`] = model + loss + [`TrainSettings`]), the
-//! optimizers, and one rank's loop ([`RankTrainer`]) with its checkpoints and reports.
+//! optimizers, how ranks combine what they learn ([`Strategy`]), and one rank's loop ([`RankTrainer`]) with
+//! its checkpoints and reports.
 
 mod checkpoint;
 mod device;
 mod error;
+mod exchange;
 mod loss;
 mod optimizer;
 mod options;
 mod report;
+mod strategy;
 mod trainer;
 
 pub use checkpoint::Checkpoint;
@@ -16,4 +19,5 @@ pub use error::TrainError;
 pub use optimizer::{Optimizer, OptimizerSpec};
 pub use options::{DeviceChoice, Loss, LrSchedule, TrainOptions, TrainSettings};
 pub use report::{EpochStats, RankOutcome, RankReport};
+pub use strategy::{Strategy, add_into, elastic_exchange, pushed_change};
 pub use trainer::RankTrainer;

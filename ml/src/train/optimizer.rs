@@ -234,6 +234,11 @@ impl Optimizer {
         self.gradient.shallow_clone()
     }
 
+    /// Every parameter's values, one after another (the buffer itself: writing into it sets the parameters).
+    pub fn values(&self) -> Tensor {
+        self.values.shallow_clone()
+    }
+
     /// How many values the parameters hold together.
     pub fn len(&self) -> usize {
         self.values.numel()

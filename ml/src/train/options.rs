@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::optimizer::OptimizerSpec;
+use super::strategy::Strategy;
 use crate::model::ModelSpec;
 
 /// The loss minimised.
@@ -92,6 +93,8 @@ pub struct TrainSettings {
     pub device: DeviceChoice,
     /// libtorch threads per rank (default: cores / local ranks).
     pub threads: Option<usize>,
+    /// How the ranks combine what they learn (default: every step's gradient averaged).
+    pub strategy: Strategy,
 }
 
 impl Default for TrainSettings {
@@ -109,6 +112,7 @@ impl Default for TrainSettings {
             mixup_alpha: None,
             device: DeviceChoice::Auto,
             threads: None,
+            strategy: Strategy::Synchronous,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::collective::Staleness;
 use crate::model::NamedTensor;
 
 /// Metrics of one epoch, averaged over all ranks' rows.
@@ -43,6 +44,9 @@ pub struct RankReport {
     pub history: Vec<EpochStats>,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// How stale its updates to the parameter server were (the asynchronous strategies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staleness: Option<Staleness>,
 }
 
 /// The outcome on a rank: its report, and on rank 0 the trained tensors.

@@ -11,8 +11,14 @@
 //! ```text
 //! for epoch:   order rows ─ agree on steps (max over ranks)
 //!   for step:  zero_grad ─ forward/backward on the local batch ─ allreduce [gradient | rows] ─ step
-//!   then:      allreduce [loss, hits] ─ validation ─ history ─ checkpoint to `on_epoch` (rank 0)
+//!   then:      allreduce [loss, hits, rows] ─ validation ─ history ─ checkpoint to `on_epoch` (rank 0)
 //! ```
+//!
+//! That is the [`Strategy::Synchronous`] default. Under the other strategies each rank steps on its own
+//! gradient, and the [`Exchange`] combines parameters every window (an allreduce, or rank 0's parameter
+//! server); an asynchronous rank runs its own number of steps. At an epoch's end the window is flushed, and
+//! for the strategies with a center, the center is put in place for validation and the checkpoint (and
+//! kept after the last epoch: it is the model).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -22,10 +28,12 @@ use tch::{Device, Kind, Tensor};
 use super::checkpoint::Checkpoint;
 use super::device::{device_name, pick_device};
 use super::error::TrainError;
+use super::exchange::{Exchange, set, swap_in};
 use super::loss::{check_shard, hits_of, label_tensor, loss_of};
 use super::optimizer::Optimizer;
 use super::options::{Loss, TrainOptions};
 use super::report::{EpochStats, RankOutcome, RankReport};
+use super::strategy::Strategy;
 use crate::collective::Communicator;
 use crate::data::Shard;
 use crate::model::{NamedTensor, Network, host_copies, load_into};
@@ -95,17 +103,39 @@ impl<'a> RankTrainer<'a> {
     }
 
     /// Trains with the other ranks of `comm`; rank 0's outcome carries the trained tensors.
+    ///
+    /// After each epoch, for the strategies that keep a center (the EASGD family, the parameter-server
+    /// ones), the center is what is validated and checkpointed; after the last it is the trained model.
     pub fn run(mut self, comm: &mut Communicator) -> Result<RankOutcome, TrainError> {
         let started = Instant::now();
         let mut job = Job::start(&self, comm)?;
-        let first_epoch = self.resume.map_or(0, |c| c.epoch);
-        for epoch in first_epoch..self.options.settings.epochs {
-            let stats = job.run_epoch(comm, epoch, self.validation, self.cancelled)?;
+        let mut exchange = Exchange::start(&self.options.settings.strategy, comm, &job.optimizer.values())?;
+        let (first_epoch, epochs) = (self.resume.map_or(0, |c| c.epoch), self.options.settings.epochs);
+        for epoch in first_epoch..epochs {
+            let mut stats = job.run_epoch(comm, &mut exchange, epoch, self.cancelled)?;
+            let mut values = job.optimizer.values();
+            let local = match exchange.center()? {
+                Some(center) => Some(swap_in(job.rank, &mut values, &center)?),
+                None => None,
+            };
+            if let Some(validation) = self.validation {
+                let (loss, accuracy) = job.evaluate(comm, validation)?;
+                stats.validation_loss = Some(loss);
+                stats.validation_accuracy = Some(accuracy).filter(|_| job.options.loss != Loss::MeanSquaredError);
+            }
             job.history.push(stats);
             if job.rank == 0 {
                 (self.on_epoch)(&job.checkpoint(epoch + 1)?);
             }
+            if let Some(local) = local.filter(|_| epoch + 1 < epochs) {
+                set(job.rank, &mut values, &local)?;
+            }
+            if exchange.needs_settling() {
+                comm.barrier()?;
+            }
         }
+        let staleness = exchange.staleness();
+        exchange.finish();
         let tensors = if job.rank == 0 {
             Some(host_copies(&job.named).map_err(|e| job.torch(e))?)
         } else {
@@ -120,6 +150,7 @@ impl<'a> RankTrainer<'a> {
                 steps: job.steps_taken,
                 history: job.history,
                 seconds: started.elapsed().as_secs_f64(),
+                staleness,
             },
             tensors,
         })
@@ -141,7 +172,9 @@ struct Job<'a> {
     features: Tensor,
     labels: Tensor,
     class_weights: Option<Tensor>,
-    /// The gradients, then the step's row count (empty for one rank, which reduces nothing).
+    /// Whether every step's gradient is averaged over the ranks (the synchronous strategy on several ranks).
+    averaging: bool,
+    /// The gradients, then the step's row count (empty unless `averaging`).
     fused: Vec<f32>,
     history: Vec<EpochStats>,
     steps_taken: usize,
@@ -185,6 +218,17 @@ impl<'a> Job<'a> {
         let named = network.named_tensors();
         let optimizer = Optimizer::new(settings.optimizer.clone(), network.parameters());
         let world = comm.world_size();
+        let strategy = &settings.strategy;
+        let invalid = |message: String| TrainError::Options { rank, message };
+        strategy
+            .check(settings.optimizer.learning_rate())
+            .map_err(|e| invalid(format!("strategy {e}")))?;
+        if *strategy == Strategy::Single && world > 1 {
+            return Err(invalid(format!(
+                "strategy single trains on one worker, and this stage has {world}"
+            )));
+        }
+        let averaging = strategy.averages_gradients() && world > 1;
         let mut job = Self {
             options,
             shard,
@@ -198,10 +242,11 @@ impl<'a> Job<'a> {
                 .class_weights
                 .as_ref()
                 .map(|w| Tensor::from_slice(w).to_kind(Kind::Float).to_device(device)),
-            fused: if world == 1 {
-                Vec::new()
-            } else {
+            averaging,
+            fused: if averaging {
                 vec![0f32; optimizer.len() + 1]
+            } else {
+                Vec::new()
             },
             network,
             named,
@@ -261,12 +306,13 @@ impl<'a> Job<'a> {
         load_into(&self.named, &received).map_err(|e| TrainError::loading(self.rank, e))
     }
 
-    /// One pass over the shard: every step, then the epoch's metrics over all ranks.
+    /// One pass over the shard: every step, the strategy's last exchange of the epoch, then the epoch's
+    /// training metrics over all ranks (validation is the caller's, once the center is in place).
     fn run_epoch(
         &mut self,
         comm: &mut Communicator,
+        exchange: &mut Exchange,
         epoch: usize,
-        validation: Option<&Shard>,
         cancelled: Option<&AtomicBool>,
     ) -> Result<EpochStats, TrainError> {
         let options: &'a TrainOptions = self.options;
@@ -280,7 +326,13 @@ impl<'a> Job<'a> {
             draws.shuffle(&mut order);
         }
         let batch = settings.batch_size.max(1);
-        let steps = comm.max_u64(self.shard.rows().div_ceil(batch) as u64)? as usize;
+        let own_steps = self.shard.rows().div_ceil(batch);
+        // Asynchronous ranks go at their own pace; the others agree on the most steps any rank has.
+        let steps = if settings.strategy.is_asynchronous() {
+            own_steps
+        } else {
+            comm.max_u64(own_steps as u64)? as usize
+        };
         let mut sums = EpochSums {
             loss: Tensor::zeros([], (Kind::Double, self.device)),
             correct: Tensor::zeros([], (Kind::Int64, self.device)),
@@ -297,70 +349,71 @@ impl<'a> Job<'a> {
             sums.learning_rate = settings.learning_rate(epoch as f64 + step as f64 / steps.max(1) as f64, self.world);
             let start = step * batch;
             let rows = (start < order.len()).then(|| &order[start..(start + batch).min(order.len())]);
-            self.step(comm, rows, &mut draws, &mut sums)?;
+            self.step(comm, exchange, rows, &mut draws, &mut sums)?;
         }
-        let mut totals = [sums.loss.double_value(&[]) as f32, sums.correct.int64_value(&[]) as f32];
+        exchange.flush(comm, &mut self.optimizer.values(), sums.learning_rate)?;
+        let mut totals = [
+            sums.loss.double_value(&[]) as f32,
+            sums.correct.int64_value(&[]) as f32,
+            sums.rows as f32,
+        ];
         comm.allreduce_sum(&mut totals)?;
-        let (loss_sum, correct) = (f64::from(totals[0]), f64::from(totals[1]));
+        let (loss_sum, correct, rows) = (f64::from(totals[0]), f64::from(totals[1]), f64::from(totals[2]));
         let classification = self.options.loss != Loss::MeanSquaredError;
-        let (validation_loss, validation_accuracy) = match validation {
-            Some(v) => {
-                let (l, a) = self.evaluate(comm, v)?;
-                (Some(l), Some(a).filter(|_| classification))
-            }
-            None => (None, None),
-        };
         Ok(EpochStats {
             epoch: epoch + 1,
-            loss: if sums.rows > 0.0 {
-                loss_sum / sums.rows
-            } else {
-                f64::NAN
-            },
-            accuracy: (classification && sums.rows > 0.0).then(|| correct / sums.rows),
-            validation_loss,
-            validation_accuracy,
+            loss: if rows > 0.0 { loss_sum / rows } else { f64::NAN },
+            accuracy: (classification && rows > 0.0).then(|| correct / rows),
+            validation_loss: None,
+            validation_accuracy: None,
             learning_rate: sums.learning_rate,
             seconds: started.elapsed().as_secs_f64(),
-            rows: sums.rows as u64,
+            rows: rows as u64,
         })
     }
 
-    /// One step: forward and backward over this rank's `rows` (none once its shard is exhausted), the
-    /// gradient summed over all ranks and divided by their rows, and the optimizer's update.
+    /// One step: forward and backward over this rank's `rows` (none once its shard is exhausted); averaging,
+    /// the gradient summed over all ranks and divided by their rows, otherwise this rank's own; the
+    /// optimizer's update; and the strategy's exchange when its window is full.
     fn step(
         &mut self,
         comm: &mut Communicator,
+        exchange: &mut Exchange,
         rows: Option<&[i64]>,
         draws: &mut Draws,
         sums: &mut EpochSums,
     ) -> Result<(), TrainError> {
         self.optimizer.zero_grad();
+        let mut values = self.optimizer.values();
+        if rows.is_some() {
+            exchange.before_step(&mut values);
+        }
         let local_rows = match rows {
             Some(rows) => self.backward(rows, draws, sums)?,
             None => 0.0,
         };
-        let count = if self.world == 1 {
-            local_rows
-        } else {
+        let count = if self.averaging {
             let numel = self.optimizer.len();
             fuse_gradients(&self.optimizer.gradient(), &mut self.fused, local_rows).map_err(|e| self.torch(e))?;
             comm.allreduce_sum(&mut self.fused)?;
             self.fused[numel]
+        } else {
+            local_rows
         };
         if count > 0.0 {
-            let gradient = if self.world == 1 {
-                self.optimizer.gradient()
-            } else {
+            let gradient = if self.averaging {
                 let numel = self.optimizer.len();
                 self.fused[..numel].iter_mut().for_each(|g| *g /= count);
                 Tensor::f_from_slice(&self.fused[..numel])
                     .and_then(|g| g.f_to_device(self.device))
                     .map_err(|e| self.torch(e))?
+            } else {
+                self.optimizer.gradient()
             };
             self.optimizer.step(&gradient, sums.learning_rate);
         }
-        sums.rows += f64::from(count);
+        sums.rows += f64::from(local_rows);
+        exchange.after_step(comm, &mut values, sums.learning_rate, local_rows > 0.0)?;
         self.steps_taken += 1;
         Ok(())
     }
@@ -406,8 +459,8 @@ impl<'a> Job<'a> {
             }
         };
         let count = rows.len() as f64;
-        if self.world == 1 {
-            // Alone, the row count is known before backpropagating: no gradient rescaling afterwards.
+        if !self.averaging {
+            // Not averaging, the row count is known before backpropagating: no gradient rescaling afterwards.
             (&loss / count).backward();
         } else {
             loss.backward();
