@@ -11,7 +11,8 @@
 //!
 //! Without `--csv` it writes generated events in the challenge's layout to a temporary CSV and reads that;
 //! the real file (CERN Open Data record 328: CRLF lines, −999.0 for undefined values, `KaggleSet` and
-//! `KaggleWeight` columns) reads the same way. `--weight-col Weight` makes the evaluators weigh each event.
+//! `KaggleWeight` columns) reads the same way. `--weight-col Weight` weighs each event in training and in the
+//! evaluators.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -47,7 +48,7 @@ struct Args {
     /// Only these trainers (comma-separated names from the table, e.g. `synchronous,downpour`).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// A sample-weight column the evaluators use (the challenge's `Weight`).
+    /// A sample-weight column (the challenge's `Weight`): training and the evaluators weigh each event by it.
     #[arg(long)]
     weight_col: Option<String>,
     /// Multiply the workers' learning rate by this every epoch (default: a constant rate, as dist-keras).
@@ -107,7 +108,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if !args.only.is_empty() && !args.only.iter().any(|name| name == strategy.name()) {
             continue;
         }
-        let mlp = MlpClassifier::new()
+        let mut mlp = MlpClassifier::new()
             .hidden_layers([600, 600])
             .dropout(0.2)
             .workers(args.workers)
@@ -119,6 +120,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .map_or(LrSchedule::Constant, |gamma| LrSchedule::Exponential { gamma }),
             )
             .strategy(strategy.clone());
+        if let Some(weight) = &args.weight_col {
+            mlp = mlp.weight_col(weight);
+        }
         let fitted = Instant::now();
         let model = mlp.fit(train).await?;
         let seconds = fitted.elapsed().as_secs_f64();

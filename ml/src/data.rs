@@ -19,7 +19,7 @@ pub enum DataError {
     },
 }
 
-/// Features `[rows × dim]` (row-major `f32`) and one label per row.
+/// Features `[rows × dim]` (row-major `f32`), one label per row, and optionally one sample weight per row.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -40,6 +40,7 @@ pub struct Shard {
     features: Vec<f32>,
     labels: Vec<f32>,
     dim: usize,
+    weights: Option<Vec<f32>>,
 }
 
 impl Shard {
@@ -51,7 +52,57 @@ impl Shard {
                 message: format!("{} values do not make {} rows of {dim}", features.len(), labels.len()),
             });
         }
-        Ok(Self { features, labels, dim })
+        Ok(Self {
+            features,
+            labels,
+            dim,
+            weights: None,
+        })
+    }
+
+    /// The shard with a sample weight per row (Spark's `weightCol`): each row's loss counts that much.
+    /// Weights must be finite and not negative; the error names the first row that is not.
+    ///
+    /// ```
+    /// let shard = hearth_ml::data::Shard::new(vec![0.0, 1.0], vec![0.0, 1.0], 1).unwrap();
+    /// assert_eq!(shard.clone().with_weights(vec![0.5, 2.0]).unwrap().weights(), Some(&[0.5, 2.0][..]));
+    /// assert!(shard.with_weights(vec![1.0, -1.0]).unwrap_err().to_string().contains("row 1"));
+    /// ```
+    pub fn with_weights(mut self, weights: Vec<f32>) -> Result<Self, DataError> {
+        let error = |message: String| DataError::Column {
+            column: "weight".to_string(),
+            message,
+        };
+        if weights.len() != self.rows() {
+            return Err(error(format!("{} weights for {} rows", weights.len(), self.rows())));
+        }
+        if let Some((row, weight)) = weights.iter().enumerate().find(|(_, w)| !(w.is_finite() && **w >= 0.0)) {
+            return Err(error(format!("row {row}: weight {weight} is not a finite number ≥ 0")));
+        }
+        self.weights = Some(weights);
+        Ok(self)
+    }
+
+    /// The shard weighted by the numeric column `column` of `batches` (the batches it was read from).
+    pub fn weighted_by(self, batches: &[RecordBatch], column: &str) -> Result<Self, DataError> {
+        let error = |message: String| DataError::Column {
+            column: column.to_string(),
+            message,
+        };
+        let mut weights = Vec::with_capacity(self.rows());
+        for batch in batches {
+            let values = batch
+                .column_by_name(column)
+                .ok_or_else(|| error("no such column".to_string()))?;
+            if values.null_count() > 0 {
+                return Err(error(format!("{} null weights", values.null_count())));
+            }
+            let values = arrow_cast::cast(values, &DataType::Float64).map_err(|e| error(e.to_string()))?;
+            weights.extend(values.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32));
+        }
+        self.with_weights(weights).map_err(|e| match e {
+            DataError::Column { message, .. } => error(message),
+        })
     }
 
     /// Gathers the `features` vector column and the numeric `label` column of every batch.
@@ -114,6 +165,10 @@ impl Shard {
                 .extend_from_slice(&self.features[i * self.dim..(i + 1) * self.dim]);
             dealt.labels.push(self.labels[i]);
         }
+        dealt.weights = self
+            .weights
+            .as_ref()
+            .map(|w| w.iter().skip(part).step_by(parts.max(1)).copied().collect());
         dealt
     }
 
@@ -135,5 +190,10 @@ impl Shard {
     /// The labels.
     pub fn labels(&self) -> &[f32] {
         &self.labels
+    }
+
+    /// The sample weights, if the shard has them.
+    pub fn weights(&self) -> Option<&[f32]> {
+        self.weights.as_deref()
     }
 }

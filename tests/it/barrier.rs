@@ -85,6 +85,60 @@ async fn a_seed_gives_the_same_model_every_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sample_weights_weigh_each_rows_loss() {
+    use datafusion::prelude::{col, lit, when};
+    let session = Session::local(2);
+    let (train, _) = credit(&session).await;
+    // The bad-credit rows (label 1) weigh nothing: the model (almost) never learns to predict them.
+    let weighted = train
+        .clone()
+        .with_column(
+            "w",
+            when(col("label").eq(lit(1.0)), lit(0.0)).otherwise(lit(1.0)).unwrap(),
+        )
+        .unwrap();
+    let positives = |model: ClassificationModel, df: DataFrame| async move {
+        let scored = model
+            .transform(&df)
+            .unwrap()
+            .filter(col("prediction").eq(lit(1.0)))
+            .unwrap();
+        scored.count().await.unwrap()
+    };
+    let plain = positives(mlp().fit(&weighted).await.unwrap(), weighted.clone()).await;
+    let model = mlp().weight_col("w").fit(&weighted).await.unwrap();
+    let positive = positives(model.clone(), weighted.clone()).await;
+    assert!(
+        plain > 40 && positive * 20 < plain,
+        "{positive} positives weighted, {plain} without"
+    );
+    let last = model.history().last().unwrap();
+    let rows = weighted.clone().count().await.unwrap() as u64;
+    assert_eq!(last.rows, rows, "every row is stepped on, weighted or not");
+    assert!(
+        last.accuracy.unwrap() > 0.99,
+        "accuracy is weighted, only label-0 rows count: {last:?}"
+    );
+
+    let error = mlp()
+        .weight_col("purpose")
+        .fit(&weighted)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("\"purpose\"") && error.contains("must be numeric"),
+        "{error}"
+    );
+    let negative = train.with_column("w", lit(-1.0)).unwrap();
+    let error = mlp().weight_col("w").fit(&negative).await.unwrap_err().to_string();
+    assert!(
+        error.contains("\"w\"") && error.contains("weight -1 is not a finite number ≥ 0"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_workers_than_slots_fails_before_training() {
     let session = Session::local(2);
     let (train, _) = credit(&session).await;

@@ -39,6 +39,9 @@ pub struct TrainArgs {
     /// A boolean column marking validation rows, which are not trained on.
     #[serde(default)]
     pub validation_col: Option<String>,
+    /// A numeric column of sample weights (Spark's `weightCol`).
+    #[serde(default)]
+    pub weight_col: Option<String>,
 }
 
 /// The rows each training task returns: its report, and on rank 0 the trained model.
@@ -78,11 +81,18 @@ impl BarrierFunction for TrainFunction {
         args.options.settings.device = rank_device(&args.options.settings.device, context.gpu());
         let mut columns = vec![args.features_col.as_str(), args.label_col.as_str()];
         columns.extend(args.validation_col.as_deref());
+        columns.extend(args.weight_col.as_deref());
         let rows = canonical_order(&input, &columns)?;
         drop(input);
         let (training, validation) = split_validation(rows, args.validation_col.as_deref())?;
-        let shard_of =
-            |rows: &[RecordBatch]| Shard::from_batches(rows, &args.features_col, &args.label_col).map_err(failed);
+        let shard_of = |rows: &[RecordBatch]| {
+            let shard = Shard::from_batches(rows, &args.features_col, &args.label_col);
+            match &args.weight_col {
+                Some(weight) => shard.and_then(|shard| shard.weighted_by(rows, weight)),
+                None => shard,
+            }
+            .map_err(failed)
+        };
         let shard = shard_of(training.as_slice())?;
         let validation = validation
             .as_ref()

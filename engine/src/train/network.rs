@@ -44,6 +44,8 @@ pub struct Network<A: Architecture, T: Task> {
     task: T,
     #[serde(skip_serializing_if = "Option::is_none")]
     validation_indicator_col: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weight_col: Option<String>,
     training: TrainSettings,
     barrier: BarrierOptions,
 }
@@ -123,6 +125,7 @@ impl<A: Architecture, T: Task> Network<A, T> {
             prediction_col: "prediction".to_string(),
             task: T::default(),
             validation_indicator_col: None,
+            weight_col: None,
             training: TrainSettings::default(),
             barrier: BarrierOptions::default(),
         }
@@ -150,6 +153,13 @@ impl<A: Architecture, T: Task> Network<A, T> {
     /// are not trained on; every epoch reports the loss and accuracy on them.
     pub fn validation_indicator_col(mut self, column: impl Into<String>) -> Self {
         self.validation_indicator_col = Some(column.into());
+        self
+    }
+
+    /// A numeric column of sample weights (Spark's `weightCol`; default none: every row weighs 1): each
+    /// row's loss counts that much, and the epochs' loss and accuracy are weighted means.
+    pub fn weight_col(mut self, column: impl Into<String>) -> Self {
+        self.weight_col = Some(column.into());
         self
     }
 
@@ -301,6 +311,18 @@ impl<A: Architecture, T: Task> Network<A, T> {
             }
             columns.push(ident(indicator));
         }
+        if let Some(weight) = &self.weight_col {
+            let field = schema
+                .field_with_unqualified_name(weight)
+                .map_err(|_| self.schema_error(weight, "no such column"))?;
+            if !field.data_type().is_numeric() {
+                return Err(self.schema_error(
+                    weight,
+                    format!("sample weights must be numeric, got {}", field.data_type()),
+                ));
+            }
+            columns.push(cast(ident(weight), DataType::Float64).alias(weight));
+        }
         Ok((inputs, columns))
     }
 }
@@ -319,7 +341,7 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
         check_slots(&info, workers).await?;
         self.training
             .strategy
-            .check(self.training.optimizer.learning_rate())
+            .check(self.training.scaled_learning_rate(workers))
             .map_err(|message| self.invalid("strategy", message))?;
         let barrier = BarrierOptions {
             workers,
@@ -345,6 +367,7 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
             features_col: self.features_col.clone(),
             label_col: self.label_col.clone(),
             validation_col: self.validation_indicator_col.clone(),
+            weight_col: self.weight_col.clone(),
         };
         let (artifact, summary) = train(&training, &self.uid, &args, &barrier).await?;
         let columns = self.task.columns(ModelColumns {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::{Expr, ScalarUDF};
 use hearth_ml::artifact::ModelArtifact;
 use hearth_ml::model::ModelSpec;
-use hearth_ml::train::EpochStats;
+use hearth_ml::train::{EpochStats, Strategy};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -118,8 +118,12 @@ impl TrainedNetwork {
                 format!("{} layers over {input_shape:?}", layers.len())
             }
         };
+        let strategy = match &self.artifact.options.settings.strategy {
+            Strategy::Synchronous => String::new(),
+            other => format!(" ({})", other.name()),
+        };
         format!(
-            "{network}, {} epochs on {} workers",
+            "{network}, {} epochs on {} workers{strategy}",
             self.history().len(),
             self.summary.ranks.len()
         )

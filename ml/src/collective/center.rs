@@ -113,6 +113,8 @@ pub struct CenterClient {
     stream: TcpStream,
     rank: usize,
     server_host: String,
+    /// Values in the center.
+    len: usize,
     timeout: Duration,
     /// The version of the center this rank saw last.
     seen: u64,
@@ -140,7 +142,7 @@ impl Communicator {
         let ports = self.allgather_bytes(&port.to_le_bytes())?;
         let port = ports[0].as_slice().try_into().map_or(0, u16::from_le_bytes);
         let address = SocketAddr::new(server_ip, port);
-        let client = CenterClient::connect(self, address)?;
+        let client = CenterClient::connect(self, address, initial.len())?;
         Ok((server, client))
     }
 }
@@ -215,6 +217,11 @@ fn serve(
     while accepted.len() < ranks && Instant::now() < deadline && !closing.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, from)) => match admit(stream, secret, deadline) {
+                Ok((rank, _)) if rank >= ranks || accepted.iter().any(|(r, _)| *r == rank) => {
+                    log::warn!(
+                        "parameter server: refused {from}: it says it is rank {rank}, already linked or not of 0..{ranks}"
+                    );
+                }
                 Ok(link) => accepted.push(link),
                 Err(e) => log::warn!("parameter server: refused {from}: {e}"),
             },
@@ -226,10 +233,10 @@ fn serve(
         }
     }
     if accepted.len() < ranks {
-        let joined: Vec<usize> = accepted.iter().map(|(rank, _)| *rank).collect();
+        let missing: Vec<usize> = (0..ranks).filter(|r| !accepted.iter().any(|(a, _)| a == r)).collect();
         fail(
             center,
-            format!("only ranks {joined:?} of {ranks} linked to the parameter server in time"),
+            format!("ranks {missing:?} did not link to the parameter server in time"),
         );
     }
     {
@@ -263,6 +270,16 @@ fn admit(mut stream: TcpStream, secret: &JobSecret, deadline: Instant) -> Result
     Ok((rank as usize, stream))
 }
 
+/// Waits for a request to begin, then reads it whole within `timeout`.
+fn next_request(stream: &mut TcpStream, timeout: Duration) -> io::Result<Vec<u8>> {
+    stream.set_read_timeout(None)?;
+    let mut first = [0u8; 1];
+    if stream.peek(&mut first)? == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    read_message(stream, Instant::now() + timeout)
+}
+
 /// Little-endian `f32`s from bytes (a whole number of them, checked by the caller).
 fn floats(bytes: &[u8]) -> Vec<f32> {
     bytes
@@ -285,11 +302,13 @@ fn fail(center: &Mutex<Center>, message: String) {
     }
 }
 
-/// Answers one rank's requests until it says goodbye; a link that breaks or goes quiet past the deadline
-/// fails the center, naming the rank.
+/// Answers one rank's requests until it says goodbye; a link that breaks, or a request that does not arrive
+/// whole within the deadline once it has begun, fails the center, naming the rank. Between requests a rank
+/// trains a whole window, so the wait for the next one has no deadline: a rank that stalls there holds up
+/// only the collectives, which have theirs, and the link closes when the server drops.
 fn serve_rank(rank: usize, mut stream: TcpStream, timeout: Duration, center: &Mutex<Center>, closing: &AtomicBool) {
     loop {
-        let request = match read_message(&mut stream, Instant::now() + timeout) {
+        let request = match next_request(&mut stream, timeout) {
             Ok(request) => request,
             Err(e) => {
                 if !closing.load(Ordering::Relaxed) {
@@ -374,7 +393,7 @@ fn answer(rank: usize, request: &[u8], center: &Mutex<Center>) -> Vec<u8> {
 }
 
 impl CenterClient {
-    fn connect(comm: &Communicator, address: SocketAddr) -> Result<Self> {
+    fn connect(comm: &Communicator, address: SocketAddr, len: usize) -> Result<Self> {
         let (rank, timeout) = (comm.rank(), comm.timeout());
         let deadline = Instant::now() + timeout;
         let fail = |cause: String| comm.peer_error("linking to the parameter server", 0, cause);
@@ -387,12 +406,13 @@ impl CenterClient {
         };
         let _ = stream.set_nodelay(true);
         let _ = stream.set_read_timeout(Some(remaining(deadline)));
-        prove_as_client(&mut stream, comm.secret())?;
+        prove_as_client(&mut stream, comm.secret()).map_err(|e| fail(e.to_string()))?;
         write_message(&mut stream, &(rank as u64).to_le_bytes(), deadline).map_err(|e| fail(describe_io(&e)))?;
         Ok(Self {
             stream,
             rank,
             server_host: comm.host(0),
+            len,
             timeout,
             seen: 0,
             exchanges: 0,
@@ -434,7 +454,7 @@ impl CenterClient {
             .and_then(|()| read_message(&mut self.stream, deadline))
             .map_err(|e| self.peer_error(&op, describe_io(&e)))?;
         match reply.first() {
-            Some(0) if reply.len() >= REPLY_HEAD && (reply.len() - REPLY_HEAD).is_multiple_of(4) => {
+            Some(0) if reply.len() == REPLY_HEAD + 4 * self.len => {
                 let version = u64::from_le_bytes(reply[1..9].try_into().unwrap_or_default());
                 let staleness = u64::from_le_bytes(reply[9..17].try_into().unwrap_or_default());
                 if kind != PULL {
@@ -456,7 +476,14 @@ impl CenterClient {
                     String::from_utf8_lossy(&reply[1..])
                 ),
             }),
-            _ => Err(self.peer_error(&op, format!("sent garbage (a reply of {} bytes)", reply.len()))),
+            _ => Err(self.peer_error(
+                &op,
+                format!(
+                    "sent garbage (a reply of {} bytes for a center of {} values)",
+                    reply.len(),
+                    self.len
+                ),
+            )),
         }
     }
 

@@ -174,7 +174,7 @@ impl Exchange {
     }
 
     fn exchange(&mut self, comm: &mut Communicator, values: &mut Tensor, learning_rate: f64) -> Result<(), TrainError> {
-        self.pending = 0;
+        let steps = std::mem::take(&mut self.pending);
         let rank = self.rank;
         let mut x = host(rank, values)?;
         let alpha = self.strategy.alpha(learning_rate).unwrap_or(0.0) as f32;
@@ -192,8 +192,9 @@ impl Exchange {
             }
             State::Server { client, anchor, .. } => match &self.strategy {
                 Strategy::Downpour { .. } | Strategy::Adag { .. } => {
+                    // ADAG normalises by the steps accumulated: the window, or fewer at an epoch's end.
                     let divisor = match self.strategy {
-                        Strategy::Adag { communication_window } => communication_window as f32,
+                        Strategy::Adag { .. } => steps.max(1) as f32,
                         _ => 1.0,
                     };
                     x = client.add(&pushed_change(&x, anchor, divisor))?;

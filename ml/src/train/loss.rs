@@ -37,33 +37,53 @@ pub(crate) fn check_shard(
     Ok(())
 }
 
-/// The summed loss of a batch.
-pub(crate) fn loss_of(loss: Loss, logits: &Tensor, labels: &Tensor, class_weights: Option<&Tensor>) -> Tensor {
-    match loss {
+/// The summed loss of a batch, each row's weighted by its sample weight when there are some.
+pub(crate) fn loss_of(
+    loss: Loss,
+    logits: &Tensor,
+    labels: &Tensor,
+    class_weights: Option<&Tensor>,
+    sample_weights: Option<&Tensor>,
+) -> Tensor {
+    let reduction = if sample_weights.is_some() {
+        Reduction::None
+    } else {
+        Reduction::Sum
+    };
+    let losses = match loss {
         Loss::SoftmaxCrossEntropy => {
             logits
                 .log_softmax(-1, Kind::Float)
-                .g_nll_loss(labels, class_weights, Reduction::Sum, -100)
+                .g_nll_loss(labels, class_weights, reduction, -100)
         }
         Loss::BinaryCrossEntropy => {
-            let sample_weights = class_weights.map(|w| w.index_select(0, &labels.to_kind(Kind::Int64)));
+            let row_class_weights = class_weights.map(|w| w.index_select(0, &labels.to_kind(Kind::Int64)));
             logits.view([-1]).binary_cross_entropy_with_logits(
                 labels,
-                sample_weights.as_ref(),
+                row_class_weights.as_ref(),
                 None::<&Tensor>,
-                Reduction::Sum,
+                reduction,
             )
         }
-        Loss::MeanSquaredError => logits.view([-1]).mse_loss(labels, Reduction::Sum),
+        Loss::MeanSquaredError => logits.view([-1]).mse_loss(labels, reduction),
+    };
+    match sample_weights {
+        Some(weights) => (losses * weights).sum(Kind::Float),
+        None => losses,
     }
 }
 
-/// Correct predictions in a batch (0 for regression).
-pub(crate) fn hits_of(loss: Loss, logits: &Tensor, labels: &Tensor) -> Tensor {
-    match loss {
-        Loss::SoftmaxCrossEntropy => logits.argmax(-1, false).eq_tensor(labels).sum(Kind::Int64),
-        Loss::BinaryCrossEntropy => logits.view([-1]).gt(0.0).eq_tensor(&labels.gt(0.5)).sum(Kind::Int64),
-        Loss::MeanSquaredError => Tensor::zeros([], (Kind::Int64, logits.device())),
+/// Correct predictions in a batch, as a `Double` (weighted by the sample weights when there are some; 0 for
+/// regression).
+pub(crate) fn hits_of(loss: Loss, logits: &Tensor, labels: &Tensor, sample_weights: Option<&Tensor>) -> Tensor {
+    let correct = match loss {
+        Loss::SoftmaxCrossEntropy => logits.argmax(-1, false).eq_tensor(labels),
+        Loss::BinaryCrossEntropy => logits.view([-1]).gt(0.0).eq_tensor(&labels.gt(0.5)),
+        Loss::MeanSquaredError => return Tensor::zeros([], (Kind::Double, logits.device())),
+    };
+    match sample_weights {
+        Some(weights) => (correct.to_kind(Kind::Double) * weights.to_kind(Kind::Double)).sum(Kind::Double),
+        None => correct.sum(Kind::Double),
     }
 }
 

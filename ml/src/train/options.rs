@@ -118,6 +118,13 @@ impl Default for TrainSettings {
 }
 
 impl TrainSettings {
+    /// The optimizer's rate, times `world` when it is scaled by the number of ranks: the rate the schedule
+    /// starts from once any warm-up is over.
+    pub fn scaled_learning_rate(&self, world: usize) -> f64 {
+        let scale = if self.scale_lr_by_world_size { world as f64 } else { 1.0 };
+        self.optimizer.learning_rate() * scale
+    }
+
     /// The learning rate at `progress` epochs into training (fractional within an epoch) on `world` ranks.
     ///
     /// ```
@@ -131,7 +138,7 @@ impl TrainSettings {
     /// ```
     pub fn learning_rate(&self, progress: f64, world: usize) -> f64 {
         let scale = if self.scale_lr_by_world_size { world as f64 } else { 1.0 };
-        let base = self.optimizer.learning_rate() * scale;
+        let base = self.scaled_learning_rate(world);
         let epoch = progress.floor() as i32;
         let scheduled = match &self.schedule {
             LrSchedule::Constant => base,

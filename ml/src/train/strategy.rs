@@ -160,8 +160,9 @@ impl Strategy {
         }
     }
 
-    /// Checks the parameters, given the optimizer's base rate: windows ≥ 1, `0 < α < 1` (the elastic
-    /// update diverges otherwise), `0 ≤ momentum < 1`. The message names the parameter and its value.
+    /// Checks the parameters, given the optimizer's rate (scaled by the ranks where it is): windows ≥ 1,
+    /// `0 < α < 1` (from α = 1 the elastic move overshoots the center; from 2 it diverges),
+    /// `0 ≤ momentum < 1`. The message names the parameter and its value.
     pub fn check(&self, optimizer_rate: f64) -> Result<(), String> {
         if self.window() == 0 {
             let name = if matches!(self, Strategy::LocalSgd { .. }) {

@@ -2,11 +2,11 @@
 //!
 //! Rank 0's initial parameters are broadcast to all. Before each epoch the ranks agree on the number of
 //! steps — the most any rank has — and a rank whose shard is exhausted (or empty) still takes part in every
-//! step with a zero contribution. Each step sums the loss over the local batch, backpropagates, and
-//! allreduces one fused buffer holding every gradient plus the step's row count; gradients are then divided
-//! by the global row count. So N ranks with batch `b` compute exactly what one rank computes with the
-//! concatenated batch of `N·b` rows. Loss and correct predictions are summed on the device and allreduced
-//! once an epoch.
+//! step with a zero contribution. Each step sums the loss over the local batch (each row's weighted by its
+//! sample weight, if the shard has them), backpropagates, and allreduces one fused buffer holding every
+//! gradient plus the step's row count (or weight); gradients are then divided by the global count. So N
+//! ranks with batch `b` compute exactly what one rank computes with the concatenated batch of `N·b` rows.
+//! Loss and correct predictions are summed on the device and allreduced once an epoch.
 //!
 //! ```text
 //! for epoch:   order rows ─ agree on steps (max over ranks)
@@ -16,7 +16,8 @@
 //!
 //! That is the [`Strategy::Synchronous`] default. Under the other strategies each rank steps on its own
 //! gradient, and the [`Exchange`] combines parameters every window (an allreduce, or rank 0's parameter
-//! server); an asynchronous rank runs its own number of steps. At an epoch's end the window is flushed, and
+//! server); an asynchronous rank runs its own number of steps, and the ranks meet at each epoch's end (for
+//! the epoch's figures and checkpoint) within the job's deadline. At an epoch's end the window is flushed, and
 //! for the strategies with a center, the center is put in place for validation and the checkpoint (and
 //! kept after the last epoch: it is the model).
 
@@ -171,6 +172,8 @@ struct Job<'a> {
     optimizer: Optimizer,
     features: Tensor,
     labels: Tensor,
+    /// The shard's sample weights, if it has them.
+    sample_weights: Option<Tensor>,
     class_weights: Option<Tensor>,
     /// Whether every step's gradient is averaged over the ranks (the synchronous strategy on several ranks).
     averaging: bool,
@@ -185,7 +188,10 @@ struct Job<'a> {
 struct EpochSums {
     loss: Tensor,
     correct: Tensor,
+    /// Rows stepped on.
     rows: f64,
+    /// Their total sample weight (the rows, without weights): what loss and hits are divided by.
+    weight: f64,
     learning_rate: f64,
 }
 
@@ -221,7 +227,7 @@ impl<'a> Job<'a> {
         let strategy = &settings.strategy;
         let invalid = |message: String| TrainError::Options { rank, message };
         strategy
-            .check(settings.optimizer.learning_rate())
+            .check(settings.scaled_learning_rate(world))
             .map_err(|e| invalid(format!("strategy {e}")))?;
         if *strategy == Strategy::Single && world > 1 {
             return Err(invalid(format!(
@@ -238,6 +244,7 @@ impl<'a> Job<'a> {
             device,
             features: Tensor::from_slice(shard.features()).view([shard.rows() as i64, inputs as i64]),
             labels: label_tensor(options.loss, shard.labels()),
+            sample_weights: shard.weights().map(Tensor::from_slice),
             class_weights: settings
                 .class_weights
                 .as_ref()
@@ -335,8 +342,9 @@ impl<'a> Job<'a> {
         };
         let mut sums = EpochSums {
             loss: Tensor::zeros([], (Kind::Double, self.device)),
-            correct: Tensor::zeros([], (Kind::Int64, self.device)),
+            correct: Tensor::zeros([], (Kind::Double, self.device)),
             rows: 0.0,
+            weight: 0.0,
             learning_rate: settings.learning_rate(epoch as f64, self.world),
         };
         for step in 0..steps {
@@ -354,16 +362,17 @@ impl<'a> Job<'a> {
         exchange.flush(comm, &mut self.optimizer.values(), sums.learning_rate)?;
         let mut totals = [
             sums.loss.double_value(&[]) as f32,
-            sums.correct.int64_value(&[]) as f32,
+            sums.correct.double_value(&[]) as f32,
+            sums.weight as f32,
             sums.rows as f32,
         ];
         comm.allreduce_sum(&mut totals)?;
-        let (loss_sum, correct, rows) = (f64::from(totals[0]), f64::from(totals[1]), f64::from(totals[2]));
+        let [loss_sum, correct, weight, rows] = totals.map(f64::from);
         let classification = self.options.loss != Loss::MeanSquaredError;
         Ok(EpochStats {
             epoch: epoch + 1,
-            loss: if rows > 0.0 { loss_sum / rows } else { f64::NAN },
-            accuracy: (classification && rows > 0.0).then(|| correct / rows),
+            loss: if weight > 0.0 { loss_sum / weight } else { f64::NAN },
+            accuracy: (classification && weight > 0.0).then(|| correct / weight),
             validation_loss: None,
             validation_accuracy: None,
             learning_rate: sums.learning_rate,
@@ -412,29 +421,28 @@ impl<'a> Job<'a> {
             };
             self.optimizer.step(&gradient, sums.learning_rate);
         }
-        sums.rows += f64::from(local_rows);
-        exchange.after_step(comm, &mut values, sums.learning_rate, local_rows > 0.0)?;
+        sums.weight += f64::from(local_rows);
+        exchange.after_step(comm, &mut values, sums.learning_rate, rows.is_some())?;
         self.steps_taken += 1;
         Ok(())
     }
 
-    /// Forward and backward over a local batch (MixUp when asked); adds its loss and hits to `sums` and
-    /// returns its row count.
+    /// Forward and backward over a local batch (MixUp when asked); adds its loss, hits and rows to `sums` and
+    /// returns its weight (its row count, without sample weights).
     fn backward(&self, rows: &[i64], draws: &mut Draws, sums: &mut EpochSums) -> Result<f32, TrainError> {
         let options: &'a TrainOptions = self.options;
         let (settings, loss_kind) = (&options.settings, options.loss);
-        let (x, y) = if settings.shuffle {
-            let index = Tensor::from_slice(rows);
-            (
-                self.features.index_select(0, &index),
-                self.labels.index_select(0, &index),
-            )
-        } else {
-            let (offset, len) = (rows[0], rows.len() as i64);
-            (self.features.narrow(0, offset, len), self.labels.narrow(0, offset, len))
+        let pick = |all: &Tensor| {
+            if settings.shuffle {
+                all.index_select(0, &Tensor::from_slice(rows))
+            } else {
+                all.narrow(0, rows[0], rows.len() as i64)
+            }
+            .to_device(self.device)
         };
-        let (x, y) = (x.to_device(self.device), y.to_device(self.device));
-        let weights = self.class_weights.as_ref();
+        let (x, y) = (pick(&self.features), pick(&self.labels));
+        let sample_weights = self.sample_weights.as_ref().map(pick);
+        let (weights, sampled) = (self.class_weights.as_ref(), sample_weights.as_ref());
         let mixup = settings.mixup_alpha.filter(|a| *a > 0.0).map(|alpha| {
             let lambda = draws.beta(alpha);
             let mut permutation: Vec<i64> = (0..rows.len() as i64).collect();
@@ -445,22 +453,25 @@ impl<'a> Job<'a> {
             None => {
                 let logits = self.network.forward(&x, true).map_err(|e| self.torch(e))?;
                 (
-                    loss_of(loss_kind, &logits, &y, weights),
-                    hits_of(loss_kind, &logits, &y),
+                    loss_of(loss_kind, &logits, &y, weights, sampled),
+                    hits_of(loss_kind, &logits, &y, sampled),
                 )
             }
             Some((lambda, permutation)) => {
                 let mixed = &x * *lambda + x.index_select(0, permutation) * (1.0 - lambda);
                 let logits = self.network.forward(&mixed, true).map_err(|e| self.torch(e))?;
                 let other = y.index_select(0, permutation);
-                let loss = loss_of(loss_kind, &logits, &y, weights) * *lambda
-                    + loss_of(loss_kind, &logits, &other, weights) * (1.0 - lambda);
-                (loss, hits_of(loss_kind, &logits, &y))
+                let loss = loss_of(loss_kind, &logits, &y, weights, sampled) * *lambda
+                    + loss_of(loss_kind, &logits, &other, weights, sampled) * (1.0 - lambda);
+                (loss, hits_of(loss_kind, &logits, &y, sampled))
             }
         };
-        let count = rows.len() as f64;
-        if !self.averaging {
-            // Not averaging, the row count is known before backpropagating: no gradient rescaling afterwards.
+        let count = sampled.map_or(rows.len() as f64, |w| w.sum(Kind::Double).double_value(&[]));
+        sums.rows += rows.len() as f64;
+        if count == 0.0 {
+            // Every row of the batch weighs nothing: no gradient (and no step, see `step`).
+        } else if !self.averaging {
+            // Not averaging, the weight is known before backpropagating: no gradient rescaling afterwards.
             (&loss / count).backward();
         } else {
             loss.backward();
@@ -470,7 +481,7 @@ impl<'a> Job<'a> {
         Ok(count as f32)
     }
 
-    /// Mean loss and accuracy over every rank's validation shard.
+    /// Mean loss and accuracy over every rank's validation shard (weighted, with sample weights).
     fn evaluate(&self, comm: &mut Communicator, shard: &Shard) -> Result<(f64, f64), TrainError> {
         let loss_kind = self.options.loss;
         let mut totals = [0f32; 3];
@@ -479,17 +490,22 @@ impl<'a> Job<'a> {
                 .view([shard.rows() as i64, shard.dim() as i64])
                 .to_device(self.device);
             let y = label_tensor(loss_kind, shard.labels()).to_device(self.device);
+            let sampled = shard.weights().map(|w| Tensor::from_slice(w).to_device(self.device));
             let logits = tch::no_grad(|| self.network.forward(&x, false)).map_err(|e| self.torch(e))?;
-            let loss = tch::no_grad(|| loss_of(loss_kind, &logits, &y, self.class_weights.as_ref()));
+            let loss = tch::no_grad(|| loss_of(loss_kind, &logits, &y, self.class_weights.as_ref(), sampled.as_ref()));
             totals = [
-                shard.rows() as f32,
+                shard.weights().map_or(shard.rows() as f32, |w| w.iter().sum()),
                 loss.double_value(&[]) as f32,
-                hits_of(loss_kind, &logits, &y).int64_value(&[]) as f32,
+                hits_of(loss_kind, &logits, &y, sampled.as_ref()).double_value(&[]) as f32,
             ];
         }
         comm.allreduce_sum(&mut totals)?;
-        let rows = f64::from(totals[0]).max(1.0);
-        Ok((f64::from(totals[1]) / rows, f64::from(totals[2]) / rows))
+        let weight = f64::from(totals[0]);
+        if weight > 0.0 {
+            Ok((f64::from(totals[1]) / weight, f64::from(totals[2]) / weight))
+        } else {
+            Ok((f64::NAN, f64::NAN))
+        }
     }
 
     /// The state after `epochs` epochs, to resume from.
