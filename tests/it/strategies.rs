@@ -153,6 +153,35 @@ async fn the_synchronous_strategies_repeat_exactly_for_a_seed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uneven_and_empty_shards_train_under_every_strategy() {
+    let shard = higgs_shard().await;
+    let (big, small) = (shard.round_robin(0, 2), shard.round_robin(1, 8));
+    for strategy in higgs::dist_keras_trainers() {
+        if strategy == Strategy::Single {
+            continue;
+        }
+        let options = options(strategy.clone(), 2);
+        let outcomes = run_ranks(3, Duration::from_secs(60), |_, comm| {
+            let mut comm = comm.unwrap();
+            let empty = Shard::default();
+            let mine = [&big, &small, &empty][comm.rank()];
+            RankTrainer::new(mine, &options).run(&mut comm)
+        });
+        let outcomes: Vec<_> = outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|e| panic!("{}: {e}", strategy.name())))
+            .collect();
+        let trained = (big.rows() + small.rows()) as u64;
+        for outcome in &outcomes {
+            let history = &outcome.report.history;
+            assert_eq!(history.len(), 2, "{}", strategy.name());
+            assert_eq!(history[1].rows, trained, "{}", strategy.name());
+        }
+        assert!(outcomes[0].tensors.is_some(), "{}", strategy.name());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rank_that_dies_mid_training_stops_the_others_naming_it() {
     let shard = higgs_shard().await;
     let options = options(

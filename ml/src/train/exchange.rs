@@ -236,6 +236,95 @@ pub(super) fn set(rank: usize, values: &mut Tensor, from: &[f32]) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collective::LocalWorld;
+
+    /// Two ranks start from the center's 2.0, each moves its parameter by `moves[rank][step]` (standing in for
+    /// its optimizer's step) and calls `after_step`; `ordered` runs rank 0's step before rank 1's (for the
+    /// parameter server, whose result depends on the order). Returns each rank's parameter and the center.
+    fn two_ranks(
+        strategy: Strategy,
+        moves: [[f32; 2]; 2],
+        ordered: bool,
+    ) -> Vec<(f32, Option<f32>, Option<Staleness>)> {
+        LocalWorld::new(2)
+            .run(|mut comm| {
+                let rank = comm.rank();
+                let mut values = Tensor::from_slice(&[2.0f32]);
+                let mut exchange = Exchange::start(&strategy, &mut comm, &values).unwrap();
+                for moved in moves[rank] {
+                    for turn in 0..2 {
+                        if (ordered && turn == rank) || (!ordered && turn == 0) {
+                            let _ = values.g_add_(&Tensor::from_slice(&[moved]));
+                            exchange.after_step(&mut comm, &mut values, 0.1, true).unwrap();
+                        }
+                        if ordered {
+                            comm.barrier().unwrap();
+                        }
+                    }
+                }
+                let center = exchange.center().unwrap().map(|c| c[0]);
+                let staleness = exchange.staleness();
+                comm.barrier().unwrap();
+                exchange.finish();
+                (values.double_value(&[0]) as f32, center, staleness)
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn local_sgd_averages_every_period() {
+        // Step 1: 1 and 3 → both 2; step 2: 1 and 1 → both 1.
+        let ranks = two_ranks(Strategy::LocalSgd { period: 1 }, [[-1.0, -1.0], [1.0, -1.0]], false);
+        assert_eq!(ranks.iter().map(|r| r.0).collect::<Vec<_>>(), [1.0, 1.0]);
+    }
+
+    #[test]
+    fn synchronous_easgd_through_the_ring() {
+        // α = 5 × 0.1 (the rate passed); the numbers of `strategy`'s hand-worked test: x 1.25 and 1.75, c 1.
+        let strategy = Strategy::Easgd {
+            rho: 5.0,
+            communication_window: 1,
+            learning_rate: None,
+        };
+        let ranks = two_ranks(strategy, [[-1.0, -1.0], [1.0, -1.0]], false);
+        assert_eq!(
+            ranks.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>(),
+            [(1.25, Some(1.0)), (1.75, Some(1.0))]
+        );
+    }
+
+    #[test]
+    fn downpour_through_the_parameter_server() {
+        // Step 1: rank 0 pushes −1 (c = 1), then rank 1 pushes +1 (c = 2, one update stale); step 2: rank 0
+        // moves from 1 to 0 and pushes −1 (c = 1, one stale), rank 1 from 2 to 1, pushes −1 (c = 0).
+        let ranks = two_ranks(
+            Strategy::Downpour {
+                communication_window: 1,
+            },
+            [[-1.0, -1.0], [1.0, -1.0]],
+            true,
+        );
+        let (x, center): (Vec<f32>, Vec<_>) = ranks.iter().map(|r| (r.0, r.1)).unzip();
+        assert_eq!((x, center), (vec![1.0, 0.0], vec![Some(0.0), Some(0.0)]));
+        let most = ranks.iter().map(|r| r.2.unwrap().max).collect::<Vec<_>>();
+        assert_eq!(most, [1, 1]);
+    }
+
+    #[test]
+    fn asynchronous_easgd_through_the_parameter_server() {
+        // α = 0.5, exchanges in rank order. Step 1: rank 0 at 1, E = −0.5 → x 1.5, c 1.5; rank 1 at 3,
+        // E = 0.75 → x 2.25, c 2.25. Step 2: rank 0 at 0.5, E = −0.875 → x 1.375, c 1.375; rank 1 at 1.25,
+        // E = −0.0625 → x 1.3125, c 1.3125.
+        let strategy = Strategy::AsyncEasgd {
+            rho: 5.0,
+            communication_window: 1,
+            learning_rate: Some(0.1),
+        };
+        let ranks = two_ranks(strategy, [[-1.0, -1.0], [1.0, -1.0]], true);
+        let x: Vec<f32> = ranks.iter().map(|r| r.0).collect();
+        assert_eq!(x, [1.375, 1.3125]);
+        assert_eq!((ranks[0].1, ranks[1].1), (Some(1.3125), Some(1.3125)));
+    }
 
     #[test]
     fn eamsgd_looks_ahead_by_the_momentum() {
