@@ -30,6 +30,7 @@ from nbclient.exceptions import CellExecutionError
 
 CELL_TIMEOUT_S = 3600  # the first cell builds hearth for the kernel
 INTERRUPTED_STOP_S = 60  # an interrupted job's ranks stop at their next epoch; the fleet frees their slots
+LOG_LAG_S = 15  # how long after the slots are free an executor's log may still be catching up
 PROGRESS = re.compile(r"^\S+: epoch \d+ of \d+, loss ", re.MULTILINE)
 
 
@@ -114,8 +115,13 @@ def interrupted_jobs_stopped(path, notebook, fleet):
     if busy > 0:
         print(f"{path}: {busy} slots still busy {INTERRUPTED_STOP_S} s after the interrupt", file=sys.stderr)
         return False
-    if "the driver is gone" not in fleet.executor_logs():
+    # An executor may write the failed task's reason a moment after the fleet reports its slot free.
+    logged = time.monotonic() + LOG_LAG_S
+    while "the driver is gone" not in (logs := fleet.executor_logs()) and time.monotonic() < logged:
+        time.sleep(0.5)
+    if "the driver is gone" not in logs:
         print(f"{path}: no executor log says its rank stopped because the driver is gone", file=sys.stderr)
+        print("the executors' last log lines:\n" + "\n".join(logs.splitlines()[-20:]), file=sys.stderr)
         return False
     print(f"{path}: the interrupted job's ranks stopped and freed their slots")
     return True

@@ -50,6 +50,7 @@ pub mod feature;
 pub mod frame;
 pub mod functions;
 pub mod host;
+pub mod images;
 pub mod master;
 pub mod params;
 pub mod pipeline;

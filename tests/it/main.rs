@@ -10,6 +10,7 @@ mod errors;
 mod evaluators;
 mod fleet;
 mod frames;
+mod images;
 mod parity;
 mod pipelines;
 #[cfg(feature = "polars")]
