@@ -31,6 +31,8 @@ from nbclient.exceptions import CellExecutionError
 CELL_TIMEOUT_S = 3600  # the first cell builds hearth for the kernel
 INTERRUPTED_STOP_S = 60  # an interrupted job's ranks stop at their next epoch; the fleet frees their slots
 LOG_LAG_S = 15  # how long after the slots are free an executor's log may still be catching up
+# What a rank logs when it stops for an interrupted job: its driver went away, or the scheduler cancelled it.
+STOP_REASONS = ("the driver is gone", "cancelled in epoch", "(the stage was cancelled)")
 PROGRESS = re.compile(r"^\S+: epoch \d+ of \d+, loss ", re.MULTILINE)
 
 
@@ -105,6 +107,11 @@ def run(path, work, executed, hearth):
     return execute(path, notebook, work, executed)
 
 
+def stop_reason(logs):
+    """The first of STOP_REASONS the executors' logs give, if any."""
+    return next((reason for reason in STOP_REASONS if reason in logs), None)
+
+
 def interrupted_jobs_stopped(path, notebook, fleet):
     """After a notebook's interrupted cells: every rank stopped, its slot free, its log saying why."""
     if not any(hearth_metadata(cell).get("interrupt_after_s") for cell in notebook.cells):
@@ -117,10 +124,10 @@ def interrupted_jobs_stopped(path, notebook, fleet):
         return False
     # An executor may write the failed task's reason a moment after the fleet reports its slot free.
     logged = time.monotonic() + LOG_LAG_S
-    while "the driver is gone" not in (logs := fleet.executor_logs()) and time.monotonic() < logged:
+    while not (said := stop_reason(logs := fleet.executor_logs())) and time.monotonic() < logged:
         time.sleep(0.5)
-    if "the driver is gone" not in logs:
-        print(f"{path}: no executor log says its rank stopped because the driver is gone", file=sys.stderr)
+    if not said:
+        print(f"{path}: no executor log says why its rank stopped ({', '.join(STOP_REASONS)})", file=sys.stderr)
         print("the executors' last log lines:\n" + "\n".join(logs.splitlines()[-20:]), file=sys.stderr)
         return False
     print(f"{path}: the interrupted job's ranks stopped and freed their slots")

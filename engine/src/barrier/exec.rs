@@ -164,7 +164,14 @@ impl ExecutionPlan for BarrierExec {
                 .try_collect()
                 .await
                 .map_err(|e| task_error(&spec, &format!("partition {partition}"), "reading its rows", &e))?;
-            let running = SpawnedTask::spawn_blocking(move || run_task(&spec, function.as_ref(), batches, cancelled));
+            let running = SpawnedTask::spawn_blocking(move || {
+                let outcome = run_task(&spec, function.as_ref(), batches, Arc::clone(&cancelled));
+                // Once the stage is cancelled nobody awaits this task's result: its log is where it says it stopped.
+                if let (Err(e), true) = (&outcome, cancelled.load(Ordering::Relaxed)) {
+                    log::info!("{} (the stage was cancelled)", reason(e));
+                }
+                outcome
+            });
             running.join().await.map_err(|e| {
                 DataFusionError::Execution(format!("barrier task of partition {partition} panicked: {e}"))
             })?

@@ -115,7 +115,10 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
     });
     wait_for("the ranks say they stopped", Duration::from_secs(20), || {
         let logs = executor_logs(&fleet);
-        (logs.contains("cancelled in epoch") || logs.contains("the driver is gone")).then_some(())
+        ["cancelled in epoch", "the driver is gone", "(the stage was cancelled)"]
+            .iter()
+            .any(|said| logs.contains(said))
+            .then_some(())
     });
 
     // An executor killed while a cluster-mode job trains: the stage is retried from its checkpoint on the
