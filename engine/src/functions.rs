@@ -15,6 +15,11 @@
 //! | `ml_assembled_summary(handle_invalid, col, ...)` (aggregate) | fits `StandardScaler` on a `VectorAssembler`'s columns |
 //! | `ml_label_counts(column)` (aggregate) | fits `StringIndexer` |
 //! | `ml_row_uniform(seed, col, ...)` | `random_split`'s key |
+//! | `ml_kmeans_assign(features, centers, measure)` | `KMeansModel`'s prediction |
+//! | `ml_kmeans_cost(features, centers, measure)` | k-means\|\|'s sampling weight |
+//! | `ml_kmeans_sums(features, weight, centers, measure)` (aggregate) | one iteration of fitting `KMeans` |
+//! | `ml_silhouette_stats(prediction, features, weight, measure)` (aggregate) | `ClusteringEvaluator`'s first pass |
+//! | `ml_silhouette(prediction, features, weight, stats)` | a row's silhouette, the second pass |
 //! | `ml_classify(features)` (bound to its model, carried by hearth's codecs) | a trained classifier's `rawPrediction`, `probability`, `prediction` |
 //! | `ml_multiclass_state(label, prediction, weight[, probability])` (aggregate) | `MulticlassClassificationEvaluator` |
 //! | `ml_binary_state(score, label, weight)` (aggregate) | `BinaryClassificationEvaluator` |
@@ -28,7 +33,8 @@ use std::sync::Arc;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
-use crate::evaluation::{EVALUATION_STATES, METRIC};
+use crate::clustering::{KMEANS_ASSIGN, KMEANS_COST, KMEANS_SUMS};
+use crate::evaluation::{EVALUATION_STATES, METRIC, SILHOUETTE, SILHOUETTE_STATS};
 use crate::feature::one_hot_encoder::ONE_HOT;
 use crate::feature::standard_scaler::{ASSEMBLED_SUMMARY, SCALED_ASSEMBLE, STANDARD_SCALE, VECTOR_SUMMARY};
 use crate::feature::string_indexer::{LABEL_COUNTS, STRING_INDEX};
@@ -47,7 +53,7 @@ use crate::frame::ROW_UNIFORM;
 /// assert!(hearth_engine::barrier::function(hearth_engine::train::TRAIN_FUNCTION).is_ok());
 /// ```
 pub fn register_all(ctx: &SessionContext) {
-    let scalars: [&Arc<ScalarUDF>; 7] = [
+    let scalars: [&Arc<ScalarUDF>; 10] = [
         &VECTOR_ASSEMBLE,
         &STANDARD_SCALE,
         &SCALED_ASSEMBLE,
@@ -55,11 +61,20 @@ pub fn register_all(ctx: &SessionContext) {
         &ONE_HOT,
         &ROW_UNIFORM,
         &METRIC,
+        &KMEANS_ASSIGN,
+        &KMEANS_COST,
+        &SILHOUETTE,
     ];
     for udf in scalars {
         ctx.register_udf(ScalarUDF::clone(udf));
     }
-    let aggregates: [&Arc<AggregateUDF>; 3] = [&VECTOR_SUMMARY, &ASSEMBLED_SUMMARY, &LABEL_COUNTS];
+    let aggregates: [&Arc<AggregateUDF>; 5] = [
+        &VECTOR_SUMMARY,
+        &ASSEMBLED_SUMMARY,
+        &LABEL_COUNTS,
+        &KMEANS_SUMS,
+        &SILHOUETTE_STATS,
+    ];
     for udaf in aggregates.into_iter().chain(EVALUATION_STATES.iter()) {
         ctx.register_udaf(AggregateUDF::clone(udaf));
     }

@@ -11,6 +11,7 @@
 //!   JSON.
 //! - The [barrier stage](barrier) that trains: one task per partition, all at once, with allreduce; on
 //!   [Ballista](ballista) through hearth's [codecs](codec).
+//! - [`KMeans`](clustering::KMeans) clustering, fitted with one aggregate query per iteration.
 //! - [Evaluators](evaluation) as aggregate queries.
 //!
 //! Fitting a feature stage is one aggregate query; a fitted stage transforms with a scalar function whose
@@ -41,6 +42,7 @@
 pub mod attribute;
 pub mod ballista;
 pub mod barrier;
+pub mod clustering;
 pub mod codec;
 pub mod display;
 pub mod error;
@@ -67,10 +69,11 @@ pub mod vector;
 /// What a pipeline author writes: sessions, stages, pipelines and their traits.
 pub mod prelude {
     pub use crate::barrier::{BarrierOptions, BarrierStage, BarrierTaskContext, FnBarrier, register_function};
+    pub use crate::clustering::{KMeans, KMeansModel};
     pub use crate::display::{FrameDisplay, Metrics, PreviewExt, Rich, SessionView};
     pub use crate::error::{HearthError, Result};
     pub use crate::evaluation::{
-        BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
+        BinaryClassificationEvaluator, ClusteringEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
     };
     pub use crate::feature::{
         OneHotEncoder, OneHotEncoderModel, StandardScaler, StandardScalerModel, StringIndexer, StringIndexerModel,

@@ -6,7 +6,7 @@
 //! The pieces, bottom up: [`data`] turns Arrow batches into a rank's [`Shard`](data::Shard); [`model`] builds
 //! a [`ModelSpec`](model::ModelSpec) as a libtorch network; [`collective`] keeps ranks in step (rendezvous,
 //! ring allreduce, broadcast, allgather); [`train`] is one rank's loop ([`RankTrainer`](train::RankTrainer));
-//! [`artifact`] saves a trained model as safetensors + JSON; [`evaluation`] holds the evaluators' math.
+//! [`artifact`] saves a trained model as safetensors + JSON; [`evaluation`] holds the evaluators' math, [`clustering`] k-means'.
 //!
 //! ```
 //! use hearth_ml::collective::LocalWorld;
@@ -25,6 +25,7 @@
 //! ```
 
 pub mod artifact;
+pub mod clustering;
 pub mod collective;
 pub mod data;
 pub mod evaluation;

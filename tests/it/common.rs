@@ -27,11 +27,26 @@ pub fn dataset(relative: &str) -> PathBuf {
         .join(relative)
 }
 
-static FIXTURE: LazyLock<Value> = LazyLock::new(|| {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spark/parity.json");
+static FIXTURE: LazyLock<Value> = LazyLock::new(|| spark_fixture("parity.json"));
+
+/// A fixture file of `tests/fixtures/spark/` (made with PySpark by the script beside it).
+pub fn spark_fixture(file: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/spark")
+        .join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("parity.json is JSON")
-});
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The case called `name` of a fixture file.
+pub fn fixture_case<'a>(fixture: &'a Value, name: &str) -> &'a Value {
+    fixture["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no fixture case {name:?}"))
+}
 
 /// Every Spark fixture case whose name starts with `prefix`.
 pub fn cases(prefix: &str) -> Vec<&'static Value> {

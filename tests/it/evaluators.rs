@@ -1,25 +1,14 @@
 //! Evaluator math against Spark: every metric in `tests/fixtures/spark/evaluators.json` (made by
 //! `evaluators.py` beside it with PySpark 4.0.1), computed from states merged across two halves of the rows.
 
-use std::path::PathBuf;
-
 use hearth::ml::evaluation::{BinaryState, MulticlassState, RegressionState};
 use serde_json::Value;
 
+pub use crate::common::{fixture_case as case, spark_fixture};
+
 /// The evaluator fixture made with PySpark.
 pub fn fixture() -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spark/evaluators.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// The fixture case called `name`.
-pub fn case<'a>(fixture: &'a Value, name: &str) -> &'a Value {
-    fixture["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap()
+    spark_fixture("evaluators.json")
 }
 
 fn check(what: &str, got: f64, want: &Value) {

@@ -2,6 +2,7 @@
 
 mod artifact;
 mod barrier;
+mod clustering;
 mod collectives;
 mod common;
 mod datasets;

@@ -16,14 +16,16 @@
 //! # });
 //! ```
 
-use datafusion::arrow::array::{Array, AsArray};
 use datafusion::logical_expr::{Expr, ident, lit};
 use datafusion::prelude::DataFrame;
 use hearth_ml::evaluation::{BinaryState, MulticlassState, RegressionState};
 
+mod clustering;
 mod metric;
 mod state;
 
+pub use clustering::{ClusteringEvaluator, SilhouetteStatsUdaf, SilhouetteUdf};
+pub(crate) use clustering::{SILHOUETTE, SILHOUETTE_STATS};
 pub use metric::MetricUdf;
 pub(crate) use metric::{METRIC, metric};
 pub(crate) use state::{EVALUATION_STATES, evaluation_state};
@@ -43,19 +45,10 @@ async fn state_bytes(df: &DataFrame, evaluator: &str, evaluation: Evaluation, co
         }
     }
     let args: Vec<Expr> = columns.iter().map(|c| ident(*c)).collect();
-    let batches = df
+    let query = df
         .clone()
-        .aggregate(vec![], vec![evaluation_state(evaluation, args).alias("state")])?
-        .collect()
-        .await?;
-    let state = batches
-        .iter()
-        .find(|b| b.num_rows() > 0)
-        .map(|b| b.column(0).as_binary::<i32>())
-        .filter(|s| s.is_valid(0))
-        .map(|s| s.value(0).to_vec())
-        .unwrap_or_default();
-    Ok(state)
+        .aggregate(vec![], vec![evaluation_state(evaluation, args).alias("state")])?;
+    crate::udf::aggregate_bytes(query).await
 }
 
 /// `df` with a weight column: `weight_col`, or a constant 1 added under a reserved name.

@@ -11,7 +11,7 @@ use datafusion::common::{ScalarValue, exec_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Expr, Signature, Volatility};
-use hearth_ml::evaluation::{BinaryState, MulticlassState, RegressionState};
+use hearth_ml::evaluation::{BinaryState, ClusteringState, MulticlassState, RegressionState};
 
 use crate::vector::{vector_dim, vector_values};
 
@@ -25,6 +25,9 @@ pub enum Evaluation {
     Binary,
     /// `ml_regression_state(label, prediction, weight)`: weighted sums of errors.
     Regression,
+    /// `ml_clustering_state(prediction, label, weight)`: weight per (cluster, label) pair, for the clustering
+    /// accuracy; both must be whole numbers.
+    Clustering,
 }
 
 impl Evaluation {
@@ -34,6 +37,7 @@ impl Evaluation {
             Evaluation::Multiclass => "ml_multiclass_state",
             Evaluation::Binary => "ml_binary_state",
             Evaluation::Regression => "ml_regression_state",
+            Evaluation::Clustering => "ml_clustering_state",
         }
     }
 }
@@ -66,10 +70,15 @@ impl EvaluationStateUdaf {
     }
 }
 
-/// The three evaluation aggregates (multiclass, binary, regression), built once.
-pub(crate) static EVALUATION_STATES: LazyLock<[Arc<AggregateUDF>; 3]> = LazyLock::new(|| {
-    [Evaluation::Multiclass, Evaluation::Binary, Evaluation::Regression]
-        .map(|evaluation| Arc::new(AggregateUDF::from(EvaluationStateUdaf::new(evaluation))))
+/// The evaluation aggregates (multiclass, binary, regression, clustering), built once.
+pub(crate) static EVALUATION_STATES: LazyLock<[Arc<AggregateUDF>; 4]> = LazyLock::new(|| {
+    [
+        Evaluation::Multiclass,
+        Evaluation::Binary,
+        Evaluation::Regression,
+        Evaluation::Clustering,
+    ]
+    .map(|evaluation| Arc::new(AggregateUDF::from(EvaluationStateUdaf::new(evaluation))))
 });
 
 /// The evaluation aggregate `ml_*_state(args...)`.
@@ -78,6 +87,7 @@ pub(crate) fn evaluation_state(evaluation: Evaluation, args: Vec<Expr>) -> Expr 
         Evaluation::Multiclass => 0,
         Evaluation::Binary => 1,
         Evaluation::Regression => 2,
+        Evaluation::Clustering => 3,
     };
     EVALUATION_STATES[index].call(args)
 }
@@ -118,6 +128,7 @@ enum State {
     Multiclass(MulticlassState),
     Binary(BinaryState),
     Regression(RegressionState),
+    Clustering(ClusteringState),
 }
 
 impl State {
@@ -126,6 +137,7 @@ impl State {
             Evaluation::Multiclass => State::Multiclass(MulticlassState::default()),
             Evaluation::Binary => State::Binary(BinaryState::default()),
             Evaluation::Regression => State::Regression(RegressionState::default()),
+            Evaluation::Clustering => State::Clustering(ClusteringState::default()),
         }
     }
 
@@ -134,6 +146,7 @@ impl State {
             State::Multiclass(s) => s.to_bytes(),
             State::Binary(s) => s.to_bytes(),
             State::Regression(s) => s.to_bytes(),
+            State::Clustering(s) => s.to_bytes(),
         }
     }
 
@@ -143,6 +156,7 @@ impl State {
             State::Multiclass(s) => s.merge(&MulticlassState::from_bytes(bytes).map_err(error)?),
             State::Binary(s) => s.merge(&BinaryState::from_bytes(bytes).map_err(error)?),
             State::Regression(s) => s.merge(&RegressionState::from_bytes(bytes).map_err(error)?),
+            State::Clustering(s) => s.merge(&ClusteringState::from_bytes(bytes).map_err(error)?),
         }
         Ok(())
     }
@@ -253,6 +267,15 @@ impl Accumulator for StateAccumulator {
                     s.add(first[row], second[row], weights[row]);
                 }
             }
+            State::Clustering(s) => {
+                for row in 0..first.len() {
+                    let (cluster, label) = (
+                        whole(&self.columns[0], first[row])?,
+                        whole(&self.columns[1], second[row])?,
+                    );
+                    s.add(cluster, label, weights[row]);
+                }
+            }
         }
         Ok(())
     }
@@ -280,7 +303,16 @@ impl Accumulator for StateAccumulator {
             State::Multiclass(s) => s.encoded_len(),
             State::Binary(s) => s.encoded_len(),
             State::Regression(s) => s.encoded_len(),
+            State::Clustering(s) => s.encoded_len(),
         };
         size_of::<Self>() + state
     }
+}
+
+/// A cluster or label value as the whole number it must be.
+fn whole(column: &str, value: f64) -> Result<i64> {
+    if value.fract() != 0.0 || value.abs() > 2f64.powi(53) {
+        return exec_err!("ml_clustering_state: column {column:?} holds {value}, not a whole number");
+    }
+    Ok(value as i64)
 }

@@ -25,7 +25,7 @@ use persist::{Document, load_entries, read_document, save_stage_data, stage_entr
 use stage::same_stage;
 
 /// Whether a plan scans anything other than in-memory tables (which caching would only copy).
-fn reads_files(plan: &LogicalPlan) -> bool {
+pub(crate) fn reads_files(plan: &LogicalPlan) -> bool {
     let mut files = false;
     let _ = plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node {

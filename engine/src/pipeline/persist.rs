@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use super::stage::PipelineStage;
 use super::{Pipeline, PipelineModel};
+use crate::clustering::{KMeans, KMeansModel};
 use crate::error::{HearthError, Result};
 use crate::feature::{
     OneHotEncoder, OneHotEncoderModel, SqlColumns, StandardScaler, StandardScalerModel, StringIndexer,
@@ -66,7 +67,7 @@ fn failed(path: &Path, message: impl ToString) -> HearthError {
 }
 
 static CLASSES: LazyLock<RwLock<HashMap<String, StageLoader>>> = LazyLock::new(|| {
-    let builtin: [(&str, StageLoader); 18] = [
+    let builtin: [(&str, StageLoader); 20] = [
         ("StringIndexer", load_serde_estimator::<StringIndexer>),
         ("StringIndexerModel", load_serde_transformer::<StringIndexerModel>),
         ("OneHotEncoder", load_serde_estimator::<OneHotEncoder>),
@@ -74,6 +75,11 @@ static CLASSES: LazyLock<RwLock<HashMap<String, StageLoader>>> = LazyLock::new(|
         ("StandardScaler", load_serde_estimator::<StandardScaler>),
         ("StandardScalerModel", load_serde_transformer::<StandardScalerModel>),
         ("VectorAssembler", load_serde_transformer::<VectorAssembler>),
+        ("KMeans", load_serde_estimator::<KMeans>),
+        ("KMeansModel", |params, dir| {
+            let model = from_params::<KMeansModel>(params, dir)?;
+            Ok(PipelineStage::transformer(model.checked().map_err(|e| failed(dir, e))?))
+        }),
         ("SqlColumns", load_serde_transformer::<SqlColumns>),
         ("MlpClassifier", load_serde_estimator::<MlpClassifier>),
         ("LinearClassifier", load_serde_estimator::<LinearClassifier>),

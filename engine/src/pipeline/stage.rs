@@ -7,6 +7,7 @@ use std::sync::Arc;
 use datafusion::prelude::DataFrame;
 use futures::future::BoxFuture;
 
+use crate::clustering::{KMeans, KMeansModel};
 use crate::error::Result;
 use crate::feature::{
     OneHotEncoder, OneHotEncoderModel, SqlColumns, StandardScaler, StandardScalerModel, StringIndexer,
@@ -109,9 +110,9 @@ macro_rules! stage_from {
 }
 
 stage_from!(
-    estimators: StringIndexer, OneHotEncoder, StandardScaler, super::Pipeline;
+    estimators: StringIndexer, OneHotEncoder, StandardScaler, KMeans, super::Pipeline;
     transformers: VectorAssembler, SqlColumns, StringIndexerModel, OneHotEncoderModel, StandardScalerModel,
-        super::PipelineModel
+        KMeansModel, super::PipelineModel
 );
 
 impl<A: Architecture, T: Task> From<Network<A, T>> for PipelineStage {

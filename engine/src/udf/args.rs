@@ -9,6 +9,8 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::ColumnarValue;
+use datafusion::logical_expr::function::AccumulatorArgs;
+use datafusion::physical_expr::expressions::Literal;
 
 use crate::params::HandleInvalid;
 
@@ -19,6 +21,19 @@ pub(crate) fn constant(function: &str, args: &[ColumnarValue], index: usize, wha
         Some(ColumnarValue::Array(array)) if !array.is_empty() => ScalarValue::try_from_array(array, 0),
         Some(ColumnarValue::Array(_)) => exec_err!("{function}: argument {} ({what}) is empty", index + 1),
         None => exec_err!("{function}: argument {} ({what}) is missing", index + 1),
+    }
+}
+
+/// The literal argument `index` of an aggregate call to `function`, read when its accumulator is built.
+pub(crate) fn aggregate_constant<'a>(
+    function: &str,
+    args: &'a AccumulatorArgs,
+    index: usize,
+    what: &str,
+) -> Result<&'a ScalarValue> {
+    match args.exprs.get(index).and_then(|e| e.downcast_ref::<Literal>()) {
+        Some(literal) => Ok(literal.value()),
+        None => plan_err!("{function}: argument {} ({what}) must be a constant", index + 1),
     }
 }
 

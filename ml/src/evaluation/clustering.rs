@@ -35,6 +35,41 @@ impl ClusteringState {
         }
     }
 
+    /// The total weight added.
+    pub fn weight(&self) -> f64 {
+        self.counts.values().sum()
+    }
+
+    /// How many bytes [`to_bytes`](Self::to_bytes) writes.
+    pub fn encoded_len(&self) -> usize {
+        24 * self.counts.len()
+    }
+
+    /// The state as bytes: a `(cluster, label, weight)` record per pair seen.
+    ///
+    /// ```
+    /// use hearth_ml::evaluation::ClusteringState;
+    /// let mut state = ClusteringState::default();
+    /// state.add(3, 1, 2.0);
+    /// assert_eq!(ClusteringState::from_bytes(&state.to_bytes()).unwrap(), state);
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.encoded_len());
+        for ((cluster, label), weight) in &self.counts {
+            super::encoding::put(&mut bytes, &[*cluster as f64, *label as f64, *weight]);
+        }
+        bytes
+    }
+
+    /// Reads a state written by [`ClusteringState::to_bytes`]; no bytes is the empty state.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, super::StateDecodeError> {
+        let mut state = Self::default();
+        for record in super::encoding::values("clustering", bytes, 3)?.chunks_exact(3) {
+            state.add(record[0] as i64, record[1] as i64, record[2]);
+        }
+        Ok(state)
+    }
+
     /// Matched weight / total weight under the best cluster → label matching.
     pub fn accuracy(&self) -> f64 {
         let total: f64 = self.counts.values().sum();

@@ -3,7 +3,7 @@
 
 mod binary;
 mod clustering;
-mod encoding;
+pub(crate) mod encoding;
 mod multiclass;
 mod regression;
 
