@@ -13,6 +13,7 @@
 //!   [Ballista](ballista) through hearth's [codecs](codec).
 //! - [`KMeans`](clustering::KMeans) clustering, fitted with one aggregate query per iteration.
 //! - [Evaluators](evaluation) as aggregate queries.
+//! - [`HorovodRunner`](horovod_runner::HorovodRunner) for hand-written tch training loops on the barrier stage.
 //!
 //! Fitting a feature stage is one aggregate query; a fitted stage transforms with a scalar function whose
 //! fitted state is a literal argument. Every function is registered by name ([`functions`]), so the same
@@ -51,6 +52,7 @@ pub mod exchange;
 pub mod feature;
 pub mod frame;
 pub mod functions;
+pub mod horovod_runner;
 pub mod host;
 pub mod images;
 pub mod master;

@@ -6,7 +6,7 @@
 //! The pieces, bottom up: [`data`] turns Arrow batches into a rank's [`Shard`](data::Shard); [`model`] builds
 //! a [`ModelSpec`](model::ModelSpec) as a libtorch network; [`collective`] keeps ranks in step (rendezvous,
 //! ring allreduce, broadcast, allgather); [`train`] is one rank's loop ([`RankTrainer`](train::RankTrainer));
-//! [`artifact`] saves a trained model as safetensors + JSON; [`evaluation`] holds the evaluators' math, [`clustering`] k-means'.
+//! [`artifact`] saves a trained model as safetensors + JSON; [`evaluation`] holds the evaluators' math, [`clustering`] k-means'; [`horovod`] is Horovod's API for hand-written training loops.
 //!
 //! ```
 //! use hearth_ml::collective::LocalWorld;
@@ -29,6 +29,7 @@ pub mod clustering;
 pub mod collective;
 pub mod data;
 pub mod evaluation;
+pub mod horovod;
 pub mod model;
 pub mod random;
 pub mod train;

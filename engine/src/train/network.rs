@@ -7,7 +7,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{Expr, cast, ident};
 use datafusion::prelude::DataFrame;
 use hearth_ml::model::{Activation, Layer};
-use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, Strategy, TrainOptions, TrainSettings};
+use hearth_ml::train::{Augmentation, DeviceChoice, LrSchedule, OptimizerSpec, Strategy, TrainOptions, TrainSettings};
 use serde::{Deserialize, Serialize};
 
 use super::architecture::{Architecture, Linear, Mlp, Sequential};
@@ -192,6 +192,9 @@ impl<A: Architecture, T: Task> Network<A, T> {
         /// averaging, a parameter server (DOWNPOUR, ADAG, asynchronous EASGD/EAMSGD), model averaging, or one
         /// worker alone. See [`Strategy`].
         strategy: Strategy;
+        /// Random flips and crops of image inputs while training (a `Sequential` model on `[C, H, W]`
+        /// images; default none).
+        augmentation: Augmentation;
     }
 
     /// Train on MixUp batches with Beta(α, α) mixing (Zhang et al. 2018; default off).

@@ -2,6 +2,7 @@
 //! optimizers, how ranks combine what they learn ([`Strategy`]), and one rank's loop ([`RankTrainer`]) with
 //! its checkpoints and reports.
 
+mod augment;
 mod checkpoint;
 mod device;
 mod error;
@@ -13,6 +14,7 @@ mod report;
 mod strategy;
 mod trainer;
 
+pub use augment::Augmentation;
 pub use checkpoint::Checkpoint;
 pub use device::cuda_device_count;
 pub use error::TrainError;

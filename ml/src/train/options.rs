@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::augment::Augmentation;
 use super::optimizer::OptimizerSpec;
 use super::strategy::Strategy;
 use crate::model::ModelSpec;
@@ -89,6 +90,9 @@ pub struct TrainSettings {
     pub class_weights: Option<Vec<f64>>,
     /// MixUp's Beta(α, α) parameter; none or 0 turns MixUp off (default).
     pub mixup_alpha: Option<f64>,
+    /// Random flips and crops of image inputs (a `Sequential` model whose input shape is `[C, H, W]`;
+    /// default none).
+    pub augmentation: Augmentation,
     /// Where each rank trains (default: a GPU where the host has one).
     pub device: DeviceChoice,
     /// libtorch threads per rank (default: cores / local ranks).
@@ -110,6 +114,7 @@ impl Default for TrainSettings {
             seed: 0,
             class_weights: None,
             mixup_alpha: None,
+            augmentation: Augmentation::default(),
             device: DeviceChoice::Auto,
             threads: None,
             strategy: Strategy::Synchronous,

@@ -37,7 +37,7 @@ use super::report::{EpochStats, RankOutcome, RankReport};
 use super::strategy::Strategy;
 use crate::collective::Communicator;
 use crate::data::Shard;
-use crate::model::{NamedTensor, Network, host_copies, load_into};
+use crate::model::{ModelSpec, NamedTensor, Network, host_copies, load_into};
 use crate::random::Draws;
 
 /// Trains one rank's shard with the other ranks of a communicator.
@@ -175,6 +175,8 @@ struct Job<'a> {
     /// The shard's sample weights, if it has them.
     sample_weights: Option<Tensor>,
     class_weights: Option<Tensor>,
+    /// The `[C, H, W]` shape of the images, when training augments them.
+    image_shape: Option<[i64; 3]>,
     /// Whether every step's gradient is averaged over the ranks (the synchronous strategy on several ranks).
     averaging: bool,
     /// The gradients, then the step's row count (empty unless `averaging`).
@@ -235,6 +237,19 @@ impl<'a> Job<'a> {
             )));
         }
         let averaging = strategy.averages_gradients() && world > 1;
+        let image_shape = match (&options.model, settings.augmentation.is_identity()) {
+            (_, true) => None,
+            (ModelSpec::Sequential { input_shape, .. }, false) if input_shape.len() == 3 => {
+                Some([input_shape[0] as i64, input_shape[1] as i64, input_shape[2] as i64])
+            }
+            (model, false) => {
+                return Err(invalid(format!(
+                    "augmentation (flips, crops) needs a Sequential model whose input shape is [channels, height, \
+                     width]; this model's input is {:?}",
+                    model.layers().0
+                )));
+            }
+        };
         let mut job = Self {
             options,
             shard,
@@ -250,6 +265,7 @@ impl<'a> Job<'a> {
                 .as_ref()
                 .map(|w| Tensor::from_slice(w).to_kind(Kind::Float).to_device(device)),
             averaging,
+            image_shape,
             fused: if averaging {
                 vec![0f32; optimizer.len() + 1]
             } else {
@@ -441,6 +457,10 @@ impl<'a> Job<'a> {
             .to_device(self.device)
         };
         let (x, y) = (pick(&self.features), pick(&self.labels));
+        let x = match self.image_shape {
+            Some(shape) => settings.augmentation.apply(&x, shape, draws),
+            None => x,
+        };
         let sample_weights = self.sample_weights.as_ref().map(pick);
         let (weights, sampled) = (self.class_weights.as_ref(), sample_weights.as_ref());
         let mixup = settings.mixup_alpha.filter(|a| *a > 0.0).map(|alpha| {

@@ -1,0 +1,118 @@
+//! Hand-written training loops: HorovodRunner on barrier tasks and on the driver alone, a rank's failure
+//! named; and images: sparklyr's MNIST CNN through `SequentialClassifier`, with random crops.
+
+use std::time::Duration;
+
+use hearth::datasets::mnist;
+use hearth::engine::horovod_runner::HorovodRunner;
+use hearth::ml::horovod::{DistributedOptimizer, Horovod};
+use hearth::ml::train::{Augmentation, DeviceChoice};
+use hearth::prelude::*;
+use tch::nn::{self, OptimizerConfig};
+use tch::{Device, Kind, Tensor};
+
+/// A least-squares fit of y = 3x − 1 on each rank's own points, with averaged gradients: returns the weights.
+fn fit_line(hvd: &mut Horovod<'_>) -> Result<Vec<f32>, Box<dyn std::error::Error + Send + Sync>> {
+    let store = nn::VarStore::new(Device::Cpu);
+    // Each rank starts elsewhere; the broadcast gives every rank rank 0's start.
+    let w = store
+        .root()
+        .var_copy("w", &Tensor::from_slice(&[hvd.rank() as f32, 1.0]));
+    hvd.broadcast_parameters(&store.trainable_variables(), 0)?;
+    let mut optimizer = DistributedOptimizer::new(nn::Sgd::default().build(&store, 0.05)?, &store);
+    let x = Tensor::from_slice(&[hvd.rank() as f32, hvd.rank() as f32 + 0.5]);
+    let y = &x * 3.0 - 1.0;
+    for _ in 0..300 {
+        let predicted = &x * w.get(0) + w.get(1);
+        let loss = (predicted - &y).square().mean(Kind::Float);
+        optimizer.backward_step(hvd, &loss)?;
+    }
+    Ok(Vec::<f32>::try_from(&w)?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn horovod_runner_trains_on_barrier_tasks_and_on_the_driver_alone() {
+    let session = Session::local(2);
+    let tasks: Vec<f32> = HorovodRunner::new(2).run(&session, "fit_line", fit_line).await.unwrap();
+    let driver: Vec<f32> = HorovodRunner::new(-2)
+        .run(&session, "fit_line", fit_line)
+        .await
+        .unwrap();
+    // Only the ranks' shared gradients can fit both ranks' points: 3x − 1.
+    assert!(
+        (tasks[0] - 3.0).abs() < 0.05 && (tasks[1] + 1.0).abs() < 0.05,
+        "{tasks:?}"
+    );
+    for (a, b) in tasks.iter().zip(&driver) {
+        assert!((a - b).abs() < 1e-5, "barrier tasks {tasks:?}, driver {driver:?}");
+    }
+
+    let failing = |hvd: &mut Horovod<'_>| -> Result<u8, Box<dyn std::error::Error + Send + Sync>> {
+        match hvd.rank() {
+            1 => Err("no data for rank 1".into()),
+            _ => {
+                hvd.barrier()?;
+                Ok(0)
+            }
+        }
+    };
+    for np in [2, -2] {
+        let error = HorovodRunner::new(np)
+            .timeout(Duration::from_secs(20))
+            .run(&session, "failing", failing)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("rank 1") && error.contains("no data for rank 1"),
+            "np {np}: {error}"
+        );
+    }
+    let error = HorovodRunner::new(0)
+        .run(&session, "none", fit_line)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("np") && error.contains("must not be 0"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sparklyr_mnist_cnn_learns_digits_on_two_workers_with_random_crops() {
+    let session = Session::local(2);
+    let parts = mnist::train(&session).unwrap().random_split(&[0.8, 0.2], 5).unwrap();
+    let cnn = SequentialClassifier::new(mnist::IMAGE_SHAPE, mnist::sparklyr_cnn())
+        .features_col("image")
+        .label_col("label")
+        .workers(2)
+        .epochs(1)
+        .seed(2)
+        .device(DeviceChoice::Cpu)
+        .augmentation(Augmentation {
+            horizontal_flip: false,
+            crop_padding: 2,
+        });
+    let model = cnn.fit(&parts[0]).await.unwrap();
+    let accuracy = MulticlassClassificationEvaluator::new()
+        .metric_name("accuracy")
+        .evaluate(&model.transform(&parts[1]).unwrap())
+        .await
+        .unwrap();
+    println!("sparklyr MNIST CNN, 1 epoch on 2 workers with random crops: held-out accuracy {accuracy:.4}");
+    assert!(accuracy > 0.9, "{accuracy}");
+
+    // Crops need an image-shaped input.
+    let mlp = MlpClassifier::new()
+        .features_col("image")
+        .label_col("label")
+        .epochs(1)
+        .device(DeviceChoice::Cpu)
+        .augmentation(Augmentation {
+            horizontal_flip: true,
+            crop_padding: 0,
+        });
+    let error = mlp.fit(&parts[1]).await.unwrap_err().to_string();
+    assert!(
+        error.contains("augmentation") && error.contains("[channels, height, width]"),
+        "{error}"
+    );
+}
