@@ -1,11 +1,10 @@
 //! MNIST: the 10,000 training images shipped in `datasets/mnist/`, the official 10,000-image test set where
-//! `../shared/datasets/mnist/` holds it (it is not redistributed with hearth), and the CNN of sparklyr's
-//! barrier-mode MNIST example (TensorFlow's multi-worker tutorial model).
+//! `../shared/datasets/mnist/` holds it (it is not redistributed with hearth), and Keras's MNIST CNN.
 //!
 //! ```
 //! use hearth::datasets::mnist;
-//! let layers = mnist::sparklyr_cnn();
-//! assert_eq!(layers.len(), 6);
+//! let layers = mnist::keras_cnn();
+//! assert_eq!(layers.len(), 11);
 //! ```
 
 use std::path::PathBuf;
@@ -45,20 +44,30 @@ pub fn official_test(session: &Session) -> Result<Option<DataFrame>> {
         .map(Some)
 }
 
-/// The model of sparklyr's `spark_apply(barrier = TRUE)` MNIST example, which trains TensorFlow's
-/// multi-worker tutorial CNN: Conv2D(32, 3×3, ReLU) → Flatten → Dense(128, ReLU) → Dense(10) logits.
-pub fn sparklyr_cnn() -> Vec<Layer> {
+/// The CNN of Keras's `mnist_cnn` example (R keras and Python Keras alike), the model sparklyr users train
+/// inside `spark_apply(barrier = TRUE)`: Conv2D(32, 3×3, ReLU) → Conv2D(64, 3×3, ReLU) → MaxPool(2) →
+/// Dropout(0.25) → Flatten → Dense(128, ReLU) → Dropout(0.5) → Dense(10) logits.
+pub fn keras_cnn() -> Vec<Layer> {
+    let conv = |filters| Layer::Conv2d {
+        filters,
+        kernel: 3,
+        stride: 1,
+        padding: 0,
+    };
     vec![
-        Layer::Conv2d {
-            filters: 32,
-            kernel: 3,
-            stride: 1,
-            padding: 0,
-        },
+        conv(32),
         Layer::Relu,
+        conv(64),
+        Layer::Relu,
+        Layer::MaxPool2d {
+            kernel: 2,
+            stride: None,
+        },
+        Layer::Dropout { rate: 0.25 },
         Layer::Flatten,
         Layer::Dense { units: 128 },
         Layer::Relu,
+        Layer::Dropout { rate: 0.5 },
         Layer::Dense { units: 10 },
     ]
 }

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! ./dev cargo run --release --example kmeans_clusters                 # MNIST's 10,000 shipped images
-//! ./dev cargo run --release --example kmeans_clusters -- --epochs 5 --lambda 0.5
+//! ./dev cargo run --release --example kmeans_clusters -- --epochs 5 --lambda 0.3
 //! ```
 //!
 //! The training loop is the user's own code, written against the raw barrier API: a [`BarrierFunction`] that
@@ -33,10 +33,10 @@ use tch::{Device, Kind, Tensor};
 #[derive(Parser)]
 struct Args {
     /// Passes over each rank's training rows.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 10)]
     epochs: usize,
     /// Weight of the clustering term in the loss.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 0.1)]
     lambda: f64,
     /// Width of the embedding.
     #[arg(long, default_value_t = 16)]

@@ -13,6 +13,7 @@
 //!   [Ballista](ballista) through hearth's [codecs](codec).
 //! - [`KMeans`](clustering::KMeans) clustering, fitted with one aggregate query per iteration.
 //! - [Evaluators](evaluation) as aggregate queries.
+//! - Model selection ([`tuning`]): parameter grids, train-validation splits and cross-validation.
 //! - [`HorovodRunner`](horovod_runner::HorovodRunner) for hand-written tch training loops on the barrier stage.
 //!
 //! Fitting a feature stage is one aggregate query; a fitted stage transforms with a scalar function whose
@@ -65,6 +66,7 @@ pub mod session;
 pub mod sql;
 pub mod stage;
 pub mod train;
+pub mod tuning;
 mod udf;
 pub mod vector;
 

@@ -29,7 +29,7 @@ fn hearth_program() -> PathBuf {
 }
 
 /// A scheduler and executors running as processes; killed when dropped.
-struct Fleet {
+pub(crate) struct Fleet {
     scheduler: String,
     processes: Vec<Child>,
     /// The scheduler's work directory, removed with the fleet.
@@ -67,7 +67,7 @@ fn spawn_until(args: &[&str], prefix: &str) -> (Child, String) {
 
 impl Fleet {
     /// One scheduler and an executor per entry of `slots`, all registered.
-    async fn start(slots: &[usize]) -> Fleet {
+    pub(crate) async fn start(slots: &[usize]) -> Fleet {
         // The scheduler's job records in a directory the fleet removes (its processes are killed, not stopped).
         let work = tempfile::tempdir().unwrap();
         let work_dir = work.path().to_str().unwrap();
@@ -117,7 +117,7 @@ impl Fleet {
         format!("df://{}", self.scheduler)
     }
 
-    async fn session(&self) -> Session {
+    pub(crate) async fn session(&self) -> Session {
         Session::connect(&self.master()).await.unwrap()
     }
 

@@ -80,7 +80,7 @@ async fn horovod_runner_trains_on_barrier_tasks_and_on_the_driver_alone() {
 async fn the_sparklyr_mnist_cnn_learns_digits_on_two_workers_with_random_crops() {
     let session = Session::local(2);
     let parts = mnist::train(&session).unwrap().random_split(&[0.8, 0.2], 5).unwrap();
-    let cnn = SequentialClassifier::new(mnist::IMAGE_SHAPE, mnist::sparklyr_cnn())
+    let cnn = SequentialClassifier::new(mnist::IMAGE_SHAPE, mnist::keras_cnn())
         .features_col("image")
         .label_col("label")
         .workers(2)

@@ -20,3 +20,4 @@ mod polars;
 mod sql;
 mod strategies;
 mod training;
+mod tuning;

@@ -54,7 +54,7 @@ const SCORE: &str = "ml_silhouette";
 /// ```
 #[derive(Clone, Debug)]
 pub struct ClusteringEvaluator {
-    metric_name: String,
+    pub(super) metric_name: String,
     distance_measure: String,
     features_col: String,
     prediction_col: String,

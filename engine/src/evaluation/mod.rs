@@ -18,6 +18,7 @@
 
 use datafusion::logical_expr::{Expr, ident, lit};
 use datafusion::prelude::DataFrame;
+use futures::future::BoxFuture;
 use hearth_ml::evaluation::{BinaryState, MulticlassState, RegressionState};
 
 mod clustering;
@@ -32,6 +33,51 @@ pub(crate) use state::{EVALUATION_STATES, evaluation_state};
 pub use state::{Evaluation, EvaluationStateUdaf};
 
 use crate::error::{HearthError, Result};
+
+/// What model selection needs of an evaluator (Spark's `Evaluator`): a metric of scored rows and which way
+/// is better. Every evaluator of this module is one.
+///
+/// ```
+/// use hearth_engine::evaluation::{Evaluator, RegressionEvaluator};
+/// let rmse: &dyn Evaluator = &RegressionEvaluator::new();
+/// assert_eq!((rmse.name(), rmse.larger_is_better()), ("rmse", false));
+/// ```
+pub trait Evaluator: Send + Sync {
+    /// The metric over `df`'s rows.
+    fn evaluate_frame<'a>(&'a self, df: &'a DataFrame) -> BoxFuture<'a, Result<f64>>;
+
+    /// The metric's name.
+    fn name(&self) -> &str;
+
+    /// Whether a larger value is better.
+    fn larger_is_better(&self) -> bool;
+}
+
+/// Implements [`Evaluator`] for an evaluator with `evaluate`, `metric_name` and `is_larger_better`.
+macro_rules! evaluator {
+    ($($type:ty),*) => {
+        $(impl Evaluator for $type {
+            fn evaluate_frame<'a>(&'a self, df: &'a DataFrame) -> BoxFuture<'a, Result<f64>> {
+                Box::pin(self.evaluate(df))
+            }
+
+            fn name(&self) -> &str {
+                &self.metric_name
+            }
+
+            fn larger_is_better(&self) -> bool {
+                self.is_larger_better()
+            }
+        })*
+    };
+}
+
+evaluator!(
+    MulticlassClassificationEvaluator,
+    BinaryClassificationEvaluator,
+    RegressionEvaluator,
+    ClusteringEvaluator
+);
 
 /// Runs the aggregate of `evaluation` over `args` and returns the merged state's bytes.
 async fn state_bytes(df: &DataFrame, evaluator: &str, evaluation: Evaluation, columns: &[&str]) -> Result<Vec<u8>> {
@@ -276,6 +322,11 @@ impl BinaryClassificationEvaluator {
     pub fn weight_col(mut self, column: impl Into<String>) -> Self {
         self.weight_col = Some(column.into());
         self
+    }
+
+    /// Both of its metrics are larger-is-better.
+    pub fn is_larger_better(&self) -> bool {
+        true
     }
 
     /// Bins of the curves (0: every distinct score).

@@ -13,6 +13,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::DataFrame;
 use serde::Deserialize;
 
+pub(crate) use persist::rebuild_stage;
 pub use persist::{
     FORMAT_VERSION, PIPELINE_FILE, StageLoader, load_serde_estimator, load_serde_transformer, register_stage_class,
 };

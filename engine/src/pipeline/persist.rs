@@ -129,6 +129,16 @@ fn loader(class: &str) -> std::result::Result<StageLoader, String> {
     })
 }
 
+/// A stage of `class` rebuilt from its saved parameters (and its data directory `dir`, for a stage with data).
+pub(crate) fn rebuild_stage(class: &str, params: Value, dir: &Path) -> Result<PipelineStage> {
+    let load = loader(class).map_err(|message| HearthError::InvalidParam {
+        stage: class.to_string(),
+        param: "class",
+        message,
+    })?;
+    load(params, dir)
+}
+
 /// Where the data of stage `index` of a pipeline saved in `dir` lives.
 fn data_dir(dir: &Path, index: usize, uid: &str) -> PathBuf {
     let name: String = uid
