@@ -200,6 +200,7 @@ impl AggregateUDFImpl for KMeansSumsUdaf {
             centers,
             measure,
             dim,
+            pending: Vec::new(),
         }))
     }
 }
@@ -212,9 +213,26 @@ struct SumsAccumulator {
     features: String,
     weight: String,
     sums: ClusterSums,
+    /// Partial states merged in, kept until the result is read (see `settle`).
+    pending: Vec<Vec<u8>>,
 }
 
 impl SumsAccumulator {
+    /// Merges the partial states received so far in one order of their own (their bytes'), whatever order
+    /// the partitions finished in: floating-point sums then come out the same on every run.
+    fn settle(&mut self) -> Result<()> {
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.sort_unstable();
+        for bytes in pending {
+            let other =
+                ClusterSums::from_bytes(&bytes).map_err(|e| DataFusionError::Execution(format!("{SUMS}: {e}")))?;
+            self.sums
+                .merge(&other)
+                .map_err(|e| DataFusionError::Execution(format!("{SUMS}: {e}")))?;
+        }
+        Ok(())
+    }
+
     fn weights(&self, array: &ArrayRef) -> Result<Vec<f64>> {
         let doubles = cast(array, &DataType::Float64).map_err(|e| {
             DataFusionError::Execution(format!(
@@ -280,25 +298,24 @@ impl Accumulator for SumsAccumulator {
         let states = states[0].as_binary::<i32>();
         for row in 0..states.len() {
             if states.is_valid(row) {
-                let other = ClusterSums::from_bytes(states.value(row))
-                    .map_err(|e| DataFusionError::Execution(format!("{SUMS}: {e}")))?;
-                self.sums
-                    .merge(&other)
-                    .map_err(|e| DataFusionError::Execution(format!("{SUMS}: {e}")))?;
+                self.pending.push(states.value(row).to_vec());
             }
         }
         Ok(())
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        self.settle()?;
         Ok(vec![ScalarValue::Binary(Some(self.sums.to_bytes()))])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
+        self.settle()?;
         Ok(ScalarValue::Binary(Some(self.sums.to_bytes())))
     }
 
     fn size(&self) -> usize {
-        size_of::<Self>() + self.sums.encoded_len() + 16 * self.centers.values().len()
+        let pending: usize = self.pending.iter().map(Vec::len).sum();
+        size_of::<Self>() + self.sums.encoded_len() + 16 * self.centers.values().len() + pending
     }
 }

@@ -71,12 +71,17 @@ impl Init<'_> {
             let chosen = self.data.clone().filter(keep)?.select(vec![ident(self.features)])?;
             centers.extend(self.vectors(chosen).await?);
         }
-        let mut distinct: Vec<Vec<f64>> = Vec::with_capacity(centers.len());
-        for center in centers {
-            if !distinct.contains(&center) {
-                distinct.push(center);
-            }
-        }
+        // The candidates arrive in whatever order the partitions finish: put them in one order of their own,
+        // so the driver's k-means++ draws pick the same ones on every run.
+        let mut distinct = centers;
+        distinct.sort_by(|a, b| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| x.total_cmp(y))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        distinct.dedup();
         if distinct.len() <= self.k {
             return Ok(distinct);
         }
