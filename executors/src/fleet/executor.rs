@@ -21,6 +21,9 @@ use crate::cli::CommandResult;
 /// How often an executor tells the scheduler it is alive, and what it offers.
 const HEARTBEAT: Duration = Duration::from_secs(5);
 
+/// How many times an executor picks free ports when the ones it picked were taken before it listened.
+const BIND_ATTEMPTS: usize = 3;
+
 /// What `hearth executor` is told.
 #[derive(Clone, Debug)]
 pub struct ExecutorOptions {
@@ -57,57 +60,77 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
     }
     let gpus = choose_gpus(options.gpus, detect_gpus())?;
     offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
-    let port = match options.port {
-        0 => free_port(options.bind)?,
-        port => port,
-    };
-    let grpc_port = match options.grpc_port {
-        0 => free_port(options.bind)?,
-        port => port,
-    };
     let reached_at = match options.bind.is_unspecified() {
         true => host_name(),
         false => options.bind.to_string(),
     };
     let state = hearth_state(SessionConfig::new_with_ballista());
-    let config = ExecutorProcessConfig {
-        bind_host: options.bind.to_string(),
-        external_host: Some(reached_at.clone()),
-        port,
-        grpc_port,
-        scheduler_host,
-        scheduler_port,
-        vcores: options.slots,
-        work_dir: options.work_dir.clone(),
-        override_function_registry: Some(Arc::new(BallistaFunctionRegistry::from(&state))),
-        override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
-        override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
-        executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
-        ..ExecutorProcessConfig::default()
-    };
-    let resources = ExecutorResources {
-        executor_id: config.executor_id.clone(),
-        host: reached_at,
-        slots: options.slots,
-        free_slots: None,
-        memory_bytes: host_memory(),
-        gpus,
-        busy_gpus: 0,
-        last_seen_ms: now_ms(),
-    };
-    println!(
-        "hearth executor {} with {} slots and {} GPUs on {}:{port} (tasks on {grpc_port}), scheduler {}",
-        resources.executor_id,
-        resources.slots,
-        resources.gpus.len(),
-        options.bind,
-        options.scheduler
-    );
-    let reporting = tokio::spawn(report(SchedulerRest::new(&options.scheduler)?, resources));
-    let served = start_executor_process(Arc::new(config)).await;
-    reporting.abort();
-    served?;
-    Ok(())
+    let mut reporting = None;
+    let mut executor_id = None;
+    for attempt in 1..=BIND_ATTEMPTS {
+        // A free port is found by binding and letting go: another process may take it before Ballista binds
+        // it again, so a port taken in between is picked afresh.
+        let port = match options.port {
+            0 => free_port(options.bind)?,
+            port => port,
+        };
+        let grpc_port = match options.grpc_port {
+            0 => free_port(options.bind)?,
+            port => port,
+        };
+        let mut config = ExecutorProcessConfig {
+            bind_host: options.bind.to_string(),
+            external_host: Some(reached_at.clone()),
+            port,
+            grpc_port,
+            scheduler_host: scheduler_host.clone(),
+            scheduler_port,
+            vcores: options.slots,
+            work_dir: options.work_dir.clone(),
+            override_function_registry: Some(Arc::new(BallistaFunctionRegistry::from(&state))),
+            override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
+            override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
+            executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
+            ..ExecutorProcessConfig::default()
+        };
+        let id = executor_id.get_or_insert_with(|| config.executor_id.clone()).clone();
+        config.executor_id = id.clone();
+        println!(
+            "hearth executor {id} with {} slots and {} GPUs on {}:{port} (tasks on {grpc_port}), scheduler {}",
+            options.slots,
+            gpus.len(),
+            options.bind,
+            options.scheduler
+        );
+        if reporting.is_none() {
+            let resources = ExecutorResources {
+                executor_id: id,
+                host: reached_at.clone(),
+                slots: options.slots,
+                free_slots: None,
+                memory_bytes: host_memory(),
+                gpus: gpus.clone(),
+                busy_gpus: 0,
+                last_seen_ms: now_ms(),
+            };
+            reporting = Some(tokio::spawn(report(SchedulerRest::new(&options.scheduler)?, resources)));
+        }
+        let served = start_executor_process(Arc::new(config)).await;
+        let picked = options.port == 0 || options.grpc_port == 0;
+        match served {
+            Err(e) if picked && attempt < BIND_ATTEMPTS && e.to_string().to_ascii_lowercase().contains("in use") => {
+                log::warn!("a port picked for this executor was taken before it listened ({e}); picking others");
+            }
+            served => {
+                if let Some(reporting) = reporting {
+                    reporting.abort();
+                }
+                served?;
+                return Ok(());
+            }
+        }
+    }
+    Err("no free ports to listen on".into())
 }
 
 /// Tells the scheduler what this executor offers, now and every [`HEARTBEAT`], for as long as it runs.
