@@ -367,9 +367,25 @@ impl Launch {
                 ));
             }
             if Instant::now() >= deadline {
+                let executors: Vec<String> = self
+                    .record
+                    .executors
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "the executor on {} (pid {}) {}; its log ({}) ends:\n{}",
+                            e.ssh_host.as_deref().unwrap_or("this machine"),
+                            e.pid,
+                            if e.alive() { "runs" } else { "stopped" },
+                            e.log.display(),
+                            e.log_tail(10)
+                        )
+                    })
+                    .collect();
                 return Err(format!(
-                    "{reported} of {} executors registered within {timeout:?}; see their logs",
-                    self.record.executors.len()
+                    "{reported} of {} executors registered within {timeout:?}:\n{}",
+                    self.record.executors.len(),
+                    executors.join("\n")
                 ));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -170,14 +170,13 @@ impl Started {
         Ok(true)
     }
 
-    /// The last `lines` lines of its output (on this machine only).
+    /// The last `lines` lines of its output: read here, or through ssh on its host.
     pub fn log_tail(&self, lines: usize) -> String {
-        if self.ssh_host.is_some() {
-            return format!(
-                "(its log is {} on {})",
-                self.log.display(),
-                self.ssh_host.as_deref().unwrap_or("")
-            );
+        if let Some(host) = &self.ssh_host {
+            let command = format!("tail -n {lines} {}", quoted(&self.log.display().to_string()));
+            return ssh(host, &command)
+                .map(|text| text.trim_end().to_string())
+                .unwrap_or_else(|e| format!("(its log is {} on {host}; {e})", self.log.display()));
         }
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
