@@ -81,7 +81,9 @@ impl HorovodRunner {
 
     /// Runs `main` on every rank and returns rank 0's result. The function is registered as a barrier
     /// function called `name` in this process, which is where `local[N]` and `standalone[N]` sessions run
-    /// their tasks; a rank's error fails the job with the rank named.
+    /// their tasks. A rank's error fails the job: on the driver alone (`np < 0`) its own error is reported
+    /// first; as barrier tasks, the first task error to reach the driver (the failing rank's, or a peer's
+    /// naming it).
     pub async fn run<T, F>(&self, session: &Session, name: &str, main: F) -> Result<T>
     where
         T: Serialize + DeserializeOwned + Send + 'static,
