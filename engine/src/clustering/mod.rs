@@ -322,6 +322,7 @@ impl Estimator for KMeans {
         let sizes = self.lloyd_pass(&data, &centers, measure).await?;
         Ok(KMeansModel::new(
             self,
+            measure,
             centers,
             KMeansSummary {
                 training_cost: cost,

@@ -46,12 +46,17 @@ pub struct KMeansModel {
 }
 
 impl KMeansModel {
-    pub(super) fn new(kmeans: &KMeans, centers: Vec<Vec<f64>>, summary: KMeansSummary) -> Self {
+    pub(super) fn new(
+        kmeans: &KMeans,
+        measure: DistanceMeasure,
+        centers: Vec<Vec<f64>>,
+        summary: KMeansSummary,
+    ) -> Self {
         Self {
             uid: kmeans.uid.clone(),
             features_col: kmeans.features_col.clone(),
             prediction_col: kmeans.prediction_col.clone(),
-            distance_measure: DistanceMeasure::parse(&kmeans.distance_measure).unwrap_or_default(),
+            distance_measure: measure,
             cluster_centers: centers,
             summary: Some(summary),
         }
