@@ -153,7 +153,8 @@ const CREATE: &str = "CREATE MODEL credit_lr
              learn_rate = 0.01, data_split_method = 'random', data_split_eval_fraction = 0.25, seed = 3)
     AS SELECT duration, credit_amount, age, purpose, housing, class FROM credit";
 
-async fn credit_session(models: &Path) -> Session {
+/// A session with its models in `models` and the German credit CSV as table `credit`.
+pub async fn credit_session(models: &Path) -> Session {
     let session = Session::local(2).with_models(models);
     session
         .sql(&format!(

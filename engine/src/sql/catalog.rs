@@ -9,6 +9,7 @@
 //!     catalog.json           name, type, label and its values, feature columns, options, SQL, created
 //!     pipeline.json          the fitted pipeline (stages/5_MlpClassifier_…/ holds the network)
 //!     evaluation.parquet     rows held out by data_split_method, read by ML.EVALUATE(MODEL credit_risk)
+//!     trials.json            every trial of a model tuned with num_trials, read by ML.TRIAL_INFO
 //! ```
 
 use std::collections::HashMap;

@@ -1,7 +1,8 @@
 //! `CREATE MODEL`: the training query's rows, split as `data_split_method` says, preprocessed as `TRANSFORM`
 //! says (or, without it, as BigQuery ML does: numbers standardized, strings one-hot encoded), the label
 //! indexed when it is not a number, and the estimator `model_type` names — one pipeline, fitted and saved in
-//! the catalog with the held-out rows.
+//! the catalog with the held-out rows. With `num_trials`, the preprocessing is fitted once and each trial's
+//! estimator after it (see [`hparams`](super::hparams) and [`trials`](super::trials)); the best trial is kept.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -10,13 +11,15 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{col, ident};
 use datafusion::prelude::DataFrame;
-use datafusion::sql::sqlparser::ast::SelectItem;
+use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
 use super::catalog::{EVALUATION_FILE, ModelEntry, now_ms};
+use super::hparams::{TrialValues, split_tuning, with_values};
 use super::options::{ClassWeights, DataSplit, ModelOptions, ModelType};
 use super::parser::CreateModel;
 use super::table_functions::Trained;
 use super::transform::{TransformPlan, plan_transform};
+use super::trials::{TRIALS_FILE, TrialInputs, TrialsRecord, check_objective, run_trials};
 use crate::error::{HearthError, Result};
 use crate::feature::{OneHotEncoder, StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
 use crate::frame::DataFrameExt;
@@ -47,6 +50,33 @@ pub struct CreatedModel {
     pub attempts: Option<usize>,
     /// Its folder in the catalog.
     pub path: PathBuf,
+    /// The trial kept, when `num_trials` tuned the model.
+    pub best_trial: Option<BestTrial>,
+}
+
+/// The trial a tuned `CREATE MODEL` kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BestTrial {
+    /// Its id in `ML.TRIAL_INFO`.
+    pub trial_id: usize,
+    /// How many trials ran.
+    pub trials: usize,
+    /// The objective, by BigQuery ML's name.
+    pub objective: String,
+    /// Its value on the held-out rows.
+    pub value: f64,
+}
+
+impl BestTrial {
+    fn of(record: &TrialsRecord) -> Option<Self> {
+        let best = record.trials.iter().find(|t| t.is_optimal)?;
+        Some(Self {
+            trial_id: best.trial_id,
+            trials: record.trials.len(),
+            objective: record.objective.clone(),
+            value: *best.metrics.get(&record.objective)?,
+        })
+    }
 }
 
 fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
@@ -59,7 +89,23 @@ fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
 
 /// Runs a `CREATE MODEL` statement in `session`, whose catalog receives the model.
 pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
-    let options = ModelOptions::from_sql(&create.options)?;
+    let (fixed, tuning) = split_tuning(&create.options)?;
+    let options = ModelOptions::from_sql(&fixed)?;
+    // Every trial's options are read before anything trains, so a bad candidate fails the statement at once.
+    let trials: Vec<(TrialValues, ModelOptions)> = match &tuning {
+        Some(tuning) => {
+            check_objective(tuning, options.model_type.is_classifier())?;
+            for values in tuning.every_value() {
+                ModelOptions::from_sql(&with_values(&fixed, &values))?;
+            }
+            tuning
+                .trials(options.seed)
+                .into_iter()
+                .map(|values| Ok((values.clone(), ModelOptions::from_sql(&with_values(&fixed, &values))?)))
+                .collect::<Result<_>>()?
+        }
+        None => Vec::new(),
+    };
     let catalog = session.models();
     if catalog.contains(&create.name) {
         if create.if_not_exists {
@@ -70,6 +116,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
                 loss: None,
                 attempts: None,
                 path: catalog.dir().join(&create.name),
+                best_trial: None,
             });
         }
         if !create.or_replace {
@@ -130,27 +177,11 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     } else {
         options.label.as_str()
     };
-    stages.push(estimator(&options, label_index, labels.as_deref())?);
-    let model = Pipeline::from_stages(stages).fit(&train).await?;
-    let labels = match (indexed_label, labels) {
-        (true, None) => model
-            .stages()
-            .first()
-            .and_then(|stage| stage.downcast_ref::<StringIndexerModel>())
-            .map(|indexer| indexer.labels()[0].clone()),
-        (_, labels) => labels,
-    };
-
-    let trained = Trained::of(&model);
-    let evaluation_rows = match &evaluation {
-        Some(rows) => rows.iter().map(RecordBatch::num_rows).sum::<usize>() as u64,
-        None => 0,
-    };
-    let entry = ModelEntry {
+    let mut entry = ModelEntry {
         name: create.name.clone(),
         model_type: options.model_type.to_string(),
         label: options.label.clone(),
-        labels,
+        labels: None,
         classifier: options.model_type.is_classifier(),
         label_index: label_index.to_string(),
         inputs: transform
@@ -163,14 +194,76 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         options: options.written.clone(),
         transform: create.transform.as_ref().map(|items| list_text(items)),
         query: Some(create.query.to_string()),
-        training_rows: trained.map_or(0, |t| t.summary().ranks.iter().map(|r| r.rows as u64).sum()),
-        evaluation_rows,
-        training_seconds: started.elapsed().as_secs_f64(),
-        created_ms: now_ms(),
+        training_rows: 0,
+        evaluation_rows: 0,
+        training_seconds: 0.0,
+        created_ms: 0,
     };
-    catalog.save(&entry, &model, create.or_replace, |dir| match &evaluation {
-        Some(rows) if evaluation_rows > 0 => write_parquet(&dir.join(EVALUATION_FILE), rows),
-        _ => Ok(()),
+    let (model, tuned) = match &tuning {
+        None => {
+            stages.push(estimator(&options, label_index, labels.as_deref())?);
+            (Pipeline::from_stages(stages).fit(&train).await?, None)
+        }
+        Some(tuning) => {
+            let Some((held_out, _)) = &evaluation else {
+                return Err(invalid(
+                    "OPTIONS",
+                    "option num_trials: the trials are scored on held-out rows, and this split holds none out; \
+                     set data_split_method (e.g. 'random' with data_split_eval_fraction = 0.2)",
+                ));
+            };
+            let preprocessing = Pipeline::from_stages(stages).fit(&train).await?;
+            let inputs = TrialInputs {
+                session,
+                preprocessing: &preprocessing,
+                train: &train,
+                held_out,
+                entry: &entry,
+            };
+            let tuned = run_trials(inputs, tuning, trials, |options| {
+                estimator(options, label_index, labels.as_deref())
+            })
+            .await?;
+            // The options the kept model trained with, and how it was tuned.
+            entry.options = tuned.options.written.clone();
+            for option in &create.options {
+                if let SqlOption::KeyValue { key, value } = option {
+                    let name = key.value.to_ascii_lowercase();
+                    entry.options.entry(name).or_insert_with(|| value.to_string());
+                }
+            }
+            (tuned.model, Some(tuned.record))
+        }
+    };
+    let labels = match (indexed_label, labels) {
+        (true, None) => model
+            .stages()
+            .first()
+            .and_then(|stage| stage.downcast_ref::<StringIndexerModel>())
+            .map(|indexer| indexer.labels()[0].clone()),
+        (_, labels) => labels,
+    };
+
+    let trained = Trained::of(&model);
+    let evaluation_rows = match &evaluation {
+        Some((_, rows)) => rows.iter().map(RecordBatch::num_rows).sum::<usize>() as u64,
+        None => 0,
+    };
+    entry.labels = labels;
+    entry.training_rows = trained.map_or(0, |t| t.summary().ranks.iter().map(|r| r.rows as u64).sum());
+    entry.evaluation_rows = evaluation_rows;
+    entry.training_seconds = started.elapsed().as_secs_f64();
+    entry.created_ms = now_ms();
+    catalog.save(&entry, &model, create.or_replace, |dir| {
+        if let Some((_, rows)) = &evaluation
+            && evaluation_rows > 0
+        {
+            write_parquet(&dir.join(EVALUATION_FILE), rows)?;
+        }
+        match &tuned {
+            Some(record) => write_json(&dir.join(TRIALS_FILE), record),
+            None => Ok(()),
+        }
     })?;
     Ok(CreatedModel {
         name: create.name.clone(),
@@ -179,6 +272,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         attempts: trained.map(|t| t.summary().attempts.len()),
         path: catalog.dir().join(&create.name),
         entry: Some(entry),
+        best_trial: tuned.as_ref().and_then(BestTrial::of),
     })
 }
 
@@ -291,8 +385,12 @@ fn automatic_transform(input: &DataFrame, options: &ModelOptions) -> Result<Tran
     })
 }
 
-/// The training rows, and the rows held out for evaluation (collected: they are saved with the model).
-async fn split(input: &DataFrame, options: &ModelOptions) -> Result<(DataFrame, Option<Vec<RecordBatch>>)> {
+/// The training rows, and the rows held out for evaluation: as a plan, and collected (they are saved with the
+/// model).
+async fn split(
+    input: &DataFrame,
+    options: &ModelOptions,
+) -> Result<(DataFrame, Option<(DataFrame, Vec<RecordBatch>)>)> {
     let fraction = options.data_split_eval_fraction;
     let random = |fraction: f64| -> Result<(DataFrame, DataFrame)> {
         let parts = input.random_split(&[1.0 - fraction, fraction], options.data_split_seed)?;
@@ -326,7 +424,8 @@ async fn split(input: &DataFrame, options: &ModelOptions) -> Result<(DataFrame, 
             )
         }
     };
-    Ok((train, Some(held.collect().await?)))
+    let rows = held.clone().collect().await?;
+    Ok((train, Some((held, rows))))
 }
 
 /// The estimator `model_type` names, with the options; `labels` are the indexed label's values.
@@ -409,6 +508,16 @@ fn weighted<A: Architecture>(classifier: Classifier<A>, weights: Option<Vec<f64>
         Some(weights) => classifier.class_weights(weights),
         None => classifier,
     }
+}
+
+/// Writes `value` as pretty JSON.
+fn write_json(file: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let failed = |e: &dyn std::fmt::Display| HearthError::Persistence {
+        path: file.to_path_buf(),
+        message: e.to_string(),
+    };
+    let text = serde_json::to_string_pretty(value).map_err(|e| failed(&e))?;
+    std::fs::write(file, text + "\n").map_err(|e| failed(&e))
 }
 
 /// Writes `batches` to a parquet file.

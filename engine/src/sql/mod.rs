@@ -1,6 +1,6 @@
 //! SQL with models, in BigQuery ML's shape: `CREATE MODEL … OPTIONS (…) TRANSFORM (…) AS SELECT …` trains
 //! through the barrier stage and saves the fitted pipeline in the session's [`ModelCatalog`];
-//! `ML.PREDICT`, `ML.EVALUATE`, `ML.TRANSFORM`, `ML.TRAINING_INFO` and `ML.FEATURE_INFO` are table functions
+//! `ML.PREDICT`, `ML.EVALUATE`, `ML.TRANSFORM`, `ML.TRAINING_INFO`, `ML.FEATURE_INFO` and `ML.TRIAL_INFO` are table functions
 //! usable inside any query; `DROP MODEL` and `SHOW MODELS` manage the catalog. Every other statement is
 //! DataFusion's.
 //!
@@ -33,11 +33,13 @@
 
 mod catalog;
 mod create_model;
+mod hparams;
 mod options;
 mod parser;
 mod relation;
 mod table_functions;
 mod transform;
+mod trials;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,11 +53,12 @@ use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{Query, Statement as SqlStatement};
 
 pub use catalog::{CatalogModel, ENTRY_FILE, EVALUATION_FILE, ModelCatalog, ModelEntry};
-pub use create_model::CreatedModel;
+pub use create_model::{BestTrial, CreatedModel};
 pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType};
 pub use parser::{CreateModel, Statement, parse_statements};
 pub use relation::MlRelationPlanner;
 pub use transform::{TransformPlan, plan_transform};
+pub use trials::{TRIALS_FILE, TrialRecord, TrialsRecord};
 
 pub(crate) use table_functions::{Trained, held_out_rows};
 
@@ -194,10 +197,13 @@ fn created_rows(created: &CreatedModel) -> (Schema, Vec<Vec<ScalarValue>>) {
     let entry = created.entry.as_ref();
     let row = vec![
         ScalarValue::from(created.name.as_str()),
-        ScalarValue::from(if created.trained {
-            "trained"
-        } else {
-            "exists; not replaced"
+        ScalarValue::from(match (&created.best_trial, created.trained) {
+            (Some(best), _) => format!(
+                "trained: trial {} of {} kept ({} {:.4})",
+                best.trial_id, best.trials, best.objective, best.value
+            ),
+            (None, true) => "trained".to_string(),
+            (None, false) => "exists; not replaced".to_string(),
         }),
         ScalarValue::UInt64(entry.map(|e| e.training_rows)),
         ScalarValue::UInt64(entry.map(|e| e.evaluation_rows)),

@@ -134,7 +134,7 @@ pub enum ClassWeights {
 }
 
 /// Every option, with what it takes, for error messages.
-const OPTIONS: [(&str, &str); 27] = [
+const OPTIONS: [(&str, &str); 26] = [
     (
         "model_type",
         "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'mlp_regressor' or 'dnn_regressor'",
@@ -179,7 +179,6 @@ const OPTIONS: [(&str, &str); 27] = [
     ("max_attempts", "a whole number ≥ 1"),
     ("timeout_seconds", "a positive number of seconds"),
     ("early_stop", "not supported: training runs max_iterations epochs"),
-    ("num_trials", "not supported yet"),
 ];
 
 impl Default for ModelOptions {
@@ -414,13 +413,17 @@ impl ModelOptions {
                     let seconds = number(&name, value)?;
                     out.timeout = Some(Duration::try_from_secs_f64(seconds).map_err(|_| wrong(&name, value))?);
                 }
-                "early_stop" | "num_trials" => return Err(invalid(&name, expected(&name))),
+                "early_stop" => return Err(invalid(&name, expected(&name))),
                 _ => {
                     let mut names: Vec<&str> = OPTIONS.iter().map(|(name, _)| *name).collect();
                     names.sort_unstable();
                     return Err(invalid(
                         &key.value,
-                        format!("unknown option; the options are {}", names.join(", ")),
+                        format!(
+                            "unknown option; the options are {}, and for tuning num_trials, max_parallel_trials, \
+                             hparam_tuning_algorithm and hparam_tuning_objectives",
+                            names.join(", ")
+                        ),
                     ));
                 }
             }

@@ -13,10 +13,11 @@ use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, TableF
 
 use super::catalog::ModelCatalog;
 use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
+use super::trials::trial_info;
 use crate::functions;
 
 /// The `ML.` table functions, in messages.
-const FUNCTIONS: &str = "ML.PREDICT, ML.EVALUATE, ML.TRANSFORM, ML.TRAINING_INFO, ML.FEATURE_INFO";
+const FUNCTIONS: &str = "ML.PREDICT, ML.EVALUATE, ML.TRANSFORM, ML.TRAINING_INFO, ML.FEATURE_INFO, ML.TRIAL_INFO";
 
 /// Plans hearth's `ML.` table functions against a model catalog.
 #[derive(Debug)]
@@ -104,7 +105,7 @@ impl RelationPlanner for MlRelationPlanner {
             Ok(DataFrame::new(self.state().clone(), plan))
         };
         let plan: LogicalPlan = match function.as_str() {
-            "predict" | "transform" | "evaluate" | "training_info" | "feature_info" => {
+            "predict" | "transform" | "evaluate" | "training_info" | "feature_info" | "trial_info" => {
                 let model = self.catalog.get(&model_name).map_err(external)?;
                 match function.as_str() {
                     "predict" => predict(&model, rows("the rows to predict are missing")?),
@@ -113,6 +114,7 @@ impl RelationPlanner for MlRelationPlanner {
                     "evaluate" => held_out_rows(&model)
                         .and_then(|plan| evaluate(&model, DataFrame::new(self.state().clone(), plan))),
                     "training_info" => training_info(&model),
+                    "trial_info" => trial_info(&model),
                     _ => feature_info(&model),
                 }
                 .map_err(external)?

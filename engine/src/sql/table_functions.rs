@@ -8,6 +8,7 @@
 //! | `ML.TRANSFORM(MODEL m, (query))` | the preprocessing's output columns (and the label, when the rows have it) |
 //! | `ML.TRAINING_INFO(MODEL m)` | one row per epoch: attempt, loss, accuracy, validation figures, learning rate, time |
 //! | `ML.FEATURE_INFO(MODEL m)` | one row per fitted preprocessing stage: its class, uid, state and parameters |
+//! | `ML.TRIAL_INFO(MODEL m)` | one row per trial of a model tuned with `num_trials` (see [`trials`](super::trials)) |
 
 use std::sync::Arc;
 

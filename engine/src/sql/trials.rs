@@ -1,0 +1,435 @@
+//! The trials of a tuned `CREATE MODEL`: each trial's estimator fitted after the preprocessing all trials
+//! share (fitted once), `max_parallel_trials` at a time — each its own barrier stage — and scored on the held-out
+//! rows with `ML.EVALUATE`'s metrics; the best by the objective becomes the model, every trial is kept in the
+//! model's `trials.json` and shown by `ML.TRIAL_INFO(MODEL m)`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema};
+use datafusion::common::ScalarValue;
+use datafusion::common::scalar::ScalarStructBuilder;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::DataFrame;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use super::catalog::{CatalogModel, ModelEntry};
+use super::hparams::{TrialValues, Tuning};
+use super::literal_rows;
+use super::options::ModelOptions;
+use super::table_functions::{Trained, evaluate};
+use crate::error::{HearthError, Result};
+use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
+use crate::session::Session;
+use crate::stage::Estimator;
+
+/// The file of a tuned model's entry holding its trials.
+pub const TRIALS_FILE: &str = "trials.json";
+
+/// The objectives `hparam_tuning_objectives` takes — BigQuery ML's names — with the column of `ML.EVALUATE`
+/// each is, and whether larger is better.
+const CLASSIFIER_METRICS: [(&str, &str, bool); 6] = [
+    ("roc_auc", "areaUnderROC", true),
+    ("f1_score", "f1", true),
+    ("accuracy", "accuracy", true),
+    ("precision", "weightedPrecision", true),
+    ("recall", "weightedRecall", true),
+    ("log_loss", "logLoss", false),
+];
+const REGRESSOR_METRICS: [(&str, &str, bool); 4] = [
+    ("r2_score", "r2", true),
+    ("mean_absolute_error", "mae", false),
+    ("mean_squared_error", "mse", false),
+    ("explained_variance", "var", true),
+];
+
+/// One trial, as `trials.json` keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    /// 1, 2, … in the order the trials were drawn.
+    pub trial_id: usize,
+    /// The tuned options' values, as SQL.
+    pub hyperparameters: BTreeMap<String, String>,
+    /// The held-out rows' metrics, by BigQuery ML's names (empty when the trial failed).
+    pub metrics: BTreeMap<String, f64>,
+    /// The last epoch's mean training loss.
+    pub training_loss: Option<f64>,
+    /// The held-out rows' loss: log loss for a classifier, mean squared error for a regressor.
+    pub eval_loss: Option<f64>,
+    /// `SUCCEEDED` or `FAILED`.
+    pub status: String,
+    /// Why a trial failed.
+    pub error_message: Option<String>,
+    /// Seconds from the start of the first trial to this one's start.
+    pub start_seconds: f64,
+    /// How long it took.
+    pub seconds: f64,
+    /// Whether it is the model kept.
+    pub is_optimal: bool,
+}
+
+/// What `trials.json` holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialsRecord {
+    /// `random_search` or `grid_search`.
+    pub algorithm: String,
+    /// The objective, by BigQuery ML's name.
+    pub objective: String,
+    /// Whether a larger objective is better.
+    pub larger_is_better: bool,
+    /// Every trial, by id.
+    pub trials: Vec<TrialRecord>,
+}
+
+/// What tuning kept: the best trial's model and options, and every trial.
+pub(crate) struct Tuned {
+    pub model: PipelineModel,
+    pub options: ModelOptions,
+    pub record: TrialsRecord,
+}
+
+fn invalid(message: impl Into<String>) -> HearthError {
+    HearthError::InvalidParam {
+        stage: "CREATE MODEL".to_string(),
+        param: "OPTIONS",
+        message: message.into(),
+    }
+}
+
+/// The metrics a model type is scored by.
+fn metrics_of(classifier: bool) -> &'static [(&'static str, &'static str, bool)] {
+    if classifier {
+        &CLASSIFIER_METRICS
+    } else {
+        &REGRESSOR_METRICS
+    }
+}
+
+/// Checks `hparam_tuning_objectives` names a metric of the model type, before anything trains.
+pub(crate) fn check_objective(tuning: &Tuning, classifier: bool) -> Result<()> {
+    let Some(objective) = &tuning.objective else {
+        return Ok(());
+    };
+    let metrics = metrics_of(classifier);
+    if metrics.iter().any(|(name, ..)| name == objective) {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "option hparam_tuning_objectives: {objective:?} is not a metric of a {}; expected one of {}",
+        if classifier { "classifier" } else { "regressor" },
+        metrics.iter().map(|(name, ..)| *name).collect::<Vec<_>>().join(", ")
+    )))
+}
+
+/// What a trial needs besides its options: the shared preprocessing, the rows, and how to build its estimator.
+pub(crate) struct TrialInputs<'a> {
+    pub session: &'a Session,
+    /// The preprocessing every trial shares, fitted once on the training rows.
+    pub preprocessing: &'a PipelineModel,
+    pub train: &'a DataFrame,
+    /// The held-out rows the trials are scored on.
+    pub held_out: &'a DataFrame,
+    /// The model's entry as far as scoring needs it (inputs, label, label index).
+    pub entry: &'a ModelEntry,
+}
+
+/// Runs every trial, `max_parallel_trials` at once, and keeps the best by the objective. A trial that fails
+/// is recorded as failed; when every trial fails, the first one's error is returned.
+pub(crate) async fn run_trials(
+    inputs: TrialInputs<'_>,
+    tuning: &Tuning,
+    trials: Vec<(TrialValues, ModelOptions)>,
+    estimator: impl Fn(&ModelOptions) -> Result<PipelineStage>,
+) -> Result<Tuned> {
+    let started = Instant::now();
+    let jobs = trials
+        .iter()
+        .enumerate()
+        .map(|(index, (_, options))| estimator(options).map(|stage| (index, stage)))
+        .collect::<Result<Vec<_>>>()?;
+    let inputs = &inputs;
+    let mut outcomes: Vec<(usize, f64, f64, Result<Scored>)> = futures::stream::iter(jobs)
+        .map(|(index, stage)| async move {
+            let begun = started.elapsed().as_secs_f64();
+            let outcome = trial(inputs, stage).await;
+            (index, begun, started.elapsed().as_secs_f64() - begun, outcome)
+        })
+        .buffer_unordered(tuning.max_parallel_trials)
+        .collect()
+        .await;
+    outcomes.sort_by_key(|(index, ..)| *index);
+
+    let classifier = inputs.entry.classifier;
+    let succeeded: Vec<&BTreeMap<String, f64>> = outcomes
+        .iter()
+        .filter_map(|(.., outcome)| outcome.as_ref().ok().map(|(_, m)| m))
+        .collect();
+    let Some(first_scores) = succeeded.first() else {
+        let (index, .., error) = outcomes.swap_remove(0);
+        return Err(invalid(format!(
+            "every trial failed; trial 1 ({}): {}",
+            describe(&trials[index].0),
+            error.err().map_or_else(String::new, |e| e.to_string())
+        )));
+    };
+    let objective = match &tuning.objective {
+        Some(name) if !first_scores.contains_key(name) => {
+            return Err(invalid(format!(
+                "option hparam_tuning_objectives: {name:?} needs a label of two classes; use f1_score, accuracy, \
+                 precision, recall or log_loss"
+            )));
+        }
+        Some(name) => name.clone(),
+        None if !classifier => "r2_score".to_string(),
+        None if first_scores.contains_key("roc_auc") => "roc_auc".to_string(),
+        None => "f1_score".to_string(),
+    };
+    let larger = metrics_of(classifier)
+        .iter()
+        .find(|(name, ..)| *name == objective)
+        .is_none_or(|(.., larger)| *larger);
+    let score = |metrics: &BTreeMap<String, f64>| metrics.get(&objective).copied().filter(|v| v.is_finite());
+    let best = outcomes
+        .iter()
+        .filter_map(|(index, .., outcome)| Some((*index, score(&outcome.as_ref().ok()?.1)?)))
+        // The first of equal trials wins.
+        .max_by(|(a, x), (b, y)| if larger { x.total_cmp(y) } else { y.total_cmp(x) }.then(b.cmp(a)))
+        .map(|(index, _)| index)
+        .ok_or_else(|| invalid(format!("no trial has a finite {objective} on the held-out rows")))?;
+
+    let mut model = None;
+    let mut records = Vec::with_capacity(outcomes.len());
+    for (index, begun, seconds, outcome) in outcomes {
+        let hyperparameters = trials[index]
+            .0
+            .iter()
+            .map(|(name, value)| (name.clone(), value.to_string()))
+            .collect();
+        let (metrics, training_loss, error_message) = match outcome {
+            Ok((pipeline, metrics)) => {
+                let loss = Trained::of(&pipeline).and_then(|t| t.history().last()).map(|e| e.loss);
+                if index == best {
+                    model = Some(pipeline);
+                }
+                (metrics, loss, None)
+            }
+            Err(error) => (BTreeMap::new(), None, Some(error.to_string())),
+        };
+        let eval_loss = metrics
+            .get(if classifier { "log_loss" } else { "mean_squared_error" })
+            .copied();
+        records.push(TrialRecord {
+            trial_id: index + 1,
+            hyperparameters,
+            status: if error_message.is_none() { "SUCCEEDED" } else { "FAILED" }.to_string(),
+            metrics,
+            training_loss,
+            eval_loss,
+            error_message,
+            start_seconds: begun,
+            seconds,
+            is_optimal: index == best,
+        });
+    }
+    let model = model.ok_or_else(|| invalid("the best trial's model was lost"))?;
+    Ok(Tuned {
+        model,
+        options: trials[best].1.clone(),
+        record: TrialsRecord {
+            algorithm: tuning.algorithm.name().to_string(),
+            objective,
+            larger_is_better: larger,
+            trials: records,
+        },
+    })
+}
+
+/// `learn_rate=0.001, dropout=0.2`: a trial in messages.
+fn describe(values: &TrialValues) -> String {
+    values
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A trial's fitted pipeline and its held-out metrics by BigQuery ML's names.
+type Scored = (PipelineModel, BTreeMap<String, f64>);
+
+/// One trial: its estimator fitted after the shared preprocessing, scored on the held-out rows.
+async fn trial(inputs: &TrialInputs<'_>, estimator: PipelineStage) -> Result<Scored> {
+    let mut stages: Vec<PipelineStage> = inputs
+        .preprocessing
+        .stages()
+        .iter()
+        .map(|stage| PipelineStage::Transformer(Arc::clone(stage)))
+        .collect();
+    stages.push(estimator);
+    let pipeline = Pipeline::from_stages(stages).fit(inputs.train).await?;
+    let scored = CatalogModel {
+        entry: inputs.entry.clone(),
+        pipeline,
+        dir: Default::default(),
+    };
+    let plan = evaluate(&scored, inputs.held_out.clone())?;
+    let rows = DataFrame::new(inputs.session.ctx.state(), plan).collect().await?;
+    let metrics = metrics_of(inputs.entry.classifier)
+        .iter()
+        .filter_map(|(name, column, _)| Some((name.to_string(), metric_value(&rows, column)?)))
+        .collect();
+    Ok((scored.pipeline, metrics))
+}
+
+/// The value of `column` in the one row `ML.EVALUATE` gives.
+fn metric_value(rows: &[RecordBatch], column: &str) -> Option<f64> {
+    let batch = rows.iter().find(|b| b.num_rows() > 0)?;
+    let values = batch.column_by_name(column)?.as_primitive_opt::<Float64Type>()?;
+    values.is_valid(0).then(|| values.value(0))
+}
+
+/// `ML.TRIAL_INFO`: one row per trial of a tuned model.
+pub(crate) fn trial_info(model: &CatalogModel) -> Result<LogicalPlan> {
+    let file = model.dir.join(TRIALS_FILE);
+    if !file.is_file() {
+        return Err(HearthError::InvalidParam {
+            stage: format!("ML.TRIAL_INFO(MODEL {})", model.entry.name),
+            param: "MODEL",
+            message: "the model was not tuned: it has trials only when CREATE MODEL set num_trials".to_string(),
+        });
+    }
+    let failed = |e: &dyn std::fmt::Display| HearthError::Persistence {
+        path: file.clone(),
+        message: e.to_string(),
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| failed(&e))?;
+    let record: TrialsRecord = serde_json::from_str(&text).map_err(|e| failed(&e))?;
+    trial_rows(&record)
+}
+
+/// The hyperparameters' SQL text as shown: numbers as numbers when every trial's value of an option is one,
+/// quoted strings without their quotes.
+fn hyperparameter_types(record: &TrialsRecord) -> BTreeMap<&str, DataType> {
+    let mut types = BTreeMap::new();
+    for trial in &record.trials {
+        for (name, value) in &trial.hyperparameters {
+            let numeric = value.parse::<f64>().is_ok();
+            let entry = types.entry(name.as_str()).or_insert(DataType::Float64);
+            if !numeric {
+                *entry = DataType::Utf8;
+            }
+        }
+    }
+    types
+}
+
+fn trial_rows(record: &TrialsRecord) -> Result<LogicalPlan> {
+    let types = hyperparameter_types(record);
+    let metric_names: Vec<&str> = {
+        let mut names: Vec<&str> = record
+            .trials
+            .iter()
+            .flat_map(|t| t.metrics.keys().map(String::as_str))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    };
+    let mut rows = Vec::with_capacity(record.trials.len());
+    let (mut hyperparameters_type, mut metrics_type) = (None, None);
+    for trial in &record.trials {
+        let mut hyperparameters = ScalarStructBuilder::new();
+        for (name, data_type) in &types {
+            let text = trial.hyperparameters.get(*name);
+            let value = match data_type {
+                DataType::Float64 => ScalarValue::Float64(text.and_then(|t| t.parse().ok())),
+                _ => ScalarValue::Utf8(text.map(|t| t.trim_matches('\'').to_string())),
+            };
+            hyperparameters = hyperparameters.with_scalar(Field::new(*name, data_type.clone(), true), value);
+        }
+        let mut metrics = ScalarStructBuilder::new();
+        for name in &metric_names {
+            metrics = metrics.with_scalar(
+                Field::new(*name, DataType::Float64, true),
+                ScalarValue::Float64(trial.metrics.get(*name).copied()),
+            );
+        }
+        let (hyperparameters, metrics) = (hyperparameters.build()?, metrics.build()?);
+        hyperparameters_type.get_or_insert_with(|| hyperparameters.data_type());
+        metrics_type.get_or_insert_with(|| metrics.data_type());
+        rows.push(vec![
+            ScalarValue::Int64(Some(trial.trial_id as i64)),
+            hyperparameters,
+            metrics,
+            ScalarValue::Float64(trial.training_loss),
+            ScalarValue::Float64(trial.eval_loss),
+            ScalarValue::from(trial.status.as_str()),
+            ScalarValue::Utf8(trial.error_message.clone()),
+            ScalarValue::Float64(Some(trial.start_seconds)),
+            ScalarValue::Float64(Some(trial.seconds)),
+            ScalarValue::Boolean(Some(trial.is_optimal)),
+        ]);
+    }
+    let schema = Schema::new(vec![
+        Field::new("trial_id", DataType::Int64, false),
+        Field::new("hyperparameters", hyperparameters_type.unwrap_or(DataType::Null), true),
+        Field::new(
+            "hparam_tuning_evaluation_metrics",
+            metrics_type.unwrap_or(DataType::Null),
+            true,
+        ),
+        Field::new("training_loss", DataType::Float64, true),
+        Field::new("eval_loss", DataType::Float64, true),
+        Field::new("status", DataType::Utf8, false),
+        Field::new("error_message", DataType::Utf8, true),
+        Field::new("start_seconds", DataType::Float64, false),
+        Field::new("seconds", DataType::Float64, false),
+        Field::new("is_optimal", DataType::Boolean, false),
+    ]);
+    literal_rows(schema, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trial_rows_type_numbers_as_numbers_and_keep_failures() {
+        let trial = |id: usize, rate: &str, auc: Option<f64>| TrialRecord {
+            trial_id: id,
+            hyperparameters: BTreeMap::from([
+                ("learn_rate".to_string(), rate.to_string()),
+                ("optimizer".to_string(), "'adam'".to_string()),
+            ]),
+            metrics: auc
+                .map(|auc| BTreeMap::from([("roc_auc".to_string(), auc)]))
+                .unwrap_or_default(),
+            training_loss: auc.map(|_| 0.5),
+            eval_loss: None,
+            status: if auc.is_some() { "SUCCEEDED" } else { "FAILED" }.to_string(),
+            error_message: auc.is_none().then(|| "rank 1 failed".to_string()),
+            start_seconds: 0.0,
+            seconds: 1.0,
+            is_optimal: id == 1,
+        };
+        let record = TrialsRecord {
+            algorithm: "random_search".to_string(),
+            objective: "roc_auc".to_string(),
+            larger_is_better: true,
+            trials: vec![trial(1, "0.001", Some(0.9)), trial(2, "0.01", None)],
+        };
+        let plan = trial_rows(&record).unwrap();
+        let schema = plan.schema();
+        let hyperparameters = schema
+            .field_with_unqualified_name("hyperparameters")
+            .unwrap()
+            .data_type();
+        let DataType::Struct(fields) = hyperparameters else {
+            panic!("{hyperparameters}")
+        };
+        assert_eq!(fields[0].data_type(), &DataType::Float64);
+        assert_eq!(fields[1].data_type(), &DataType::Utf8);
+    }
+}
