@@ -18,6 +18,7 @@ mod pipelines;
 #[cfg(feature = "polars")]
 mod polars;
 mod sql;
+mod sql_clustering;
 mod sql_tuning;
 mod strategies;
 mod training;

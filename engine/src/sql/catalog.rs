@@ -10,6 +10,7 @@
 //!     pipeline.json          the fitted pipeline (stages/5_MlpClassifier_…/ holds the network)
 //!     evaluation.parquet     rows held out by data_split_method, read by ML.EVALUATE(MODEL credit_risk)
 //!     trials.json            every trial of a model tuned with num_trials, read by ML.TRIAL_INFO
+//!     training_evaluation.json   a k-means model's figures on its training rows, read by ML.EVALUATE
 //! ```
 
 use std::collections::HashMap;

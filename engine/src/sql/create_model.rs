@@ -15,6 +15,7 @@ use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
 use super::catalog::{EVALUATION_FILE, ModelEntry, now_ms};
 use super::hparams::{TrialValues, split_tuning, with_values};
+use super::kmeans::create_kmeans;
 use super::options::{ClassWeights, DataSplit, ModelOptions, ModelType};
 use super::parser::CreateModel;
 use super::table_functions::Trained;
@@ -31,7 +32,16 @@ use crate::train::{Architecture, Classifier, LinearClassifier, MlpClassifier, Ml
 use crate::vector::vector_dim;
 
 /// The column the pipeline's assembled features go to.
-const FEATURES: &str = "__features";
+pub(super) const FEATURES: &str = "__features";
+/// The automatic transform's assembled numbers, and the same standardized.
+pub(super) const NUMBERS: &str = "__numbers";
+pub(super) const SCALED_NUMBERS: &str = "__numbers_scaled";
+
+/// The automatic transform's one-hot vector of string column `name`.
+pub(super) fn one_hot_column(name: &str) -> String {
+    format!("__{name}_vector")
+}
+
 /// The column an indexed label goes to.
 const LABEL_INDEX: &str = "__label";
 
@@ -79,7 +89,7 @@ impl BestTrial {
     }
 }
 
-fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
+pub(super) fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
     HearthError::InvalidParam {
         stage: "CREATE MODEL".to_string(),
         param,
@@ -91,6 +101,12 @@ fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
 pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
     let (fixed, tuning) = split_tuning(&create.options)?;
     let options = ModelOptions::from_sql(&fixed)?;
+    if tuning.is_some() && !options.model_type.is_network() {
+        return Err(invalid(
+            "OPTIONS",
+            "option num_trials: hearth tunes networks; model_type 'kmeans' is not tuned",
+        ));
+    }
     // Every trial's options are read before anything trains, so a bad candidate fails the statement at once.
     let trials: Vec<(TrialValues, ModelOptions)> = match &tuning {
         Some(tuning) => {
@@ -131,6 +147,9 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     }
     let started = Instant::now();
     let input = session.plan_query(&create.query).await?;
+    if !options.model_type.is_network() {
+        return create_kmeans(session, create, &options, &input, started).await;
+    }
     let label_type = label_type(&input, &options)?;
     let transform = match &create.transform {
         Some(items) => plan_transform(items, &input)?,
@@ -276,7 +295,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     })
 }
 
-fn list_text(items: &[SelectItem]) -> String {
+pub(super) fn list_text(items: &[SelectItem]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
@@ -330,7 +349,7 @@ fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
 /// Without a TRANSFORM: every column but the label (and the split column) is a feature — numbers and
 /// booleans assembled and standardized, strings indexed (unseen values kept) and one-hot encoded, vectors as
 /// they are.
-fn automatic_transform(input: &DataFrame, options: &ModelOptions) -> Result<TransformPlan> {
+pub(super) fn automatic_transform(input: &DataFrame, options: &ModelOptions) -> Result<TransformPlan> {
     let (mut numbers, mut stages, mut outputs, mut inputs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for field in input.schema().fields() {
         let name = field.name();
@@ -344,7 +363,7 @@ fn automatic_transform(input: &DataFrame, options: &ModelOptions) -> Result<Tran
         } else if data_type.is_numeric() || data_type == &DataType::Boolean {
             numbers.push(name.clone());
         } else if matches!(data_type, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
-            let (index, vector) = (format!("__{name}_index"), format!("__{name}_vector"));
+            let (index, vector) = (format!("__{name}_index"), one_hot_column(name));
             stages.push(
                 StringIndexer::new()
                     .input_col(name)
@@ -362,21 +381,19 @@ fn automatic_transform(input: &DataFrame, options: &ModelOptions) -> Result<Tran
             });
         }
     }
-    if !numbers.is_empty() {
-        stages.push(
-            VectorAssembler::new()
-                .input_cols(numbers)
-                .output_col("__numbers")
-                .into(),
-        );
+    if !numbers.is_empty() && !options.standardize_features {
+        stages.push(VectorAssembler::new().input_cols(numbers).output_col(NUMBERS).into());
+        outputs.insert(0, NUMBERS.to_string());
+    } else if !numbers.is_empty() {
+        stages.push(VectorAssembler::new().input_cols(numbers).output_col(NUMBERS).into());
         stages.push(
             StandardScaler::new()
-                .input_col("__numbers")
-                .output_col("__numbers_scaled")
+                .input_col(NUMBERS)
+                .output_col(SCALED_NUMBERS)
                 .with_mean(true)
                 .into(),
         );
-        outputs.insert(0, "__numbers_scaled".to_string());
+        outputs.insert(0, SCALED_NUMBERS.to_string());
     }
     Ok(TransformPlan {
         stages,
@@ -492,6 +509,7 @@ fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> 
         ModelType::MlpRegressor if weights.is_some() => {
             return Err(invalid("OPTIONS", "option class_weights: a regressor has no classes"));
         }
+        ModelType::KMeans => return Err(invalid("model_type", "k-means is not a network estimator")),
         ModelType::MlpRegressor => configured!(
             MlpRegressor::new()
                 .hidden_layers(options.hidden_units.clone())

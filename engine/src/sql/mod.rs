@@ -34,6 +34,7 @@
 mod catalog;
 mod create_model;
 mod hparams;
+mod kmeans;
 mod options;
 mod parser;
 mod relation;

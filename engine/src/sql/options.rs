@@ -20,6 +20,8 @@ pub enum ModelType {
     LogisticReg,
     /// `'mlp_regressor'` (alias `'dnn_regressor'`): [`MlpRegressor`](crate::train::MlpRegressor).
     MlpRegressor,
+    /// `'kmeans'`: [`KMeans`](crate::clustering::KMeans) clustering, no label.
+    KMeans,
 }
 
 impl ModelType {
@@ -28,13 +30,19 @@ impl ModelType {
             "mlp_classifier" | "dnn_classifier" => Some(ModelType::MlpClassifier),
             "logistic_reg" => Some(ModelType::LogisticReg),
             "mlp_regressor" | "dnn_regressor" => Some(ModelType::MlpRegressor),
+            "kmeans" => Some(ModelType::KMeans),
             _ => None,
         }
     }
 
     /// Whether the model predicts classes.
     pub fn is_classifier(self) -> bool {
-        !matches!(self, ModelType::MlpRegressor)
+        matches!(self, ModelType::MlpClassifier | ModelType::LogisticReg)
+    }
+
+    /// Whether the model is a network trained through the barrier stage (else k-means).
+    pub fn is_network(self) -> bool {
+        !matches!(self, ModelType::KMeans)
     }
 }
 
@@ -44,6 +52,7 @@ impl fmt::Display for ModelType {
             ModelType::MlpClassifier => "mlp_classifier",
             ModelType::LogisticReg => "logistic_reg",
             ModelType::MlpRegressor => "mlp_regressor",
+            ModelType::KMeans => "kmeans",
         })
     }
 }
@@ -120,6 +129,16 @@ pub struct ModelOptions {
     pub max_attempts: usize,
     /// hearth: `timeout_seconds` of any one collective (default 120).
     pub timeout: Option<Duration>,
+    /// k-means: `num_clusters` (default 2, as Spark's `k`).
+    pub num_clusters: usize,
+    /// k-means: `kmeans_init_method`, `'kmeans++'` (default; Spark's scalable `k-means||`) or `'random'`.
+    pub kmeans_init: String,
+    /// k-means: `distance_type`, `'euclidean'` (default) or `'cosine'`.
+    pub distance: String,
+    /// k-means: `standardize_features` (default true): numbers standardized before clustering.
+    pub standardize_features: bool,
+    /// k-means, hearth: `tol`, Spark's convergence tolerance (default 1e-4).
+    pub tol: f64,
     /// The options as written, for the catalog.
     pub written: BTreeMap<String, String>,
 }
@@ -134,11 +153,16 @@ pub enum ClassWeights {
 }
 
 /// Every option, with what it takes, for error messages.
-const OPTIONS: [(&str, &str); 26] = [
+const OPTIONS: [(&str, &str); 31] = [
     (
         "model_type",
-        "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'mlp_regressor' or 'dnn_regressor'",
+        "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
     ),
+    ("num_clusters", "a whole number of clusters ≥ 1"),
+    ("kmeans_init_method", "'kmeans++' or 'random'"),
+    ("distance_type", "'euclidean' or 'cosine'"),
+    ("standardize_features", "TRUE or FALSE"),
+    ("tol", "a number ≥ 0"),
     ("input_label_cols", "a list of one column name, e.g. ['label']"),
     ("hidden_units", "a list of layer widths, e.g. [64, 32]"),
     ("activation_fn", "'relu', 'tanh' or 'sigmoid'"),
@@ -203,6 +227,11 @@ impl Default for ModelOptions {
             strategy: Strategy::Synchronous,
             max_attempts: 3,
             timeout: None,
+            num_clusters: 2,
+            kmeans_init: "k-means||".to_string(),
+            distance: "euclidean".to_string(),
+            standardize_features: true,
+            tol: 1e-4,
             written: BTreeMap::new(),
         }
     }
@@ -279,6 +308,16 @@ fn at_least_one(option: &str, value: &Expr) -> Result<usize> {
 fn list<'a>(option: &str, value: &'a Expr) -> Result<&'a [Expr]> {
     match value {
         Expr::Array(array) => Ok(&array.elem),
+        _ => Err(wrong(option, value)),
+    }
+}
+
+fn boolean(option: &str, value: &Expr) -> Result<bool> {
+    match value {
+        Expr::Value(v) => match &v.value {
+            Value::Boolean(b) => Ok(*b),
+            _ => Err(wrong(option, value)),
+        },
         _ => Err(wrong(option, value)),
     }
 }
@@ -409,6 +448,28 @@ impl ModelOptions {
                 }
                 "elastic_learn_rate" => strategy.learning_rate = Some(positive(&name, value)?),
                 "max_attempts" => out.max_attempts = at_least_one(&name, value)?,
+                "num_clusters" => out.num_clusters = at_least_one(&name, value)?,
+                "kmeans_init_method" => {
+                    out.kmeans_init = match string(&name, value)?.to_ascii_lowercase().as_str() {
+                        "kmeans++" | "k-means++" | "k-means||" => "k-means||".to_string(),
+                        "random" => "random".to_string(),
+                        _ => return Err(wrong(&name, value)),
+                    }
+                }
+                "distance_type" => {
+                    out.distance = match string(&name, value)?.to_ascii_lowercase().as_str() {
+                        "euclidean" => "euclidean".to_string(),
+                        "cosine" => "cosine".to_string(),
+                        _ => return Err(wrong(&name, value)),
+                    }
+                }
+                "standardize_features" => out.standardize_features = boolean(&name, value)?,
+                "tol" => {
+                    out.tol = number(&name, value)?;
+                    if out.tol < 0.0 {
+                        return Err(wrong(&name, value));
+                    }
+                }
                 "timeout_seconds" => {
                     let seconds = number(&name, value)?;
                     out.timeout = Some(Duration::try_from_secs_f64(seconds).map_err(|_| wrong(&name, value))?);
@@ -467,6 +528,7 @@ impl ModelOptions {
             }
         };
         out.strategy = strategy.build()?;
+        out.check_model_type_takes_options()?;
         if matches!(out.data_split, DataSplit::Seq | DataSplit::Custom) && out.data_split_col.is_none() {
             return Err(invalid(
                 "data_split_col",
@@ -474,6 +536,53 @@ impl ModelOptions {
             ));
         }
         Ok(out)
+    }
+}
+
+/// The options only k-means takes, and the options k-means takes besides them.
+const KMEANS_OPTIONS: [&str; 5] = [
+    "num_clusters",
+    "kmeans_init_method",
+    "distance_type",
+    "standardize_features",
+    "tol",
+];
+const KMEANS_SHARED: [&str; 3] = ["model_type", "max_iterations", "seed"];
+
+impl ModelOptions {
+    /// An option the model type does not use is an error rather than ignored; k-means runs
+    /// `max_iterations` 20 unless told (BigQuery's and Spark's default).
+    fn check_model_type_takes_options(&mut self) -> Result<()> {
+        let kmeans = !self.model_type.is_network();
+        for name in self.written.keys() {
+            let kmeans_only = KMEANS_OPTIONS.contains(&name.as_str());
+            if kmeans && !kmeans_only && !KMEANS_SHARED.contains(&name.as_str()) {
+                let why = if name == "input_label_cols" {
+                    "k-means takes no label: it clusters every column of the query".to_string()
+                } else {
+                    format!(
+                        "model_type 'kmeans' does not take it; it takes {}, {}",
+                        KMEANS_OPTIONS.join(", "),
+                        KMEANS_SHARED[1..].join(", ")
+                    )
+                };
+                return Err(invalid(name, why));
+            }
+            if !kmeans && kmeans_only {
+                return Err(invalid(
+                    name,
+                    format!("only model_type 'kmeans' takes it, not '{}'", self.model_type),
+                ));
+            }
+        }
+        if kmeans {
+            // Every column of the query is clustered: none is the label.
+            self.label = String::new();
+            if !self.written.contains_key("max_iterations") {
+                self.epochs = 20;
+            }
+        }
+        Ok(())
     }
 }
 

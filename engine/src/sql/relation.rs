@@ -9,15 +9,17 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::logical_expr::planner::{PlannedRelation, RelationPlanner, RelationPlannerContext, RelationPlanning};
 use datafusion::prelude::{DataFrame, SessionContext};
-use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, TableFactor, Value};
+use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, Query, TableFactor, Value};
 
 use super::catalog::ModelCatalog;
+use super::kmeans;
 use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
 use super::trials::trial_info;
 use crate::functions;
 
 /// The `ML.` table functions, in messages.
-const FUNCTIONS: &str = "ML.PREDICT, ML.EVALUATE, ML.TRANSFORM, ML.TRAINING_INFO, ML.FEATURE_INFO, ML.TRIAL_INFO";
+const FUNCTIONS: &str =
+    "ML.PREDICT, ML.EVALUATE, ML.TRANSFORM, ML.TRAINING_INFO, ML.FEATURE_INFO, ML.TRIAL_INFO, ML.CENTROIDS";
 
 /// Plans hearth's `ML.` table functions against a model catalog.
 #[derive(Debug)]
@@ -92,8 +94,8 @@ impl RelationPlanner for MlRelationPlanner {
         if let Some(extra) = arguments.next() {
             return Err(plan_error(format!("{call}: unexpected argument {extra}")));
         }
-        let mut rows = |what: &str| -> Result<DataFrame> {
-            let Some(query) = query.clone() else {
+        let mut plan_rows = |query: Option<Box<Query>>, what: &str| -> Result<DataFrame> {
+            let Some(query) = query else {
                 return Err(plan_error(format!("{call}(MODEL {model_name}, (SELECT …)): {what}")));
             };
             let plan = context.plan(TableFactor::Derived {
@@ -104,17 +106,25 @@ impl RelationPlanner for MlRelationPlanner {
             })?;
             Ok(DataFrame::new(self.state().clone(), plan))
         };
+        let mut rows = |what: &str| plan_rows(query.clone(), what);
         let plan: LogicalPlan = match function.as_str() {
-            "predict" | "transform" | "evaluate" | "training_info" | "feature_info" | "trial_info" => {
+            "predict" | "transform" | "evaluate" | "training_info" | "feature_info" | "trial_info" | "centroids" => {
                 let model = self.catalog.get(&model_name).map_err(external)?;
-                match function.as_str() {
-                    "predict" => predict(&model, rows("the rows to predict are missing")?),
-                    "transform" => transform(&model, rows("the rows to transform are missing")?),
-                    "evaluate" if query.is_some() => evaluate(&model, rows("")?),
-                    "evaluate" => held_out_rows(&model)
+                let clusters = kmeans::fitted(&model.pipeline).is_some();
+                match (function.as_str(), clusters) {
+                    ("predict", true) => kmeans::predict(&model, rows("the rows to predict are missing")?),
+                    ("predict", false) => predict(&model, rows("the rows to predict are missing")?),
+                    ("transform", _) => transform(&model, rows("the rows to transform are missing")?),
+                    ("evaluate", true) if query.is_some() => kmeans::evaluate(&model, rows("")?),
+                    // Without rows, k-means gives the figures of its training rows, as BigQuery ML does.
+                    ("evaluate", true) => kmeans::training_evaluation(&model),
+                    ("evaluate", false) if query.is_some() => evaluate(&model, rows("")?),
+                    ("evaluate", false) => held_out_rows(&model)
                         .and_then(|plan| evaluate(&model, DataFrame::new(self.state().clone(), plan))),
-                    "training_info" => training_info(&model),
-                    "trial_info" => trial_info(&model),
+                    ("training_info", true) => kmeans::training_info(&model),
+                    ("training_info", false) => training_info(&model),
+                    ("trial_info", _) => trial_info(&model),
+                    ("centroids", _) => kmeans::centroids(&model),
                     _ => feature_info(&model),
                 }
                 .map_err(external)?

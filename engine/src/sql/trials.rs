@@ -283,8 +283,8 @@ async fn trial(inputs: &TrialInputs<'_>, estimator: PipelineStage) -> Result<Sco
     Ok((scored.pipeline, metrics))
 }
 
-/// The value of `column` in the one row `ML.EVALUATE` gives.
-fn metric_value(rows: &[RecordBatch], column: &str) -> Option<f64> {
+/// The value of `column` in the one row `ML.EVALUATE` (of any model) gives.
+pub(super) fn metric_value(rows: &[RecordBatch], column: &str) -> Option<f64> {
     let batch = rows.iter().find(|b| b.num_rows() > 0)?;
     let values = batch.column_by_name(column)?.as_primitive_opt::<Float64Type>()?;
     values.is_valid(0).then(|| values.value(0))

@@ -1,0 +1,458 @@
+//! BigQuery ML's k-means in SQL: `CREATE MODEL … OPTIONS (model_type = 'kmeans', num_clusters = 4)` clusters
+//! every column of the query (numbers standardized unless `standardize_features = FALSE`, strings one-hot
+//! encoded) — or the `TRANSFORM`'s outputs — with Spark's [`KMeans`], fitted as aggregate queries. Its table
+//! functions:
+//!
+//! | function | rows |
+//! |---|---|
+//! | `ML.PREDICT(MODEL m, rows)` | the rows, plus `centroid_id` (1, 2, …) and `nearest_centroids_distance` (`[{centroid_id, distance}, …]`) |
+//! | `ML.EVALUATE(MODEL m [, rows])` | `davies_bouldin_index` and `mean_squared_distance`, over the rows or (computed when it was created) the training rows |
+//! | `ML.CENTROIDS(MODEL m)` | a row per centroid and feature: `numerical_value` in the column's own units, or `categorical_value` |
+//! | `ML.TRAINING_INFO(MODEL m)` | the iterations run, the training cost and the cluster sizes |
+
+use std::time::Instant;
+
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema};
+use datafusion::common::ScalarValue;
+use datafusion::functions::core::expr_fn::{coalesce, greatest, named_struct};
+use datafusion::functions::math::expr_fn::sqrt;
+use datafusion::functions_aggregate::expr_fn::avg;
+use datafusion::functions_nested::expr_fn::make_array;
+use datafusion::logical_expr::{Expr, LogicalPlan, cast, ident, lit, when};
+use datafusion::prelude::DataFrame;
+use hearth_ml::clustering::DistanceMeasure;
+use serde::{Deserialize, Serialize};
+
+use super::catalog::{CatalogModel, ModelEntry, now_ms};
+use super::create_model::{
+    CreatedModel, FEATURES, NUMBERS, SCALED_NUMBERS, automatic_transform, invalid, list_text, one_hot_column,
+};
+use super::literal_rows;
+use super::options::ModelOptions;
+use super::parser::CreateModel;
+use super::transform::plan_transform;
+use super::trials::metric_value;
+use crate::clustering::{KMEANS_COST, KMeans, KMeansModel};
+use crate::error::{HearthError, Result};
+use crate::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel, VectorAssembler};
+use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
+use crate::session::Session;
+use crate::stage::{Estimator, Transformer};
+use crate::udf::args::f64_list_literal;
+
+/// The column the fitted pipeline writes each row's cluster (0-based) to.
+const CLUSTER: &str = "__cluster";
+
+/// Fits and saves a k-means `CREATE MODEL`.
+pub(super) async fn create_kmeans(
+    session: &Session,
+    create: &CreateModel,
+    options: &ModelOptions,
+    input: &DataFrame,
+    started: Instant,
+) -> Result<CreatedModel> {
+    let transform = match &create.transform {
+        Some(items) => plan_transform(items, input)?,
+        None => automatic_transform(input, options)?,
+    };
+    if transform.outputs.is_empty() {
+        return Err(invalid("TRANSFORM", "no feature columns to cluster"));
+    }
+    let mut stages: Vec<PipelineStage> = transform.stages;
+    let preprocessing_stages = stages.len();
+    stages.push(
+        VectorAssembler::new()
+            .input_cols(transform.outputs.clone())
+            .output_col(FEATURES)
+            .into(),
+    );
+    stages.push(
+        KMeans::new()
+            .features_col(FEATURES)
+            .prediction_col(CLUSTER)
+            .k(options.num_clusters)
+            .max_iter(options.epochs)
+            .tol(options.tol)
+            .init_mode(options.kmeans_init.as_str())
+            .distance_measure(options.distance.as_str())
+            .seed(options.seed as i64)
+            .into(),
+    );
+    let model = Pipeline::from_stages(stages).fit(input).await?;
+    let kmeans = fitted(&model).ok_or_else(|| invalid("model_type", "the pipeline did not end with k-means"))?;
+    let summary = kmeans.summary().cloned();
+    let entry = ModelEntry {
+        name: create.name.clone(),
+        model_type: options.model_type.to_string(),
+        label: String::new(),
+        labels: None,
+        classifier: false,
+        label_index: String::new(),
+        inputs: transform.inputs,
+        features: transform.outputs,
+        preprocessing_stages: preprocessing_stages + 1,
+        options: options.written.clone(),
+        transform: create.transform.as_ref().map(|items| list_text(items)),
+        query: Some(create.query.to_string()),
+        training_rows: summary.as_ref().map_or(0, |s| s.cluster_sizes.iter().sum()),
+        evaluation_rows: 0,
+        training_seconds: started.elapsed().as_secs_f64(),
+        created_ms: now_ms(),
+    };
+    // The training rows' figures, kept for ML.EVALUATE(MODEL m) without rows.
+    let scored = CatalogModel {
+        entry: entry.clone(),
+        pipeline: model,
+        dir: Default::default(),
+    };
+    let figures = DataFrame::new(session.ctx.state(), evaluate(&scored, input.clone())?)
+        .collect()
+        .await?;
+    let figures = TrainingFigures {
+        davies_bouldin_index: metric_value(&figures, "davies_bouldin_index"),
+        mean_squared_distance: metric_value(&figures, "mean_squared_distance"),
+    };
+    let model = scored.pipeline;
+    let catalog = session.models();
+    catalog.save(&entry, &model, create.or_replace, |dir| {
+        let file = dir.join(TRAINING_FIGURES_FILE);
+        let text = serde_json::to_string_pretty(&figures).map_err(|e| persistence(&file, e))?;
+        std::fs::write(&file, text + "\n").map_err(|e| persistence(&file, e))
+    })?;
+    Ok(CreatedModel {
+        name: create.name.clone(),
+        trained: true,
+        loss: summary.map(|s| s.training_cost),
+        attempts: None,
+        path: catalog.dir().join(&create.name),
+        entry: Some(entry),
+        best_trial: None,
+    })
+}
+
+/// The file of a k-means entry holding its training rows' figures.
+pub const TRAINING_FIGURES_FILE: &str = "training_evaluation.json";
+
+/// What `ML.EVALUATE` gives over the training rows, kept with the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct TrainingFigures {
+    davies_bouldin_index: Option<f64>,
+    mean_squared_distance: Option<f64>,
+}
+
+fn persistence(path: &std::path::Path, error: impl std::fmt::Display) -> HearthError {
+    HearthError::Persistence {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    }
+}
+
+/// `ML.EVALUATE(MODEL m)` of a k-means model: its training rows' figures, computed when it was created.
+pub(crate) fn training_evaluation(model: &CatalogModel) -> Result<LogicalPlan> {
+    kmeans_of("EVALUATE", model)?;
+    let file = model.dir.join(TRAINING_FIGURES_FILE);
+    let text = std::fs::read_to_string(&file).map_err(|e| persistence(&file, e))?;
+    let figures: TrainingFigures = serde_json::from_str(&text).map_err(|e| persistence(&file, e))?;
+    let schema = Schema::new(vec![
+        Field::new("davies_bouldin_index", DataType::Float64, true),
+        Field::new("mean_squared_distance", DataType::Float64, true),
+    ]);
+    let row = vec![
+        ScalarValue::Float64(figures.davies_bouldin_index),
+        ScalarValue::Float64(figures.mean_squared_distance),
+    ];
+    literal_rows(schema, vec![row])
+}
+
+/// The k-means model ending a pipeline, if it ends with one.
+pub(crate) fn fitted(pipeline: &PipelineModel) -> Option<&KMeansModel> {
+    pipeline.last_stage::<KMeansModel>()
+}
+
+fn kmeans_of<'a>(function: &str, model: &'a CatalogModel) -> Result<&'a KMeansModel> {
+    fitted(&model.pipeline).ok_or_else(|| HearthError::InvalidParam {
+        stage: format!("ML.{function}(MODEL {})", model.entry.name),
+        param: "MODEL",
+        message: format!(
+            "a {} model has no centroids; ML.{function} takes a 'kmeans' model",
+            model.entry.model_type
+        ),
+    })
+}
+
+/// The distance from each row's features to `center` as BigQuery ML reports it: Euclidean (not squared), or
+/// cosine.
+fn distance_to(center: &[f64], measure: DistanceMeasure) -> Expr {
+    let cost = KMEANS_COST.call(vec![
+        ident(FEATURES),
+        lit(f64_list_literal(center)),
+        lit(measure.name()),
+    ]);
+    match measure {
+        DistanceMeasure::Euclidean => sqrt(cost),
+        DistanceMeasure::Cosine => cost,
+    }
+}
+
+/// `ML.PREDICT` of a k-means model: the rows, their `centroid_id` and their distance to every centroid.
+pub(crate) fn predict(model: &CatalogModel, input: DataFrame) -> Result<LogicalPlan> {
+    let kmeans = kmeans_of("PREDICT", model)?;
+    let mut projection: Vec<Expr> = input.schema().columns().into_iter().map(Expr::Column).collect();
+    let scored = model.pipeline.transform(&input)?;
+    projection.push((cast(ident(CLUSTER), DataType::Int64) + lit(1i64)).alias("centroid_id"));
+    let distances = kmeans
+        .cluster_centers()
+        .iter()
+        .enumerate()
+        .map(|(index, center)| {
+            named_struct(vec![
+                lit("centroid_id"),
+                lit(index as i64 + 1),
+                lit("distance"),
+                distance_to(center, kmeans.distance_measure()),
+            ])
+        })
+        .collect();
+    projection.push(make_array(distances).alias("nearest_centroids_distance"));
+    Ok(scored.select(projection)?.into_parts().1)
+}
+
+/// `ML.EVALUATE` of a k-means model: the Davies–Bouldin index (the mean over clusters of the largest
+/// `(sᵢ + sⱼ) / d(cᵢ, cⱼ)`, `s` a cluster's mean distance to its centroid; empty clusters left out) and the
+/// mean squared distance to the nearest centroid (cosine distance under `distance_type = 'cosine'`).
+pub(crate) fn evaluate(model: &CatalogModel, input: DataFrame) -> Result<LogicalPlan> {
+    let kmeans = kmeans_of("EVALUATE", model)?;
+    let (centers, measure) = (kmeans.cluster_centers(), kmeans.distance_measure());
+    let scored = model.pipeline.transform(&input)?;
+    let cost = KMEANS_COST.call(vec![
+        ident(FEATURES),
+        lit(f64_list_literal(&centers.concat())),
+        lit(measure.name()),
+    ]);
+    let own_distance = match measure {
+        DistanceMeasure::Euclidean => sqrt(cost.clone()),
+        DistanceMeasure::Cosine => cost.clone(),
+    };
+    let spread = |i: usize| format!("__spread_{i}");
+    let mut aggregates = vec![avg(cost).alias("mean_squared_distance")];
+    for i in 0..centers.len() {
+        let own = when(ident(CLUSTER).eq(lit(i as i32)), own_distance.clone()).end()?;
+        aggregates.push(avg(own).alias(spread(i)));
+    }
+    let separation = |a: &[f64], b: &[f64]| match measure {
+        DistanceMeasure::Euclidean => measure.distance(a, b).sqrt(),
+        DistanceMeasure::Cosine => measure.distance(a, b),
+    };
+    let worst: Vec<Expr> = (0..centers.len())
+        .map(|i| {
+            let ratios: Vec<Expr> = (0..centers.len())
+                .filter(|&j| j != i)
+                .map(|j| (ident(spread(i)) + ident(spread(j))) / lit(separation(&centers[i], &centers[j])))
+                .collect();
+            if ratios.is_empty() {
+                lit(ScalarValue::Float64(None))
+            } else {
+                greatest(ratios)
+            }
+        })
+        .collect();
+    let sum = worst
+        .iter()
+        .fold(lit(0.0), |sum, w| sum + coalesce(vec![w.clone(), lit(0.0)]));
+    let counted = worst.iter().try_fold(lit(0.0), |count, w| {
+        Ok::<_, HearthError>(count + when(w.clone().is_not_null(), lit(1.0)).otherwise(lit(0.0))?)
+    })?;
+    let index = when(counted.clone().gt(lit(0.0)), sum / counted).otherwise(lit(ScalarValue::Float64(None)))?;
+    Ok(scored
+        .aggregate(vec![], aggregates)?
+        .select(vec![
+            index.alias("davies_bouldin_index"),
+            ident("mean_squared_distance"),
+        ])?
+        .into_parts()
+        .1)
+}
+
+/// `ML.TRAINING_INFO` of a k-means model: one row — the iterations run, the training cost and the sizes of
+/// the clusters.
+pub(crate) fn training_info(model: &CatalogModel) -> Result<LogicalPlan> {
+    let kmeans = kmeans_of("TRAINING_INFO", model)?;
+    let summary = kmeans.summary();
+    let sizes: Vec<ScalarValue> = summary
+        .map(|s| s.cluster_sizes.iter().map(|n| ScalarValue::UInt64(Some(*n))).collect())
+        .unwrap_or_default();
+    let schema = Schema::new(vec![
+        Field::new("iterations", DataType::Int64, true),
+        Field::new("training_cost", DataType::Float64, true),
+        Field::new_list("cluster_sizes", Field::new_list_field(DataType::UInt64, true), true),
+    ]);
+    let row = vec![
+        ScalarValue::Int64(summary.map(|s| s.num_iter as i64)),
+        ScalarValue::Float64(summary.map(|s| s.training_cost)),
+        ScalarValue::List(ScalarValue::new_list_nullable(&sizes, &DataType::UInt64)),
+    ];
+    literal_rows(schema, vec![row])
+}
+
+/// What a slot of the clustered vector is.
+#[derive(Clone, Debug, PartialEq)]
+enum Slot {
+    /// A number column, standardized with this mean and standard deviation (0 and 1 when it was not).
+    Number { feature: String, mean: f64, std: f64 },
+    /// One category of a string column.
+    Category { feature: String, category: String },
+}
+
+/// The slots of the clustered vector, named after the query's columns when the automatic preprocessing made
+/// it; with a `TRANSFORM`, `features[0]`, `features[1]`, ….
+fn slots(model: &CatalogModel, width: usize) -> Vec<Slot> {
+    let generic = || {
+        (0..width)
+            .map(|i| Slot::Number {
+                feature: format!("features[{i}]"),
+                mean: 0.0,
+                std: 1.0,
+            })
+            .collect()
+    };
+    if model.entry.transform.is_some() {
+        return generic();
+    }
+    let stages = model.pipeline.stages();
+    let find =
+        |predicate: &dyn Fn(&dyn Transformer) -> bool| stages.iter().find(|stage| predicate(stage.as_ref())).cloned();
+    let mut slots = Vec::with_capacity(width);
+    for output in &model.entry.features {
+        if output == NUMBERS || output == SCALED_NUMBERS {
+            let Some(assembler) = find(&|s| {
+                s.downcast_ref::<VectorAssembler>()
+                    .is_some_and(|a| a.get_output_col() == NUMBERS)
+            }) else {
+                return generic();
+            };
+            let columns = assembler
+                .downcast_ref::<VectorAssembler>()
+                .map_or(&[][..], |a| a.get_input_cols());
+            let scaler = find(&|s| {
+                s.downcast_ref::<StandardScalerModel>()
+                    .is_some_and(|m| m.get_output_col() == SCALED_NUMBERS)
+            });
+            let scaler = scaler.as_ref().and_then(|s| s.downcast_ref::<StandardScalerModel>());
+            for (i, column) in columns.iter().enumerate() {
+                let (mean, std) = match (output == SCALED_NUMBERS, scaler) {
+                    (true, Some(scaler)) => (scaler.mean()[i], scaler.std()[i]),
+                    _ => (0.0, 1.0),
+                };
+                slots.push(Slot::Number {
+                    feature: column.clone(),
+                    mean,
+                    std,
+                });
+            }
+            continue;
+        }
+        let Some(column) = model.entry.inputs.iter().find(|c| one_hot_column(c) == *output) else {
+            return generic();
+        };
+        let index = format!("__{column}_index");
+        let labels = find(&|s| {
+            s.downcast_ref::<StringIndexerModel>()
+                .is_some_and(|m| m.get_output_cols().contains(&index))
+        });
+        let labels = labels
+            .as_ref()
+            .and_then(|s| s.downcast_ref::<StringIndexerModel>())
+            .map(|m| m.labels()[0].clone());
+        let encoder = find(&|s| {
+            s.downcast_ref::<OneHotEncoderModel>()
+                .is_some_and(|m| m.get_output_cols().contains(output))
+        });
+        let (Some(labels), Some(encoder)) = (labels, encoder) else {
+            return generic();
+        };
+        let slot_count = encoder
+            .downcast_ref::<OneHotEncoderModel>()
+            .map_or(0, |e| e.output_widths()[0]);
+        for i in 0..slot_count {
+            slots.push(Slot::Category {
+                feature: column.clone(),
+                category: labels.get(i).cloned().unwrap_or_else(|| "(unseen)".to_string()),
+            });
+        }
+    }
+    if slots.len() == width { slots } else { generic() }
+}
+
+/// `ML.CENTROIDS`: a row per centroid and feature — a number column's centroid value in its own units, or a
+/// string column's share of each category.
+pub(crate) fn centroids(model: &CatalogModel) -> Result<LogicalPlan> {
+    let kmeans = kmeans_of("CENTROIDS", model)?;
+    let centers = kmeans.cluster_centers();
+    let slots = slots(model, centers.first().map_or(0, Vec::len));
+    let category = DataType::Struct(Fields::from(vec![
+        Field::new("category", DataType::Utf8, false),
+        Field::new("value", DataType::Float64, false),
+    ]));
+    let categories_type = DataType::new_list(category.clone(), true);
+    let no_categories = ScalarValue::try_from(&categories_type)?;
+    let mut rows = Vec::new();
+    for (id, center) in centers.iter().enumerate() {
+        let mut i = 0;
+        while i < slots.len() {
+            let centroid_id = ScalarValue::Int64(Some(id as i64 + 1));
+            match &slots[i] {
+                Slot::Number { feature, mean, std } => {
+                    let value = center[i] * std + mean;
+                    rows.push(vec![
+                        centroid_id,
+                        ScalarValue::from(feature.as_str()),
+                        ScalarValue::Float64(Some(value)),
+                        no_categories.clone(),
+                    ]);
+                    i += 1;
+                }
+                Slot::Category { feature, .. } => {
+                    let mut values = Vec::new();
+                    while let Some(Slot::Category {
+                        feature: same,
+                        category: name,
+                    }) = slots.get(i)
+                        && same == feature
+                    {
+                        let fields = vec![
+                            (
+                                Field::new("category", DataType::Utf8, false),
+                                ScalarValue::from(name.as_str()),
+                            ),
+                            (
+                                Field::new("value", DataType::Float64, false),
+                                ScalarValue::Float64(Some(center[i])),
+                            ),
+                        ];
+                        let value = fields
+                            .into_iter()
+                            .fold(datafusion::common::scalar::ScalarStructBuilder::new(), |b, (f, v)| {
+                                b.with_scalar(f, v)
+                            })
+                            .build()?;
+                        values.push(value);
+                        i += 1;
+                    }
+                    rows.push(vec![
+                        centroid_id,
+                        ScalarValue::from(feature.as_str()),
+                        ScalarValue::Float64(None),
+                        ScalarValue::List(ScalarValue::new_list_nullable(&values, &category)),
+                    ]);
+                }
+            }
+        }
+    }
+    let schema = Schema::new(vec![
+        Field::new("centroid_id", DataType::Int64, false),
+        Field::new("feature", DataType::Utf8, false),
+        Field::new("numerical_value", DataType::Float64, true),
+        Field::new("categorical_value", categories_type, true),
+    ]);
+    literal_rows(schema, rows)
+}

@@ -1,0 +1,305 @@
+//! k-means in SQL, as BigQuery ML spells it: `CREATE MODEL … OPTIONS (model_type = 'kmeans', …)`,
+//! `ML.PREDICT`'s `centroid_id` and distances, `ML.EVALUATE`'s Davies–Bouldin index and mean squared
+//! distance (checked against a hand computation from the model's centers), `ML.CENTROIDS` in the columns'
+//! own units, `ML.TRAINING_INFO`, and the options k-means does or does not take.
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
+use hearth::engine::sql::ModelCatalog;
+use hearth::prelude::*;
+
+use crate::sql::run_script;
+
+/// Three blobs of 30 points around (0, 0), (10, 0) and (0, 10), with a string column naming the blob's side.
+async fn blobs_session(dir: &std::path::Path) -> Session {
+    let mut text = String::from("x,y,side\n");
+    for i in 0..90 {
+        let (cx, cy, side) = [(0.0, 0.0, "low"), (10.0, 0.0, "right"), (0.0, 10.0, "up")][i % 3];
+        text += &format!("{},{},{side}\n", cx + (i % 7) as f64 * 0.1, cy + (i % 5) as f64 * 0.1);
+    }
+    let path = dir.join("blobs.csv");
+    std::fs::write(&path, text).unwrap();
+    let session = Session::local(2).with_models(dir.join("models"));
+    session
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE blobs STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true')",
+            path.display()
+        ))
+        .await
+        .unwrap();
+    session
+}
+
+fn one(batches: &[RecordBatch]) -> RecordBatch {
+    concat_batches(&batches[0].schema(), batches).unwrap()
+}
+
+fn float(batch: &RecordBatch, name: &str, row: usize) -> f64 {
+    batch
+        .column_by_name(name)
+        .unwrap()
+        .as_primitive::<Float64Type>()
+        .value(row)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kmeans_in_sql_predicts_evaluates_and_shows_its_centroids() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = blobs_session(dir.path()).await;
+    let created = run_script(
+        &session,
+        "CREATE MODEL blobs_km OPTIONS (model_type = 'kmeans', num_clusters = 3, seed = 1) AS SELECT x, y FROM blobs",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        created[0]
+            .column_by_name("training_rows")
+            .unwrap()
+            .as_primitive::<UInt64Type>()
+            .value(0),
+        90
+    );
+
+    // Centroids in the columns' own units: one near each blob's corner.
+    let centroids = one(&run_script(
+        &session,
+        "SELECT * FROM ML.CENTROIDS(MODEL blobs_km) ORDER BY centroid_id, feature",
+    )
+    .await
+    .unwrap());
+    assert_eq!(centroids.num_rows(), 6, "3 centroids × 2 features");
+    let mut corners: Vec<(f64, f64)> = (0..3)
+        .map(|c| {
+            (
+                float(&centroids, "numerical_value", 2 * c),
+                float(&centroids, "numerical_value", 2 * c + 1),
+            )
+        })
+        .collect();
+    corners.sort_by(|a, b| (a.0 + 2.0 * a.1).total_cmp(&(b.0 + 2.0 * b.1)));
+    for ((x, y), (cx, cy)) in corners.iter().zip([(0.0, 0.0), (10.0, 0.0), (0.0, 10.0)]) {
+        assert!(
+            (x - cx - 0.3).abs() < 0.2 && (y - cy - 0.2).abs() < 0.2,
+            "centroid ({x}, {y}) not near ({cx}, {cy})"
+        );
+    }
+
+    // Predictions: a blob's points share a centroid, which is the nearest of the distances listed.
+    let predicted = one(&run_script(
+        &session,
+        "SELECT x, y, centroid_id, nearest_centroids_distance FROM ML.PREDICT(MODEL blobs_km, (SELECT x, y FROM blobs))",
+    )
+    .await
+    .unwrap());
+    assert_eq!(predicted.num_rows(), 90);
+    let ids = predicted
+        .column_by_name("centroid_id")
+        .unwrap()
+        .as_primitive::<Int64Type>();
+    let distances = predicted
+        .column_by_name("nearest_centroids_distance")
+        .unwrap()
+        .as_list::<i32>();
+    for row in 0..90 {
+        let (x, y) = (float(&predicted, "x", row), float(&predicted, "y", row));
+        let blob = if x > 5.0 {
+            1
+        } else if y > 5.0 {
+            2
+        } else {
+            0
+        };
+        let same_blob = (0..90).find(|&other| {
+            let (ox, oy) = (float(&predicted, "x", other), float(&predicted, "y", other));
+            (if ox > 5.0 {
+                1
+            } else if oy > 5.0 {
+                2
+            } else {
+                0
+            }) == blob
+        });
+        assert_eq!(ids.value(row), ids.value(same_blob.unwrap()));
+        let entries = distances.value(row);
+        let entries = entries.as_struct();
+        assert_eq!(entries.len(), 3);
+        let listed = entries
+            .column_by_name("distance")
+            .unwrap()
+            .as_primitive::<Float64Type>();
+        let nearest = (0..3)
+            .min_by(|&a, &b| listed.value(a).total_cmp(&listed.value(b)))
+            .unwrap();
+        let nearest_id = entries
+            .column_by_name("centroid_id")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .value(nearest);
+        assert_eq!(nearest_id, ids.value(row));
+    }
+
+    // ML.EVALUATE against the same figures computed here from the standardized rows and the model's centers.
+    let model = ModelCatalog::new(dir.path().join("models")).get("blobs_km").unwrap();
+    let kmeans = model
+        .pipeline
+        .stages()
+        .last()
+        .unwrap()
+        .downcast_ref::<KMeansModel>()
+        .unwrap()
+        .clone();
+    let centers = kmeans.cluster_centers().to_vec();
+    let standardized = one(&run_script(
+        &session,
+        "SELECT * FROM ML.TRANSFORM(MODEL blobs_km, (SELECT x, y FROM blobs))",
+    )
+    .await
+    .unwrap());
+    let vectors = standardized.column(0).as_fixed_size_list();
+    let (mut spread, mut count, mut squared) = (vec![0.0; 3], vec![0.0; 3], 0.0);
+    let distance = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>();
+    for row in 0..vectors.len() {
+        let slots = datafusion::arrow::compute::cast(&vectors.value(row), &DataType::Float64).unwrap();
+        let point: Vec<f64> = slots.as_primitive::<Float64Type>().values().to_vec();
+        let cluster = kmeans.predict(&point);
+        let d = distance(&point, &centers[cluster]);
+        squared += d / 90.0;
+        spread[cluster] += d.sqrt();
+        count[cluster] += 1.0;
+    }
+    let spread: Vec<f64> = spread.iter().zip(&count).map(|(s, n)| s / n).collect();
+    let davies_bouldin = (0..3)
+        .map(|i| {
+            (0..3)
+                .filter(|&j| j != i)
+                .map(|j| (spread[i] + spread[j]) / distance(&centers[i], &centers[j]).sqrt())
+                .fold(f64::MIN, f64::max)
+        })
+        .sum::<f64>()
+        / 3.0;
+    for sql in [
+        "SELECT * FROM ML.EVALUATE(MODEL blobs_km)",
+        "SELECT * FROM ML.EVALUATE(MODEL blobs_km, (SELECT x, y FROM blobs))",
+    ] {
+        let evaluated = one(&run_script(&session, sql).await.unwrap());
+        let (index, mean) = (
+            float(&evaluated, "davies_bouldin_index", 0),
+            float(&evaluated, "mean_squared_distance", 0),
+        );
+        assert!(
+            (index - davies_bouldin).abs() < 1e-9,
+            "{sql}: {index} vs {davies_bouldin}"
+        );
+        assert!((mean - squared).abs() < 1e-9, "{sql}: {mean} vs {squared}");
+    }
+
+    let info = one(&run_script(&session, "SELECT * FROM ML.TRAINING_INFO(MODEL blobs_km)")
+        .await
+        .unwrap());
+    assert!(
+        info.column_by_name("iterations")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .value(0)
+            >= 1
+    );
+    let sizes = info.column_by_name("cluster_sizes").unwrap().as_list::<i32>().value(0);
+    assert_eq!(sizes.as_primitive::<UInt64Type>().values().iter().sum::<u64>(), 90);
+    assert_eq!(sizes.as_primitive::<UInt64Type>().values().to_vec(), [30, 30, 30]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kmeans_in_sql_clusters_strings_by_their_categories_and_names_what_it_does_not_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = blobs_session(dir.path()).await;
+    run_script(
+        &session,
+        "CREATE MODEL sides OPTIONS (model_type = 'kmeans', num_clusters = 3, standardize_features = FALSE,
+             kmeans_init_method = 'random', max_iterations = 10, seed = 4) AS SELECT x, side FROM blobs",
+    )
+    .await
+    .unwrap();
+    let centroids = one(&run_script(
+        &session,
+        "SELECT centroid_id, feature, numerical_value, categorical_value FROM ML.CENTROIDS(MODEL sides)
+         WHERE feature = 'side' ORDER BY centroid_id",
+    )
+    .await
+    .unwrap());
+    assert_eq!(centroids.num_rows(), 3);
+    let categories = centroids.column_by_name("categorical_value").unwrap().as_list::<i32>();
+    assert!(centroids.column_by_name("numerical_value").unwrap().is_null(0));
+    for row in 0..3 {
+        let entries = categories.value(row);
+        let entries = entries.as_struct();
+        let names: Vec<&str> = entries.column(0).as_string::<i32>().iter().flatten().collect();
+        assert_eq!(names.len(), 3, "three sides: {names:?}");
+        let shares = entries.column(1).as_primitive::<Float64Type>();
+        let total: f64 = shares.values().iter().sum();
+        assert!(
+            (0.0..=1.0 + 1e-9).contains(&total),
+            "category shares add to at most 1: {total}"
+        );
+    }
+
+    let error = |sql: &'static str| {
+        let session = session.clone();
+        async move { run_script(&session, sql).await.unwrap_err().to_string() }
+    };
+    let cases = [
+        (
+            error("CREATE MODEL bad OPTIONS (model_type = 'kmeans', input_label_cols = ['x']) AS SELECT x FROM blobs").await,
+            "option input_label_cols: k-means takes no label",
+        ),
+        (
+            error("CREATE MODEL bad OPTIONS (model_type = 'kmeans', hidden_units = [4]) AS SELECT x FROM blobs").await,
+            "option hidden_units: model_type 'kmeans' does not take it",
+        ),
+        (
+            error("CREATE MODEL bad OPTIONS (model_type = 'dnn_classifier', num_clusters = 3, input_label_cols = ['side']) AS SELECT x, side FROM blobs").await,
+            "option num_clusters: only model_type 'kmeans' takes it",
+        ),
+        (
+            error("CREATE MODEL bad OPTIONS (model_type = 'kmeans', distance_type = 'manhattan') AS SELECT x FROM blobs").await,
+            "option distance_type: expected 'euclidean' or 'cosine'",
+        ),
+        (
+            error("CREATE MODEL bad OPTIONS (model_type = 'kmeans', num_trials = 2) AS SELECT x FROM blobs").await,
+            "model_type 'kmeans' is not tuned",
+        ),
+    ];
+    for (message, expected) in cases {
+        assert!(message.contains(expected), "{message}\nexpected: {expected}");
+    }
+    run_script(
+        &session,
+        "CREATE MODEL net OPTIONS (model_type = 'logistic_reg', input_label_cols = ['side'], max_iterations = 1)
+         AS SELECT x, side FROM blobs",
+    )
+    .await
+    .unwrap();
+    let no_centroids = error("SELECT * FROM ML.CENTROIDS(MODEL net)").await;
+    assert!(
+        no_centroids.contains("a logistic_reg model has no centroids"),
+        "{no_centroids}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_segments_example_puts_every_customer_in_one_of_four_segments() {
+    let models = tempfile::tempdir().unwrap();
+    let session = Session::local(2).with_models(models.path());
+    let script = std::fs::read_to_string("examples/credit_segments.sql").unwrap();
+    let segments = one(&run_script(&session, &script).await.unwrap());
+    assert_eq!(segments.num_rows(), 4);
+    let customers = segments
+        .column_by_name("customers")
+        .unwrap()
+        .as_primitive::<Int64Type>();
+    assert_eq!(customers.values().iter().sum::<i64>(), 1000);
+    for row in 0..4 {
+        assert!((0.0..=1.0).contains(&float(&segments, "bad_share", row)));
+    }
+}
