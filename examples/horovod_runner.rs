@@ -10,7 +10,12 @@
 //! ```text
 //! ./dev cargo run --release --example horovod_runner                 # np = 2 barrier tasks
 //! ./dev cargo run --release --example horovod_runner -- --np -2      # on the driver alone
+//! ./dev cargo run --release --example horovod_runner -- --master df://HOST:PORT   # on a fleet
 //! ```
+//!
+//! On a fleet, each task runs in a copy of this program that its executor starts (with the same arguments)
+//! and that stops where it registers the task's function; so `main` registers `cluster_spec` first, and
+//! the copies for `mnist_mlp` load MNIST themselves before `HorovodRunner::run` registers it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -36,6 +41,9 @@ struct Args {
     /// Passes over each rank's shard.
     #[arg(long, default_value_t = 3)]
     epochs: usize,
+    /// Where the barrier tasks run: local[N] (default: local[np]), standalone[N] or a fleet's df://HOST:PORT.
+    #[arg(long)]
+    master: Option<String>,
 }
 
 /// MNIST's training images and labels, loaded once on the driver and shared with every rank.
@@ -129,29 +137,9 @@ fn train(
     Ok((last_loss, accuracy))
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
-    let session = Session::local(args.np.unsigned_abs() as usize);
-    let images = Arc::new(Images::load(&session).await?);
-
-    println!(
-        "1. HorovodRunner(np={}).run(train): an MLP on {} MNIST images",
-        args.np,
-        images.labels.len()
-    );
-    let started = Instant::now();
-    let epochs = args.epochs;
-    let shared = Arc::clone(&images);
-    let (loss, accuracy) = HorovodRunner::new(args.np)
-        .run(&session, "mnist_mlp", move |hvd| train(hvd, &shared, epochs))
-        .await?;
-    println!(
-        "  rank 0 returned: final loss {loss:.4}, training accuracy {accuracy:.4} ({:.1} s)",
-        started.elapsed().as_secs_f64()
-    );
-
-    println!("2. sparklyr's spark_apply(barrier = TRUE): each task builds TF_CONFIG from its peers");
+/// sparklyr's barrier function: each task reports its partition, its row count and the `TF_CONFIG` it
+/// builds from its peers' addresses.
+fn register_cluster_spec() {
     let schema = Arc::new(Schema::new(vec![
         Field::new("partition", DataType::UInt64, false),
         Field::new("rows", DataType::UInt64, false),
@@ -178,6 +166,35 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ],
         )?)
     }));
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    register_cluster_spec();
+    let session = match &args.master {
+        Some(master) => Session::connect(master).await?,
+        None => Session::local(args.np.unsigned_abs() as usize),
+    };
+    let images = Arc::new(Images::load(&session).await?);
+
+    println!(
+        "1. HorovodRunner(np={}).run(train): an MLP on {} MNIST images",
+        args.np,
+        images.labels.len()
+    );
+    let started = Instant::now();
+    let epochs = args.epochs;
+    let shared = Arc::clone(&images);
+    let (loss, accuracy) = HorovodRunner::new(args.np)
+        .run(&session, "mnist_mlp", move |hvd| train(hvd, &shared, epochs))
+        .await?;
+    println!(
+        "  rank 0 returned: final loss {loss:.4}, training accuracy {accuracy:.4} ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+
+    println!("2. sparklyr's spark_apply(barrier = TRUE): each task builds TF_CONFIG from its peers");
     let tasks = args.np.unsigned_abs() as usize;
     let frame = session.sql("SELECT * FROM generate_series(1, 1000) AS t(id)").await?;
     let mut specs = Vec::new();

@@ -6,6 +6,7 @@
 //! ```text
 //! ./dev cargo run --release --example mnist_cnn                  # 10,000 training images, 3 epochs, 2 workers
 //! ./dev cargo run --release --example mnist_cnn -- --epochs 5 --workers 1
+//! ./dev cargo run --release --example mnist_cnn -- --master df://HOST:PORT   # on a fleet
 //! ```
 //!
 //! It trains on the 10,000 MNIST training images shipped in `datasets/mnist/` and tests on the official
@@ -41,12 +42,19 @@ struct Args {
     /// Seed of the weights, the shuffles and the held-out split.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Where to run: local[N] (default: local[workers]), standalone[N] or a fleet's df://HOST:PORT; the images
+    /// are read here and travel to the fleet in the plan.
+    #[arg(long)]
+    master: Option<String>,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let session = Session::local(args.workers);
+    let session = match &args.master {
+        Some(master) => Session::connect(master).await?,
+        None => Session::local(args.workers),
+    };
     let images = mnist::train(&session)?;
     let (train, test, tested_on) = match mnist::official_test(&session)? {
         Some(test) => (images, test, "the official MNIST test set"),

@@ -5,9 +5,13 @@ use std::any::Any;
 use std::sync::Arc;
 
 use ballista_core::serde::{BallistaLogicalExtensionCodec, BallistaPhysicalExtensionCodec};
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::ipc::reader::StreamReader;
+use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::catalog::TableProvider;
 use datafusion::common::TableReference;
+use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::FileFormatFactory;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
@@ -113,6 +117,76 @@ impl PhysicalExtensionCodec for HearthPhysicalCodec {
     }
 }
 
+/// The first bytes of an in-memory table's encoding.
+const MEMORY_TABLE: &[u8] = b"hearth:MemTable:";
+
+/// The most bytes an in-memory table may take in a plan sent to a fleet: what hearth's fleet accepts in one
+/// message ([`FLEET_MESSAGE_BYTES`]), less room for the rest of the plan.
+const MEMORY_TABLE_BYTES: usize = FLEET_MESSAGE_BYTES - (8 << 20);
+
+/// The largest gRPC message hearth's sessions, schedulers and executors accept: plans carry in-memory
+/// tables (image files read by the driver, frames made from batches), as Spark's tasks carry a parallelized
+/// collection.
+pub const FLEET_MESSAGE_BYTES: usize = 256 << 20;
+
+/// Writes an in-memory table as its partitions' Arrow IPC streams, each after its length, so it travels in
+/// the plan to a scheduler and its executors.
+fn encode_memory_table(table: &MemTable, table_ref: &TableReference, buf: &mut Vec<u8>) -> Result<()> {
+    let start = buf.len();
+    buf.extend_from_slice(MEMORY_TABLE);
+    buf.extend_from_slice(&(table.batches.len() as u64).to_le_bytes());
+    for partition in &table.batches {
+        let batches = partition.try_read().map_err(|_| {
+            DataFusionError::Execution(format!(
+                "in-memory table {table_ref} is being written to; cannot send it"
+            ))
+        })?;
+        let mut stream = Vec::new();
+        let mut writer = StreamWriter::try_new(&mut stream, &table.schema())?;
+        for batch in batches.iter() {
+            writer.write(batch)?;
+        }
+        writer.finish()?;
+        drop(writer);
+        buf.extend_from_slice(&(stream.len() as u64).to_le_bytes());
+        buf.extend_from_slice(&stream);
+        if buf.len() - start > MEMORY_TABLE_BYTES {
+            return Err(DataFusionError::Plan(format!(
+                "in-memory table {table_ref} is over {} MiB, too large to send in a plan to the fleet; write it \
+                 to files the executors can read (df.write_parquet) and read those instead",
+                MEMORY_TABLE_BYTES >> 20
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads an in-memory table [`encode_memory_table`] wrote.
+fn decode_memory_table(
+    mut bytes: &[u8],
+    table_ref: &TableReference,
+    schema: SchemaRef,
+) -> Result<Arc<dyn TableProvider>> {
+    let broken = |what: &str| DataFusionError::Internal(format!("in-memory table {table_ref}: {what}"));
+    let mut take = |len: usize| -> Result<&[u8]> {
+        if bytes.len() < len {
+            return Err(broken("the encoding ends early"));
+        }
+        let (head, rest) = bytes.split_at(len);
+        bytes = rest;
+        Ok(head)
+    };
+    let count = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default()) as usize;
+    let partitions = count(take(8)?);
+    let mut tables = Vec::with_capacity(partitions.min(1 << 16));
+    for _ in 0..partitions {
+        let len = count(take(8)?);
+        let reader = StreamReader::try_new(take(len)?, None)?;
+        tables.push(reader.collect::<std::result::Result<Vec<RecordBatch>, _>>()?);
+    }
+    Ok(Arc::new(MemTable::try_new(schema, tables)?))
+}
+
 /// Ballista's logical codec, which also carries model-bound functions (a logical plan that scores with a
 /// trained model goes to the scheduler with the model).
 #[derive(Debug, Default)]
@@ -136,7 +210,10 @@ impl LogicalExtensionCodec for HearthLogicalCodec {
         schema: SchemaRef,
         ctx: &TaskContext,
     ) -> Result<Arc<dyn TableProvider>> {
-        self.ballista.try_decode_table_provider(buf, table_ref, schema, ctx)
+        match buf.strip_prefix(MEMORY_TABLE) {
+            Some(partitions) => decode_memory_table(partitions, table_ref, schema),
+            None => self.ballista.try_decode_table_provider(buf, table_ref, schema, ctx),
+        }
     }
 
     fn try_encode_table_provider(
@@ -145,7 +222,10 @@ impl LogicalExtensionCodec for HearthLogicalCodec {
         node: Arc<dyn TableProvider>,
         buf: &mut Vec<u8>,
     ) -> Result<()> {
-        self.ballista.try_encode_table_provider(table_ref, node, buf)
+        match node.downcast_ref::<MemTable>() {
+            Some(table) => encode_memory_table(table, table_ref, buf),
+            None => self.ballista.try_encode_table_provider(table_ref, node, buf),
+        }
     }
 
     fn try_decode_file_format(&self, buf: &[u8], ctx: &TaskContext) -> Result<Arc<dyn FileFormatFactory>> {

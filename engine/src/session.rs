@@ -11,7 +11,7 @@ use datafusion::execution::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
-use crate::codec::{HearthLogicalCodec, HearthPhysicalCodec};
+use crate::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use crate::error::{HearthError, Result};
 use crate::exchange::HearthQueryPlanner;
 use crate::functions;
@@ -32,7 +32,8 @@ use crate::sql::{ModelCatalog, default_models_dir, relation_planner};
 pub fn hearth_state(config: SessionConfig) -> SessionState {
     let config = config
         .with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::default()))
-        .with_ballista_logical_extension_codec(Arc::new(HearthLogicalCodec::default()));
+        .with_ballista_logical_extension_codec(Arc::new(HearthLogicalCodec::default()))
+        .with_ballista_grpc_client_max_message_size(FLEET_MESSAGE_BYTES);
     let state = SessionStateBuilder::new()
         .with_default_features()
         .with_config(config)
@@ -88,8 +89,15 @@ impl Session {
 
     /// A session for any master: embedded for `local`, a Ballista cluster started in this process for
     /// `standalone`, the scheduler at the address for `df://`.
+    ///
+    /// In a copy of a driver program that a fleet's executor started for a barrier task (see
+    /// [`barrier::program`](crate::barrier::program)), every master gives an embedded `local[1]` session:
+    /// the copy only prepares what its function needs.
     pub async fn connect(master: &str) -> Result<Self> {
         let master: Master = master.parse()?;
+        if crate::barrier::program::in_barrier_worker() {
+            return Ok(Self::local(1));
+        }
         let failed = |e: datafusion::error::DataFusionError| HearthError::Master {
             master: master.to_string(),
             message: e.message().into_owned(),

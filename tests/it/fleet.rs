@@ -113,7 +113,7 @@ impl Fleet {
         self.processes.push(executor);
     }
 
-    fn master(&self) -> String {
+    pub(crate) fn master(&self) -> String {
         format!("df://{}", self.scheduler)
     }
 

@@ -2,12 +2,16 @@
 //! a bad file is named with what is wrong in it.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type};
+use datafusion::functions_aggregate::expr_fn::{count, sum};
+use datafusion::prelude::{col, lit};
 use hearth::prelude::*;
 
 use crate::common::dataset;
+use crate::fleet::Fleet;
 
 /// Every row's label and image, in the order the batches hold them.
 fn rows(batches: &[RecordBatch]) -> Vec<(f64, Vec<f32>)> {
@@ -108,4 +112,71 @@ async fn the_official_mnist_test_set_reads_from_shared() {
     }
     let test = Session::local(2).read_idx(images, labels).unwrap();
     assert_eq!(test.count().await.unwrap(), 10_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_tables_read_by_the_driver_run_on_a_fleet() {
+    let fleet = Fleet::start(&[1, 1]).await;
+    let on_fleet = fleet.session().await;
+    let local = Session::local(2);
+    let (images, labels) = (
+        dataset("mnist/train10k-images-idx3-ubyte.gz"),
+        dataset("mnist/train10k-labels-idx1-ubyte.gz"),
+    );
+    // The 10,000 images (31 MB of pixels) travel in the plan to the scheduler and the executors.
+    let summary = |session: Session| {
+        let (images, labels) = (images.clone(), labels.clone());
+        async move {
+            let df = session.read_idx(&images, &labels).unwrap();
+            let sums = df
+                .aggregate(
+                    vec![],
+                    vec![count(lit(1)).alias("n"), sum(col("label")).alias("labels")],
+                )
+                .unwrap();
+            sums.collect().await.unwrap()
+        }
+    };
+    let (there, here) = (summary(on_fleet.clone()).await, summary(local).await);
+    assert_eq!(there, here);
+    let standalone = Session::connect("standalone[2]").await.unwrap();
+    assert_eq!(summary(standalone).await, here);
+    assert_eq!(
+        there[0]
+            .column(0)
+            .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+            .value(0),
+        10_000
+    );
+
+    // A network trains on in-memory images through the barrier stage on the fleet's two executors.
+    let cifar = on_fleet
+        .read_cifar10([dataset("cifar10/cifar10_test_first20_exact.bin")])
+        .unwrap();
+    let layers = vec![
+        Layer::Conv2d {
+            filters: 4,
+            kernel: 3,
+            stride: 1,
+            padding: 1,
+        },
+        Layer::Relu,
+        Layer::MaxPool2d {
+            kernel: 4,
+            stride: None,
+        },
+        Layer::Flatten,
+        Layer::Dense { units: 10 },
+    ];
+    let model = SequentialClassifier::new([3, 32, 32], layers)
+        .features_col("image")
+        .label_col("label")
+        .epochs(1)
+        .workers(2)
+        .timeout(Duration::from_secs(60))
+        .rendezvous_timeout(Duration::from_secs(60))
+        .fit(&cifar)
+        .await
+        .unwrap();
+    assert_eq!(model.summary().ranks.iter().map(|r| r.rows).sum::<usize>(), 20);
 }

@@ -17,6 +17,7 @@ mod parity;
 mod pipelines;
 #[cfg(feature = "polars")]
 mod polars;
+mod programs;
 mod sql;
 mod sql_clustering;
 mod sql_tuning;

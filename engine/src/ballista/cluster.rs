@@ -14,6 +14,8 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_proto::protobuf::PhysicalPlanNode;
 use futures::TryStreamExt;
 
+use crate::codec::FLEET_MESSAGE_BYTES;
+
 /// The port a `df://host` master without a port means, as Ballista's.
 pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
 
@@ -31,7 +33,12 @@ pub(crate) async fn start_standalone(state: SessionState) -> Result<(SessionCont
     let deadline = Instant::now() + Duration::from_secs(30);
     let scheduler = loop {
         match SchedulerGrpcClient::connect(url.clone()).await {
-            Ok(client) => break client,
+            // Tasks carry in-memory tables: the executor's polls take messages as large as the scheduler's.
+            Ok(client) => {
+                break client
+                    .max_decoding_message_size(FLEET_MESSAGE_BYTES)
+                    .max_encoding_message_size(FLEET_MESSAGE_BYTES);
+            }
             Err(e) if Instant::now() >= deadline => {
                 return Err(configuration(format!(
                     "the standalone scheduler at {url} did not answer: {e}"

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::Joining;
 use super::gpus::{lease, offered_gpus};
+use super::program::{ProgramRef, run_in_program};
 use super::{BarrierFunction, BarrierTaskContext, ResumePoint, function};
 
 /// Everything a barrier task needs besides its rows; it travels inside the plan.
@@ -50,6 +52,10 @@ pub struct BarrierSpec {
     /// find them, and a task trains on the one it holds.
     #[serde(default)]
     pub gpus_per_task: usize,
+    /// The driver program holding the function, when the function is the program's own and the stage runs
+    /// on a fleet, whose executors run it in copies of the program.
+    #[serde(default)]
+    pub program: Option<ProgramRef>,
 }
 
 /// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
@@ -62,8 +68,17 @@ pub struct BarrierSpec {
 pub struct BarrierExec {
     input: Arc<dyn ExecutionPlan>,
     spec: BarrierSpec,
-    function: Arc<dyn BarrierFunction>,
+    runner: Runner,
     properties: Arc<PlanProperties>,
+}
+
+/// Where a task's function runs.
+#[derive(Clone, Debug)]
+enum Runner {
+    /// In this process, which registered it.
+    Here(Arc<dyn BarrierFunction>),
+    /// In a copy of the driver program that registered it.
+    Program(ProgramRef),
 }
 
 impl BarrierExec {
@@ -83,8 +98,14 @@ impl BarrierExec {
     /// partitions (numbered from 0 within the slice); the tasks of all slices together are the world.
     pub fn over_slice(input: Arc<dyn ExecutionPlan>, spec: BarrierSpec) -> Result<Self> {
         let partitions = input.output_partitioning().partition_count();
-        let function = function(&spec.function)?;
-        let schema = function.schema(&spec.args)?;
+        let (runner, schema) = match (function(&spec.function), &spec.program) {
+            (Ok(function), _) => {
+                let schema = function.schema(&spec.args)?;
+                (Runner::Here(function), schema)
+            }
+            (Err(_), Some(program)) => (Runner::Program(program.clone()), program.schema()?),
+            (Err(e), None) => return Err(e),
+        };
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema),
             Partitioning::UnknownPartitioning(partitions),
@@ -94,7 +115,7 @@ impl BarrierExec {
         Ok(Self {
             input,
             spec,
-            function,
+            runner,
             properties: Arc::new(properties),
         })
     }
@@ -152,9 +173,10 @@ impl ExecutionPlan for BarrierExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let input_schema = self.input.schema();
         let input = self.input.execute(partition, context)?;
         let spec = self.spec.clone();
-        let function = Arc::clone(&self.function);
+        let runner = self.runner.clone();
         let cancelled = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&cancelled);
         let task = async move {
@@ -165,7 +187,7 @@ impl ExecutionPlan for BarrierExec {
                 .await
                 .map_err(|e| task_error(&spec, &format!("partition {partition}"), "reading its rows", &e))?;
             let running = SpawnedTask::spawn_blocking(move || {
-                let outcome = run_task(&spec, function.as_ref(), batches, Arc::clone(&cancelled));
+                let outcome = run_task(&spec, &runner, &input_schema, batches, Arc::clone(&cancelled));
                 // Once the stage is cancelled nobody awaits this task's result: its log is where it says it stopped.
                 if let (Err(e), true) = (&outcome, cancelled.load(Ordering::Relaxed)) {
                     log::info!("{} (the stage was cancelled)", reason(e));
@@ -213,7 +235,8 @@ pub(crate) fn row_hashes(batch: &RecordBatch) -> Result<Vec<u64>> {
 /// One task, on a blocking thread: lease its GPU if the stage asked for one, join the ring, run the function.
 fn run_task(
     spec: &BarrierSpec,
-    function: &dyn BarrierFunction,
+    runner: &Runner,
+    input_schema: &SchemaRef,
     batches: Vec<RecordBatch>,
     cancelled: Arc<AtomicBool>,
 ) -> Result<RecordBatch> {
@@ -234,15 +257,19 @@ fn run_task(
             )
         })?),
     };
-    let secret = JobSecret::from_hex(&spec.secret).ok_or_else(|| {
-        DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
-    })?;
     let joining = Joining {
         position,
         resume: spec.resume.clone(),
         gpu,
         cancelled,
     };
+    let function = match runner {
+        Runner::Here(function) => function,
+        Runner::Program(program) => return run_in_program(spec, program, joining, input_schema, batches),
+    };
+    let secret = JobSecret::from_hex(&spec.secret).ok_or_else(|| {
+        DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
+    })?;
     let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, joining)
         .map_err(|e| task_error(spec, "a task", "joining", &e))?;
     let rank = context.rank();

@@ -73,14 +73,32 @@ impl BarrierFunction for FnBarrier {
     }
 }
 
-type Registry = RwLock<HashMap<String, Arc<dyn BarrierFunction>>>;
+/// A registered function, and whether it is one of hearth's own (which every fleet executor has).
+struct Registered {
+    function: Arc<dyn BarrierFunction>,
+    builtin: bool,
+}
+
+type Registry = RwLock<HashMap<String, Registered>>;
 
 static FUNCTIONS: LazyLock<Registry> = LazyLock::new(Registry::default);
 
 /// Makes `function` runnable by name in this process, replacing one of the same name.
+///
+/// On a fleet, the executors run a task of this function in a copy of this program (see
+/// [`program`](super::program)); in such a copy, registering the task's function runs the task and ends the
+/// process.
 pub fn register_function(function: impl BarrierFunction + 'static) {
-    let mut functions = FUNCTIONS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-    functions.insert(function.name().to_string(), Arc::new(function));
+    let function: Arc<dyn BarrierFunction> = Arc::new(function);
+    {
+        let mut functions = FUNCTIONS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let registered = Registered {
+            function: Arc::clone(&function),
+            builtin: false,
+        };
+        functions.insert(function.name().to_string(), registered);
+    }
+    super::program::serve_if_worker(function.as_ref());
 }
 
 /// Registers one of hearth's own functions unless a function of its name is registered already, so a
@@ -89,7 +107,16 @@ pub(crate) fn register_builtin(function: impl BarrierFunction + 'static) {
     let mut functions = FUNCTIONS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
     functions
         .entry(function.name().to_string())
-        .or_insert_with(|| Arc::new(function));
+        .or_insert_with(|| Registered {
+            function: Arc::new(function),
+            builtin: true,
+        });
+}
+
+/// Whether `name` is a function this program registered itself, which a fleet's executors do not have.
+pub(crate) fn is_user_function(name: &str) -> bool {
+    let functions = FUNCTIONS.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+    functions.get(name).is_some_and(|registered| !registered.builtin)
 }
 
 /// The function registered as `name`.
@@ -105,7 +132,7 @@ pub(crate) fn register_builtin(function: impl BarrierFunction + 'static) {
 /// ```
 pub fn function(name: &str) -> Result<Arc<dyn BarrierFunction>> {
     let functions = FUNCTIONS.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-    functions.get(name).cloned().ok_or_else(|| {
+    functions.get(name).map(|r| Arc::clone(&r.function)).ok_or_else(|| {
         let mut known: Vec<&str> = functions.keys().map(String::as_str).collect();
         known.sort_unstable();
         DataFusionError::Plan(format!(

@@ -49,6 +49,11 @@ impl GpuLease {
     pub fn index(&self) -> usize {
         self.index
     }
+
+    /// The GPU an executor leased for a task that runs in another process (a copy of a driver program).
+    pub(crate) fn held_by_executor(index: usize) -> Self {
+        Self { index }
+    }
 }
 
 impl Drop for GpuLease {

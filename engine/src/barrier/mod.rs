@@ -10,7 +10,8 @@
 //! On the driver, [`BarrierStage`] checks that the session has a task slot for every rank, repartitions the
 //! rows into exactly that many partitions, hosts the rendezvous, and runs the stage ([`BarrierExec`]); a
 //! failed run is retried as a whole, every task of the retry seeing the last bytes a task sent the driver
-//! ([`BarrierTaskContext::resume`]). [`BarrierOptions`] holds every setting.
+//! ([`BarrierTaskContext::resume`]). [`BarrierOptions`] holds every setting. On a fleet, the executors run
+//! a function the driver program registered itself in copies of that program ([`program`]).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
@@ -42,13 +43,14 @@ mod exec;
 mod function;
 mod gpus;
 mod options;
+pub mod program;
 mod stage;
 
 pub use context::{BarrierTaskContext, DriverChannel, ResumePoint};
 pub(crate) use exec::row_hashes;
 pub use exec::{BarrierExec, BarrierSpec};
-pub(crate) use function::register_builtin;
 pub use function::{BarrierFunction, FnBarrier, function, register_function};
+pub(crate) use function::{is_user_function, register_builtin};
 pub use gpus::{GpuLease, offer_gpus, offered_gpus};
 pub use options::BarrierOptions;
 pub(crate) use stage::check_slots;

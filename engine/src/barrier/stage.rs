@@ -14,12 +14,13 @@ use datafusion::prelude::DataFrame;
 use hearth_ml::collective::{Coordinator, JobSecret, Upload};
 use serde::{Deserialize, Serialize};
 
-use super::{BarrierExec, BarrierOptions, BarrierSpec, ResumePoint};
+use super::program::{ProgramRef, worker_function};
+use super::{BarrierExec, BarrierOptions, BarrierSpec, ResumePoint, function, is_user_function};
 use crate::ballista::submit_physical;
 use crate::error::{HearthError, Result};
 use crate::exchange::{HearthQueryPlanner, into_shuffles};
 use crate::frame::exact_repartition;
-use crate::master::SessionInfo;
+use crate::master::{Master, SessionInfo};
 
 /// A barrier stage to run from the driver: `workers` tasks of a registered function over a data frame's
 /// rows, redistributed into exactly `workers` partitions (see the [module](super) example). A failed run is
@@ -170,6 +171,16 @@ impl BarrierStage {
     /// Runs the stage over `df`, retrying a failed run as a whole, and returns the rows with a report of
     /// every run. Errors no retry could change (too few slots, a bad parameter) end it at once.
     pub async fn run_reporting(&self, df: &DataFrame) -> Result<StageRun> {
+        if let Some(serving) = worker_function() {
+            return Err(HearthError::Barrier {
+                job: self.function.clone(),
+                message: format!(
+                    "this process is a copy of the driver program that an executor started for a task of barrier \
+                     function {serving:?}, and it reached this stage before registering that function: on a \
+                     fleet, register a program's barrier functions before it runs any stage"
+                ),
+            });
+        }
         let attempts = self.options.max_attempts.max(1);
         let mut reports = Vec::new();
         let mut resume: Option<ResumePoint> = None;
@@ -230,6 +241,22 @@ impl BarrierStage {
         })
     }
 
+    /// This program, for a fleet's executors to run the stage's function in, when the function is the
+    /// program's own and `master` is a fleet.
+    async fn program(&self, master: &Master) -> Result<Option<ProgramRef>> {
+        if !matches!(master, Master::Remote { .. }) || !is_user_function(&self.function) {
+            return Ok(None);
+        }
+        let schema = function(&self.function)?.schema(&self.args)?;
+        let program = tokio::task::spawn_blocking(move || ProgramRef::of_this_process(&schema))
+            .await
+            .map_err(|e| HearthError::Barrier {
+                job: self.function.clone(),
+                message: format!("identifying this program: {e}"),
+            })??;
+        Ok(Some(program))
+    }
+
     /// One run: the rendezvous (kept in `coordinator`, which holds what the tasks sent the driver), the
     /// exact repartition, and the plan, collected here or submitted to the cluster.
     async fn execute(
@@ -249,6 +276,7 @@ impl BarrierStage {
         }
         check_slots(&info, workers).await?;
         check_gpus(&info, workers, self.options.gpus_per_task).await?;
+        let program = self.program(info.master()).await?;
         let secret = JobSecret::generate();
         let job = format!("job-{}", &JobSecret::generate().to_hex()[..12]);
         let started = coordinator.insert(
@@ -273,6 +301,7 @@ impl BarrierStage {
             job,
             resume,
             gpus_per_task: self.options.gpus_per_task,
+            program,
         };
         let partitioned = exact_repartition(df, workers);
         let running = async {

@@ -11,7 +11,7 @@ use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_
 use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, SchedulerRest, now_ms};
 use hearth_engine::barrier::offer_gpus;
-use hearth_engine::codec::{HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
 
@@ -91,6 +91,8 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
             override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
             override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
             executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
+            grpc_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
+            grpc_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
             ..ExecutorProcessConfig::default()
         };
         let id = executor_id.get_or_insert_with(|| config.executor_id.clone()).clone();

@@ -16,7 +16,7 @@ use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::create_scheduler;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::codec::{HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
 use tonic::service::RoutesBuilder;
@@ -82,6 +82,9 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
         task_distribution: TaskDistributionPolicy::Custom(Arc::new(GangPolicy::new(Arc::clone(&book)))),
         executor_timeout_seconds: EXECUTOR_TIMEOUT_SECONDS,
         no_executors_grace_period_seconds: EXECUTOR_TIMEOUT_SECONDS,
+        grpc_server_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
+        grpc_server_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
+        grpc_client_max_message_size: FLEET_MESSAGE_BYTES as u32,
         ..SchedulerConfig::default()
     };
     config.validate()?;
