@@ -7,20 +7,21 @@
 //! ./dev bench -- 200000 4     # rows, partitions
 //! ```
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout};
-use std::fs;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicIsize};
 use std::time::{Duration, Instant};
 
-use datafusion::functions_aggregate::expr_fn::sum;
-use datafusion::logical_expr::{Expr, ident};
+use datafusion::logical_expr::ident;
 use datafusion::prelude::DataFrame;
-use futures::StreamExt;
 use hearth::datasets::higgs;
 use hearth::prelude::*;
 use mimalloc::MiMalloc;
 use prettytable::{Table, row};
+
+use common::{bare_aggregate, drain, generated_csv};
 
 /// Runs of each job from CSV (about a second each) and from memory (tens of milliseconds each).
 const CSV_RUNS: usize = 5;
@@ -93,16 +94,6 @@ async fn peak_heap_mib<F: Future<Output = usize>>(job: impl FnOnce() -> F) -> f6
     PEAK.load(Relaxed) as f64 / (1024.0 * 1024.0)
 }
 
-/// Runs every batch of `df` to completion and drops it; returns the rows seen.
-async fn drain(df: DataFrame) -> usize {
-    let mut stream = df.execute_stream().await.expect("plan");
-    let mut rows = 0;
-    while let Some(batch) = stream.next().await {
-        rows += batch.expect("batch").num_rows();
-    }
-    rows
-}
-
 /// The fastest of `runs` runs of `baseline` and of `job`, run in turn so that both meet the machine in the same
 /// states, then the peak memory of each from one more run.
 async fn measure<B, BFut, J, JFut>(runs: usize, mut baseline: B, mut job: J) -> [(Duration, f64); 2]
@@ -126,42 +117,9 @@ where
     [(best[0], baseline_peak), (best[1], job_peak)]
 }
 
-fn float_features() -> Vec<&'static str> {
-    higgs::FEATURES
-        .iter()
-        .copied()
-        .filter(|f| *f != "PRI_jet_num")
-        .collect()
-}
-
-fn pipeline() -> Pipeline {
-    let mut assembled: Vec<&str> = float_features();
-    assembled.push("jet_vec");
-    Pipeline::new()
-        .stage(
-            StringIndexer::new()
-                .input_cols(["PRI_jet_num", "Label"])
-                .output_cols(["jet_idx", "label"]),
-        )
-        .stage(OneHotEncoder::new().input_col("jet_idx").output_col("jet_vec"))
-        .stage(VectorAssembler::new().input_cols(assembled).output_col("raw"))
-        .stage(
-            StandardScaler::new()
-                .input_col("raw")
-                .output_col("features")
-                .with_mean(true),
-        )
-}
-
-/// The baseline: one aggregate over the same columns the pipeline reads.
-async fn bare_aggregate(df: &DataFrame) -> usize {
-    let sums: Vec<Expr> = higgs::FEATURES.iter().map(|f| sum(ident(*f)).alias(*f)).collect();
-    drain(df.clone().aggregate(vec![], sums).expect("aggregate")).await
-}
-
 /// Fit and transform, running the transform to completion.
 async fn fit_and_transform(df: &DataFrame) -> usize {
-    let (_, transformed) = pipeline().fit_transform(df).await.expect("fit");
+    let (_, transformed) = higgs::four_stage_preprocessing().fit_transform(df).await.expect("fit");
     drain(
         transformed
             .select(vec![ident("features"), ident("label")])
@@ -177,10 +135,7 @@ async fn main() {
     let partitions: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2);
     let session = Session::local(partitions);
 
-    let dir = tempfile::tempdir().expect("temp dir");
-    let csv = dir.path().join("higgs.csv");
-    higgs::write_csv(&csv, rows, 42).expect("write csv");
-    let csv_mib = fs::metadata(&csv).map_or(0.0, |m| m.len() as f64 / (1024.0 * 1024.0));
+    let (_dir, csv, csv_mib) = generated_csv(rows);
     let from_csv = session.read_csv(&csv, &CsvOptions::new()).await.expect("read csv");
     let in_memory = session
         .read_batches(higgs::schema(), higgs::batches(rows, 8192, 42))

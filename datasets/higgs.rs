@@ -21,7 +21,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use hearth_engine::prelude::{Pipeline, StandardScaler, StringIndexer, StringOrderType, VectorAssembler};
+use hearth_engine::prelude::{
+    OneHotEncoder, Pipeline, StandardScaler, StringIndexer, StringOrderType, VectorAssembler,
+};
 use hearth_ml::random::Draws;
 use hearth_ml::train::Strategy;
 
@@ -224,6 +226,33 @@ pub fn preprocessing() -> Pipeline {
                 .string_order_type(StringOrderType::AlphabetAsc),
         )
         .stage(VectorAssembler::new().input_cols(FEATURES).output_col("raw"))
+        .stage(
+            StandardScaler::new()
+                .input_col("raw")
+                .output_col("features")
+                .with_mean(true),
+        )
+}
+
+/// The preprocessing benchmarks' four stages, with Spark's defaults: `PRI_jet_num` and `Label` indexed by
+/// frequency into `jet_idx` and `label`, `jet_idx` one-hot encoded into `jet_vec` (the last category
+/// dropped), the 29 float features and `jet_vec` assembled into `raw` (33 slots), then centred and scaled
+/// into `features`.
+///
+/// ```
+/// assert_eq!(hearth::datasets::higgs::four_stage_preprocessing().stages().len(), 4);
+/// ```
+pub fn four_stage_preprocessing() -> Pipeline {
+    let mut assembled: Vec<&str> = FEATURES.iter().copied().filter(|f| *f != "PRI_jet_num").collect();
+    assembled.push("jet_vec");
+    Pipeline::new()
+        .stage(
+            StringIndexer::new()
+                .input_cols(["PRI_jet_num", "Label"])
+                .output_cols(["jet_idx", "label"]),
+        )
+        .stage(OneHotEncoder::new().input_col("jet_idx").output_col("jet_vec"))
+        .stage(VectorAssembler::new().input_cols(assembled).output_col("raw"))
         .stage(
             StandardScaler::new()
                 .input_col("raw")

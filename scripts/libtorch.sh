@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs libtorch 2.13.0 (from PyPI's torch==2.13.0 wheel) into a cache outside the clone, once per machine,
-# and prints the Python environment that holds it. With that environment's `bin/` first on PATH and
-# LIBTORCH_USE_PYTORCH=1, the `tch` crate builds against it.
+# with pyarrow beside it for the tests, and prints the Python environment that holds them. With that
+# environment's `bin/` first on PATH and LIBTORCH_USE_PYTORCH=1, the `tch` crate builds against it.
 #
 #   scripts/libtorch.sh            # install if missing, print the environment's directory
 #
@@ -31,6 +31,13 @@ if [[ ! -f "$marker" ]]; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$torch_version" safetensors numpy
     touch "$marker"
     say "libtorch $torch_version installed"
+fi
+
+# pyarrow, for the tests that read hearth's Parquet output as a pandas or Spark user's tools read it.
+if [[ ! -f "$venv/.hearth-pyarrow" ]]; then
+    say "installing pyarrow into $venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "pyarrow==22.0.0"
+    touch "$venv/.hearth-pyarrow"
 fi
 
 site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"

@@ -69,6 +69,7 @@ pub mod train;
 pub mod tuning;
 mod udf;
 pub mod vector;
+pub mod write;
 
 /// What a pipeline author writes: sessions, stages, pipelines and their traits.
 pub mod prelude {

@@ -279,6 +279,16 @@ pub(crate) fn run_in_program(
             ))
         })?;
     let status = wait_or_kill(&mut child, &joining.cancelled)?;
+    // What the copy printed goes to this executor's log, as horovodrun shows each rank's output.
+    let log = fs::read_to_string(dir.0.join(LOG_FILE)).unwrap_or_default();
+    for line in log.lines() {
+        log::info!(
+            "barrier stage {} ({}), task {}: {line}",
+            spec.job,
+            spec.function,
+            task.position
+        );
+    }
     let output = dir.0.join(OUTPUT_FILE);
     if output.exists() {
         return read_batches(&output)?.into_iter().next().ok_or_else(|| {
@@ -288,7 +298,6 @@ pub(crate) fn run_in_program(
     if let Ok(message) = fs::read_to_string(dir.0.join(ERROR_FILE)) {
         return Err(DataFusionError::Execution(message));
     }
-    let log = fs::read_to_string(dir.0.join(LOG_FILE)).unwrap_or_default();
     let tail: Vec<&str> = log.lines().rev().take(20).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
     Err(DataFusionError::Execution(format!(

@@ -40,24 +40,38 @@ enum Command {
     /// Run SQL — CREATE MODEL, ML.PREDICT, ML.EVALUATE and any DataFusion statement — from a file, from -e,
     /// or at an interactive prompt.
     Sql(sql::SqlArgs),
-    /// Fit a pipeline defined in a JSON file on a CSV file and save the fitted model.
+    /// Fit a pipeline defined in a JSON file on a CSV or Parquet file and save the fitted model.
     Fit {
         /// The pipeline's JSON file.
         pipeline: PathBuf,
-        /// The CSV file (with a header) to fit on.
+        /// The CSV file (with a header) or Parquet file or directory to fit on.
         data: PathBuf,
         /// Where the fitted model is saved.
         model: PathBuf,
     },
-    /// Print the first rows a saved model produces from a CSV file.
+    /// Apply a saved model to a CSV or Parquet file: print the first rows, or write them all with --output.
     Transform {
         /// A saved pipeline model's directory.
         model: PathBuf,
-        /// The CSV file (with a header) to transform.
+        /// The CSV file (with a header) or Parquet file or directory to transform.
         data: PathBuf,
-        /// How many rows to print.
+        /// How many rows to print (without --output).
         #[arg(default_value_t = 10)]
         rows: usize,
+        #[command(flatten)]
+        output: pipelines::OutputArgs,
+    },
+    /// Fit a pipeline defined in a JSON file, save the model, and write the rows it makes of the same input
+    /// (read once) with --output.
+    FitTransform {
+        /// The pipeline's JSON file.
+        pipeline: PathBuf,
+        /// The CSV file (with a header) or Parquet file or directory to fit on and transform.
+        data: PathBuf,
+        /// Where the fitted model is saved.
+        model: PathBuf,
+        #[command(flatten)]
+        output: pipelines::OutputArgs,
     },
     /// Start, stop or inspect a whole fleet — a scheduler and executors — with one command.
     #[command(subcommand)]
@@ -160,7 +174,18 @@ impl Cli {
         match self.command {
             Command::Sql(args) => sql::run(&local(), args).await,
             Command::Fit { pipeline, data, model } => pipelines::fit(&local(), &pipeline, &data, &model).await,
-            Command::Transform { model, data, rows } => pipelines::transform(&local(), &model, &data, rows).await,
+            Command::Transform {
+                model,
+                data,
+                rows,
+                output,
+            } => pipelines::transform(&local(), &model, &data, rows, &output).await,
+            Command::FitTransform {
+                pipeline,
+                data,
+                model,
+                output,
+            } => pipelines::fit_transform(&local(), &pipeline, &data, &model, &output).await,
             Command::Cluster(command) => cluster::run(command).await,
             Command::Status(args) => status::run(master.as_deref(), args).await,
             Command::Submit(args) => submit::run(master.as_deref(), args).await,

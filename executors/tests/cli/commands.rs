@@ -1,6 +1,6 @@
 //! `hearth sql`, `fit` and `transform` run as a user runs them, on the local master.
 
-use crate::common::{dataset, hearth};
+use crate::common::{dataset, hearth, shown};
 
 #[test]
 fn fit_a_pipeline_file_then_transform_with_the_saved_model() {
@@ -130,4 +130,133 @@ fn a_bad_script_runs_nothing_and_exits_with_one() {
         help.status.success() && text.contains("--format") && text.contains("--models"),
         "{text}"
     );
+}
+
+/// A pipeline of the four stages (indexer, one-hot, assembler, scaler) over the German credit data's columns.
+const CREDIT_PIPELINE: &str = r#"{"format": "Pipeline", "version": 1, "uid": "credit", "stages": [
+    {"class": "StringIndexer", "inputCols": ["purpose"], "outputCols": ["p"]},
+    {"class": "OneHotEncoder", "inputCols": ["p"], "outputCols": ["p_vec"]},
+    {"class": "VectorAssembler", "inputCols": ["p_vec", "age", "duration"], "outputCol": "raw"},
+    {"class": "StandardScaler", "inputCol": "raw", "outputCol": "features", "withMean": true}]}"#;
+
+/// What pyarrow (from the libtorch environment ./dev puts first on PATH) reads of a Parquet directory:
+/// `rows columns type width max|mean|<1e-6` of the `features` column.
+fn pyarrow_reads(dir: &std::path::Path) -> String {
+    let script = "import sys, pyarrow.parquet as pq\n\
+                  t = pq.read_table(sys.argv[1])\n\
+                  f = t.column('features').combine_chunks()\n\
+                  vs = f.to_pylist()\n\
+                  width = len(vs[0])\n\
+                  means = [sum(v[i] for v in vs) / len(vs) for i in range(width)]\n\
+                  print(t.num_rows, t.num_columns, f.type.value_type, width, max(abs(m) for m in means) < 1e-6)\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn fit_transform_writes_features_that_pyarrow_reads_under_spark_save_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("pipeline.json");
+    std::fs::write(&spec, CREDIT_PIPELINE).unwrap();
+    let data = dataset("german_credit/credit-g.csv");
+    let model = dir.path().join("model");
+    let out = dir.path().join("features.parquet");
+    let run = hearth()
+        .args(["--master", "local[2]", "fit-transform"])
+        .args([&spec, &data, &model])
+        .args(["--select", "features,class", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", shown(&run));
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("wrote 1000 rows"),
+        "{}",
+        shown(&run)
+    );
+    assert!(out.join("_SUCCESS").exists() && model.join("pipeline.json").exists());
+    // 10 purposes one-hot (dropLast: 9 slots) + age + duration, each scaled to mean 0.
+    assert_eq!(pyarrow_reads(&out), "1000 2 float 11 True");
+
+    let transform = |mode: &str, format: &str, to: &std::path::Path| {
+        hearth()
+            .args(["--master", "local[2]", "transform"])
+            .args([&model, &data])
+            .args([
+                "--select",
+                "features,class",
+                "--mode",
+                mode,
+                "--format",
+                format,
+                "--output",
+            ])
+            .arg(to)
+            .output()
+            .unwrap()
+    };
+    let refused = transform("error", "parquet", &out);
+    assert_eq!(refused.status.code(), Some(1), "{}", shown(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("already exists"),
+        "{}",
+        shown(&refused)
+    );
+    let appended = transform("append", "parquet", &out);
+    assert!(appended.status.success(), "{}", shown(&appended));
+    assert_eq!(pyarrow_reads(&out), "2000 2 float 11 True");
+    let replaced = transform("overwrite", "parquet", &out);
+    assert!(replaced.status.success(), "{}", shown(&replaced));
+    assert_eq!(pyarrow_reads(&out), "1000 2 float 11 True");
+
+    // CSV has no list type: a vector's slots are columns of their own.
+    let csv = dir.path().join("features.csv");
+    let written = transform("error", "csv", &csv);
+    assert!(written.status.success(), "{}", shown(&written));
+    let part = std::fs::read_dir(&csv)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|e| e == "csv"))
+        .unwrap();
+    let header = std::fs::read_to_string(part)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        header.contains("features_0") && header.contains("features_10"),
+        "{header}"
+    );
+
+    // A job failing as it writes (a purpose the indexer never saw) leaves nothing: neither the destination
+    // nor a hidden sibling.
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "purpose,age,duration\nradio/tv,30,12\nspaceship,40,6\n").unwrap();
+    let failed = hearth()
+        .args(["transform"])
+        .args([&model, &bad])
+        .arg("--output")
+        .arg(dir.path().join("never"))
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(1), "{}", shown(&failed));
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("spaceship"),
+        "{}",
+        shown(&failed)
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("never"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -1,0 +1,36 @@
+//! What the preprocessing benchmarks share: the generated CSV, the bare scan they measure against, draining.
+
+use std::fs;
+use std::path::PathBuf;
+
+use datafusion::functions_aggregate::expr_fn::sum;
+use datafusion::logical_expr::{Expr, ident};
+use datafusion::prelude::DataFrame;
+use futures::StreamExt;
+use hearth::datasets::higgs;
+
+/// `rows` generated Higgs-schema rows written as CSV in a fresh temporary directory: the directory (removed
+/// when dropped), the file, and its size in MiB.
+pub fn generated_csv(rows: usize) -> (tempfile::TempDir, PathBuf, f64) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let csv = dir.path().join("higgs.csv");
+    higgs::write_csv(&csv, rows, 42).expect("write csv");
+    let mib = fs::metadata(&csv).map_or(0.0, |m| m.len() as f64 / (1024.0 * 1024.0));
+    (dir, csv, mib)
+}
+
+/// Runs every batch of `df` to completion and drops it; returns the rows seen.
+pub async fn drain(df: DataFrame) -> usize {
+    let mut stream = df.execute_stream().await.expect("plan");
+    let mut rows = 0;
+    while let Some(batch) = stream.next().await {
+        rows += batch.expect("batch").num_rows();
+    }
+    rows
+}
+
+/// The baseline: one aggregate (`SUM` of each of the 30 feature columns) over the columns the pipeline reads.
+pub async fn bare_aggregate(df: &DataFrame) -> usize {
+    let sums: Vec<Expr> = higgs::FEATURES.iter().map(|f| sum(ident(*f)).alias(*f)).collect();
+    drain(df.clone().aggregate(vec![], sums).expect("aggregate")).await
+}
