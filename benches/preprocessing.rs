@@ -14,14 +14,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicIsize};
 use std::time::{Duration, Instant};
 
-use datafusion::logical_expr::ident;
-use datafusion::prelude::DataFrame;
 use hearth::datasets::higgs;
 use hearth::prelude::*;
 use mimalloc::MiMalloc;
 use prettytable::{Table, row};
 
-use common::{bare_aggregate, drain, generated_csv};
+use common::{bare_aggregate, fit_transform_drained, generated_csv};
 
 /// Runs of each job from CSV (about a second each) and from memory (tens of milliseconds each).
 const CSV_RUNS: usize = 5;
@@ -117,17 +115,6 @@ where
     [(best[0], baseline_peak), (best[1], job_peak)]
 }
 
-/// Fit and transform, running the transform to completion.
-async fn fit_and_transform(df: &DataFrame) -> usize {
-    let (_, transformed) = higgs::four_stage_preprocessing().fit_transform(df).await.expect("fit");
-    drain(
-        transformed
-            .select(vec![ident("features"), ident("label")])
-            .expect("select"),
-    )
-    .await
-}
-
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -145,12 +132,16 @@ async fn main() {
         "preprocessing benchmark: {rows} Higgs-schema rows ({csv_mib:.0} MiB of CSV), local[{partitions}], best of {CSV_RUNS} runs from CSV and {MEMORY_RUNS} from memory, each \
          job run in turn with its baseline\n"
     );
-    let [(csv_base, csv_base_mem), (csv_fit, csv_fit_mem)] =
-        measure(CSV_RUNS, || bare_aggregate(&from_csv), || fit_and_transform(&from_csv)).await;
+    let [(csv_base, csv_base_mem), (csv_fit, csv_fit_mem)] = measure(
+        CSV_RUNS,
+        || bare_aggregate(&from_csv),
+        || fit_transform_drained(&from_csv),
+    )
+    .await;
     let [(mem_base, mem_base_mem), (mem_fit, mem_fit_mem)] = measure(
         MEMORY_RUNS,
         || bare_aggregate(&in_memory),
-        || fit_and_transform(&in_memory),
+        || fit_transform_drained(&in_memory),
     )
     .await;
 

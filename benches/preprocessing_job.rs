@@ -27,7 +27,7 @@ use hearth::prelude::*;
 use prettytable::{Table, row};
 use serde_json::Value;
 
-use common::{bare_aggregate, drain, generated_csv};
+use common::{bare_aggregate, fit_transform_drained, generated_csv};
 
 /// Runs of each job, in turn; the fastest of each is reported.
 const RUNS: usize = 3;
@@ -62,17 +62,6 @@ async fn whole_job(df: &DataFrame, out: &Path) -> u64 {
         .expect("select");
     let writer = FrameWriter::new(OutputFormat::Parquet).mode(SaveMode::Overwrite);
     writer.save(features, out).await.expect("write").bytes
-}
-
-/// Fit and transform with the rows drained, nothing written.
-async fn fit_transform_drained(df: &DataFrame) -> usize {
-    let (_, transformed) = higgs::four_stage_preprocessing().fit_transform(df).await.expect("fit");
-    drain(
-        transformed
-            .select(vec![ident("features"), ident("label")])
-            .expect("select"),
-    )
-    .await
 }
 
 /// This process's peak resident memory, in MiB (Linux).

@@ -1,4 +1,5 @@
-//! What the preprocessing benchmarks share: the generated CSV, the bare scan they measure against, draining.
+//! What the preprocessing benchmarks share: the generated CSV, the bare scan they measure against, the fit +
+//! transform with its rows drained.
 
 use std::fs;
 use std::path::PathBuf;
@@ -27,6 +28,18 @@ pub async fn drain(df: DataFrame) -> usize {
         rows += batch.expect("batch").num_rows();
     }
     rows
+}
+
+/// Fits the four-stage pipeline and transforms the same rows, running the transform to completion with
+/// `features` and `label` drained unwritten.
+pub async fn fit_transform_drained(df: &DataFrame) -> usize {
+    let (_, transformed) = higgs::four_stage_preprocessing().fit_transform(df).await.expect("fit");
+    drain(
+        transformed
+            .select(vec![ident("features"), ident("label")])
+            .expect("select"),
+    )
+    .await
 }
 
 /// The baseline: one aggregate (`SUM` of each of the 30 feature columns) over the columns the pipeline reads.
