@@ -213,7 +213,7 @@ impl FrameWriter {
         let files = if exists && self.mode == SaveMode::Append {
             staging.append_into(dest, &staged)?
         } else {
-            staging.commit(dest, exists)?
+            staging.commit(dest, &staged, exists)?
         };
         sync(&parent).map_err(|e| error(format!("syncing its directory: {e}")))?;
         Ok(Written {
@@ -310,37 +310,18 @@ impl Staging {
         }
     }
 
-    /// Renames the staged directory to the destination, replacing what was there when `replace`.
-    fn commit(self, dest: &Path, replace: bool) -> Result<Vec<PathBuf>> {
+    /// Renames the staged directory to the destination, replacing what was there when `replace`; returns
+    /// the part files of `staged` at their new place.
+    fn commit(self, dest: &Path, staged: &[PathBuf], replace: bool) -> Result<Vec<PathBuf>> {
         let parent = self.path.parent().unwrap_or(Path::new("."));
-        let old = replace.then(|| sibling(parent, dest, "replaced"));
-        if let Some(old) = &old {
-            fs::rename(dest, old).map_err(|e| self.error(format!("moving the old output aside: {e}")))?;
-        }
-        if let Err(e) = fs::rename(&self.path, dest) {
-            if let Some(old) = &old {
-                let _ = fs::rename(old, dest);
-            }
-            return Err(self.error(format!("moving the written files into place: {e}")));
-        }
-        if let Some(old) = &old {
-            let removed = if old.is_dir() {
-                fs::remove_dir_all(old)
-            } else {
-                fs::remove_file(old)
-            };
-            if let Err(e) = removed {
-                log::warn!(
-                    "{}: removing the replaced output {}: {e}",
-                    dest.display(),
-                    old.display()
-                );
-            }
-        }
-        let files = part_files(dest).map_err(|e| self.error(format!("listing the written files: {e}")))?;
-        Ok(files
-            .into_iter()
-            .filter(|f| f.file_name() != Some(SUCCESS_FILE.as_ref()))
+        let aside = replace.then(|| sibling(parent, dest, "replaced"));
+        move_into_place(&self.path, dest, aside.as_deref())
+            .map_err(|e| self.error(format!("moving the written files into place: {e}")))?;
+        Ok(staged
+            .iter()
+            .filter_map(|file| file.file_name())
+            .filter(|name| *name != SUCCESS_FILE)
+            .map(|name| dest.join(name))
             .collect())
     }
 
@@ -371,6 +352,33 @@ impl Drop for Staging {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.path);
     }
+}
+
+/// Renames the complete directory `staged` to `dest`. With `aside`, what `dest` holds is renamed there first,
+/// put back if the move fails, and removed once the new one is in place: readers of `dest` see the old
+/// directory or the new one, never a mix.
+pub(crate) fn move_into_place(staged: &Path, dest: &Path, aside: Option<&Path>) -> std::io::Result<()> {
+    let aside = aside.filter(|_| fs::symlink_metadata(dest).is_ok());
+    if let Some(aside) = aside {
+        fs::rename(dest, aside)?;
+    }
+    if let Err(e) = fs::rename(staged, dest) {
+        if let Some(aside) = aside {
+            let _ = fs::rename(aside, dest);
+        }
+        return Err(e);
+    }
+    if let Some(aside) = aside {
+        let removed = if aside.is_dir() {
+            fs::remove_dir_all(aside)
+        } else {
+            fs::remove_file(aside)
+        };
+        if let Err(e) = removed {
+            log::warn!("{}: removing the replaced {}: {e}", dest.display(), aside.display());
+        }
+    }
+    Ok(())
 }
 
 /// A hidden name beside `dest` for what this write is `doing`, unique to this process and moment.

@@ -25,6 +25,7 @@ use super::table_functions::Trained;
 use crate::error::{HearthError, Result};
 use crate::feature::StringIndexerModel;
 use crate::pipeline::PipelineModel;
+use crate::write::move_into_place;
 
 /// The file of an entry that describes it.
 pub const ENTRY_FILE: &str = "catalog.json";
@@ -259,22 +260,9 @@ impl ModelCatalog {
             return Err(e);
         }
         let retired = self.dir.join(format!(".{}-replaced-{}", entry.name, now_ms()));
-        let had_old = target.exists();
-        if had_old {
-            fs::rename(&target, &retired).map_err(|e| {
-                let _ = fs::remove_dir_all(&staging);
-                persistence(&target, e)
-            })?;
-        }
-        if let Err(e) = fs::rename(&staging, &target) {
+        if let Err(e) = move_into_place(&staging, &target, Some(&retired)) {
             let _ = fs::remove_dir_all(&staging);
-            if had_old {
-                let _ = fs::rename(&retired, &target);
-            }
             return Err(persistence(&target, e));
-        }
-        if had_old {
-            let _ = fs::remove_dir_all(&retired);
         }
         let model = CatalogModel {
             entry: entry.clone(),
