@@ -1,7 +1,8 @@
 //! k-means in SQL, as BigQuery ML spells it: `CREATE MODEL … OPTIONS (model_type = 'kmeans', …)`,
 //! `ML.PREDICT`'s `centroid_id` and distances, `ML.EVALUATE`'s Davies–Bouldin index and mean squared
 //! distance (checked against a hand computation from the model's centers), `ML.CENTROIDS` in the columns'
-//! own units, `ML.TRAINING_INFO`, and the options k-means does or does not take.
+//! own units, `ML.TRAINING_INFO`, tuning `num_clusters` by the Davies–Bouldin index with `ML.TRIAL_INFO`, and
+//! the options k-means does or does not take.
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::concat_batches;
@@ -266,8 +267,20 @@ async fn kmeans_in_sql_clusters_strings_by_their_categories_and_names_what_it_do
             "option distance_type: expected 'euclidean' or 'cosine'",
         ),
         (
-            error("CREATE MODEL bad OPTIONS (model_type = 'kmeans', num_trials = 2) AS SELECT x FROM blobs").await,
-            "model_type 'kmeans' is not tuned",
+            error(
+                "CREATE MODEL bad OPTIONS (model_type = 'kmeans', num_trials = 2, \
+                 hparam_tuning_objectives = ['roc_auc']) AS SELECT x FROM blobs",
+            )
+            .await,
+            "\"roc_auc\" is not a metric of a k-means model; expected one of davies_bouldin_index, mean_squared_distance",
+        ),
+        (
+            error(
+                "CREATE MODEL bad OPTIONS (model_type = 'kmeans', num_trials = 2, \
+                 learn_rate = HPARAM_RANGE(0.001, 0.1)) AS SELECT x FROM blobs",
+            )
+            .await,
+            "option learn_rate: model_type 'kmeans' does not take it",
         ),
     ];
     for (message, expected) in cases {
@@ -302,4 +315,75 @@ async fn the_segments_example_puts_every_customer_in_one_of_four_segments() {
     for row in 0..4 {
         assert!((0.0..=1.0).contains(&float(&segments, "bad_share", row)));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tuning_num_clusters_keeps_the_lowest_davies_bouldin_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = blobs_session(dir.path()).await;
+    let created = one(&run_script(
+        &session,
+        "CREATE MODEL tuned OPTIONS (model_type = 'kmeans', seed = 1, num_trials = 4, max_parallel_trials = 2,
+           hparam_tuning_algorithm = 'grid_search', num_clusters = HPARAM_CANDIDATES([2, 3, 4, 5]))
+         AS SELECT x, y FROM blobs",
+    )
+    .await
+    .unwrap());
+    assert_eq!(
+        created
+            .column_by_name("training_rows")
+            .unwrap()
+            .as_primitive::<UInt64Type>()
+            .value(0),
+        90
+    );
+
+    let trials = one(&run_script(
+        &session,
+        "SELECT trial_id, hyperparameters.num_clusters AS k,
+                hparam_tuning_evaluation_metrics.davies_bouldin_index AS dbi, training_loss, eval_loss, is_optimal
+         FROM ML.TRIAL_INFO(MODEL tuned) ORDER BY trial_id",
+    )
+    .await
+    .unwrap());
+    assert_eq!(trials.num_rows(), 4);
+    let ks = trials.column_by_name("k").unwrap().as_primitive::<Int64Type>();
+    assert_eq!(
+        ks.values().to_vec(),
+        [2, 3, 4, 5],
+        "the grid in order, as whole numbers"
+    );
+    let dbi: Vec<f64> = (0..4).map(|row| float(&trials, "dbi", row)).collect();
+    let optimal = trials.column_by_name("is_optimal").unwrap().as_boolean();
+    let kept: Vec<usize> = (0..4).filter(|&row| optimal.value(row)).collect();
+    assert_eq!(kept, [1], "three blobs: k = 3 kept; Davies–Bouldin by k: {dbi:?}");
+    assert!(
+        dbi.iter().enumerate().all(|(row, d)| row == 1 || *d > dbi[1]),
+        "{dbi:?}"
+    );
+    assert!(
+        trials.column_by_name("eval_loss").unwrap().is_null(0),
+        "no held-out rows"
+    );
+    assert!(float(&trials, "training_loss", 1) > 0.0);
+
+    // The kept model has three centroids, and its training figures are the kept trial's.
+    let centroids = one(&run_script(
+        &session,
+        "SELECT count(DISTINCT centroid_id) AS n FROM ML.CENTROIDS(MODEL tuned)",
+    )
+    .await
+    .unwrap());
+    assert_eq!(centroids.column(0).as_primitive::<Int64Type>().value(0), 3);
+    let evaluated = one(&run_script(&session, "SELECT * FROM ML.EVALUATE(MODEL tuned)")
+        .await
+        .unwrap());
+    assert!((float(&evaluated, "davies_bouldin_index", 0) - dbi[1]).abs() < 1e-12);
+    let again = one(&run_script(
+        &session,
+        "SELECT * FROM ML.EVALUATE(MODEL tuned, (SELECT x, y FROM blobs))",
+    )
+    .await
+    .unwrap());
+    assert!((float(&again, "davies_bouldin_index", 0) - dbi[1]).abs() < 1e-9);
 }

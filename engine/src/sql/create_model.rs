@@ -4,6 +4,7 @@
 //! the catalog with the held-out rows. With `num_trials`, the preprocessing is fitted once and each trial's
 //! estimator after it (see [`hparams`](super::hparams) and [`trials`](super::trials)); the best trial is kept.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -20,7 +21,7 @@ use super::options::{ClassWeights, DataSplit, ModelOptions, ModelType};
 use super::parser::CreateModel;
 use super::table_functions::Trained;
 use super::transform::{TransformPlan, plan_transform};
-use super::trials::{TRIALS_FILE, TrialInputs, TrialsRecord, check_objective, run_trials};
+use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, check_objective, run_trials};
 use crate::error::{HearthError, Result};
 use crate::feature::{OneHotEncoder, StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
 use crate::frame::DataFrameExt;
@@ -78,7 +79,7 @@ pub struct BestTrial {
 }
 
 impl BestTrial {
-    fn of(record: &TrialsRecord) -> Option<Self> {
+    pub(super) fn of(record: &TrialsRecord) -> Option<Self> {
         let best = record.trials.iter().find(|t| t.is_optimal)?;
         Some(Self {
             trial_id: best.trial_id,
@@ -101,16 +102,10 @@ pub(super) fn invalid(param: &'static str, message: impl Into<String>) -> Hearth
 pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
     let (fixed, tuning) = split_tuning(&create.options)?;
     let options = ModelOptions::from_sql(&fixed)?;
-    if tuning.is_some() && !options.model_type.is_network() {
-        return Err(invalid(
-            "OPTIONS",
-            "option num_trials: hearth tunes networks; model_type 'kmeans' is not tuned",
-        ));
-    }
     // Every trial's options are read before anything trains, so a bad candidate fails the statement at once.
     let trials: Vec<(TrialValues, ModelOptions)> = match &tuning {
         Some(tuning) => {
-            check_objective(tuning, options.model_type.is_classifier())?;
+            check_objective(tuning, Scoring::of(options.model_type))?;
             for values in tuning.every_value() {
                 ModelOptions::from_sql(&with_values(&fixed, &values))?;
             }
@@ -148,7 +143,8 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     let started = Instant::now();
     let input = session.plan_query(&create.query).await?;
     if !options.model_type.is_network() {
-        return create_kmeans(session, create, &options, &input, started).await;
+        let tuning = tuning.as_ref().map(|tuning| (tuning, trials));
+        return create_kmeans(session, create, &options, &input, tuning, started).await;
     }
     let label_type = label_type(&input, &options)?;
     let transform = match &create.transform {
@@ -236,21 +232,15 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
                 session,
                 preprocessing: &preprocessing,
                 train: &train,
-                held_out,
+                scored_on: held_out,
                 entry: &entry,
+                scoring: Scoring::of(options.model_type),
             };
             let tuned = run_trials(inputs, tuning, trials, |options| {
                 estimator(options, label_index, labels.as_deref())
             })
             .await?;
-            // The options the kept model trained with, and how it was tuned.
-            entry.options = tuned.options.written.clone();
-            for option in &create.options {
-                if let SqlOption::KeyValue { key, value } = option {
-                    let name = key.value.to_ascii_lowercase();
-                    entry.options.entry(name).or_insert_with(|| value.to_string());
-                }
-            }
+            entry.options = kept_options(&tuned.options, create);
             (tuned.model, Some(tuned.record))
         }
     };
@@ -293,6 +283,18 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         entry: Some(entry),
         best_trial: tuned.as_ref().and_then(BestTrial::of),
     })
+}
+
+/// The options a tuned model's kept trial trained with, and how it was tuned (as the statement wrote it).
+pub(super) fn kept_options(trained_with: &ModelOptions, create: &CreateModel) -> BTreeMap<String, String> {
+    let mut options = trained_with.written.clone();
+    for option in &create.options {
+        if let SqlOption::KeyValue { key, value } = option {
+            let name = key.value.to_ascii_lowercase();
+            options.entry(name).or_insert_with(|| value.to_string());
+        }
+    }
+    options
 }
 
 pub(super) fn list_text(items: &[SelectItem]) -> String {
@@ -529,7 +531,7 @@ fn weighted<A: Architecture>(classifier: Classifier<A>, weights: Option<Vec<f64>
 }
 
 /// Writes `value` as pretty JSON.
-fn write_json(file: &Path, value: &impl serde::Serialize) -> Result<()> {
+pub(super) fn write_json(file: &Path, value: &impl serde::Serialize) -> Result<()> {
     let failed = |e: &dyn std::fmt::Display| HearthError::Persistence {
         path: file.to_path_buf(),
         message: e.to_string(),

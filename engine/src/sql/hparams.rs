@@ -2,7 +2,8 @@
 //! `max_parallel_trials`, `hparam_tuning_algorithm` and `hparam_tuning_objectives`, and option values given as
 //! `HPARAM_RANGE(min, max)` or `HPARAM_CANDIDATES([…])`. A trial is the statement's options with one value for
 //! every tuned option — drawn at random (`'random_search'`, the default) or taken in turn from the candidates'
-//! grid (`'grid_search'`).
+//! grid (`'grid_search'`). k-means tunes `num_clusters` (by default over 2 to 10), keeping the model with the
+//! lowest Davies–Bouldin index.
 //!
 //! ```sql
 //! CREATE MODEL m OPTIONS (model_type = 'dnn_classifier', input_label_cols = ['y'],
@@ -78,7 +79,7 @@ pub(crate) struct Tuning {
 pub(crate) type TrialValues = Vec<(String, Expr)>;
 
 /// The options a range may tune, and how it is drawn.
-const RANGES: [(&str, Scale); 9] = [
+const RANGES: [(&str, Scale); 10] = [
     ("learn_rate", Scale::Log),
     ("l2_reg", Scale::Log),
     ("elastic_learn_rate", Scale::Log),
@@ -88,6 +89,7 @@ const RANGES: [(&str, Scale); 9] = [
     ("batch_size", Scale::Whole),
     ("max_iterations", Scale::Whole),
     ("communication_window", Scale::Whole),
+    ("num_clusters", Scale::Whole),
 ];
 
 /// The options candidates may tune: the ranges' and the choices.
@@ -223,20 +225,29 @@ fn tunable() -> String {
         .join(", ")
 }
 
-/// What `num_trials` tunes when no option is given as `HPARAM_…`: the rate and, for networks with hidden
-/// layers, the dropout (for logistic regression, the L2 penalty) — unless the statement fixes them.
+/// What `num_trials` tunes when no option is given as `HPARAM_…`: k-means' `num_clusters` from 2 to 10; a
+/// network's rate and, for networks with hidden layers, the dropout (for logistic regression, the L2 penalty)
+/// — unless the statement fixes them.
 fn default_spaces(model_type: &str, fixed: &[SqlOption]) -> Vec<(String, Space)> {
     let given = |option: &str| {
         fixed
             .iter()
             .any(|o| matches!(o, SqlOption::KeyValue { key, .. } if key.value.eq_ignore_ascii_case(option)))
     };
-    let second = if model_type.eq_ignore_ascii_case("logistic_reg") {
-        ("l2_reg", 0.0, 0.1, Scale::Linear)
+    let spaces = if model_type.eq_ignore_ascii_case("kmeans") {
+        vec![("num_clusters", 2.0, 10.0, Scale::Whole)]
+    } else if model_type.eq_ignore_ascii_case("logistic_reg") {
+        vec![
+            ("learn_rate", 1e-4, 1e-2, Scale::Log),
+            ("l2_reg", 0.0, 0.1, Scale::Linear),
+        ]
     } else {
-        ("dropout", 0.0, 0.5, Scale::Linear)
+        vec![
+            ("learn_rate", 1e-4, 1e-2, Scale::Log),
+            ("dropout", 0.0, 0.5, Scale::Linear),
+        ]
     };
-    [("learn_rate", 1e-4, 1e-2, Scale::Log), second]
+    spaces
         .into_iter()
         .filter(|(option, ..)| !given(option))
         .map(|(option, min, max, scale)| (option.to_string(), Space::Range { min, max, scale }))
@@ -278,17 +289,24 @@ pub(crate) fn split_tuning(options: &[SqlOption]) -> Result<(Vec<SqlOption>, Opt
                 });
             }
             "hparam_tuning_objectives" => {
-                let Expr::Array(array) = value else {
-                    return Err(invalid(
-                        &name,
-                        format!("expected a list of one metric, e.g. ['roc_auc'], got {value}"),
-                    ));
-                };
-                let [metric] = array.elem.as_slice() else {
-                    return Err(invalid(
-                        &name,
-                        "hearth tunes for one objective; give a list of one metric",
-                    ));
+                // A list of one metric, or (as k-means' page spells it) the metric alone.
+                let metric = match value {
+                    Expr::Array(array) => match array.elem.as_slice() {
+                        [metric] => metric,
+                        _ => {
+                            return Err(invalid(
+                                &name,
+                                "hearth tunes for one objective; give a list of one metric",
+                            ));
+                        }
+                    },
+                    Expr::Value(_) => value,
+                    _ => {
+                        return Err(invalid(
+                            &name,
+                            format!("expected a list of one metric, e.g. ['roc_auc'], got {value}"),
+                        ));
+                    }
                 };
                 objective = Some(metric.to_string().trim_matches('\'').to_ascii_lowercase());
             }
@@ -502,6 +520,23 @@ mod tests {
             split_tuning(&options("model_type = 'dnn_classifier', num_trials = 2, dropout = 0.1")).unwrap();
         let names: Vec<String> = tuning.unwrap().spaces.into_iter().map(|(name, _)| name).collect();
         assert_eq!(names, ["learn_rate"]);
+        let (_, kmeans) = split_tuning(&options(
+            "model_type = 'kmeans', num_trials = 4, hparam_tuning_objectives = 'DAVIES_BOULDIN_INDEX'",
+        ))
+        .unwrap();
+        let kmeans = kmeans.unwrap();
+        assert_eq!(kmeans.objective.as_deref(), Some("davies_bouldin_index"));
+        assert_eq!(
+            kmeans.spaces,
+            [(
+                "num_clusters".to_string(),
+                Space::Range {
+                    min: 2.0,
+                    max: 10.0,
+                    scale: Scale::Whole
+                }
+            )]
+        );
         assert!(
             split_tuning(&options("model_type = 'dnn_classifier'"))
                 .unwrap()

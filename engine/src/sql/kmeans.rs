@@ -25,13 +25,15 @@ use serde::{Deserialize, Serialize};
 
 use super::catalog::{CatalogModel, ModelEntry, now_ms};
 use super::create_model::{
-    CreatedModel, FEATURES, NUMBERS, SCALED_NUMBERS, automatic_transform, invalid, list_text, one_hot_column,
+    BestTrial, CreatedModel, FEATURES, NUMBERS, SCALED_NUMBERS, automatic_transform, invalid, kept_options, list_text,
+    one_hot_column, write_json,
 };
+use super::hparams::{TrialValues, Tuning};
 use super::literal_rows;
 use super::options::ModelOptions;
 use super::parser::CreateModel;
 use super::transform::plan_transform;
-use super::trials::metric_value;
+use super::trials::{Scoring, TRIALS_FILE, TrialInputs, metric_value, run_trials};
 use crate::clustering::{KMEANS_COST, KMeans, KMeansModel};
 use crate::error::{HearthError, Result};
 use crate::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel, VectorAssembler};
@@ -43,12 +45,15 @@ use crate::udf::args::f64_list_literal;
 /// The column the fitted pipeline writes each row's cluster (0-based) to.
 const CLUSTER: &str = "__cluster";
 
-/// Fits and saves a k-means `CREATE MODEL`.
+/// Fits and saves a k-means `CREATE MODEL`; with `tuning`, one model per trial's options (the preprocessing
+/// fitted once), the one with the lowest Davies–Bouldin index on the training rows kept (BigQuery ML's
+/// objective for k-means).
 pub(super) async fn create_kmeans(
     session: &Session,
     create: &CreateModel,
     options: &ModelOptions,
     input: &DataFrame,
+    tuning: Option<(&Tuning, Vec<(TrialValues, ModelOptions)>)>,
     started: Instant,
 ) -> Result<CreatedModel> {
     let transform = match &create.transform {
@@ -66,22 +71,7 @@ pub(super) async fn create_kmeans(
             .output_col(FEATURES)
             .into(),
     );
-    stages.push(
-        KMeans::new()
-            .features_col(FEATURES)
-            .prediction_col(CLUSTER)
-            .k(options.num_clusters)
-            .max_iter(options.epochs)
-            .tol(options.tol)
-            .init_mode(options.kmeans_init.as_str())
-            .distance_measure(options.distance.as_str())
-            .seed(options.seed as i64)
-            .into(),
-    );
-    let model = Pipeline::from_stages(stages).fit(input).await?;
-    let kmeans = fitted(&model).ok_or_else(|| invalid("model_type", "the pipeline did not end with k-means"))?;
-    let summary = kmeans.summary().cloned();
-    let entry = ModelEntry {
+    let mut entry = ModelEntry {
         name: create.name.clone(),
         model_type: options.model_type.to_string(),
         label: String::new(),
@@ -94,30 +84,69 @@ pub(super) async fn create_kmeans(
         options: options.written.clone(),
         transform: create.transform.as_ref().map(|items| list_text(items)),
         query: Some(create.query.to_string()),
-        training_rows: summary.as_ref().map_or(0, |s| s.cluster_sizes.iter().sum()),
+        training_rows: 0,
         evaluation_rows: 0,
-        training_seconds: started.elapsed().as_secs_f64(),
-        created_ms: now_ms(),
+        training_seconds: 0.0,
+        created_ms: 0,
     };
-    // The training rows' figures, kept for ML.EVALUATE(MODEL m) without rows.
+    let (model, tuned) = match tuning {
+        None => {
+            stages.push(estimator(options).into());
+            (Pipeline::from_stages(stages).fit(input).await?, None)
+        }
+        Some((tuning, trials)) => {
+            let preprocessing = Pipeline::from_stages(stages).fit(input).await?;
+            let inputs = TrialInputs {
+                session,
+                preprocessing: &preprocessing,
+                train: input,
+                scored_on: input,
+                entry: &entry,
+                scoring: Scoring::Clustering,
+            };
+            let tuned = run_trials(inputs, tuning, trials, |options| Ok(estimator(options).into())).await?;
+            entry.options = kept_options(&tuned.options, create);
+            (tuned.model, Some(tuned.record))
+        }
+    };
+    let kmeans = fitted(&model).ok_or_else(|| invalid("model_type", "the pipeline did not end with k-means"))?;
+    let summary = kmeans.summary().cloned();
+    entry.training_rows = summary.as_ref().map_or(0, |s| s.cluster_sizes.iter().sum());
+    entry.training_seconds = started.elapsed().as_secs_f64();
+    entry.created_ms = now_ms();
+    // The training rows' figures, kept for ML.EVALUATE(MODEL m) without rows: the kept trial's score, or
+    // computed now.
+    let best = tuned
+        .as_ref()
+        .and_then(|record| record.trials.iter().find(|t| t.is_optimal));
     let scored = CatalogModel {
         entry: entry.clone(),
         pipeline: model,
         dir: Default::default(),
     };
-    let figures = DataFrame::new(session.ctx.state(), evaluate(&scored, input.clone())?)
-        .collect()
-        .await?;
-    let figures = TrainingFigures {
-        davies_bouldin_index: metric_value(&figures, "davies_bouldin_index"),
-        mean_squared_distance: metric_value(&figures, "mean_squared_distance"),
+    let figures = match best {
+        Some(trial) => TrainingFigures {
+            davies_bouldin_index: trial.metrics.get("davies_bouldin_index").copied(),
+            mean_squared_distance: trial.metrics.get("mean_squared_distance").copied(),
+        },
+        None => {
+            let rows = DataFrame::new(session.ctx.state(), evaluate(&scored, input.clone())?)
+                .collect()
+                .await?;
+            TrainingFigures {
+                davies_bouldin_index: metric_value(&rows, "davies_bouldin_index"),
+                mean_squared_distance: metric_value(&rows, "mean_squared_distance"),
+            }
+        }
     };
     let model = scored.pipeline;
     let catalog = session.models();
     catalog.save(&entry, &model, create.or_replace, |dir| {
-        let file = dir.join(TRAINING_FIGURES_FILE);
-        let text = serde_json::to_string_pretty(&figures).map_err(|e| persistence(&file, e))?;
-        std::fs::write(&file, text + "\n").map_err(|e| persistence(&file, e))
+        write_json(&dir.join(TRAINING_FIGURES_FILE), &figures)?;
+        match &tuned {
+            Some(record) => write_json(&dir.join(TRIALS_FILE), record),
+            None => Ok(()),
+        }
     })?;
     Ok(CreatedModel {
         name: create.name.clone(),
@@ -126,8 +155,21 @@ pub(super) async fn create_kmeans(
         attempts: None,
         path: catalog.dir().join(&create.name),
         entry: Some(entry),
-        best_trial: None,
+        best_trial: tuned.as_ref().and_then(BestTrial::of),
     })
+}
+
+/// Spark's [`KMeans`] with a statement's options.
+fn estimator(options: &ModelOptions) -> KMeans {
+    KMeans::new()
+        .features_col(FEATURES)
+        .prediction_col(CLUSTER)
+        .k(options.num_clusters)
+        .max_iter(options.epochs)
+        .tol(options.tol)
+        .init_mode(options.kmeans_init.as_str())
+        .distance_measure(options.distance.as_str())
+        .seed(options.seed as i64)
 }
 
 /// The file of a k-means entry holding its training rows' figures.

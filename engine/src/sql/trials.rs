@@ -1,7 +1,8 @@
 //! The trials of a tuned `CREATE MODEL`: each trial's estimator fitted after the preprocessing all trials
-//! share (fitted once), `max_parallel_trials` at a time — each its own barrier stage — and scored on the held-out
-//! rows with `ML.EVALUATE`'s metrics; the best by the objective becomes the model, every trial is kept in the
-//! model's `trials.json` and shown by `ML.TRIAL_INFO(MODEL m)`.
+//! share (fitted once), `max_parallel_trials` at a time — a network's each its own barrier stage — and scored
+//! with `ML.EVALUATE`'s metrics (a network's on the held-out rows, k-means' on the training rows, as BigQuery
+//! ML scores them); the best by the objective becomes the model, every trial is kept in the model's
+//! `trials.json` and shown by `ML.TRIAL_INFO(MODEL m)`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,8 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use super::catalog::{CatalogModel, ModelEntry};
 use super::hparams::{TrialValues, Tuning};
+use super::kmeans;
 use super::literal_rows;
-use super::options::ModelOptions;
+use super::options::{ModelOptions, ModelType};
 use super::table_functions::{Trained, evaluate};
 use crate::error::{HearthError, Result};
 use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
@@ -45,6 +47,58 @@ const REGRESSOR_METRICS: [(&str, &str, bool); 4] = [
     ("mean_squared_error", "mse", false),
     ("explained_variance", "var", true),
 ];
+const CLUSTERING_METRICS: [(&str, &str, bool); 2] = [
+    ("davies_bouldin_index", "davies_bouldin_index", false),
+    ("mean_squared_distance", "mean_squared_distance", false),
+];
+
+/// How a model type's trials are scored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scoring {
+    /// `ML.EVALUATE`'s classification metrics on the held-out rows.
+    Classifier,
+    /// `ML.EVALUATE`'s regression metrics on the held-out rows.
+    Regressor,
+    /// k-means' `ML.EVALUATE` (Davies–Bouldin index, mean squared distance) on the training rows.
+    Clustering,
+}
+
+impl Scoring {
+    /// How `model_type`'s trials are scored.
+    pub(crate) fn of(model_type: ModelType) -> Self {
+        match model_type {
+            ModelType::KMeans => Scoring::Clustering,
+            kind if kind.is_classifier() => Scoring::Classifier,
+            _ => Scoring::Regressor,
+        }
+    }
+
+    /// The metrics: BigQuery ML's name, the column of `ML.EVALUATE`, whether larger is better.
+    fn metrics(self) -> &'static [(&'static str, &'static str, bool)] {
+        match self {
+            Scoring::Classifier => &CLASSIFIER_METRICS,
+            Scoring::Regressor => &REGRESSOR_METRICS,
+            Scoring::Clustering => &CLUSTERING_METRICS,
+        }
+    }
+
+    fn model_kind(self) -> &'static str {
+        match self {
+            Scoring::Classifier => "classifier",
+            Scoring::Regressor => "regressor",
+            Scoring::Clustering => "k-means model",
+        }
+    }
+
+    /// The metric `ML.TRIAL_INFO` shows as a trial's `eval_loss`, when there are held-out rows.
+    fn eval_loss(self) -> Option<&'static str> {
+        match self {
+            Scoring::Classifier => Some("log_loss"),
+            Scoring::Regressor => Some("mean_squared_error"),
+            Scoring::Clustering => None,
+        }
+    }
+}
 
 /// One trial, as `trials.json` keeps it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,11 +107,11 @@ pub struct TrialRecord {
     pub trial_id: usize,
     /// The tuned options' values, as SQL.
     pub hyperparameters: BTreeMap<String, String>,
-    /// The held-out rows' metrics, by BigQuery ML's names (empty when the trial failed).
+    /// The metrics it was scored by, by BigQuery ML's names (empty when the trial failed).
     pub metrics: BTreeMap<String, f64>,
-    /// The last epoch's mean training loss.
+    /// The last epoch's mean training loss; a k-means model's mean squared distance.
     pub training_loss: Option<f64>,
-    /// The held-out rows' loss: log loss for a classifier, mean squared error for a regressor.
+    /// The held-out rows' loss: log loss for a classifier, mean squared error for a regressor; none for k-means.
     pub eval_loss: Option<f64>,
     /// `SUCCEEDED` or `FAILED`.
     pub status: String,
@@ -99,27 +153,18 @@ fn invalid(message: impl Into<String>) -> HearthError {
     }
 }
 
-/// The metrics a model type is scored by.
-fn metrics_of(classifier: bool) -> &'static [(&'static str, &'static str, bool)] {
-    if classifier {
-        &CLASSIFIER_METRICS
-    } else {
-        &REGRESSOR_METRICS
-    }
-}
-
 /// Checks `hparam_tuning_objectives` names a metric of the model type, before anything trains.
-pub(crate) fn check_objective(tuning: &Tuning, classifier: bool) -> Result<()> {
+pub(crate) fn check_objective(tuning: &Tuning, scoring: Scoring) -> Result<()> {
     let Some(objective) = &tuning.objective else {
         return Ok(());
     };
-    let metrics = metrics_of(classifier);
+    let metrics = scoring.metrics();
     if metrics.iter().any(|(name, ..)| name == objective) {
         return Ok(());
     }
     Err(invalid(format!(
         "option hparam_tuning_objectives: {objective:?} is not a metric of a {}; expected one of {}",
-        if classifier { "classifier" } else { "regressor" },
+        scoring.model_kind(),
         metrics.iter().map(|(name, ..)| *name).collect::<Vec<_>>().join(", ")
     )))
 }
@@ -130,10 +175,12 @@ pub(crate) struct TrialInputs<'a> {
     /// The preprocessing every trial shares, fitted once on the training rows.
     pub preprocessing: &'a PipelineModel,
     pub train: &'a DataFrame,
-    /// The held-out rows the trials are scored on.
-    pub held_out: &'a DataFrame,
+    /// The rows the trials are scored on: held out from training, or (k-means) the training rows.
+    pub scored_on: &'a DataFrame,
     /// The model's entry as far as scoring needs it (inputs, label, label index).
     pub entry: &'a ModelEntry,
+    /// How the trials are scored.
+    pub scoring: Scoring,
 }
 
 /// Runs every trial, `max_parallel_trials` at once, and keeps the best by the objective. A trial that fails
@@ -162,7 +209,7 @@ pub(crate) async fn run_trials(
         .await;
     outcomes.sort_by_key(|(index, ..)| *index);
 
-    let classifier = inputs.entry.classifier;
+    let scoring = inputs.scoring;
     let succeeded: Vec<&BTreeMap<String, f64>> = outcomes
         .iter()
         .filter_map(|(.., outcome)| outcome.as_ref().ok().map(|(_, m)| m))
@@ -183,11 +230,16 @@ pub(crate) async fn run_trials(
             )));
         }
         Some(name) => name.clone(),
-        None if !classifier => "r2_score".to_string(),
-        None if first_scores.contains_key("roc_auc") => "roc_auc".to_string(),
-        None => "f1_score".to_string(),
+        None => match scoring {
+            Scoring::Clustering => "davies_bouldin_index",
+            Scoring::Regressor => "r2_score",
+            Scoring::Classifier if first_scores.contains_key("roc_auc") => "roc_auc",
+            Scoring::Classifier => "f1_score",
+        }
+        .to_string(),
     };
-    let larger = metrics_of(classifier)
+    let larger = scoring
+        .metrics()
         .iter()
         .find(|(name, ..)| *name == objective)
         .is_none_or(|(.., larger)| *larger);
@@ -210,7 +262,11 @@ pub(crate) async fn run_trials(
             .collect();
         let (metrics, training_loss, error_message) = match outcome {
             Ok((pipeline, metrics)) => {
-                let loss = Trained::of(&pipeline).and_then(|t| t.history().last()).map(|e| e.loss);
+                let loss = match scoring {
+                    // k-means is scored on its training rows: their mean squared distance is its loss.
+                    Scoring::Clustering => metrics.get("mean_squared_distance").copied(),
+                    _ => Trained::of(&pipeline).and_then(|t| t.history().last()).map(|e| e.loss),
+                };
                 if index == best {
                     model = Some(pipeline);
                 }
@@ -218,9 +274,7 @@ pub(crate) async fn run_trials(
             }
             Err(error) => (BTreeMap::new(), None, Some(error.to_string())),
         };
-        let eval_loss = metrics
-            .get(if classifier { "log_loss" } else { "mean_squared_error" })
-            .copied();
+        let eval_loss = scoring.eval_loss().and_then(|name| metrics.get(name).copied());
         records.push(TrialRecord {
             trial_id: index + 1,
             hyperparameters,
@@ -259,7 +313,7 @@ fn describe(values: &TrialValues) -> String {
 /// A trial's fitted pipeline and its held-out metrics by BigQuery ML's names.
 type Scored = (PipelineModel, BTreeMap<String, f64>);
 
-/// One trial: its estimator fitted after the shared preprocessing, scored on the held-out rows.
+/// One trial: its estimator fitted after the shared preprocessing, scored.
 async fn trial(inputs: &TrialInputs<'_>, estimator: PipelineStage) -> Result<Scored> {
     let mut stages: Vec<PipelineStage> = inputs
         .preprocessing
@@ -274,9 +328,14 @@ async fn trial(inputs: &TrialInputs<'_>, estimator: PipelineStage) -> Result<Sco
         pipeline,
         dir: Default::default(),
     };
-    let plan = evaluate(&scored, inputs.held_out.clone())?;
+    let plan = match inputs.scoring {
+        Scoring::Clustering => kmeans::evaluate(&scored, inputs.scored_on.clone())?,
+        _ => evaluate(&scored, inputs.scored_on.clone())?,
+    };
     let rows = DataFrame::new(inputs.session.ctx.state(), plan).collect().await?;
-    let metrics = metrics_of(inputs.entry.classifier)
+    let metrics = inputs
+        .scoring
+        .metrics()
         .iter()
         .filter_map(|(name, column, _)| Some((name.to_string(), metric_value(&rows, column)?)))
         .collect();
@@ -309,17 +368,26 @@ pub(crate) fn trial_info(model: &CatalogModel) -> Result<LogicalPlan> {
     trial_rows(&record)
 }
 
-/// The hyperparameters' SQL text as shown: numbers as numbers when every trial's value of an option is one,
-/// quoted strings without their quotes.
+/// The hyperparameters' SQL text as shown: whole numbers as `INT64` (BigQuery's type for `num_clusters`,
+/// `batch_size`) and other numbers as `FLOAT64` when every trial's value of an option is one, quoted strings
+/// without their quotes.
 fn hyperparameter_types(record: &TrialsRecord) -> BTreeMap<&str, DataType> {
     let mut types = BTreeMap::new();
     for trial in &record.trials {
         for (name, value) in &trial.hyperparameters {
-            let numeric = value.parse::<f64>().is_ok();
-            let entry = types.entry(name.as_str()).or_insert(DataType::Float64);
-            if !numeric {
-                *entry = DataType::Utf8;
-            }
+            let seen = if value.parse::<i64>().is_ok() {
+                DataType::Int64
+            } else if value.parse::<f64>().is_ok() {
+                DataType::Float64
+            } else {
+                DataType::Utf8
+            };
+            let entry = types.entry(name.as_str()).or_insert(DataType::Int64);
+            *entry = match (&*entry, seen) {
+                (DataType::Utf8, _) | (_, DataType::Utf8) => DataType::Utf8,
+                (DataType::Float64, _) | (_, DataType::Float64) => DataType::Float64,
+                _ => DataType::Int64,
+            };
         }
     }
     types
@@ -344,6 +412,7 @@ fn trial_rows(record: &TrialsRecord) -> Result<LogicalPlan> {
         for (name, data_type) in &types {
             let text = trial.hyperparameters.get(*name);
             let value = match data_type {
+                DataType::Int64 => ScalarValue::Int64(text.and_then(|t| t.parse().ok())),
                 DataType::Float64 => ScalarValue::Float64(text.and_then(|t| t.parse().ok())),
                 _ => ScalarValue::Utf8(text.map(|t| t.trim_matches('\'').to_string())),
             };
@@ -400,6 +469,7 @@ mod tests {
         let trial = |id: usize, rate: &str, auc: Option<f64>| TrialRecord {
             trial_id: id,
             hyperparameters: BTreeMap::from([
+                ("batch_size".to_string(), (16 * id).to_string()),
                 ("learn_rate".to_string(), rate.to_string()),
                 ("optimizer".to_string(), "'adam'".to_string()),
             ]),
@@ -418,7 +488,7 @@ mod tests {
             algorithm: "random_search".to_string(),
             objective: "roc_auc".to_string(),
             larger_is_better: true,
-            trials: vec![trial(1, "0.001", Some(0.9)), trial(2, "0.01", None)],
+            trials: vec![trial(1, "0.001", Some(0.9)), trial(2, "1", None)],
         };
         let plan = trial_rows(&record).unwrap();
         let schema = plan.schema();
@@ -429,7 +499,9 @@ mod tests {
         let DataType::Struct(fields) = hyperparameters else {
             panic!("{hyperparameters}")
         };
-        assert_eq!(fields[0].data_type(), &DataType::Float64);
-        assert_eq!(fields[1].data_type(), &DataType::Utf8);
+        // batch_size always whole; learn_rate 0.001 in one trial and 1 in the other.
+        assert_eq!(fields[0].data_type(), &DataType::Int64);
+        assert_eq!(fields[1].data_type(), &DataType::Float64);
+        assert_eq!(fields[2].data_type(), &DataType::Utf8);
     }
 }
