@@ -44,6 +44,7 @@
 pub mod attribute;
 pub mod ballista;
 pub mod barrier;
+pub mod cache;
 pub mod clustering;
 pub mod codec;
 pub mod display;

@@ -59,9 +59,22 @@ async fn fit_transform_equals_fit_then_transform_with_or_without_caching() {
     let df = credit(&session).await;
     let (model, fitted_output) = credit_pipeline().fit_transform(&df).await.unwrap();
     let uncached = credit_pipeline().cache_input(false).fit(&df).await.unwrap();
+    // A memory limit of 0 bytes: the parsed input cached on local disk instead.
+    let (on_disk, on_disk_output) = credit_pipeline()
+        .cache_memory_limit(0)
+        .fit_transform(&df)
+        .await
+        .unwrap();
     let direct = vectors(&model.transform(&df).unwrap(), "features").await;
     assert_eq!(vectors(&fitted_output, "features").await, direct);
     assert_eq!(vectors(&uncached.transform(&df).unwrap(), "features").await, direct);
+    assert_eq!(vectors(&on_disk.transform(&df).unwrap(), "features").await, direct);
+    let mut from_disk = vectors(&on_disk_output, "features").await;
+    let mut expected = direct.clone();
+    // Partitions read back from disk in the order they were cached, which need not be the scan's.
+    from_disk.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    expected.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(from_disk, expected);
 }
 
 #[tokio::test]

@@ -19,7 +19,9 @@ pub use persist::{
 };
 pub use stage::{EstimatorStage, PipelineStage};
 
+use crate::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, cache};
 use crate::error::{HearthError, Result};
+use crate::master::{Master, SessionInfo};
 use crate::params::new_uid;
 use crate::stage::{Estimator, Stage, Transformer};
 use persist::{Document, load_entries, read_document, save_stage_data, stage_entries, write_document};
@@ -31,7 +33,7 @@ pub(crate) fn reads_files(plan: &LogicalPlan) -> bool {
     let _ = plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node {
             let in_memory = source_as_provider(&scan.source)
-                .map(|provider| provider.is::<MemTable>())
+                .map(|provider| provider.is::<MemTable>() || provider.is::<CachedTable>())
                 .unwrap_or(false);
             files |= !in_memory;
         }
@@ -44,8 +46,10 @@ pub(crate) fn reads_files(plan: &LogicalPlan) -> bool {
 /// as transformed by the stages before it; stages after the last estimator are not fitted on, and the data is
 /// never transformed by the last estimator's model during fitting. No stages gives an identity model.
 ///
-/// When two or more estimators need data read from files, `fit` materialises the input in memory once so a
-/// file is parsed once, not once per estimator (turn off with [`Pipeline::cache_input`]).
+/// When two or more estimators need data read from files, `fit` caches the input so a file is parsed once,
+/// not once per estimator (turn off with [`Pipeline::cache_input`]): on a `local[N]` session as Spark's
+/// `persist(MEMORY_AND_DISK)` does — in memory up to [`Pipeline::cache_memory_limit`], the rest on local
+/// disk ([`cache`](crate::cache)) — and on a fleet in the driver's memory.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -67,6 +71,7 @@ pub struct Pipeline {
     uid: String,
     stages: Vec<PipelineStage>,
     cache_input: bool,
+    cache_memory_limit: usize,
 }
 
 impl Default for Pipeline {
@@ -82,6 +87,7 @@ impl Pipeline {
             uid: new_uid("Pipeline"),
             stages: Vec::new(),
             cache_input: true,
+            cache_memory_limit: DEFAULT_MEMORY_BUDGET,
         }
     }
 
@@ -102,6 +108,13 @@ impl Pipeline {
         self
     }
 
+    /// How many bytes of a cached input a `local[N]` session holds in memory before it writes the rest to
+    /// local disk (default [`DEFAULT_MEMORY_BUDGET`], 1 GiB).
+    pub fn cache_memory_limit(mut self, bytes: usize) -> Self {
+        self.cache_memory_limit = bytes;
+        self
+    }
+
     /// The stages.
     pub fn stages(&self) -> &[PipelineStage] {
         &self.stages
@@ -119,7 +132,11 @@ impl Pipeline {
         let last_estimator = self.stages.iter().rposition(PipelineStage::is_estimator);
         let estimators = self.stages.iter().filter(|s| s.is_estimator()).count();
         let input = if self.cache_input && estimators >= 2 && reads_files(df.logical_plan()) {
-            df.clone().cache().await?
+            match SessionInfo::of(df).master() {
+                Master::Local { .. } => cache(df.clone(), self.cache_memory_limit).await?,
+                // A fleet's plans carry in-memory tables, not local files.
+                _ => df.clone().cache().await?,
+            }
         } else {
             df.clone()
         };
@@ -164,6 +181,7 @@ impl Pipeline {
             uid: document.uid,
             stages: load_entries(document.stages, dir, file)?,
             cache_input: document.cache_input.unwrap_or(true),
+            cache_memory_limit: DEFAULT_MEMORY_BUDGET,
         })
     }
 
