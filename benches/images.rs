@@ -1,0 +1,207 @@
+//! Benchmark: the image readers (`Session::read_idx`, `Session::read_cifar10`) against the least a loader
+//! must do with the same files — read them, gunzip, and scale every byte to an `f32` in [0, 1] — measured in
+//! the same run on the same files: the shipped MNIST and Fashion-MNIST images (10,000 each, IDX, gzip) and a
+//! CIFAR-10 binary batch of 10,000 records (the real batches' size and format; its bytes generated, as the
+//! real batches are not shipped).
+//!
+//! ```text
+//! ./dev bench --bench images
+//! ```
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::Float32Type;
+use hearth::ml::random::Draws;
+use hearth::prelude::*;
+use prettytable::{Table, row};
+
+/// Rounds of each reader, alternated; the best is reported.
+const ROUNDS: usize = 7;
+const CIFAR_RECORD: usize = 1 + 3 * 32 * 32;
+
+/// What a reader produced: images and the sum of their pixels (so the work cannot be skipped, and both
+/// readers must agree).
+struct Loaded {
+    images: usize,
+    pixel_sum: f64,
+}
+
+fn gunzipped(path: &Path) -> Vec<u8> {
+    let raw = fs::read(path).expect("read");
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return raw;
+    }
+    let mut bytes = Vec::new();
+    flate2::read::MultiGzDecoder::new(raw.as_slice())
+        .read_to_end(&mut bytes)
+        .expect("gunzip");
+    bytes
+}
+
+fn scaled(pixels: &[u8]) -> Vec<f32> {
+    pixels.iter().map(|&p| f32::from(p) / 255.0).collect()
+}
+
+/// The bare loader: the pixels after the 16-byte IDX header, and the labels after the 8-byte one.
+fn bare_idx(images: &Path, labels: &Path) -> Loaded {
+    let pixels = scaled(&gunzipped(images)[16..]);
+    let labels: Vec<f64> = gunzipped(labels)[8..].iter().map(|&l| f64::from(l)).collect();
+    Loaded {
+        images: labels.len(),
+        pixel_sum: pixels.iter().map(|&p| f64::from(p)).sum(),
+    }
+}
+
+/// The bare loader of CIFAR-10 records: a label byte, then 3,072 pixel bytes.
+fn bare_cifar(file: &Path) -> Loaded {
+    let bytes = gunzipped(file);
+    let mut pixels = Vec::with_capacity(bytes.len());
+    let mut labels = Vec::with_capacity(bytes.len() / CIFAR_RECORD);
+    for record in bytes.chunks_exact(CIFAR_RECORD) {
+        labels.push(f64::from(record[0]));
+        pixels.extend(record[1..].iter().map(|&p| f32::from(p) / 255.0));
+    }
+    Loaded {
+        images: labels.len(),
+        pixel_sum: pixels.iter().map(|&p| f64::from(p)).sum(),
+    }
+}
+
+/// The table collected into Arrow batches, as a program reads it before training.
+async fn hearth_read(df: DataFrame) -> Loaded {
+    let batches = df.collect().await.expect("collect");
+    let mut read = Loaded {
+        images: 0,
+        pixel_sum: 0.0,
+    };
+    for batch in &batches {
+        let images = batch.column_by_name("image").expect("image").as_fixed_size_list();
+        read.images += images.len();
+        read.pixel_sum += images
+            .values()
+            .as_primitive::<Float32Type>()
+            .values()
+            .iter()
+            .map(|&p| f64::from(p))
+            .sum::<f64>();
+    }
+    read
+}
+
+/// A CIFAR-10 batch file of `records` seeded records in `dir`.
+fn generated_cifar(dir: &Path, records: usize) -> PathBuf {
+    let mut draws = Draws::new(10);
+    let mut bytes = Vec::with_capacity(records * CIFAR_RECORD);
+    for _ in 0..records {
+        bytes.push((draws.next_u64() % 10) as u8);
+        // Smooth-ish images rather than noise: a gradient per channel plus a little noise.
+        let base = (draws.next_u64() % 200) as u8;
+        bytes.extend((0..3 * 32 * 32).map(|i| base.wrapping_add((i % 32) as u8 + (draws.next_u64() % 8) as u8)));
+    }
+    let path = dir.join("data_batch_generated.bin");
+    fs::write(&path, bytes).expect("write cifar");
+    path
+}
+
+/// Runs `load`, keeping the fastest time in `best` and what it loaded in `loaded`.
+fn timed(load: impl FnOnce() -> Loaded, best: &mut f64, loaded: &mut Option<Loaded>) {
+    let started = Instant::now();
+    *loaded = Some(load());
+    *best = best.min(started.elapsed().as_secs_f64());
+}
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let session = Session::local(2);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets");
+    let cifar = generated_cifar(dir.path(), 10_000);
+    let sets: Vec<(&str, Vec<PathBuf>)> = vec![
+        (
+            "MNIST (IDX, gzip)",
+            vec![
+                root.join("mnist/train10k-images-idx3-ubyte.gz"),
+                root.join("mnist/train10k-labels-idx1-ubyte.gz"),
+            ],
+        ),
+        (
+            "Fashion-MNIST (IDX, gzip)",
+            vec![
+                root.join("fashion_mnist/t10k-images-idx3-ubyte.gz"),
+                root.join("fashion_mnist/t10k-labels-idx1-ubyte.gz"),
+            ],
+        ),
+        ("CIFAR-10 batch (binary, generated bytes)", vec![cifar]),
+    ];
+
+    let mut table = Table::new();
+    table.set_titles(row![
+        "data",
+        "images",
+        "file MiB",
+        "hearth ms",
+        "bare ms",
+        "hearth / bare",
+        "hearth images/s"
+    ]);
+    for (name, files) in &sets {
+        let mib = files
+            .iter()
+            .map(|f| fs::metadata(f).map_or(0, |m| m.len()))
+            .sum::<u64>() as f64
+            / (1 << 20) as f64;
+        let cifar = files.len() == 1;
+        let (mut hearth_best, mut bare_best) = (f64::INFINITY, f64::INFINITY);
+        let (mut hearth_check, mut bare_check) = (None, None);
+        for _ in 0..ROUNDS {
+            timed(
+                || {
+                    let df = if cifar {
+                        session.read_cifar10(files).expect("read_cifar10")
+                    } else {
+                        session.read_idx(&files[0], &files[1]).expect("read_idx")
+                    };
+                    runtime.block_on(hearth_read(df))
+                },
+                &mut hearth_best,
+                &mut hearth_check,
+            );
+            timed(
+                || {
+                    if cifar {
+                        bare_cifar(&files[0])
+                    } else {
+                        bare_idx(&files[0], &files[1])
+                    }
+                },
+                &mut bare_best,
+                &mut bare_check,
+            );
+        }
+        let (hearth, bare) = (hearth_check.expect("ran"), bare_check.expect("ran"));
+        assert_eq!(hearth.images, bare.images, "{name}: image counts differ");
+        assert!(
+            (hearth.pixel_sum - bare.pixel_sum).abs() <= 1e-6 * bare.pixel_sum,
+            "{name}: pixel sums differ: {} vs {}",
+            hearth.pixel_sum,
+            bare.pixel_sum
+        );
+        table.add_row(row![
+            name,
+            hearth.images,
+            format!("{mib:.1}"),
+            format!("{:.1}", hearth_best * 1e3),
+            format!("{:.1}", bare_best * 1e3),
+            format!("{:.2}x", hearth_best / bare_best),
+            format!("{:.0}", hearth.images as f64 / hearth_best)
+        ]);
+    }
+    println!(
+        "Image readers against reading + gunzipping + scaling the same bytes (best of {ROUNDS} rounds, alternated)"
+    );
+    table.printstd();
+}
