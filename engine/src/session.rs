@@ -16,6 +16,7 @@ use crate::error::{HearthError, Result};
 use crate::exchange::HearthQueryPlanner;
 use crate::functions;
 use crate::master::{Master, SessionInfo, cores};
+use crate::read::LocatedCsvFactory;
 use crate::sql::{ModelCatalog, default_models_dir, relation_planner};
 
 /// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
@@ -165,11 +166,16 @@ impl Session {
             .with_target_partitions(partitions.max(1))
             .with_information_schema(true)
             .with_extension(Arc::new(SessionInfo::new(master.clone(), None)));
-        let state = SessionStateBuilder::new()
+        let mut state = SessionStateBuilder::new()
             .with_config(config)
             .with_default_features()
             .with_query_planner(Arc::new(HearthQueryPlanner))
             .build();
+        // CSV tables made in SQL name the file and line of a row that fails to read.
+        if let Some(inner) = state.table_factories().get("CSV").cloned() {
+            let located = Arc::new(LocatedCsvFactory { inner });
+            state.table_factories_mut().insert("CSV".to_string(), located);
+        }
         let ctx = SessionContext::new_with_state(state);
         functions::register_all(&ctx);
         Self::with_context(master, ctx)

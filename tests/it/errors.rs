@@ -155,8 +155,19 @@ async fn null_and_nan_under_error_name_the_column_and_row() {
     );
 }
 
+/// A CSV file of `rows` rows after its header, 35 columns, the row on `short_line` (of the file) one field short.
+fn ragged_csv(path: &std::path::Path, rows: usize, short_line: usize) {
+    let mut text = (0..35).map(|c| format!("c{c}")).collect::<Vec<_>>().join(",") + "\n";
+    for line in 2..rows + 2 {
+        let fields = if line == short_line { 34 } else { 35 };
+        let row: Vec<String> = (0..fields).map(|c| format!("{}.{c}", line % 97)).collect();
+        text += &(row.join(",") + "\n");
+    }
+    std::fs::write(path, text).unwrap();
+}
+
 #[tokio::test]
-async fn a_malformed_csv_row_names_the_line() {
+async fn a_malformed_csv_row_names_the_file_and_its_line_in_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.csv");
     let mut file = std::fs::File::create(&path).unwrap();
@@ -167,13 +178,80 @@ async fn a_malformed_csv_row_names_the_line() {
         Ok(df) => query_error(df).await,
         Err(e) => e.to_string(),
     };
-    assert!(error.contains("line 4") || error.contains("line: 4"), "{error}");
+    assert!(
+        error.contains("bad.csv: line 4: 3 fields where 2 were expected"),
+        "{error}"
+    );
 
     let typed = schema_of(&[("a", DataType::Int64), ("b", DataType::Int64)]);
     std::fs::write(&path, "a,b\n1,2\nx,4\n").unwrap();
     let df = session.read_csv(&path, &CsvOptions::new().schema(typed)).await.unwrap();
     let error = query_error(df).await;
-    assert!(error.contains("'x'") && error.contains("line 2"), "{error}");
+    assert!(
+        error.contains("bad.csv: line 3: value \"x\" in column 1 does not parse as Int64"),
+        "{error}"
+    );
+
+    // Found while inferring the types (the first 1,000 rows), and while reading a file split between two
+    // partitions (4 MB): the reader counts from where its chunk or range began, the message from the file's top.
+    let session = Session::local(2);
+    ragged_csv(&path, 200, 51);
+    let error = session
+        .read_csv(&path, &CsvOptions::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("bad.csv: line 51: 34 fields where 35 were expected"),
+        "{error}"
+    );
+    ragged_csv(&path, 20_000, 15_001);
+    let df = session.read_csv(&path, &CsvOptions::new()).await.unwrap();
+    let error = query_error(df.clone()).await;
+    assert!(
+        error.contains("bad.csv: line 15001: 34 fields where 35 were expected"),
+        "{error}"
+    );
+    // Through SQL's external tables too.
+    let location = path.display();
+    session
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE ragged STORED AS CSV LOCATION '{location}' OPTIONS ('format.has_header' 'true')"
+        ))
+        .await
+        .unwrap();
+    let error = query_error(session.sql("SELECT count(*) FROM ragged").await.unwrap()).await;
+    assert!(
+        error.contains("bad.csv: line 15001: 34 fields where 35 were expected"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_csv_file_is_named_as_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.csv");
+    std::fs::write(&path, "").unwrap();
+    let session = Session::local(2);
+    let error = session
+        .read_csv(&path, &CsvOptions::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("empty.csv: the file is empty"), "{error}");
+    let error = session
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE nothing STORED AS CSV LOCATION '{}'",
+            path.display()
+        ))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("empty.csv is empty"), "{error}");
+    // With the columns given, an empty file is an empty table.
+    let typed = schema_of(&[("a", DataType::Int64)]);
+    let df = session.read_csv(&path, &CsvOptions::new().schema(typed)).await.unwrap();
+    assert_eq!(df.count().await.unwrap(), 0);
 }
 
 #[tokio::test]

@@ -1,20 +1,28 @@
 //! Reading CSV and Parquet files into data frames.
 
-use std::path::Path;
+mod locate;
+mod located_table;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::ScalarValue;
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
-use datafusion::logical_expr::{Expr, cast, ident, lit, when};
+use datafusion::datasource::source_as_provider;
+use datafusion::logical_expr::{Expr, LogicalPlan, cast, ident, lit, when};
 use datafusion::prelude::{CsvReadOptions, DataFrame, ParquetReadOptions};
 
 use crate::error::{HearthError, Result};
+use crate::master::Master;
 use crate::session::Session;
+pub(crate) use located_table::LocatedCsvFactory;
+use located_table::{CsvFiles, LocatedCsvTable};
 
 /// How to read a CSV file. Defaults: a header line, `,` separated, `"` quoted, types inferred from the data,
 /// an empty field is null (Spark's `nullValue = ""`), and a row with the wrong number of fields or a value
-/// that does not parse fails the read with the line and the value (Spark's `mode = FAILFAST`). `NaN`, `inf`
+/// that does not parse fails the read with the file, its line in the file and the value (Spark's
+/// `mode = FAILFAST`); an empty file, with no header to name columns, is an error too. `NaN`, `inf`
 /// and `-inf` parse as floating-point values. A `.gz`, `.bz2`, `.xz` or `.zst` file is decompressed.
 ///
 /// ```
@@ -146,6 +154,35 @@ fn extension_of(path: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// The files a read of `path` takes, in order: `path`, or the files under it ending with `extension` (not
+/// hidden ones, whose names start with `.` or `_`).
+fn csv_files(path: &Path, extension: &str) -> Vec<PathBuf> {
+    if !path.is_dir() {
+        return vec![path.to_path_buf()];
+    }
+    let mut files = Vec::new();
+    let mut dirs = vec![path.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let (file, name) = (entry.path(), entry.file_name());
+            let name = name.to_string_lossy();
+            if name.starts_with(['.', '_']) {
+                continue;
+            }
+            if file.is_dir() {
+                dirs.push(file);
+            } else if name.ends_with(extension) {
+                files.push(file);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// The schema with every column read as nullable text.
 fn as_strings(schema: &Schema) -> Schema {
     Schema::new(
@@ -184,15 +221,18 @@ impl Session {
         let location = path_str(path)?;
         let extension = extension_of(path);
         let read = options.datafusion_options(location, &extension);
+        let csv = Arc::new(CsvFiles {
+            files: csv_files(path, &extension),
+            options: options.clone(),
+        });
         if options.schema.is_none() && options.infer_schema && options.null_value.is_none() {
-            return Ok(self.context().read_csv(location, read).await?);
+            return self.scan_csv(path, read, &csv).await;
         }
         let schema: SchemaRef = match &options.schema {
             Some(schema) => Arc::clone(schema),
             None => {
                 let inferred = self
-                    .context()
-                    .read_csv(location, read.clone())
+                    .scan_csv(path, read.clone(), &csv)
                     .await?
                     .schema()
                     .as_arrow()
@@ -205,12 +245,12 @@ impl Session {
             }
         };
         let Some(null_text) = &options.null_value else {
-            return Ok(self.context().read_csv(location, read.schema(schema.as_ref())).await?);
+            return self.scan_csv(path, read.schema(schema.as_ref()), &csv).await;
         };
         // DataFusion's CSV scan applies a null pattern only while inferring types, so the columns are read as
         // text and the null text is mapped to null before the cast to each column's type.
         let strings = as_strings(&schema);
-        let text = self.context().read_csv(location, read.schema(&strings)).await?;
+        let text = self.scan_csv(path, read.schema(&strings), &csv).await?;
         let columns = schema
             .fields()
             .iter()
@@ -227,6 +267,35 @@ impl Session {
             })
             .collect::<Result<Vec<Expr>>>()?;
         Ok(text.select(columns)?)
+    }
+
+    /// DataFusion's CSV scan of `path`; on an embedded session its read errors name the file and line (a
+    /// fleet's plans carry DataFusion's own table).
+    async fn scan_csv(&self, path: &Path, read: CsvReadOptions<'_>, csv: &Arc<CsvFiles>) -> Result<DataFrame> {
+        let location = path_str(path)?;
+        let df = self
+            .context()
+            .read_csv(location, read)
+            .await
+            .map_err(|e| locate::located(e, &csv.files, &csv.options))?;
+        if df.schema().fields().is_empty() {
+            return Err(HearthError::Persistence {
+                path: path.to_path_buf(),
+                message: if path.is_dir() {
+                    "no CSV file here has a header or a row: there are no columns to read".to_string()
+                } else {
+                    "the file is empty: no header and no rows, so no columns to read".to_string()
+                },
+            });
+        }
+        let (Master::Local { .. }, LogicalPlan::TableScan(scan)) = (self.master(), df.logical_plan()) else {
+            return Ok(df);
+        };
+        let table = LocatedCsvTable {
+            inner: source_as_provider(&scan.source)?,
+            files: Arc::clone(csv),
+        };
+        Ok(self.context().read_table(Arc::new(table))?)
     }
 
     /// Reads a Parquet file, or a directory of them.
