@@ -60,7 +60,7 @@ async fn run() -> Result<()> {
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("hearth-german-credit"));
-    model.save(&out)?;
+    model.write().overwrite().save(&out)?;
     println!("\nSaved the fitted pipeline, model included, to {}", out.display());
     Ok(())
 }

@@ -192,10 +192,7 @@ impl FrameWriter {
             }
             _ => {}
         }
-        let parent = match dest.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let parent = parent_of(dest);
         fs::create_dir_all(&parent).map_err(|e| error(format!("creating its directory: {e}")))?;
         let staging = Staging::new(&parent, dest)?;
         let rows = self
@@ -282,6 +279,46 @@ fn part_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// Flushes a file or a directory's entries to the disk.
 fn sync(path: &Path) -> std::io::Result<()> {
     File::open(path)?.sync_all()
+}
+
+/// Syncs every file under `dir`, and the directories holding them.
+pub(crate) fn sync_tree(dir: &Path) -> std::io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            sync_tree(&path)?;
+        } else {
+            sync(&path)?;
+        }
+    }
+    sync(dir)
+}
+
+/// The directory `dest` is in (`.` for a bare name).
+fn parent_of(dest: &Path) -> PathBuf {
+    match dest.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes the directory `dest` whole: `fill` writes its files into a hidden sibling, which is synced and
+/// renamed to `dest`, what `dest` held (if anything) replaced in that rename. A failure — of `fill`, a full
+/// disk, a kill — leaves `dest` as it was: a reader sees the old directory or the new one, never part of it.
+pub(crate) fn write_dir_whole(dest: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let parent = parent_of(dest);
+    let failed = |message: String| HearthError::Persistence {
+        path: dest.to_path_buf(),
+        message,
+    };
+    fs::create_dir_all(&parent).map_err(|e| failed(format!("creating its directory: {e}")))?;
+    let staging = Staging::new(&parent, dest)?;
+    fill(&staging.path)?;
+    sync_tree(&staging.path).map_err(|e| failed(format!("syncing what was written: {e}")))?;
+    let aside = sibling(&parent, dest, "replaced");
+    move_into_place(&staging.path, dest, Some(&aside))
+        .map_err(|e| failed(format!("moving what was written into place: {e}")))?;
+    sync(&parent).map_err(|e| failed(format!("syncing {}: {e}", parent.display())))
 }
 
 /// A hidden sibling of the destination that the files are written into; removed unless committed.
@@ -392,4 +429,68 @@ fn sibling(parent: &Path, dest: &Path, doing: &str) -> PathBuf {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     parent.join(format!(".{name}.{doing}-{}-{nanos}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `dir` holds: its entries' names and the text of each file.
+    fn contents(dir: &Path) -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, fs::read_to_string(&path).unwrap_or_default())
+            })
+            .collect();
+        found.sort();
+        found
+    }
+
+    fn put(dir: &Path, name: &str, text: &str) -> Result<()> {
+        fs::write(dir.join(name), text).map_err(|e| HearthError::Persistence {
+            path: dir.join(name),
+            message: e.to_string(),
+        })
+    }
+
+    #[test]
+    fn a_directory_is_replaced_whole_or_not_at_all() {
+        let root = tempfile::tempdir().unwrap();
+        let dest = root.path().join("model");
+        write_dir_whole(&dest, |dir| put(dir, "a.json", "old")).unwrap();
+
+        // A save that fails part way (a full disk, a stage that cannot write) leaves the old one whole.
+        let failed = write_dir_whole(&dest, |dir| {
+            put(dir, "a.json", "new")?;
+            Err(HearthError::Persistence {
+                path: dir.join("b.bin"),
+                message: "no space left on device".to_string(),
+            })
+        });
+        assert!(failed.unwrap_err().to_string().contains("no space left"));
+        assert_eq!(contents(&dest), [("a.json".to_string(), "old".to_string())]);
+        assert_eq!(
+            contents(root.path()).len(),
+            1,
+            "nothing left beside it: {:?}",
+            contents(root.path())
+        );
+
+        write_dir_whole(&dest, |dir| {
+            put(dir, "a.json", "new")?;
+            put(dir, "b.bin", "data")
+        })
+        .unwrap();
+        assert_eq!(
+            contents(&dest),
+            [
+                ("a.json".to_string(), "new".to_string()),
+                ("b.bin".to_string(), "data".to_string())
+            ]
+        );
+        assert_eq!(contents(root.path()).len(), 1);
+    }
 }

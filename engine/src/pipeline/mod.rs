@@ -3,6 +3,7 @@
 
 mod persist;
 mod stage;
+mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,17 +15,19 @@ use datafusion::prelude::DataFrame;
 use serde::Deserialize;
 
 pub(crate) use persist::rebuild_stage;
+pub use persist::refuse_existing;
 pub use persist::{
     FORMAT_VERSION, PIPELINE_FILE, StageLoader, load_serde_estimator, load_serde_transformer, register_stage_class,
 };
 pub use stage::{EstimatorStage, PipelineStage};
+pub use writer::MlWriter;
 
 use crate::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, cache};
 use crate::error::{HearthError, Result};
 use crate::master::{Master, SessionInfo};
 use crate::params::new_uid;
 use crate::stage::{Estimator, Stage, Transformer};
-use persist::{Document, load_entries, read_document, save_stage_data, stage_entries, write_document};
+use persist::{Document, load_entries, read_document, save_stage_data, stage_entries};
 use stage::same_stage;
 
 /// Whether a plan scans anything other than in-memory tables (which caching would only copy).
@@ -158,15 +161,15 @@ impl Pipeline {
         ))
     }
 
-    /// Saves the (unfitted) pipeline as `dir/pipeline.json`.
+    /// Saves the (unfitted) pipeline as `dir/pipeline.json`, whole; a `dir` that holds anything is refused
+    /// (replace it with `write().overwrite().save(dir)`).
     pub fn save(&self, dir: impl AsRef<Path>) -> Result<()> {
-        write_document(
-            dir.as_ref(),
-            "Pipeline",
-            &self.uid,
-            Some(self.cache_input),
-            self.stages.iter().map(PipelineStage::as_stage),
-        )
+        self.write().save(dir)
+    }
+
+    /// A writer of this pipeline, as Spark's `pipeline.write()`: see [`MlWriter`].
+    pub fn write(&self) -> MlWriter<'_> {
+        MlWriter::pipeline(self)
     }
 
     /// Loads a pipeline saved by [`Pipeline::save`], or written by hand: `path` is the directory or the JSON
@@ -273,9 +276,15 @@ impl PipelineModel {
         self.stages.last().and_then(|stage| stage.downcast_ref::<T>())
     }
 
-    /// Saves the model as `dir/pipeline.json`, with the data of stages that have any under `dir/stages/`.
+    /// Saves the model as `dir/pipeline.json`, with the data of stages that have any under `dir/stages/`,
+    /// whole; a `dir` that holds anything is refused (replace it with `write().overwrite().save(dir)`).
     pub fn save(&self, dir: impl AsRef<Path>) -> Result<()> {
-        write_document(dir.as_ref(), "PipelineModel", &self.uid, None, self.fitted())
+        self.write().save(dir)
+    }
+
+    /// A writer of this model, as Spark's `model.write()`: see [`MlWriter`].
+    pub fn write(&self) -> MlWriter<'_> {
+        MlWriter::model(self)
     }
 
     /// Loads a model saved by [`PipelineModel::save`] (the directory or the JSON file).

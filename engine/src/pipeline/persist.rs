@@ -31,6 +31,7 @@ use crate::train::{
     ClassificationModel, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor, RegressionModel,
     SequentialClassifier, SequentialRegressor,
 };
+use crate::write::write_dir_whole;
 
 /// The version of the JSON layout this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -224,13 +225,38 @@ pub(crate) struct Document {
     pub stages: Vec<Value>,
 }
 
-/// Writes `dir/pipeline.json` (and the stages' data) for a document of `format`.
+/// Refuses to save into `dir` when it holds anything — a file, or a directory that is not empty — as Spark's
+/// `MLWriter.save` does without `overwrite()`.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// assert!(hearth_engine::pipeline::refuse_existing(dir.path()).is_ok()); // empty
+/// std::fs::write(dir.path().join("pipeline.json"), "{}").unwrap();
+/// assert!(hearth_engine::pipeline::refuse_existing(dir.path()).is_err());
+/// ```
+pub fn refuse_existing(dir: &Path) -> Result<()> {
+    let occupied = match fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    };
+    if occupied {
+        return Err(failed(
+            dir,
+            "already exists: save somewhere new, or replace it with .write().overwrite().save(dir)",
+        ));
+    }
+    Ok(())
+}
+
+/// Writes `dir/pipeline.json` (and the stages' data) for a document of `format`, whole (see
+/// [`write_dir_whole`]); a `dir` that holds anything is replaced only when `overwrite`.
 pub(crate) fn write_document<'a>(
     dir: &Path,
     format: &str,
     uid: &str,
     cache_input: Option<bool>,
     stages: impl Iterator<Item = &'a dyn Stage> + Clone,
+    overwrite: bool,
 ) -> Result<()> {
     let mut document = Map::new();
     document.insert("format".to_string(), format.into());
@@ -241,10 +267,13 @@ pub(crate) fn write_document<'a>(
     }
     document.insert("stages".to_string(), Value::Array(stage_entries(stages.clone())?));
     let json = serde_json::to_string_pretty(&Value::Object(document)).map_err(|e| failed(dir, e))?;
-    fs::create_dir_all(dir).map_err(|e| failed(dir, format!("cannot create the directory: {e}")))?;
-    save_stage_data(dir, stages)?;
-    let file = dir.join(PIPELINE_FILE);
-    fs::write(&file, json + "\n").map_err(|e| failed(&file, e))
+    if !overwrite {
+        refuse_existing(dir)?;
+    }
+    write_dir_whole(dir, |staging| {
+        save_stage_data(staging, stages)?;
+        fs::write(staging.join(PIPELINE_FILE), json + "\n").map_err(|e| failed(&dir.join(PIPELINE_FILE), e))
+    })
 }
 
 /// Reads the document of `format` at `path` (a directory or the JSON file itself); returns it with the

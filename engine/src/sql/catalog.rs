@@ -25,7 +25,7 @@ use super::table_functions::Trained;
 use crate::error::{HearthError, Result};
 use crate::feature::StringIndexerModel;
 use crate::pipeline::PipelineModel;
-use crate::write::move_into_place;
+use crate::write::{move_into_place, sync_tree};
 
 /// The file of an entry that describes it.
 pub const ENTRY_FILE: &str = "catalog.json";
@@ -253,7 +253,8 @@ impl ModelCatalog {
             pipeline.save(&staging)?;
             write(&staging)?;
             let json = serde_json::to_string_pretty(entry).map_err(|e| persistence(&staging, e))?;
-            fs::write(staging.join(ENTRY_FILE), json + "\n").map_err(|e| persistence(&staging, e))
+            fs::write(staging.join(ENTRY_FILE), json + "\n").map_err(|e| persistence(&staging, e))?;
+            sync_tree(&staging).map_err(|e| persistence(&staging, e))
         })();
         if let Err(e) = written {
             let _ = fs::remove_dir_all(&staging);

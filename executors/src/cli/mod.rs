@@ -48,6 +48,9 @@ enum Command {
         data: PathBuf,
         /// Where the fitted model is saved.
         model: PathBuf,
+        /// Replace MODEL if it already holds something (Spark's `write().overwrite()`).
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Apply a saved model to a CSV or Parquet file: print the first rows, or write them all with --output.
     Transform {
@@ -70,6 +73,9 @@ enum Command {
         data: PathBuf,
         /// Where the fitted model is saved.
         model: PathBuf,
+        /// Replace MODEL if it already holds something (Spark's `write().overwrite()`).
+        #[arg(long)]
+        overwrite: bool,
         #[command(flatten)]
         output: pipelines::OutputArgs,
     },
@@ -173,7 +179,12 @@ impl Cli {
         }
         match self.command {
             Command::Sql(args) => sql::run(&local(), args).await,
-            Command::Fit { pipeline, data, model } => pipelines::fit(&local(), &pipeline, &data, &model).await,
+            Command::Fit {
+                pipeline,
+                data,
+                model,
+                overwrite,
+            } => pipelines::fit(&local(), &pipeline, &data, &model, overwrite).await,
             Command::Transform {
                 model,
                 data,
@@ -184,8 +195,9 @@ impl Cli {
                 pipeline,
                 data,
                 model,
+                overwrite,
                 output,
-            } => pipelines::fit_transform(&local(), &pipeline, &data, &model, &output).await,
+            } => pipelines::fit_transform(&local(), &pipeline, &data, &model, overwrite, &output).await,
             Command::Cluster(command) => cluster::run(command).await,
             Command::Status(args) => status::run(master.as_deref(), args).await,
             Command::Submit(args) => submit::run(master.as_deref(), args).await,

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use clap::Args;
 use datafusion::arrow::util::pretty::pretty_format_batches;
+use hearth_engine::pipeline::refuse_existing;
 use hearth_engine::prelude::*;
 use hearth_engine::write::{FrameWriter, OutputFormat, SaveMode, Written};
 
@@ -68,13 +69,25 @@ fn is_parquet(data: &Path) -> bool {
             && std::fs::read_dir(data).is_ok_and(|entries| entries.flatten().any(|entry| parquet(&entry.path()))))
 }
 
-/// `hearth fit`: fits the pipeline in `pipeline` (a JSON file) on `data`, saves it to `model`.
-pub async fn fit(master: &str, pipeline: &Path, data: &Path, model: &Path) -> CommandResult {
+/// Saves `fitted` to `model`, replacing what is there only when `overwrite`.
+fn save_model(fitted: &PipelineModel, model: &Path, overwrite: bool) -> hearth_engine::error::Result<()> {
+    match overwrite {
+        true => fitted.write().overwrite().save(model),
+        false => fitted.save(model),
+    }
+}
+
+/// `hearth fit`: fits the pipeline in `pipeline` (a JSON file) on `data`, saves it to `model` (an existing
+/// model replaced only when `overwrite`, refused before fitting otherwise).
+pub async fn fit(master: &str, pipeline: &Path, data: &Path, model: &Path, overwrite: bool) -> CommandResult {
     let session = Session::connect(master).await?;
     let pipeline = Pipeline::load(pipeline)?;
+    if !overwrite {
+        refuse_existing(model)?;
+    }
     let df = read_input(&session, data).await?;
     let fitted = pipeline.fit(&df).await?;
-    fitted.save(model)?;
+    save_model(&fitted, model, overwrite)?;
     println!(
         "fitted {} stages on {} ({master}); saved to {}",
         fitted.stages().len(),
@@ -111,6 +124,7 @@ pub async fn fit_transform(
     pipeline: &Path,
     data: &Path,
     model: &Path,
+    overwrite: bool,
     output: &OutputArgs,
 ) -> CommandResult {
     let Some(out) = &output.output else {
@@ -119,9 +133,12 @@ pub async fn fit_transform(
     let started = Instant::now();
     let session = Session::connect(master).await?;
     let pipeline = Pipeline::load(pipeline)?;
+    if !overwrite {
+        refuse_existing(model)?;
+    }
     let df = read_input(&session, data).await?;
     let (fitted, transformed) = pipeline.fit_transform(&df).await?;
-    fitted.save(model)?;
+    save_model(&fitted, model, overwrite)?;
     println!(
         "fitted {} stages on {} ({master}) in {:.2} s; saved to {}",
         fitted.stages().len(),

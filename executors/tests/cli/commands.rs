@@ -21,6 +21,28 @@ fn fit_a_pipeline_file_then_transform_with_the_saved_model() {
         .unwrap();
     assert!(fit.status.success(), "{}", String::from_utf8_lossy(&fit.stderr));
     assert!(String::from_utf8_lossy(&fit.stdout).contains("fitted 1 stages"));
+    // A model is there now: refused before fitting, replaced with --overwrite (Spark's write().overwrite()).
+    let again = |extra: &[&str]| {
+        hearth()
+            .args(["--master", "local[2]", "fit"])
+            .args([&spec, &data, &model])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let refused = again(&[]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("already exists"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let replaced = again(&["--overwrite"]);
+    assert!(
+        replaced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replaced.stderr)
+    );
 
     let shown = hearth()
         .arg("transform")

@@ -1,0 +1,74 @@
+//! Spark's `MLWriter`: a pipeline or a fitted model saved whole, a directory that already holds something
+//! replaced only when asked.
+
+use std::path::Path;
+
+use super::persist::write_document;
+use super::{Pipeline, PipelineModel, PipelineStage};
+use crate::error::Result;
+
+/// Saves a [`Pipeline`] or a [`PipelineModel`]: `model.write().overwrite().save(dir)`, as in Spark.
+///
+/// The files are written into a hidden sibling of `dir`, synced and renamed into place, so a crash, a full
+/// disk or a kill mid-save leaves what was there before and nothing half-written. Without
+/// [`overwrite`](Self::overwrite) a `dir` that holds anything is refused (an empty directory is used).
+///
+/// ```
+/// use hearth_engine::pipeline::Pipeline;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let pipeline = Pipeline::from_stages(vec![]);
+/// pipeline.save(dir.path()).unwrap();
+/// assert!(pipeline.save(dir.path()).is_err()); // already there
+/// pipeline.write().overwrite().save(dir.path()).unwrap();
+/// ```
+#[must_use = "a writer saves nothing until .save(dir)"]
+pub struct MlWriter<'a> {
+    target: Target<'a>,
+    overwrite: bool,
+}
+
+enum Target<'a> {
+    Pipeline(&'a Pipeline),
+    Model(&'a PipelineModel),
+}
+
+impl<'a> MlWriter<'a> {
+    pub(super) fn pipeline(pipeline: &'a Pipeline) -> Self {
+        Self {
+            target: Target::Pipeline(pipeline),
+            overwrite: false,
+        }
+    }
+
+    pub(super) fn model(model: &'a PipelineModel) -> Self {
+        Self {
+            target: Target::Model(model),
+            overwrite: false,
+        }
+    }
+
+    /// Replaces what the directory holds (Spark's `overwrite()`), in one rename once the new one is written.
+    pub fn overwrite(mut self) -> Self {
+        self.overwrite = true;
+        self
+    }
+
+    /// Writes `dir/pipeline.json`, with the data of stages that have any under `dir/stages/`.
+    pub fn save(&self, dir: impl AsRef<Path>) -> Result<()> {
+        let dir = dir.as_ref();
+        match self.target {
+            Target::Pipeline(pipeline) => write_document(
+                dir,
+                "Pipeline",
+                &pipeline.uid,
+                Some(pipeline.cache_input),
+                pipeline.stages.iter().map(PipelineStage::as_stage),
+                self.overwrite,
+            ),
+            Target::Model(model) => {
+                write_document(dir, "PipelineModel", &model.uid, None, model.fitted(), self.overwrite)
+            }
+        }
+    }
+}
