@@ -282,7 +282,7 @@ fn sync(path: &Path) -> std::io::Result<()> {
 }
 
 /// Syncs every file under `dir`, and the directories holding them.
-pub(crate) fn sync_tree(dir: &Path) -> std::io::Result<()> {
+fn sync_tree(dir: &Path) -> std::io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {
@@ -394,7 +394,7 @@ impl Drop for Staging {
 /// Renames the complete directory `staged` to `dest`. With `aside`, what `dest` holds is renamed there first,
 /// put back if the move fails, and removed once the new one is in place: readers of `dest` see the old
 /// directory or the new one, never a mix.
-pub(crate) fn move_into_place(staged: &Path, dest: &Path, aside: Option<&Path>) -> std::io::Result<()> {
+fn move_into_place(staged: &Path, dest: &Path, aside: Option<&Path>) -> std::io::Result<()> {
     let aside = aside.filter(|_| fs::symlink_metadata(dest).is_ok());
     if let Some(aside) = aside {
         fs::rename(dest, aside)?;

@@ -31,7 +31,6 @@ use crate::train::{
     ClassificationModel, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor, RegressionModel,
     SequentialClassifier, SequentialRegressor,
 };
-use crate::write::write_dir_whole;
 
 /// The version of the JSON layout this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -248,15 +247,14 @@ pub fn refuse_existing(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `dir/pipeline.json` (and the stages' data) for a document of `format`, whole (see
-/// [`write_dir_whole`]); a `dir` that holds anything is replaced only when `overwrite`.
+/// Writes `dir/pipeline.json` (and the stages' data) for a document of `format` into the empty directory
+/// `dir` (a staging directory: [`MlWriter`](super::MlWriter) moves it into place).
 pub(crate) fn write_document<'a>(
     dir: &Path,
     format: &str,
     uid: &str,
     cache_input: Option<bool>,
     stages: impl Iterator<Item = &'a dyn Stage> + Clone,
-    overwrite: bool,
 ) -> Result<()> {
     let mut document = Map::new();
     document.insert("format".to_string(), format.into());
@@ -267,13 +265,9 @@ pub(crate) fn write_document<'a>(
     }
     document.insert("stages".to_string(), Value::Array(stage_entries(stages.clone())?));
     let json = serde_json::to_string_pretty(&Value::Object(document)).map_err(|e| failed(dir, e))?;
-    if !overwrite {
-        refuse_existing(dir)?;
-    }
-    write_dir_whole(dir, |staging| {
-        save_stage_data(staging, stages)?;
-        fs::write(staging.join(PIPELINE_FILE), json + "\n").map_err(|e| failed(&dir.join(PIPELINE_FILE), e))
-    })
+    save_stage_data(dir, stages)?;
+    let file = dir.join(PIPELINE_FILE);
+    fs::write(&file, json + "\n").map_err(|e| failed(&file, e))
 }
 
 /// Reads the document of `format` at `path` (a directory or the JSON file itself); returns it with the

@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
-use super::persist::write_document;
+use super::persist::{refuse_existing, write_document};
 use super::{Pipeline, PipelineModel, PipelineStage};
 use crate::error::Result;
+use crate::write::write_dir_whole;
 
 /// Saves a [`Pipeline`] or a [`PipelineModel`]: `model.write().overwrite().save(dir)`, as in Spark.
 ///
@@ -57,6 +58,15 @@ impl<'a> MlWriter<'a> {
     /// Writes `dir/pipeline.json`, with the data of stages that have any under `dir/stages/`.
     pub fn save(&self, dir: impl AsRef<Path>) -> Result<()> {
         let dir = dir.as_ref();
+        if !self.overwrite {
+            refuse_existing(dir)?;
+        }
+        write_dir_whole(dir, |staging| self.write_into(staging))
+    }
+
+    /// Writes the files into `dir`, an empty directory that a caller moves into place itself (the model
+    /// catalog, whose entries hold more files beside them).
+    pub(crate) fn write_into(&self, dir: &Path) -> Result<()> {
         match self.target {
             Target::Pipeline(pipeline) => write_document(
                 dir,
@@ -64,11 +74,8 @@ impl<'a> MlWriter<'a> {
                 &pipeline.uid,
                 Some(pipeline.cache_input),
                 pipeline.stages.iter().map(PipelineStage::as_stage),
-                self.overwrite,
             ),
-            Target::Model(model) => {
-                write_document(dir, "PipelineModel", &model.uid, None, model.fitted(), self.overwrite)
-            }
+            Target::Model(model) => write_document(dir, "PipelineModel", &model.uid, None, model.fitted()),
         }
     }
 }

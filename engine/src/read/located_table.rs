@@ -25,14 +25,27 @@ use futures::StreamExt;
 use super::locate::located;
 use super::{CsvOptions, csv_files};
 
-/// The files a CSV table reads and how: what [`located`] needs to find a failing record.
+/// Where a CSV table's files are and how they are read: what [`located`] needs to find a failing record.
+/// The files under a directory are listed only when a read fails.
 #[derive(Debug)]
 pub(crate) struct CsvFiles {
-    pub(crate) files: Vec<PathBuf>,
+    pub(crate) paths: Vec<PathBuf>,
+    /// What a file under a directory ends with.
+    pub(crate) extension: String,
     pub(crate) options: CsvOptions,
 }
 
 impl CsvFiles {
+    /// `error` naming the file and line of the record that made it (see [`located`]).
+    pub(crate) fn located(&self, error: DataFusionError) -> DataFusionError {
+        let files: Vec<PathBuf> = self
+            .paths
+            .iter()
+            .flat_map(|path| csv_files(path, &self.extension))
+            .collect();
+        located(error, &files, &self.options)
+    }
+
     /// The local files of a `CREATE EXTERNAL TABLE … STORED AS CSV` and its format options (none for an
     /// object store's URL).
     fn of_statement(create: &CreateExternalTable) -> Self {
@@ -55,7 +68,7 @@ impl CsvFiles {
             Some("gzip") => ".csv.gz",
             _ => ".csv",
         };
-        let files = create
+        let paths = create
             .locations
             .iter()
             .filter_map(|location| match location.split_once("://") {
@@ -63,9 +76,12 @@ impl CsvFiles {
                 Some(_) => None,
                 None => Some(PathBuf::from(location)),
             })
-            .flat_map(|path| csv_files(&path, extension))
             .collect();
-        Self { files, options }
+        Self {
+            paths,
+            extension: extension.to_string(),
+            options,
+        }
     }
 }
 
@@ -84,11 +100,7 @@ impl TableProviderFactory for LocatedCsvFactory {
         create: &CreateExternalTable,
     ) -> DfResult<Arc<dyn TableProvider>> {
         let files = Arc::new(CsvFiles::of_statement(create));
-        let inner = self
-            .inner
-            .create(state, create)
-            .await
-            .map_err(|e| located(e, &files.files, &files.options))?;
+        let inner = self.inner.create(state, create).await.map_err(|e| files.located(e))?;
         if inner.schema().fields().is_empty() {
             return Err(DataFusionError::Plan(format!(
                 "table {}: {} is empty: no header and no rows, so no columns to read",
@@ -157,7 +169,7 @@ impl LocatedCsvExec {
 
 impl DisplayAs for LocatedCsvExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "LocatedCsvExec: files={}", self.files.files.len())
+        write!(f, "LocatedCsvExec: paths={}", self.files.paths.len())
     }
 }
 
@@ -218,7 +230,7 @@ impl ExecutionPlan for LocatedCsvExec {
                 if std::mem::replace(&mut failed, true) {
                     error
                 } else {
-                    located(error, &files.files, &files.options)
+                    files.located(error)
                 }
             })
         });

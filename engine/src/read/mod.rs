@@ -222,7 +222,8 @@ impl Session {
         let extension = extension_of(path);
         let read = options.datafusion_options(location, &extension);
         let csv = Arc::new(CsvFiles {
-            files: csv_files(path, &extension),
+            paths: vec![path.to_path_buf()],
+            extension: extension.clone(),
             options: options.clone(),
         });
         if options.schema.is_none() && options.infer_schema && options.null_value.is_none() {
@@ -277,7 +278,7 @@ impl Session {
             .context()
             .read_csv(location, read)
             .await
-            .map_err(|e| locate::located(e, &csv.files, &csv.options))?;
+            .map_err(|e| csv.located(e))?;
         if df.schema().fields().is_empty() {
             return Err(HearthError::Persistence {
                 path: path.to_path_buf(),

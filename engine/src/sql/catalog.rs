@@ -25,7 +25,7 @@ use super::table_functions::Trained;
 use crate::error::{HearthError, Result};
 use crate::feature::StringIndexerModel;
 use crate::pipeline::PipelineModel;
-use crate::write::{move_into_place, sync_tree};
+use crate::write::write_dir_whole;
 
 /// The file of an entry that describes it.
 pub const ENTRY_FILE: &str = "catalog.json";
@@ -245,26 +245,13 @@ impl ModelCatalog {
                 "a model of this name exists; use CREATE OR REPLACE MODEL",
             ));
         }
-        fs::create_dir_all(&self.dir).map_err(|e| persistence(&self.dir, e))?;
-        let staging = self
-            .dir
-            .join(format!(".{}-{}-{}", entry.name, std::process::id(), now_ms()));
-        let written = (|| {
-            pipeline.save(&staging)?;
-            write(&staging)?;
-            let json = serde_json::to_string_pretty(entry).map_err(|e| persistence(&staging, e))?;
-            fs::write(staging.join(ENTRY_FILE), json + "\n").map_err(|e| persistence(&staging, e))?;
-            sync_tree(&staging).map_err(|e| persistence(&staging, e))
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_dir_all(&staging);
-            return Err(e);
-        }
-        let retired = self.dir.join(format!(".{}-replaced-{}", entry.name, now_ms()));
-        if let Err(e) = move_into_place(&staging, &target, Some(&retired)) {
-            let _ = fs::remove_dir_all(&staging);
-            return Err(persistence(&target, e));
-        }
+        write_dir_whole(&target, |staging| {
+            pipeline.write().write_into(staging)?;
+            write(staging)?;
+            let file = target.join(ENTRY_FILE);
+            let json = serde_json::to_string_pretty(entry).map_err(|e| persistence(&file, e))?;
+            fs::write(staging.join(ENTRY_FILE), json + "\n").map_err(|e| persistence(&file, e))
+        })?;
         let model = CatalogModel {
             entry: entry.clone(),
             pipeline: pipeline.clone(),
