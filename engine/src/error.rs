@@ -110,3 +110,12 @@ pub enum HearthError {
 
 /// Result type of the engine.
 pub type Result<T, E = HearthError> = std::result::Result<T, E>;
+
+impl From<hearth_ml::files::WholeDirError> for HearthError {
+    fn from(error: hearth_ml::files::WholeDirError) -> Self {
+        Self::Persistence {
+            path: error.path,
+            message: error.message,
+        }
+    }
+}

@@ -98,6 +98,7 @@ pub mod prelude {
         ClassificationModel, LinearClassifier, MlpClassifier, SequentialClassifier, TrainingSummary,
     };
     pub use datafusion::prelude::DataFrame;
+    pub use hearth_ml::collective::FrameProtection;
     pub use hearth_ml::model::{Activation, Layer};
     pub use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, Strategy, TrainSettings};
 }

@@ -30,13 +30,13 @@ use std::fmt;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use datafusion::arrow::array::{Array, UInt64Array};
 use datafusion::common::config::TableParquetOptions;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::functions_nested::expr_fn::array_element;
 use datafusion::prelude::{DataFrame, Expr, col, lit};
+use hearth_ml::files::{self, StagingDir, move_into_place, parent_of, sibling, sync};
 
 use crate::error::{HearthError, Result};
 use crate::vector::vector_dim;
@@ -196,10 +196,10 @@ impl FrameWriter {
         fs::create_dir_all(&parent).map_err(|e| error(format!("creating its directory: {e}")))?;
         let staging = Staging::new(&parent, dest)?;
         let rows = self
-            .write_files(df, &staging.path)
+            .write_files(df, staging.dir.path())
             .await
             .map_err(|e| error(e.to_string()))?;
-        let staged = part_files(&staging.path).map_err(|e| error(format!("listing the written files: {e}")))?;
+        let staged = part_files(staging.dir.path()).map_err(|e| error(format!("listing the written files: {e}")))?;
         for file in &staged {
             sync(file).map_err(|e| error(format!("syncing {}: {e}", file.display())))?;
         }
@@ -276,66 +276,25 @@ fn part_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Flushes a file or a directory's entries to the disk.
-fn sync(path: &Path) -> std::io::Result<()> {
-    File::open(path)?.sync_all()
-}
-
-/// Syncs every file under `dir`, and the directories holding them.
-fn sync_tree(dir: &Path) -> std::io::Result<()> {
-    for entry in fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            sync_tree(&path)?;
-        } else {
-            sync(&path)?;
-        }
-    }
-    sync(dir)
-}
-
-/// The directory `dest` is in (`.` for a bare name).
-fn parent_of(dest: &Path) -> PathBuf {
-    match dest.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// Writes the directory `dest` whole: `fill` writes its files into a hidden sibling, which is synced and
-/// renamed to `dest`, what `dest` held (if anything) replaced in that rename. A failure — of `fill`, a full
-/// disk, a kill — leaves `dest` as it was: a reader sees the old directory or the new one, never part of it.
+/// Writes the directory `dest` whole (see [`hearth_ml::files::write_dir_whole`]).
 pub(crate) fn write_dir_whole(dest: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let parent = parent_of(dest);
-    let failed = |message: String| HearthError::Persistence {
-        path: dest.to_path_buf(),
-        message,
-    };
-    fs::create_dir_all(&parent).map_err(|e| failed(format!("creating its directory: {e}")))?;
-    let staging = Staging::new(&parent, dest)?;
-    fill(&staging.path)?;
-    sync_tree(&staging.path).map_err(|e| failed(format!("syncing what was written: {e}")))?;
-    let aside = sibling(&parent, dest, "replaced");
-    move_into_place(&staging.path, dest, Some(&aside))
-        .map_err(|e| failed(format!("moving what was written into place: {e}")))?;
-    sync(&parent).map_err(|e| failed(format!("syncing {}: {e}", parent.display())))
+    files::write_dir_whole(dest, fill)
 }
 
 /// A hidden sibling of the destination that the files are written into; removed unless committed.
 struct Staging {
-    path: PathBuf,
+    dir: StagingDir,
     dest: PathBuf,
 }
 
 impl Staging {
     fn new(parent: &Path, dest: &Path) -> Result<Self> {
-        let path = sibling(parent, dest, "writing");
-        fs::create_dir(&path).map_err(|e| HearthError::Persistence {
-            path: path.clone(),
+        let dir = StagingDir::new(parent, dest).map_err(|e| HearthError::Persistence {
+            path: dest.to_path_buf(),
             message: format!("creating the directory the output is written in first: {e}"),
         })?;
         Ok(Self {
-            path,
+            dir,
             dest: dest.to_path_buf(),
         })
     }
@@ -350,9 +309,9 @@ impl Staging {
     /// Renames the staged directory to the destination, replacing what was there when `replace`; returns
     /// the part files of `staged` at their new place.
     fn commit(self, dest: &Path, staged: &[PathBuf], replace: bool) -> Result<Vec<PathBuf>> {
-        let parent = self.path.parent().unwrap_or(Path::new("."));
+        let parent = self.dir.path().parent().unwrap_or(Path::new("."));
         let aside = replace.then(|| sibling(parent, dest, "replaced"));
-        move_into_place(&self.path, dest, aside.as_deref())
+        move_into_place(self.dir.path(), dest, aside.as_deref())
             .map_err(|e| self.error(format!("moving the written files into place: {e}")))?;
         Ok(staged
             .iter()
@@ -383,52 +342,6 @@ impl Staging {
         sync(dest).map_err(|e| self.error(format!("syncing it: {e}")))?;
         Ok(files)
     }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-    }
-}
-
-/// Renames the complete directory `staged` to `dest`. With `aside`, what `dest` holds is renamed there first,
-/// put back if the move fails, and removed once the new one is in place: readers of `dest` see the old
-/// directory or the new one, never a mix.
-fn move_into_place(staged: &Path, dest: &Path, aside: Option<&Path>) -> std::io::Result<()> {
-    let aside = aside.filter(|_| fs::symlink_metadata(dest).is_ok());
-    if let Some(aside) = aside {
-        fs::rename(dest, aside)?;
-    }
-    if let Err(e) = fs::rename(staged, dest) {
-        if let Some(aside) = aside {
-            let _ = fs::rename(aside, dest);
-        }
-        return Err(e);
-    }
-    if let Some(aside) = aside {
-        let removed = if aside.is_dir() {
-            fs::remove_dir_all(aside)
-        } else {
-            fs::remove_file(aside)
-        };
-        if let Err(e) = removed {
-            log::warn!("{}: removing the replaced {}: {e}", dest.display(), aside.display());
-        }
-    }
-    Ok(())
-}
-
-/// A hidden name beside `dest` for what this write is `doing`, unique to this process and moment.
-fn sibling(parent: &Path, dest: &Path, doing: &str) -> PathBuf {
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    parent.join(format!(".{name}.{doing}-{}-{nanos}", std::process::id()))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
+use crate::files::{WholeDirError, refuse_occupied, write_dir_whole};
 use crate::model::{
     LoadError, ModelSpec, NamedTensor, Network, SpecError, from_safetensors, host_copies, load_into, to_safetensors,
 };
@@ -37,6 +38,15 @@ pub enum ArtifactError {
     /// libtorch refused an operation.
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
+}
+
+impl From<WholeDirError> for ArtifactError {
+    fn from(error: WholeDirError) -> Self {
+        Self::File {
+            path: error.path,
+            message: error.message,
+        }
+    }
 }
 
 /// Library versions recorded with a model.
@@ -100,6 +110,12 @@ pub struct ModelArtifact {
     pub versions: Versions,
 }
 
+/// What is wrong with a loaded artifact: its spec (in `model.json`) or its tensors (in the weights).
+enum Mismatch {
+    Spec(String),
+    Tensors(String),
+}
+
 /// The safetensors metadata key that holds `model.json` when an artifact travels as bytes.
 const DESCRIPTION_KEY: &str = "hearth.model";
 
@@ -151,10 +167,23 @@ impl ModelArtifact {
         &self.options.model
     }
 
-    /// Writes `dir/model.safetensors` and `dir/model.json`, creating `dir`.
+    /// Writes `dir/model.safetensors` and `dir/model.json` whole: into a hidden sibling first, synced, then
+    /// renamed to `dir` — a failed save leaves nothing. A `dir` that holds anything is refused (replace it
+    /// with [`ModelArtifact::overwrite`]).
     pub fn save(&self, dir: impl AsRef<Path>) -> Result<(), ArtifactError> {
-        let dir = dir.as_ref();
-        fs::create_dir_all(dir).map_err(|e| file_error(dir, e))?;
+        refuse_occupied(dir.as_ref(), "replace it with overwrite(dir)")?;
+        self.overwrite(dir)
+    }
+
+    /// Writes the artifact whole as [`ModelArtifact::save`] does, replacing what `dir` holds in the same
+    /// rename; a failed write leaves it as it was.
+    pub fn overwrite(&self, dir: impl AsRef<Path>) -> Result<(), ArtifactError> {
+        write_dir_whole(dir.as_ref(), |staging| self.write_into(staging))
+    }
+
+    /// Writes the artifact's two files into the existing directory `dir` as they are, with no staging: for a
+    /// writer that stages a larger directory holding them (see [`crate::files`]).
+    pub fn write_into(&self, dir: &Path) -> Result<(), ArtifactError> {
         let weights = dir.join(WEIGHTS_FILE);
         let bytes = self.weights(None).map_err(|e| file_error(&weights, e))?;
         fs::write(&weights, bytes).map_err(|e| file_error(&weights, e))?;
@@ -172,7 +201,44 @@ impl ModelArtifact {
         let weights = dir.join(WEIGHTS_FILE);
         let bytes = fs::read(&weights).map_err(|e| file_error(&weights, e))?;
         let (tensors, _) = from_safetensors(&bytes).map_err(|e| file_error(&weights, e))?;
-        Ok(Self::from_parts(description, tensors))
+        let artifact = Self::from_parts(description, tensors);
+        artifact.check_tensors().map_err(|e| match e {
+            Mismatch::Spec(e) => file_error(&model, e),
+            Mismatch::Tensors(e) => file_error(&weights, e),
+        })?;
+        Ok(artifact)
+    }
+
+    /// An error unless the tensors are those the spec's network has, each of its shape.
+    fn check_tensors(&self) -> Result<(), Mismatch> {
+        let network = Network::new(self.spec(), Device::Cpu, 0)
+            .map_err(|e| Mismatch::Spec(format!("the spec cannot be built: {e}")))?;
+        let expected = network.named_tensors();
+        for (name, tensor) in &expected {
+            let Some(found) = self.tensors.iter().find(|t| &t.name == name) else {
+                return Err(Mismatch::Tensors(format!(
+                    "has no tensor {name:?}, which the spec's network needs"
+                )));
+            };
+            if found.shape != tensor.size() {
+                return Err(Mismatch::Tensors(format!(
+                    "tensor {name:?} has shape {:?}; the spec's network needs {:?}",
+                    found.shape,
+                    tensor.size()
+                )));
+            }
+        }
+        match self
+            .tensors
+            .iter()
+            .find(|t| !expected.iter().any(|(name, _)| name == &t.name))
+        {
+            Some(extra) => Err(Mismatch::Tensors(format!(
+                "holds tensor {:?}, which the spec's network does not have",
+                extra.name
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The whole artifact as one safetensors buffer, `model.json` in its metadata: how a model travels in a
@@ -200,7 +266,11 @@ impl ModelArtifact {
             .get(DESCRIPTION_KEY)
             .ok_or_else(|| bytes_error(format!("no {DESCRIPTION_KEY:?} metadata")))?;
         let description = read_description(text).map_err(bytes_error)?;
-        Ok(Self::from_parts(description, tensors))
+        let artifact = Self::from_parts(description, tensors);
+        artifact.check_tensors().map_err(|e| match e {
+            Mismatch::Spec(e) | Mismatch::Tensors(e) => bytes_error(e),
+        })?;
+        Ok(artifact)
     }
 
     /// The training options (the spec among them) of an artifact in bytes, reading only its header.

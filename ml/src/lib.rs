@@ -29,6 +29,7 @@ pub mod clustering;
 pub mod collective;
 pub mod data;
 pub mod evaluation;
+pub mod files;
 pub mod horovod;
 pub mod model;
 pub mod random;

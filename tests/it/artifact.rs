@@ -106,3 +106,52 @@ fn a_damaged_artifact_is_named() {
     let error = ModelArtifact::load(dir.path()).unwrap_err().to_string();
     assert!(error.contains("model.safetensors"), "{error}");
 }
+
+#[test]
+fn a_damaged_artifact_names_the_file_and_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("model");
+    let artifact = artifact_of(ModelSpec::Linear { inputs: 3, outputs: 2 });
+    artifact.save(&saved).unwrap();
+    let again = artifact.save(&saved).unwrap_err().to_string();
+    assert!(
+        again.contains("already exists") && again.contains("overwrite(dir)"),
+        "{again}"
+    );
+    artifact.overwrite(&saved).unwrap();
+    let load_error = || ModelArtifact::load(&saved).unwrap_err().to_string();
+
+    let weights = saved.join("model.safetensors");
+    let bytes = std::fs::read(&weights).unwrap();
+    std::fs::write(&weights, &bytes[..bytes.len() - 5]).unwrap();
+    let truncated = load_error();
+    println!("{truncated}");
+    assert!(
+        truncated.contains("model.safetensors") && truncated.contains("truncated"),
+        "{truncated}"
+    );
+
+    let wider = dir.path().join("wider");
+    artifact_of(ModelSpec::Linear { inputs: 4, outputs: 2 })
+        .save(&wider)
+        .unwrap();
+    std::fs::copy(wider.join("model.safetensors"), &weights).unwrap();
+    let shape = load_error();
+    println!("{shape}");
+    assert!(
+        shape.contains("model.safetensors") && shape.contains("has shape [2, 4]; the spec's network needs [2, 3]"),
+        "{shape}"
+    );
+
+    std::fs::write(&weights, &bytes).unwrap();
+    let description = saved.join("model.json");
+    let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&description).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("options");
+    std::fs::write(&description, json.to_string()).unwrap();
+    let missing = load_error();
+    println!("{missing}");
+    assert!(
+        missing.contains("model.json") && missing.contains("missing field `options`"),
+        "{missing}"
+    );
+}

@@ -85,6 +85,20 @@ async fn a_seed_gives_the_same_model_every_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encrypted_links_train_the_same_model() {
+    let session = Session::local(2);
+    let (train, _) = credit(&session).await;
+    let checked = mlp().epochs(2).fit(&train).await.unwrap();
+    let encrypted = mlp()
+        .epochs(2)
+        .frame_protection(FrameProtection::Encryption)
+        .fit(&train)
+        .await
+        .unwrap();
+    assert_eq!(checked.artifact().tensors, encrypted.artifact().tensors);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_weights_weigh_each_rows_loss() {
     use datafusion::prelude::{col, lit, when};
     let session = Session::local(2);

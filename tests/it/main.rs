@@ -11,6 +11,7 @@ mod errors;
 mod evaluators;
 mod fleet;
 mod frames;
+mod fuzz;
 mod horovod;
 mod images;
 mod parity;

@@ -20,7 +20,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
 };
 use futures::TryStreamExt;
-use hearth_ml::collective::JobSecret;
+use hearth_ml::collective::{FrameProtection, JobSecret};
 use serde::{Deserialize, Serialize};
 
 use super::context::Joining;
@@ -52,10 +52,20 @@ pub struct BarrierSpec {
     /// find them, and a task trains on the one it holds.
     #[serde(default)]
     pub gpus_per_task: usize,
+    /// How the stage's links protect their frames.
+    #[serde(default)]
+    pub frame_protection: FrameProtection,
     /// The driver program holding the function, when the function is the program's own and the stage runs
     /// on a fleet, whose executors run it in copies of the program.
     #[serde(default)]
     pub program: Option<ProgramRef>,
+}
+
+impl BarrierSpec {
+    /// The job's secret with the protection its frames get; `None` if the plan's secret is not hex.
+    pub(crate) fn job_secret(&self) -> Option<JobSecret> {
+        JobSecret::from_hex(&self.secret).map(|secret| secret.with_protection(self.frame_protection))
+    }
 }
 
 /// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
@@ -267,7 +277,7 @@ fn run_task(
         Runner::Here(function) => function,
         Runner::Program(program) => return run_in_program(spec, program, joining, input_schema, batches),
     };
-    let secret = JobSecret::from_hex(&spec.secret).ok_or_else(|| {
+    let secret = spec.job_secret().ok_or_else(|| {
         DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
     })?;
     let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, joining)

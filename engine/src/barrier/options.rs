@@ -4,17 +4,19 @@
 use std::fmt;
 use std::time::Duration;
 
+use hearth_ml::collective::FrameProtection;
 use serde::{Deserialize, Serialize};
 
 /// The settings of a barrier stage. `Default` is hearth's: one task, three attempts, a two-minute deadline
-/// on every collective and five minutes for all tasks to register.
+/// on every collective, five minutes for all tasks to register, and every frame between tasks
+/// integrity-checked.
 ///
 /// ```
 /// use hearth_engine::barrier::BarrierOptions;
 /// let options = BarrierOptions { workers: 4, ..BarrierOptions::default() };
 /// assert_eq!(
 ///     options.to_string(),
-///     "workers=4, max_attempts=3, timeout=120s, rendezvous_timeout=300s, gpus_per_task=0"
+///     "workers=4, max_attempts=3, timeout=120s, rendezvous_timeout=300s, gpus_per_task=0, frame_protection=integrity"
 /// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,6 +37,9 @@ pub struct BarrierOptions {
     pub rendezvous_timeout: Duration,
     /// GPUs each task needs (0 or 1; default 0): the stage runs only where every task gets its own.
     pub gpus_per_task: usize,
+    /// How the links between tasks (and to the driver) protect each frame after their handshake: an
+    /// integrity tag (default) or encryption as well, as Spark's `spark.network.crypto.enabled`.
+    pub frame_protection: FrameProtection,
 }
 
 impl Default for BarrierOptions {
@@ -45,6 +50,7 @@ impl Default for BarrierOptions {
             timeout: Duration::from_secs(120),
             rendezvous_timeout: Duration::from_secs(300),
             gpus_per_task: 0,
+            frame_protection: FrameProtection::Integrity,
         }
     }
 }
@@ -53,12 +59,16 @@ impl fmt::Display for BarrierOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "workers={}, max_attempts={}, timeout={}s, rendezvous_timeout={}s, gpus_per_task={}",
+            "workers={}, max_attempts={}, timeout={}s, rendezvous_timeout={}s, gpus_per_task={}, frame_protection={}",
             self.workers,
             self.max_attempts,
             self.timeout.as_secs_f64(),
             self.rendezvous_timeout.as_secs_f64(),
-            self.gpus_per_task
+            self.gpus_per_task,
+            match self.frame_protection {
+                FrameProtection::Integrity => "integrity",
+                FrameProtection::Encryption => "encryption",
+            }
         )
     }
 }

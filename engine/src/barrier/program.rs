@@ -27,7 +27,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::ipc::reader::{FileReader, StreamReader};
 use datafusion::arrow::ipc::writer::{FileWriter, StreamWriter};
 use datafusion::error::{DataFusionError, Result};
-use hearth_ml::collective::JobSecret;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -394,8 +393,9 @@ fn serve(dir: &Path, task: &WorkerTask, function: &dyn BarrierFunction) -> std::
         )
     };
     let batches = read_batches(&dir.join(INPUT_FILE)).map_err(|e| failed("a task", "reading its rows", &e))?;
-    let secret =
-        JobSecret::from_hex(&spec.secret).ok_or_else(|| failed("a task", "starting", &"the job secret is not hex"))?;
+    let secret = spec
+        .job_secret()
+        .ok_or_else(|| failed("a task", "starting", &"the job secret is not hex"))?;
     let joining = Joining {
         position: task.position,
         resume: spec.resume.clone(),

@@ -11,7 +11,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::collect;
 use datafusion::prelude::DataFrame;
-use hearth_ml::collective::{Coordinator, JobSecret, Upload};
+use hearth_ml::collective::{Coordinator, FrameProtection, JobSecret, Upload};
 use serde::{Deserialize, Serialize};
 
 use super::program::{ProgramRef, worker_function};
@@ -163,6 +163,12 @@ impl BarrierStage {
         self
     }
 
+    /// How the links between tasks protect their frames: integrity-checked (default) or encrypted too.
+    pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
+        self.options.frame_protection = protection;
+        self
+    }
+
     /// Runs the stage over `df` and returns every task's rows.
     pub async fn run(&self, df: &DataFrame) -> Result<Vec<RecordBatch>> {
         Ok(self.run_reporting(df).await?.batches)
@@ -277,7 +283,7 @@ impl BarrierStage {
         check_slots(&info, workers).await?;
         check_gpus(&info, workers, self.options.gpus_per_task).await?;
         let program = self.program(info.master()).await?;
-        let secret = JobSecret::generate();
+        let secret = JobSecret::generate().with_protection(self.options.frame_protection);
         let job = format!("job-{}", &JobSecret::generate().to_hex()[..12]);
         let started = coordinator.insert(
             Coordinator::start(
@@ -301,6 +307,7 @@ impl BarrierStage {
             job,
             resume,
             gpus_per_task: self.options.gpus_per_task,
+            frame_protection: self.options.frame_protection,
             program,
         };
         let partitioned = exact_repartition(df, workers);

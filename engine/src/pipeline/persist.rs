@@ -234,17 +234,10 @@ pub(crate) struct Document {
 /// assert!(hearth_engine::pipeline::refuse_existing(dir.path()).is_err());
 /// ```
 pub fn refuse_existing(dir: &Path) -> Result<()> {
-    let occupied = match fs::read_dir(dir) {
-        Ok(mut entries) => entries.next().is_some(),
-        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
-    };
-    if occupied {
-        return Err(failed(
-            dir,
-            "already exists: save somewhere new, or replace it with .write().overwrite().save(dir)",
-        ));
-    }
-    Ok(())
+    Ok(hearth_ml::files::refuse_occupied(
+        dir,
+        "replace it with .write().overwrite().save(dir)",
+    )?)
 }
 
 /// Writes `dir/pipeline.json` (and the stages' data) for a document of `format` into the empty directory

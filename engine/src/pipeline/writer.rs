@@ -1,5 +1,5 @@
-//! Spark's `MLWriter`: a pipeline or a fitted model saved whole, a directory that already holds something
-//! replaced only when asked.
+//! Spark's `MLWriter`: a pipeline or a fitted model (a pipeline's, a network's) saved whole, a directory that
+//! already holds something replaced only when asked.
 
 use std::path::Path;
 
@@ -8,7 +8,8 @@ use super::{Pipeline, PipelineModel, PipelineStage};
 use crate::error::Result;
 use crate::write::write_dir_whole;
 
-/// Saves a [`Pipeline`] or a [`PipelineModel`]: `model.write().overwrite().save(dir)`, as in Spark.
+/// Saves a [`Pipeline`], a [`PipelineModel`] or a trained network's model: `model.write().overwrite().save(dir)`,
+/// as in Spark.
 ///
 /// The files are written into a hidden sibling of `dir`, synced and renamed into place, so a crash, a full
 /// disk or a kill mid-save leaves what was there before and nothing half-written. Without
@@ -32,7 +33,12 @@ pub struct MlWriter<'a> {
 enum Target<'a> {
     Pipeline(&'a Pipeline),
     Model(&'a PipelineModel),
+    /// Whatever writes its files into the directory it is given.
+    Files(WriteFiles<'a>),
 }
+
+/// Writes a saved thing's files into the directory it is given.
+type WriteFiles<'a> = Box<dyn Fn(&Path) -> Result<()> + 'a>;
 
 impl<'a> MlWriter<'a> {
     pub(super) fn pipeline(pipeline: &'a Pipeline) -> Self {
@@ -45,6 +51,14 @@ impl<'a> MlWriter<'a> {
     pub(super) fn model(model: &'a PipelineModel) -> Self {
         Self {
             target: Target::Model(model),
+            overwrite: false,
+        }
+    }
+
+    /// A writer of the files `write` puts into the directory it is given.
+    pub(crate) fn files(write: impl Fn(&Path) -> Result<()> + 'a) -> Self {
+        Self {
+            target: Target::Files(Box::new(write)),
             overwrite: false,
         }
     }
@@ -67,7 +81,7 @@ impl<'a> MlWriter<'a> {
     /// Writes the files into `dir`, an empty directory that a caller moves into place itself (the model
     /// catalog, whose entries hold more files beside them).
     pub(crate) fn write_into(&self, dir: &Path) -> Result<()> {
-        match self.target {
+        match &self.target {
             Target::Pipeline(pipeline) => write_document(
                 dir,
                 "Pipeline",
@@ -76,6 +90,7 @@ impl<'a> MlWriter<'a> {
                 pipeline.stages.iter().map(PipelineStage::as_stage),
             ),
             Target::Model(model) => write_document(dir, "PipelineModel", &model.uid, None, model.fitted()),
+            Target::Files(write) => write(dir),
         }
     }
 }

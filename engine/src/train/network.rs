@@ -6,6 +6,7 @@ use std::time::Duration;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{Expr, cast, ident};
 use datafusion::prelude::DataFrame;
+use hearth_ml::collective::FrameProtection;
 use hearth_ml::model::{Activation, Layer};
 use hearth_ml::train::{Augmentation, DeviceChoice, LrSchedule, OptimizerSpec, Strategy, TrainOptions, TrainSettings};
 use serde::{Deserialize, Serialize};
@@ -237,6 +238,12 @@ impl<A: Architecture, T: Task> Network<A, T> {
     /// How long the driver waits for every worker to start (default 5 minutes).
     pub fn rendezvous_timeout(mut self, timeout: Duration) -> Self {
         self.barrier.rendezvous_timeout = timeout;
+        self
+    }
+
+    /// How the links between workers protect their frames: integrity-checked (default) or encrypted too.
+    pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
+        self.barrier.frame_protection = protection;
         self
     }
 

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::fit::TrainingSummary;
 use super::trained::{TrainedNetwork, persistence};
 use crate::error::{HearthError, Result};
+use crate::pipeline::MlWriter;
 use crate::stage::{Stage, Transformer, to_params};
 
 /// The columns every fitted network reads or adds (pyspark.ml's param names).
@@ -148,9 +149,15 @@ impl<O: Outputs> NetworkModel<O> {
     }
 
     /// Writes `model.safetensors` and `model.json` (the artifact PyTorch and hearth load) and
-    /// `training.json` (the summary and columns) into `dir`.
+    /// `training.json` (the summary and columns) into `dir`, whole; a `dir` that holds anything is refused
+    /// (replace it with `write().overwrite().save(dir)`).
     pub fn save(&self, dir: impl AsRef<Path>) -> Result<()> {
-        self.network.save(dir.as_ref(), &self.columns)
+        self.write().save(dir)
+    }
+
+    /// A writer of this model, as Spark's `model.write()`: see [`MlWriter`].
+    pub fn write(&self) -> MlWriter<'_> {
+        MlWriter::files(|dir| self.network.write_into(dir, &self.columns))
     }
 
     /// Reads a model written by `save`.
@@ -235,6 +242,6 @@ impl<O: Outputs> Stage for NetworkModel<O> {
     }
 
     fn save_data(&self, dir: &Path) -> Result<()> {
-        self.save(dir)
+        self.network.write_into(dir, &self.columns)
     }
 }

@@ -129,9 +129,9 @@ impl TrainedNetwork {
         )
     }
 
-    /// Writes the artifact and `training.json` (with `columns`) into `dir`.
-    pub(crate) fn save<C: Serialize>(&self, dir: &Path, columns: &C) -> Result<()> {
-        self.artifact.save(dir).map_err(|e| persistence(dir, e))?;
+    /// Writes the artifact and `training.json` (with `columns`) into `dir`, a directory being staged.
+    pub(crate) fn write_into<C: Serialize>(&self, dir: &Path, columns: &C) -> Result<()> {
+        self.artifact.write_into(dir).map_err(|e| persistence(dir, e))?;
         let saved = SavedTrainingRef {
             uid: &self.uid,
             columns,

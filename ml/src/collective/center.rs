@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
+use super::link::Link;
 use super::ring::Communicator;
-use super::wire::{read_message, write_message};
 use crate::train::{add_into, elastic_exchange};
 
 const ADD: u8 = 1;
@@ -110,7 +110,7 @@ pub struct CenterServer {
 /// assert_eq!(stale, 1);
 /// ```
 pub struct CenterClient {
-    stream: TcpStream,
+    link: Link,
     rank: usize,
     server_host: String,
     /// Values in the center.
@@ -213,7 +213,7 @@ fn serve(
     closing: &AtomicBool,
 ) {
     let deadline = Instant::now() + timeout;
-    let mut accepted: Vec<(usize, TcpStream)> = Vec::new();
+    let mut accepted: Vec<(usize, Link)> = Vec::new();
     while accepted.len() < ranks && Instant::now() < deadline && !closing.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, from)) => match admit(stream, secret, deadline) {
@@ -246,38 +246,38 @@ fn serve(
         if closing.load(Ordering::Relaxed) {
             return;
         }
-        open.extend(accepted.iter().filter_map(|(_, stream)| stream.try_clone().ok()));
+        open.extend(accepted.iter().filter_map(|(_, link)| link.stream().try_clone().ok()));
     }
     std::thread::scope(|s| {
-        for (rank, stream) in accepted {
-            s.spawn(move || serve_rank(rank, stream, timeout, center, closing));
+        for (rank, link) in accepted {
+            s.spawn(move || serve_rank(rank, link, timeout, center, closing));
         }
     });
 }
 
 /// Checks a new link's proof of the secret and reads which rank it is.
-fn admit(mut stream: TcpStream, secret: &JobSecret, deadline: Instant) -> Result<(usize, TcpStream)> {
+fn admit(stream: TcpStream, secret: &JobSecret, deadline: Instant) -> Result<(usize, Link)> {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_nodelay(true);
     let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
     let _ = stream.set_read_timeout(Some(remaining(handshake)));
-    prove_as_server(&mut stream, secret)?;
-    let hello = read_message(&mut stream, handshake).map_err(|source| CollectiveError::Local {
+    let mut link = prove_as_server(stream, secret)?;
+    let hello = link.read_message(handshake).map_err(|source| CollectiveError::Local {
         what: "reading a parameter-server link's rank".to_string(),
         source,
     })?;
     let rank = hello.as_slice().try_into().map_or(u64::MAX, u64::from_le_bytes);
-    Ok((rank as usize, stream))
+    Ok((rank as usize, link))
 }
 
 /// Waits for a request to begin, then reads it whole within `timeout`.
-fn next_request(stream: &mut TcpStream, timeout: Duration) -> io::Result<Vec<u8>> {
-    stream.set_read_timeout(None)?;
+fn next_request(link: &mut Link, timeout: Duration) -> io::Result<Vec<u8>> {
+    link.stream().set_read_timeout(None)?;
     let mut first = [0u8; 1];
-    if stream.peek(&mut first)? == 0 {
+    if link.stream().peek(&mut first)? == 0 {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
-    read_message(stream, Instant::now() + timeout)
+    link.read_message(Instant::now() + timeout)
 }
 
 /// Little-endian `f32`s from bytes (a whole number of them, checked by the caller).
@@ -306,9 +306,9 @@ fn fail(center: &Mutex<Center>, message: String) {
 /// whole within the deadline once it has begun, fails the center, naming the rank. Between requests a rank
 /// trains a whole window, so the wait for the next one has no deadline: a rank that stalls there holds up
 /// only the collectives, which have theirs, and the link closes when the server drops.
-fn serve_rank(rank: usize, mut stream: TcpStream, timeout: Duration, center: &Mutex<Center>, closing: &AtomicBool) {
+fn serve_rank(rank: usize, mut link: Link, timeout: Duration, center: &Mutex<Center>, closing: &AtomicBool) {
     loop {
-        let request = match next_request(&mut stream, timeout) {
+        let request = match next_request(&mut link, timeout) {
             Ok(request) => request,
             Err(e) => {
                 if !closing.load(Ordering::Relaxed) {
@@ -324,7 +324,7 @@ fn serve_rank(rank: usize, mut stream: TcpStream, timeout: Duration, center: &Mu
             return;
         }
         let reply = answer(rank, &request, center);
-        if let Err(e) = write_message(&mut stream, &reply, Instant::now() + timeout) {
+        if let Err(e) = link.write_message(&reply, Instant::now() + timeout) {
             fail(
                 center,
                 format!("rank {rank} did not take its reply: it {}", describe_io(&e)),
@@ -397,7 +397,7 @@ impl CenterClient {
         let (rank, timeout) = (comm.rank(), comm.timeout());
         let deadline = Instant::now() + timeout;
         let fail = |cause: String| comm.peer_error("linking to the parameter server", 0, cause);
-        let mut stream = loop {
+        let stream = loop {
             match TcpStream::connect_timeout(&address, Duration::from_secs(1)) {
                 Ok(stream) => break stream,
                 Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
@@ -406,10 +406,11 @@ impl CenterClient {
         };
         let _ = stream.set_nodelay(true);
         let _ = stream.set_read_timeout(Some(remaining(deadline)));
-        prove_as_client(&mut stream, comm.secret()).map_err(|e| fail(e.to_string()))?;
-        write_message(&mut stream, &(rank as u64).to_le_bytes(), deadline).map_err(|e| fail(describe_io(&e)))?;
+        let mut link = prove_as_client(stream, comm.secret()).map_err(|e| fail(e.to_string()))?;
+        link.write_message(&(rank as u64).to_le_bytes(), deadline)
+            .map_err(|e| fail(describe_io(&e)))?;
         Ok(Self {
-            stream,
+            link,
             rank,
             server_host: comm.host(0),
             len,
@@ -450,8 +451,8 @@ impl CenterClient {
         request.extend_from_slice(&alpha.to_le_bytes());
         request.extend_from_slice(bytemuck::cast_slice(values));
         let deadline = Instant::now() + self.timeout;
-        let reply = write_message(&mut self.stream, &request, deadline)
-            .and_then(|()| read_message(&mut self.stream, deadline))
+        let reply = (self.link.write_message(&request, deadline))
+            .and_then(|()| self.link.read_message(deadline))
             .map_err(|e| self.peer_error(&op, describe_io(&e)))?;
         match reply.first() {
             Some(0) if reply.len() == REPLY_HEAD + 4 * self.len => {
@@ -488,7 +489,7 @@ impl CenterClient {
     }
 
     fn peer_error(&mut self, op: &str, cause: String) -> CollectiveError {
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let _ = self.link.stream().shutdown(Shutdown::Both);
         CollectiveError::Peer {
             op: op.to_string(),
             rank: self.rank,
@@ -504,6 +505,8 @@ impl CenterClient {
     /// fails the center, naming the rank, so the others stop at their next exchange.
     pub fn finish(mut self) {
         let goodbye = [DONE; REQUEST_HEAD];
-        let _ = write_message(&mut self.stream, &goodbye, Instant::now() + Duration::from_secs(1));
+        let _ = self
+            .link
+            .write_message(&goodbye, Instant::now() + Duration::from_secs(1));
     }
 }

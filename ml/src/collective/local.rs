@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::auth::JobSecret;
 use super::error::Result;
+use super::frames::FrameProtection;
 use super::rendezvous::Coordinator;
 use super::ring::{Communicator, JoinOptions};
 
@@ -31,6 +32,7 @@ pub struct LocalWorld {
     size: usize,
     timeout: Duration,
     host: Box<HostOf>,
+    protection: FrameProtection,
 }
 
 impl LocalWorld {
@@ -41,6 +43,7 @@ impl LocalWorld {
             size,
             timeout: Duration::from_secs(60),
             host: Box::new(|_| "localhost".to_string()),
+            protection: FrameProtection::default(),
         }
     }
 
@@ -56,6 +59,12 @@ impl LocalWorld {
         self
     }
 
+    /// How the ranks' links protect their frames (integrity-checked unless told otherwise).
+    pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
+        self.protection = protection;
+        self
+    }
+
     /// Runs `task` on every rank and returns the results in rank order. Fails if the coordinator cannot
     /// start or a rank cannot join.
     pub fn run<T: Send>(&self, task: impl Fn(Communicator) -> T + Sync) -> Result<Vec<T>> {
@@ -68,7 +77,7 @@ impl LocalWorld {
     /// Runs `task` on every thread with its index and the outcome of its join (so a test can see a join
     /// fail); returns the results in thread order.
     pub fn run_joining<T: Send>(&self, task: impl Fn(usize, Result<Communicator>) -> T + Sync) -> Result<Vec<T>> {
-        let secret = JobSecret::generate();
+        let secret = JobSecret::generate().with_protection(self.protection);
         let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
         let coordinator = Coordinator::start(loopback, self.size, secret.clone(), self.timeout)?;
         let address = coordinator.address();

@@ -1,5 +1,6 @@
 //! Collectives for data-parallel training: a rendezvous that assigns ranks, a ring communicator with
-//! allreduce, broadcast, allgather and barrier over authenticated TCP links, and a parameter server on rank 0
+//! allreduce, broadcast, allgather and barrier over authenticated TCP links whose every frame is
+//! integrity-checked (or encrypted), and a parameter server on rank 0
 //! for the asynchronous strategies — every operation bounded by a deadline.
 //!
 //! The driver starts a [`Coordinator`]; each rank calls [`Communicator::join`] with the coordinator's address
@@ -9,15 +10,20 @@
 mod auth;
 mod center;
 mod error;
+mod frames;
+mod link;
 mod local;
 mod rendezvous;
 mod ring;
+#[cfg(test)]
+mod tampering;
 mod transfer;
 mod wire;
 
 pub use auth::JobSecret;
 pub use center::{CenterClient, CenterServer, Staleness};
 pub use error::{CollectiveError, Result};
+pub use frames::FrameProtection;
 pub use local::LocalWorld;
 pub use rendezvous::{Coordinator, Peer, Registration, Upload, register, upload};
 pub use ring::{Communicator, JoinOptions};

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
-use super::wire::{read_message, write_message};
+use super::link::Link;
 
 /// How long past its own deadline a task waits for the coordinator's verdict.
 const VERDICT_GRACE: Duration = Duration::from_secs(5);
@@ -190,13 +190,13 @@ impl Service {
     }
 
     /// The next authenticated connection and its request, or `None` when nothing is waiting.
-    fn next_request(&self, deadline: Instant) -> Result<Option<(TcpStream, Request)>> {
+    fn next_request(&self, deadline: Instant) -> Result<Option<(Link, Request)>> {
         match self.listener.accept() {
-            Ok((mut stream, from)) => {
+            Ok((stream, from)) => {
                 let _ = stream.set_nonblocking(false);
                 let _ = stream.set_nodelay(true);
-                match admit(&mut stream, &self.secret, deadline) {
-                    Ok(request) => Ok(Some((stream, request))),
+                match admit(stream, &self.secret, deadline) {
+                    Ok(admitted) => Ok(Some(admitted)),
                     Err(reason) => {
                         log::warn!("rendezvous at {}: refused {from}: {reason}", self.address);
                         Ok(None)
@@ -215,7 +215,7 @@ impl Service {
         self.listener
             .set_nonblocking(true)
             .map_err(|e| self.failed(format!("cannot poll the listener: {e}")))?;
-        let mut waiting: Vec<(TcpStream, Registration)> = Vec::with_capacity(world_size);
+        let mut waiting: Vec<(Link, Registration)> = Vec::with_capacity(world_size);
         while waiting.len() < world_size {
             let stopped = self.stop.load(Ordering::Relaxed);
             if stopped || Instant::now() >= deadline {
@@ -236,15 +236,11 @@ impl Service {
                             .join(", ")
                     )
                 };
-                for (mut stream, _) in waiting {
+                for (mut link, _) in waiting {
                     let answer = Assignment::Failed {
                         message: message.clone(),
                     };
-                    let _ = write_message(
-                        &mut stream,
-                        &serde_json::to_vec(&answer).unwrap_or_default(),
-                        deadline_in(1),
-                    );
+                    let _ = link.write_message(&serde_json::to_vec(&answer).unwrap_or_default(), deadline_in(1));
                 }
                 return Err(self.failed(message));
             }
@@ -269,13 +265,13 @@ impl Service {
                 registration: registration.clone(),
             })
             .collect();
-        for (rank, (mut stream, registration)) in waiting.into_iter().enumerate() {
+        for (rank, (mut link, registration)) in waiting.into_iter().enumerate() {
             let answer = Assignment::Ranked {
                 rank,
                 peers: peers.clone(),
             };
             let bytes = serde_json::to_vec(&answer).map_err(|e| self.failed(e.to_string()))?;
-            write_message(&mut stream, &bytes, deadline_in(10))
+            link.write_message(&bytes, deadline_in(10))
                 .map_err(|e| self.failed(format!("rank {rank} ({}) {}", registration.host, describe_io(&e))))?;
         }
         Ok(peers)
@@ -285,35 +281,29 @@ impl Service {
     fn take_uploads(&self) {
         while !self.stop.load(Ordering::Relaxed) {
             match self.next_request(deadline_in(60)) {
-                Ok(Some((mut stream, Request::Upload { rank, epoch }))) => {
-                    match read_message(&mut stream, deadline_in(60)) {
-                        Ok(bytes) => {
-                            if let Ok(mut latest) = self.latest.lock()
-                                && latest.as_ref().is_none_or(|l| l.epoch <= epoch)
-                            {
-                                *latest = Some(Upload { rank, epoch, bytes });
-                            }
-                            let _ = write_message(&mut stream, b"ok", deadline_in(5));
+                Ok(Some((mut link, Request::Upload { rank, epoch }))) => match link.read_message(deadline_in(60)) {
+                    Ok(bytes) => {
+                        if let Ok(mut latest) = self.latest.lock()
+                            && latest.as_ref().is_none_or(|l| l.epoch <= epoch)
+                        {
+                            *latest = Some(Upload { rank, epoch, bytes });
                         }
-                        Err(e) => log::warn!(
-                            "rendezvous at {}: rank {rank}'s upload of epoch {epoch} {}",
-                            self.address,
-                            describe_io(&e)
-                        ),
+                        let _ = link.write_message(b"ok", deadline_in(5));
                     }
-                }
-                Ok(Some((mut stream, Request::Register(registration)))) => {
+                    Err(e) => log::warn!(
+                        "rendezvous at {}: rank {rank}'s upload of epoch {epoch} {}",
+                        self.address,
+                        describe_io(&e)
+                    ),
+                },
+                Ok(Some((mut link, Request::Register(registration)))) => {
                     let answer = Assignment::Failed {
                         message: format!(
                             "the ring of this job formed without {}; a late task cannot join it",
                             registration.host
                         ),
                     };
-                    let _ = write_message(
-                        &mut stream,
-                        &serde_json::to_vec(&answer).unwrap_or_default(),
-                        deadline_in(1),
-                    );
+                    let _ = link.write_message(&serde_json::to_vec(&answer).unwrap_or_default(), deadline_in(1));
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -330,7 +320,7 @@ fn deadline_in(seconds: u64) -> Instant {
 }
 
 /// Authenticates a connecting task and reads its request.
-fn admit(stream: &mut TcpStream, secret: &JobSecret, deadline: Instant) -> Result<Request, String> {
+fn admit(stream: TcpStream, secret: &JobSecret, deadline: Instant) -> Result<(Link, Request), String> {
     // A task that connects but says nothing is given a few seconds, never past the rendezvous deadline.
     let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
     stream
@@ -340,9 +330,10 @@ fn admit(stream: &mut TcpStream, secret: &JobSecret, deadline: Instant) -> Resul
                 .max(Duration::from_millis(1)),
         ))
         .map_err(|e| e.to_string())?;
-    prove_as_server(stream, secret).map_err(|e| e.to_string())?;
-    let bytes = read_message(stream, handshake).map_err(|e| describe_io(&e))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("sent an unreadable request: {e}"))
+    let mut link = prove_as_server(stream, secret).map_err(|e| e.to_string())?;
+    let bytes = link.read_message(handshake).map_err(|e| describe_io(&e))?;
+    let request = serde_json::from_slice(&bytes).map_err(|e| format!("sent an unreadable request: {e}"))?;
+    Ok((link, request))
 }
 
 /// The task side: registers with the coordinator and waits (up to `timeout`) for its rank and the peer table.
@@ -354,17 +345,18 @@ pub fn register(
 ) -> Result<(usize, Vec<Peer>)> {
     let deadline = Instant::now() + timeout;
     let failed = |message: String| CollectiveError::Rendezvous { coordinator, message };
-    let mut stream =
+    let stream =
         TcpStream::connect_timeout(&coordinator, timeout).map_err(|e| failed(format!("cannot connect: {e}")))?;
     let _ = stream.set_nodelay(true);
     stream
         .set_read_timeout(Some(timeout))
         .map_err(|e| failed(e.to_string()))?;
-    prove_as_client(&mut stream, secret)?;
+    let mut link = prove_as_client(stream, secret)?;
     let bytes = serde_json::to_vec(&Request::Register(registration.clone())).map_err(|e| failed(e.to_string()))?;
-    write_message(&mut stream, &bytes, deadline).map_err(|e| failed(describe_io(&e)))?;
+    link.write_message(&bytes, deadline)
+        .map_err(|e| failed(describe_io(&e)))?;
     // The coordinator's deadline decides; its verdict may arrive just after ours would have passed.
-    let answer = read_message(&mut stream, deadline + VERDICT_GRACE).map_err(|e| {
+    let answer = link.read_message(deadline + VERDICT_GRACE).map_err(|e| {
         failed(format!(
             "no answer before the deadline: the coordinator {}",
             describe_io(&e)
@@ -389,17 +381,19 @@ pub fn upload(
 ) -> Result<()> {
     let deadline = Instant::now() + timeout;
     let failed = |message: String| CollectiveError::Rendezvous { coordinator, message };
-    let mut stream = TcpStream::connect_timeout(&coordinator, timeout)
+    let stream = TcpStream::connect_timeout(&coordinator, timeout)
         .map_err(|e| failed(format!("cannot connect to upload epoch {epoch}: {e}")))?;
     let _ = stream.set_nodelay(true);
     stream
         .set_read_timeout(Some(timeout))
         .map_err(|e| failed(e.to_string()))?;
-    prove_as_client(&mut stream, secret)?;
+    let mut link = prove_as_client(stream, secret)?;
     let request = serde_json::to_vec(&Request::Upload { rank, epoch }).map_err(|e| failed(e.to_string()))?;
-    write_message(&mut stream, &request, deadline).map_err(|e| failed(describe_io(&e)))?;
-    write_message(&mut stream, bytes, deadline).map_err(|e| failed(describe_io(&e)))?;
-    read_message(&mut stream, deadline).map(|_| ()).map_err(|e| {
+    link.write_message(&request, deadline)
+        .map_err(|e| failed(describe_io(&e)))?;
+    link.write_message(bytes, deadline)
+        .map_err(|e| failed(describe_io(&e)))?;
+    link.read_message(deadline).map(|_| ()).map_err(|e| {
         failed(format!(
             "upload of epoch {epoch} not confirmed: the coordinator {}",
             describe_io(&e)

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
+use super::link::Link;
 use super::rendezvous::{Peer, Registration, register};
 use super::transfer::{self, Combine, HEADER_LEN, Plan, Receive, Side};
-use super::wire::{read_exact_by, read_message, write_all_by, write_message};
 
 /// How a rank joins the job.
 #[derive(Clone, Debug)]
@@ -96,8 +96,8 @@ impl Op {
 pub struct Communicator {
     rank: usize,
     peers: Vec<Peer>,
-    left: Option<TcpStream>,
-    right: Option<TcpStream>,
+    left: Option<Link>,
+    right: Option<Link>,
     timeout: Duration,
     sequence: u64,
     failure: Option<String>,
@@ -124,33 +124,46 @@ impl Communicator {
             position: options.position,
         };
         let (rank, peers) = register(coordinator, secret, &registration, options.timeout)?;
-        let mut comm = Self {
+        let mut comm = Self::unlinked(rank, peers, secret, options.timeout);
+        comm.link_ring(&listener)?;
+        Ok(comm)
+    }
+
+    /// A rank that knows its place but has no links yet.
+    fn unlinked(rank: usize, peers: Vec<Peer>, secret: &JobSecret, timeout: Duration) -> Self {
+        Self {
             rank,
             peers,
             left: None,
             right: None,
-            timeout: options.timeout,
+            timeout,
             sequence: 0,
             failure: None,
             secret: secret.clone(),
-        };
-        if comm.world_size() > 1 {
-            let deadline = Instant::now() + options.timeout;
-            let (left, right) = std::thread::scope(|s| {
-                let accepting = s.spawn(|| comm.accept_left(&listener, secret, deadline));
-                let right = comm.connect_right(secret, deadline);
-                let left = accepting.join().unwrap_or_else(|_| {
-                    Err(CollectiveError::Local {
-                        what: "accepting the left link".to_string(),
-                        source: io::Error::other("the accepting thread panicked"),
-                    })
-                });
-                (left, right)
-            });
-            comm.left = Some(left?);
-            comm.right = Some(right?);
         }
-        Ok(comm)
+    }
+
+    /// Opens the ring's links: accepts the left neighbour's on `listener` while connecting to the right one.
+    fn link_ring(&mut self, listener: &TcpListener) -> Result<()> {
+        if self.world_size() == 1 {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.timeout;
+        let (left, right) = std::thread::scope(|s| {
+            let accepting = s.spawn(|| self.accept_left(listener, &self.secret, deadline));
+            let right = self.connect_right(&self.secret, deadline);
+            let left = accepting.join().unwrap_or_else(|_| {
+                Err(CollectiveError::Local {
+                    what: "accepting the left link".to_string(),
+                    source: io::Error::other("the accepting thread panicked"),
+                })
+            });
+            (left, right)
+        });
+        // The connecting side's error says more (e.g. why a handshake failed) than "never connected".
+        self.right = Some(right?);
+        self.left = Some(left?);
+        Ok(())
     }
 
     /// This rank, `0..world_size`.
@@ -202,11 +215,11 @@ impl Communicator {
         }
     }
 
-    fn connect_right(&self, secret: &JobSecret, deadline: Instant) -> Result<TcpStream> {
+    fn connect_right(&self, secret: &JobSecret, deadline: Instant) -> Result<Link> {
         let right = self.right_rank();
         let address = self.peers[right].registration.listen;
         let fail = |cause: String| self.peer_error("connecting the ring", right, cause);
-        let mut stream = loop {
+        let stream = loop {
             match TcpStream::connect_timeout(&address, Duration::from_secs(1)) {
                 Ok(stream) => break stream,
                 Err(e) if Instant::now() < deadline => {
@@ -222,12 +235,13 @@ impl Communicator {
                 .saturating_duration_since(Instant::now())
                 .max(Duration::from_millis(1)),
         ));
-        prove_as_client(&mut stream, secret)?;
-        write_all_by(&mut stream, &(self.rank as u64).to_le_bytes(), deadline).map_err(|e| fail(describe_io(&e)))?;
-        Ok(stream)
+        let mut link = prove_as_client(stream, secret)?;
+        link.write_message(&(self.rank as u64).to_le_bytes(), deadline)
+            .map_err(|e| fail(describe_io(&e)))?;
+        Ok(link)
     }
 
-    fn accept_left(&self, listener: &TcpListener, secret: &JobSecret, deadline: Instant) -> Result<TcpStream> {
+    fn accept_left(&self, listener: &TcpListener, secret: &JobSecret, deadline: Instant) -> Result<Link> {
         let left = self.left_rank();
         listener
             .set_nonblocking(true)
@@ -239,7 +253,7 @@ impl Communicator {
             if Instant::now() >= deadline {
                 return Err(self.peer_error("connecting the ring", left, "never connected".to_string()));
             }
-            let (mut stream, from) = match listener.accept() {
+            let (stream, from) = match listener.accept() {
                 Ok(accepted) => accepted,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(5));
@@ -260,17 +274,19 @@ impl Communicator {
                     .saturating_duration_since(Instant::now())
                     .max(Duration::from_millis(1)),
             ));
-            if let Err(e) = prove_as_server(&mut stream, secret) {
-                log::warn!("rank {}: refused a ring connection from {from}: {e}", self.rank);
-                continue;
-            }
-            let mut hello = [0u8; 8];
-            match read_exact_by(&mut stream, &mut hello, handshake) {
-                Ok(()) if u64::from_le_bytes(hello) == left as u64 => return Ok(stream),
-                Ok(()) => log::warn!(
+            let mut link = match prove_as_server(stream, secret) {
+                Ok(link) => link,
+                Err(e) => {
+                    log::warn!("rank {}: refused a ring connection from {from}: {e}", self.rank);
+                    continue;
+                }
+            };
+            match link.read_message(handshake) {
+                Ok(hello) if hello == (left as u64).to_le_bytes() => return Ok(link),
+                Ok(hello) => log::warn!(
                     "rank {}: refused {from}: it says it is rank {}, expected rank {left}",
                     self.rank,
-                    u64::from_le_bytes(hello)
+                    hello.as_slice().try_into().map_or(u64::MAX, u64::from_le_bytes)
                 ),
                 Err(e) => log::warn!("rank {}: refused {from}: {}", self.rank, describe_io(&e)),
             }
@@ -297,7 +313,7 @@ impl Communicator {
     fn fail(&mut self, error: CollectiveError) -> CollectiveError {
         self.failure.get_or_insert_with(|| error.to_string());
         for link in [&self.left, &self.right].into_iter().flatten() {
-            let _ = link.shutdown(Shutdown::Both);
+            let _ = link.stream().shutdown(Shutdown::Both);
         }
         error
     }
@@ -308,7 +324,7 @@ impl Communicator {
         let (Some(left_link), Some(right_link)) = (self.left.as_mut(), self.right.as_mut()) else {
             return Ok(());
         };
-        if let Err(e) = write_all_by(right_link, &header.0, deadline) {
+        if let Err(e) = right_link.write_message(&header.0, deadline) {
             let error = self.peer_error(name, right, describe_io(&e));
             return Err(self.fail(error));
         }
@@ -382,7 +398,7 @@ impl Communicator {
         receives: &[Receive],
         deadline: Instant,
     ) -> Result<()> {
-        let (Some(left), Some(right)) = (&self.left, &self.right) else {
+        let (Some(left), Some(right)) = (self.left.as_mut(), self.right.as_mut()) else {
             return Ok(());
         };
         let check_header = |theirs: &[u8; HEADER_LEN]| header.check(theirs, name);
@@ -423,14 +439,14 @@ impl Communicator {
             let (to_sender, from_main) = sync_channel::<Vec<u8>>(n);
             let sender = s.spawn(move || -> std::result::Result<(), String> {
                 for message in from_main {
-                    write_message(right, &message, deadline).map_err(|e| describe_io(&e))?;
+                    right.write_message(&message, deadline).map_err(|e| describe_io(&e))?;
                 }
                 Ok(())
             });
             let mut received = Ok(());
             if to_sender.send(mine.to_vec()).is_ok() {
                 for t in 0..n - 1 {
-                    match read_message(left, deadline) {
+                    match left.read_message(deadline) {
                         Ok(message) => {
                             if t + 1 < n - 1 && to_sender.send(message.clone()).is_err() {
                                 break;
@@ -498,9 +514,14 @@ impl Header {
     }
 
     /// Reads the neighbour's header from `link`: an error unless it is this one.
-    fn read_from(&self, link: &mut TcpStream, name: &str, deadline: Instant) -> io::Result<()> {
-        let mut theirs = [0u8; HEADER_LEN];
-        read_exact_by(link, &mut theirs, deadline)?;
+    fn read_from(&self, link: &mut Link, name: &str, deadline: Instant) -> io::Result<()> {
+        let message = link.read_message(deadline)?;
+        let theirs: [u8; HEADER_LEN] = message.as_slice().try_into().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("sent garbage: a header of {} bytes", message.len()),
+            )
+        })?;
         self.check(&theirs, name)
     }
 
@@ -522,5 +543,21 @@ impl Header {
                 word(theirs, 2)
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+impl Communicator {
+    /// A rank of a ring formed without a coordinator: `peers[r]` is where rank `r` is reached, which need not
+    /// be where it listens (a test may put something between two ranks).
+    pub(super) fn link_by_hand(
+        rank: usize,
+        peers: Vec<Peer>,
+        listener: &TcpListener,
+        secret: &JobSecret,
+    ) -> Result<Self> {
+        let mut comm = Self::unlinked(rank, peers, secret, Duration::from_secs(5));
+        comm.link_ring(listener)?;
+        Ok(comm)
     }
 }

@@ -1,4 +1,4 @@
-//! Reading and writing on a link within a deadline, and the small framed messages of the control plane.
+//! Reading and writing on a connection within a deadline.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -45,28 +45,6 @@ pub(crate) fn write_all_by(stream: &mut TcpStream, buf: &[u8], deadline: Instant
         }
     }
     Ok(())
-}
-
-/// Writes a length-prefixed message.
-pub(crate) fn write_message(stream: &mut TcpStream, payload: &[u8], deadline: Instant) -> io::Result<()> {
-    write_all_by(stream, &(payload.len() as u64).to_le_bytes(), deadline)?;
-    write_all_by(stream, payload, deadline)
-}
-
-/// Reads a length-prefixed message.
-pub(crate) fn read_message(stream: &mut TcpStream, deadline: Instant) -> io::Result<Vec<u8>> {
-    let mut len = [0u8; 8];
-    read_exact_by(stream, &mut len, deadline)?;
-    let len = u64::from_le_bytes(len);
-    if len > MAX_MESSAGE as u64 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("sent garbage (a message of {len} bytes)"),
-        ));
-    }
-    let mut payload = vec![0u8; len as usize];
-    read_exact_by(stream, &mut payload, deadline)?;
-    Ok(payload)
 }
 
 /// Waits until `readable` has data (or news of its end) or `writable` takes more, whichever of them is given;

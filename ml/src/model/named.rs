@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, TensorView};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, TchError, Tensor};
 
@@ -96,9 +96,9 @@ pub fn to_safetensors(tensors: &[NamedTensor], metadata: HashMap<String, String>
 
 /// The `F32` tensors of a safetensors buffer, sorted by name, and its metadata.
 pub fn from_safetensors(bytes: &[u8]) -> Result<(Vec<NamedTensor>, HashMap<String, String>), String> {
-    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| format!("{e:?}"))?;
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| unreadable(&e, bytes))?;
     let metadata = header.metadata().clone().unwrap_or_default();
-    let file = SafeTensors::deserialize(bytes).map_err(|e| format!("{e:?}"))?;
+    let file = SafeTensors::deserialize(bytes).map_err(|e| unreadable(&e, bytes))?;
     let mut tensors = Vec::new();
     for (name, view) in file.tensors() {
         if view.dtype() != Dtype::F32 {
@@ -117,4 +117,52 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Vec<NamedTensor>, HashMap<Strin
     }
     tensors.sort_by(|a, b| a.name.cmp(&b.name));
     Ok((tensors, metadata))
+}
+
+/// What is wrong with safetensors bytes that cannot be read, in words: above all, whether they were cut short.
+fn unreadable(error: &SafeTensorError, bytes: &[u8]) -> String {
+    let declared = bytes.get(..8).and_then(|n| n.try_into().ok()).map(u64::from_le_bytes);
+    match error {
+        SafeTensorError::HeaderTooSmall => format!(
+            "truncated: {} bytes, short of the 8 that give the header's length",
+            bytes.len()
+        ),
+        SafeTensorError::InvalidHeaderLength => format!(
+            "truncated or not safetensors: the header's length says {} bytes, {} follow it",
+            declared.unwrap_or(0),
+            bytes.len().saturating_sub(8)
+        ),
+        SafeTensorError::MetadataIncompleteBuffer => {
+            let header = declared.map_or(0, |n| n as usize).saturating_add(8);
+            format!(
+                "truncated or padded: its tensors need {} bytes after the header, the file holds {}",
+                tensor_bytes_declared(bytes.get(8..header).unwrap_or_default())
+                    .map_or("other".to_string(), |n| n.to_string()),
+                bytes.len().saturating_sub(header)
+            )
+        }
+        SafeTensorError::InvalidHeader
+        | SafeTensorError::InvalidHeaderStart
+        | SafeTensorError::InvalidHeaderDeserialization => {
+            "not safetensors: its header is not the JSON safetensors writes".to_string()
+        }
+        SafeTensorError::HeaderTooLarge => {
+            "not safetensors: its header's length is beyond any safetensors header".to_string()
+        }
+        SafeTensorError::InvalidOffset(name) => format!("tensor {name:?} lies outside the file's data"),
+        SafeTensorError::TensorInvalidInfo | SafeTensorError::ValidationOverflow => {
+            "a tensor's shape, type and place in the file disagree".to_string()
+        }
+        other => format!("unreadable safetensors: {other:?}"),
+    }
+}
+
+/// The bytes of tensor data a safetensors JSON header places its tensors over: the end of the last one.
+fn tensor_bytes_declared(header: &[u8]) -> Option<u64> {
+    let header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(header).ok()?;
+    header
+        .iter()
+        .filter(|(name, _)| name.as_str() != "__metadata__")
+        .filter_map(|(_, tensor)| tensor.get("data_offsets")?.get(1)?.as_u64())
+        .max()
 }
