@@ -8,6 +8,8 @@ use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::secret::ClusterSecret;
+
 /// The route of hearth's scheduler that lists (GET) and records (POST) executors' resources.
 pub const EXECUTORS_ROUTE: &str = "/hearth/executors";
 
@@ -100,6 +102,8 @@ impl RestError {
 pub struct SchedulerRest {
     url: String,
     client: reqwest::Client,
+    /// The fleet's secret, sent with every request ([`ClusterSecret::find`]'s unless told otherwise).
+    secret: Option<ClusterSecret>,
 }
 
 impl SchedulerRest {
@@ -125,7 +129,13 @@ impl SchedulerRest {
             .timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| failed(e.to_string()))?;
-        Ok(Self { url, client })
+        let secret = ClusterSecret::find().map_err(failed)?;
+        Ok(Self { url, client, secret })
+    }
+
+    /// The same client presenting `secret` (or none) instead.
+    pub fn with_secret(self, secret: Option<ClusterSecret>) -> Self {
+        Self { secret, ..self }
     }
 
     /// The scheduler's base URL.
@@ -150,6 +160,9 @@ impl SchedulerRest {
             .client
             .request(method.clone(), format!("{}{path}", self.url))
             .header("Accept", "application/json");
+        if let Some(secret) = &self.secret {
+            request = request.header("Authorization", secret.bearer());
+        }
         if let Some(body) = body {
             request = request.json(body);
         }

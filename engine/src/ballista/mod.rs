@@ -11,6 +11,7 @@
 
 mod cluster;
 mod fleet;
+mod secret;
 
 pub use cluster::{DEFAULT_SCHEDULER_PORT, submit_physical};
 pub(crate) use cluster::{connect_remote, start_standalone};
@@ -18,3 +19,4 @@ pub(crate) use fleet::task_slots;
 pub use fleet::{
     ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, RestError, SchedulerRest, alive, fleet_resources, now_ms,
 };
+pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV};

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, SchedulerRest, now_ms};
+use hearth_engine::ballista::{
+    ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, SECRET_FILE_ENV, SchedulerRest, now_ms,
+};
 use hearth_engine::host::address_towards;
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +60,14 @@ impl StateDir {
             .ok_or_else(|| format!("no state directory: pass --state-dir or set {STATE_DIR_ENV}"))
     }
 }
+
+/// The secret of the fleet recorded in the default state directory, which its clients present.
+pub fn default_secret_file() -> Option<PathBuf> {
+    Some(default_state_dir()?.join(SECRET_FILE))
+}
+
+/// The fleet's secret in its state directory.
+const SECRET_FILE: &str = "secret";
 
 fn default_state_dir() -> Option<PathBuf> {
     std::env::var_os(STATE_DIR_ENV)
@@ -232,8 +242,20 @@ async fn start(args: StartArgs) -> CommandResult {
         "--work-dir".to_string(),
         dir.join("scheduler").display().to_string(),
     ];
-    let scheduler = spawn_local(&program, "scheduler", &scheduler_args, &[], &logs.join("scheduler.log"))?;
+    // A new secret for every fleet, readable by this user alone; its processes find it through their
+    // environment, never their command lines.
+    let secret_file = dir.join(SECRET_FILE);
+    let secret = ClusterSecret::create(&secret_file)?;
+    let secret_env = [(SECRET_FILE_ENV, secret_file.display().to_string())];
+    let scheduler = spawn_local(
+        &program,
+        "scheduler",
+        &scheduler_args,
+        &secret_env,
+        &logs.join("scheduler.log"),
+    )?;
     let mut launch = Launch {
+        secret: secret.clone(),
         dir: dir.clone(),
         record: ClusterRecord {
             master: String::new(),
@@ -245,7 +267,8 @@ async fn start(args: StartArgs) -> CommandResult {
     match launch.run(&args, hosts.as_deref(), advertised, &program).await {
         Ok(()) => {
             let master = &launch.record.master;
-            let executors: Vec<ExecutorResources> = SchedulerRest::new(master)?.get(EXECUTORS_ROUTE).await?;
+            let rest = SchedulerRest::new(master)?.with_secret(Some(secret));
+            let executors: Vec<ExecutorResources> = rest.get(EXECUTORS_ROUTE).await?;
             print_executors(master, &executors);
             println!("\nState and logs in {}", dir.display());
             println!("master: {master}");
@@ -261,6 +284,7 @@ async fn start(args: StartArgs) -> CommandResult {
 /// A fleet being started, recorded in its state directory after each process starts (so `hearth cluster
 /// stop` finds whatever a start interrupted left running).
 struct Launch {
+    secret: ClusterSecret,
     dir: PathBuf,
     record: ClusterRecord,
 }
@@ -295,7 +319,8 @@ impl Launch {
                         executor_args(&scheduler, args.slots, args.gpus, &dir.join(format!("executor-{i}")));
                     executor_args.extend(["--bind".to_string(), resolve(host)?.to_string()]);
                     let log = logs.join(format!("executor-{i}.log"));
-                    self.started(spawn_remote(host, program, "executor", &executor_args, &log)?)?;
+                    let started = spawn_remote(host, program, "executor", &executor_args, &log, &self.secret)?;
+                    self.started(started)?;
                 }
             }
             None => {
@@ -312,7 +337,9 @@ impl Launch {
                         &dir.join(format!("executor-{i}")),
                     );
                     let log = logs.join(format!("executor-{i}.log"));
-                    self.started(spawn_local(program, "executor", &executor_args, &share.env, &log)?)?;
+                    let mut env = share.env;
+                    env.push((SECRET_FILE_ENV, dir.join(SECRET_FILE).display().to_string()));
+                    self.started(spawn_local(program, "executor", &executor_args, &env, &log)?)?;
                 }
             }
         }
@@ -347,7 +374,8 @@ impl Launch {
 
     /// Waits until every executor has registered and reported its resources.
     async fn await_executors(&self, timeout: Duration) -> Result<(), String> {
-        let rest = SchedulerRest::new(&self.record.master).map_err(|e| e.to_string())?;
+        let rest = (SchedulerRest::new(&self.record.master).map_err(|e| e.to_string())?)
+            .with_secret(Some(self.secret.clone()));
         let deadline = Instant::now() + timeout;
         loop {
             let reported = match rest.get::<Vec<ExecutorResources>>(EXECUTORS_ROUTE).await {
@@ -496,7 +524,10 @@ async fn status(dir: &Path) -> CommandResult {
     rows.printstd();
     if record.scheduler.alive() {
         println!();
-        let executors: Vec<ExecutorResources> = SchedulerRest::new(&record.master)?.get(EXECUTORS_ROUTE).await?;
+        let executors: Vec<ExecutorResources> = (SchedulerRest::new(&record.master)?)
+            .with_secret(ClusterSecret::read(&dir.join(SECRET_FILE)).ok())
+            .get(EXECUTORS_ROUTE)
+            .await?;
         print_executors(&record.master, &executors);
     }
     Ok(())

@@ -15,6 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use hearth_engine::ballista::ClusterSecret;
 
 pub use output::Format;
 
@@ -103,6 +104,8 @@ enum Command {
         /// Where cluster-mode jobs keep their records and output (default: a new temporary directory).
         #[arg(long = "work-dir")]
         work_dir: Option<PathBuf>,
+        #[command(flatten)]
+        secret: SecretArgs,
     },
     /// Run an executor of the fleet.
     Executor(ExecutorArgs),
@@ -132,6 +135,26 @@ struct ExecutorArgs {
     /// The directory for shuffle files (default: a temporary one).
     #[arg(long = "work-dir")]
     work_dir: Option<String>,
+    #[command(flatten)]
+    secret: SecretArgs,
+}
+
+/// The fleet's secret, for its scheduler and executors.
+#[derive(Debug, Args)]
+struct SecretArgs {
+    /// A file holding the fleet's secret, readable by its owner alone (else HEARTH_SECRET_FILE or
+    /// HEARTH_SECRET; none: no secret is asked or presented).
+    #[arg(long = "secret-file")]
+    secret_file: Option<PathBuf>,
+}
+
+impl SecretArgs {
+    fn secret(&self) -> Result<Option<ClusterSecret>, String> {
+        match &self.secret_file {
+            Some(file) => ClusterSecret::read(file).map(Some),
+            None => ClusterSecret::from_env(),
+        }
+    }
 }
 
 /// Logs on standard error at `level`, or as `RUST_LOG` says: the fleet's processes at `info`; commands and
@@ -177,6 +200,10 @@ impl Cli {
         ) {
             end_on_closed_pipe();
         }
+        // Clients find the secret of the fleet `hearth cluster start` started by themselves.
+        if !daemon && let Some(file) = cluster::default_secret_file() {
+            ClusterSecret::use_default_file(file);
+        }
         match self.command {
             Command::Sql(args) => sql::run(&local(), args).await,
             Command::Fit {
@@ -207,11 +234,13 @@ impl Cli {
                 bind,
                 advertise,
                 work_dir,
+                secret,
             } => {
                 fleet::scheduler(SchedulerOptions {
                     bind,
                     advertise,
                     work_dir,
+                    secret: secret.secret()?,
                 })
                 .await
             }
@@ -224,6 +253,7 @@ impl Cli {
                     port: args.port,
                     grpc_port: args.grpc_port,
                     work_dir: args.work_dir,
+                    secret: args.secret.secret()?,
                 })
                 .await
             }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hearth_engine::ballista::{ClusterSecret, SECRET_ENV};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
@@ -71,18 +72,26 @@ pub fn spawn_local(
 /// The exit code with which ssh says it could not run the command (as opposed to the command's own).
 const SSH_FAILED: i32 = 255;
 
-/// Runs `command` on `host` through ssh (no password prompt, 10 s to connect).
-fn ssh_output(host: &str, command: &str) -> Result<std::process::Output, String> {
-    Command::new("ssh")
+/// Runs `command` on `host` through ssh (no password prompt, 10 s to connect), `input` on its standard input.
+fn ssh_output(host: &str, command: &str, input: Option<&str>) -> Result<std::process::Output, String> {
+    let mut child = Command::new("ssh")
         .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, command])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run ssh: {e}"))
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run ssh: {e}"))?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        use std::io::Write;
+        // ssh may end before reading (a host it cannot reach): its exit status says why.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    child.wait_with_output().map_err(|e| format!("cannot run ssh: {e}"))
 }
 
 /// Runs `command` on `host` through ssh and returns its output; fails when it or ssh failed.
-fn ssh(host: &str, command: &str) -> Result<String, String> {
-    let output = ssh_output(host, command)?;
+fn ssh(host: &str, command: &str, input: Option<&str>) -> Result<String, String> {
+    let output = ssh_output(host, command, input)?;
     if !output.status.success() {
         return Err(format!(
             "ssh {host}: {} ({})",
@@ -93,19 +102,26 @@ fn ssh(host: &str, command: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// Starts `program role args…` on `host` through ssh, detached (`nohup`), its output to `log` there. The
-/// program must be at the same path on that host, as Spark's scripts expect the same installation on
-/// every worker.
-pub fn spawn_remote(host: &str, program: &Path, role: &str, args: &[String], log: &Path) -> Result<Started, String> {
+/// Starts `program role args…` on `host` through ssh, detached (`nohup`), its output to `log` there, with the
+/// fleet's `secret` in its environment (sent through ssh's input, so no command line shows it). The program
+/// must be at the same path on that host, as Spark's scripts expect the same installation on every worker.
+pub fn spawn_remote(
+    host: &str,
+    program: &Path,
+    role: &str,
+    args: &[String],
+    log: &Path,
+    secret: &ClusterSecret,
+) -> Result<Started, String> {
     let directory = log.parent().unwrap_or(Path::new("."));
     let command = format!(
-        "mkdir -p {dir} && nohup {program} {role} {args} > {log} 2>&1 < /dev/null & echo $!",
+        "IFS= read -r {SECRET_ENV} && export {SECRET_ENV} && mkdir -p {dir} && {{ nohup {program} {role} {args} > {log} 2>&1 < /dev/null & echo $!; }}",
         dir = quoted(&directory.display().to_string()),
         program = quoted(&program.display().to_string()),
         args = args.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" "),
         log = quoted(&log.display().to_string()),
     );
-    let answer = ssh(host, &command)?;
+    let answer = ssh(host, &command, Some(&format!("{}\n", secret.expose())))?;
     let pid = answer
         .trim()
         .parse()
@@ -127,7 +143,7 @@ impl Started {
     pub fn alive(&self) -> bool {
         match &self.ssh_host {
             None => local_alive(self.pid, &self.program, self.start_ticks),
-            Some(host) => ssh_output(host, &format!("kill -0 {}", self.pid))
+            Some(host) => ssh_output(host, &format!("kill -0 {}", self.pid), None)
                 .is_ok_and(|output| output.status.success() || output.status.code() == Some(SSH_FAILED)),
         }
     }
@@ -148,6 +164,7 @@ impl Started {
             Some(host) => ssh(
                 host,
                 &format!("kill -{} {}", signal.as_str().trim_start_matches("SIG"), self.pid),
+                None,
             )
             .map(|_| ()),
         }
@@ -174,7 +191,7 @@ impl Started {
     pub fn log_tail(&self, lines: usize) -> String {
         if let Some(host) = &self.ssh_host {
             let command = format!("tail -n {lines} {}", quoted(&self.log.display().to_string()));
-            return ssh(host, &command)
+            return ssh(host, &command, None)
                 .map(|text| text.trim_end().to_string())
                 .unwrap_or_else(|e| format!("(its log is {} on {host}; {e})", self.log.display()));
         }

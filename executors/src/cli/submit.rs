@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::{Args, ValueEnum};
-use hearth_engine::ballista::SchedulerRest;
+use hearth_engine::ballista::{ClusterSecret, SECRET_ENV, SchedulerRest};
 use hearth_engine::session::APP_NAME_ENV;
 use hearth_engine::sql::parse_statements;
 
@@ -116,6 +116,12 @@ fn client(master: &str, name: &str, kind: Job, args: &SubmitArgs) -> CommandResu
     let status = driver
         .env("HEARTH_MASTER", master)
         .env(APP_NAME_ENV, name)
+        // The driver presents the fleet's secret this command found (its environment's, or the fleet's file).
+        .envs(
+            ClusterSecret::find()?
+                .iter()
+                .map(|s| (SECRET_ENV, s.expose().to_string())),
+        )
         .status()
         .map_err(|e| format!("cannot start the driver {}: {e}", args.job.display()))?;
     if status.success() {

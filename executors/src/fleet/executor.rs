@@ -9,7 +9,7 @@ use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
 use datafusion::prelude::SessionConfig;
-use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, SchedulerRest, now_ms};
+use hearth_engine::ballista::{ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, SchedulerRest, now_ms};
 use hearth_engine::barrier::offer_gpus;
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
@@ -41,6 +41,8 @@ pub struct ExecutorOptions {
     pub grpc_port: u16,
     /// Where shuffle files go (default: a temporary directory).
     pub work_dir: Option<String>,
+    /// The fleet's secret, presented to the scheduler.
+    pub secret: Option<ClusterSecret>,
 }
 
 /// A free port on `host`, for Ballista services that must know their port before they listen.
@@ -93,6 +95,7 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
             executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
             grpc_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
             grpc_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
+            override_create_grpc_client_endpoint: options.secret.as_ref().map(ClusterSecret::endpoint_override),
             ..ExecutorProcessConfig::default()
         };
         let id = executor_id.get_or_insert_with(|| config.executor_id.clone()).clone();
@@ -115,7 +118,8 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
                 busy_gpus: 0,
                 last_seen_ms: now_ms(),
             };
-            reporting = Some(tokio::spawn(report(SchedulerRest::new(&options.scheduler)?, resources)));
+            let rest = SchedulerRest::new(&options.scheduler)?.with_secret(options.secret.clone());
+            reporting = Some(tokio::spawn(report(rest, resources)));
         }
         let served = start_executor_process(Arc::new(config)).await;
         let picked = options.port == 0 || options.grpc_port == 0;

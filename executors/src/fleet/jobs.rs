@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hearth_engine::ballista::now_ms;
+use hearth_engine::ballista::{ClusterSecret, SECRET_ENV, now_ms};
 use hearth_engine::session::{APP_NAME_ENV, JOB_ID_ENV};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -115,6 +115,8 @@ pub const KILL_GRACE: Duration = Duration::from_secs(5);
 pub struct JobBoard {
     dir: PathBuf,
     master: String,
+    /// The fleet's secret, handed to the drivers it starts (in their environment).
+    secret: Option<ClusterSecret>,
     program: PathBuf,
     sequence: AtomicUsize,
     running: Mutex<HashMap<String, StopReason>>,
@@ -132,7 +134,7 @@ const KILLED_BY_SHUTDOWN: &str = "the scheduler stopped";
 impl JobBoard {
     /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master`. Jobs a previous scheduler left
     /// running are marked failed: their drivers lost their fleet.
-    pub fn open(work_dir: &Path, master: String) -> Result<Self, String> {
+    pub fn open(work_dir: &Path, master: String, secret: Option<ClusterSecret>) -> Result<Self, String> {
         let dir = work_dir.join("jobs");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let program = std::env::current_exe().map_err(|e| format!("cannot find the hearth program: {e}"))?;
@@ -140,6 +142,7 @@ impl JobBoard {
             sequence: AtomicUsize::new(0),
             dir,
             master,
+            secret,
             program,
             running: Mutex::default(),
         };
@@ -199,6 +202,7 @@ impl JobBoard {
             .arg(&statements)
             .env(APP_NAME_ENV, &request.name)
             .env(JOB_ID_ENV, &id)
+            .envs(self.secret.iter().map(|s| (SECRET_ENV, s.expose())))
             .current_dir(&working_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::{StatusCode, Uri};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{StatusCode, Uri, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpcServer;
 use ballista_scheduler::cluster::BallistaCluster;
@@ -16,6 +19,7 @@ use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::create_scheduler;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
+use hearth_engine::ballista::{ClusterSecret, SECRET_FILE_ENV};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
@@ -45,6 +49,8 @@ pub struct SchedulerOptions {
     /// Where cluster-mode jobs keep their records and output (default: a new temporary directory, removed when
     /// the scheduler stops).
     pub work_dir: Option<PathBuf>,
+    /// The fleet's secret, which every executor and client must present; none lets anyone in.
+    pub secret: Option<ClusterSecret>,
 }
 
 /// `hearth scheduler --bind HOST:PORT`. The line `hearth scheduler listening on HOST:PORT` says where it
@@ -70,7 +76,11 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
             true => host_name(),
             false => address.ip().to_string(),
         });
-    let jobs = Arc::new(JobBoard::open(&work_dir, format!("df://{local}"))?);
+    let jobs = Arc::new(JobBoard::open(
+        &work_dir,
+        format!("df://{local}"),
+        options.secret.clone(),
+    )?);
     let book = Arc::new(FleetBook::default());
     let config = SchedulerConfig {
         bind_host: address.ip().to_string(),
@@ -95,7 +105,17 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
         book,
         jobs: Arc::clone(&jobs),
     };
-    let app = service(fleet).into_make_service_with_connect_info::<SocketAddr>();
+    let app = match options.secret {
+        Some(secret) => service(fleet).layer(middleware::from_fn_with_state(Arc::new(secret), require_secret)),
+        None => {
+            log::warn!(
+                "no cluster secret: anyone who reaches {address} can register an executor and run jobs (give one with --secret-file or {SECRET_FILE_ENV})"
+            );
+            service(fleet)
+        }
+    }
+    .into_make_service_with_connect_info::<SocketAddr>();
+    log::warn!("the control plane is not encrypted (no TLS): keep the fleet on a network you trust");
     println!("hearth scheduler listening on {address}");
     log::info!("executors and clients reach it at {advertised}:{}", address.port());
     log::info!("cluster-mode jobs are kept in {}", work_dir.display());
@@ -155,6 +175,45 @@ fn service(fleet: FleetState) -> Router {
         .merge(probes)
         .merge(routes(fleet))
         .fallback(|uri: Uri| async move { (StatusCode::NOT_FOUND, format!("no route {uri}\n")) })
+}
+
+/// Lets through requests that carry the fleet's secret, and the health probes; refuses the rest — gRPC calls
+/// with the status UNAUTHENTICATED, REST calls with 401 — and logs each refusal with the peer's address.
+async fn require_secret(
+    State(secret): State<Arc<ClusterSecret>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path().to_string();
+    let (admitted, grpc) = {
+        let header = |name: header::HeaderName| request.headers().get(name).and_then(|v| v.to_str().ok());
+        (
+            secret.admits(header(header::AUTHORIZATION), header(header::USER_AGENT)),
+            header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/grpc")),
+        )
+    };
+    if admitted || path == "/healthz" || path == "/readyz" {
+        return next.run(request).await;
+    }
+    log::warn!(
+        "refused {} {path} from {peer}: it did not present the cluster secret",
+        request.method()
+    );
+    let refusal = "this fleet needs its cluster secret: set HEARTH_SECRET_FILE (or HEARTH_SECRET)";
+    match grpc {
+        // A gRPC error travels as trailers-only headers on an empty 200 response.
+        true => (
+            [
+                (header::CONTENT_TYPE, "application/grpc"),
+                (header::HeaderName::from_static("grpc-status"), "16"),
+                (header::HeaderName::from_static("grpc-message"), refusal),
+            ],
+            axum::body::Body::empty(),
+        )
+            .into_response(),
+        false => (StatusCode::UNAUTHORIZED, format!("{refusal}\n")).into_response(),
+    }
 }
 
 /// Resolves when the process is asked to stop: SIGTERM, or Ctrl-C.

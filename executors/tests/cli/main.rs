@@ -5,3 +5,4 @@ mod cluster;
 mod commands;
 mod common;
 mod faults;
+mod secret;
