@@ -5,6 +5,7 @@ use std::net::{IpAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ballista_core::ConfigProducer;
 use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
@@ -15,6 +16,7 @@ use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysic
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
 
+use super::flight::guarded_flight_server;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
 use crate::cli::CommandResult;
 
@@ -95,7 +97,17 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
             executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
             grpc_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
             grpc_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
+            // The secret goes with its calls to the scheduler and, through its tasks' sessions, to its peers'
+            // Flight servers (shuffle reads); its own Flight server asks for it.
             override_create_grpc_client_endpoint: options.secret.as_ref().map(ClusterSecret::endpoint_override),
+            override_config_producer: options.secret.clone().map(|secret| -> ConfigProducer {
+                Arc::new(move || {
+                    SessionConfig::new_with_ballista()
+                        .with_ballista_override_create_grpc_client_endpoint(secret.endpoint_override())
+                })
+            }),
+            override_arrow_flight_service: (options.secret.clone())
+                .map(|secret| guarded_flight_server(secret, FLEET_MESSAGE_BYTES)),
             ..ExecutorProcessConfig::default()
         };
         let id = executor_id.get_or_insert_with(|| config.executor_id.clone()).clone();

@@ -4,6 +4,7 @@
 
 mod book;
 mod executor;
+mod flight;
 mod gang;
 mod jobs;
 mod resources;
