@@ -76,6 +76,8 @@ class Fleet:
             raise RuntimeError(f"hearth cluster start failed:\n{started.stdout}{started.stderr}")
         master = next(line[len("master: "):] for line in started.stdout.splitlines() if line.startswith("master: "))
         os.environ["HEARTH_MASTER"] = master.strip()
+        # The fleet's secret, as a user gives it to a program that did not start the fleet.
+        os.environ["HEARTH_SECRET_FILE"] = os.path.join(self.state, "secret")
         return self
 
     def busy_slots(self):
@@ -95,6 +97,7 @@ class Fleet:
 
     def __exit__(self, *_):
         os.environ.pop("HEARTH_MASTER", None)
+        os.environ.pop("HEARTH_SECRET_FILE", None)
         subprocess.run([self.hearth, "cluster", "stop", "--state-dir", self.state], capture_output=True, timeout=120)
         shutil.rmtree(self.state, ignore_errors=True)
 
