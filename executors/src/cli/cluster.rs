@@ -61,9 +61,14 @@ impl StateDir {
     }
 }
 
-/// The secret of the fleet recorded in the default state directory, which its clients present.
-pub fn default_secret_file() -> Option<PathBuf> {
-    Some(default_state_dir()?.join(SECRET_FILE))
+/// The secret of the fleet recorded in the default state directory, for a client of `master` (none: the
+/// recorded fleet). Another master gets none: one fleet's secret is never sent to another scheduler.
+pub fn default_secret_file(master: Option<&str>) -> Option<PathBuf> {
+    let dir = default_state_dir()?;
+    let record = read_record(&dir).ok()??;
+    master
+        .is_none_or(|master| master == record.master)
+        .then(|| dir.join(SECRET_FILE))
 }
 
 /// The fleet's secret in its state directory.

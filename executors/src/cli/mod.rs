@@ -200,8 +200,8 @@ impl Cli {
         ) {
             end_on_closed_pipe();
         }
-        // Clients find the secret of the fleet `hearth cluster start` started by themselves.
-        if !daemon && let Some(file) = cluster::default_secret_file() {
+        // Clients of the fleet `hearth cluster start` started find its secret by themselves.
+        if !daemon && let Some(file) = cluster::default_secret_file(master.as_deref()) {
             ClusterSecret::use_default_file(file);
         }
         match self.command {
