@@ -36,7 +36,7 @@ use datafusion::common::config::TableParquetOptions;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::functions_nested::expr_fn::array_element;
 use datafusion::prelude::{DataFrame, Expr, col, lit};
-use hearth_ml::files::{self, StagingDir, move_into_place, parent_of, sibling, sync};
+use hearth_ml::files::{StagingDir, move_into_place, parent_of, sibling, sync};
 
 use crate::error::{HearthError, Result};
 use crate::vector::vector_dim;
@@ -276,11 +276,6 @@ fn part_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Writes the directory `dest` whole (see [`hearth_ml::files::write_dir_whole`]).
-pub(crate) fn write_dir_whole(dest: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    files::write_dir_whole(dest, fill)
-}
-
 /// A hidden sibling of the destination that the files are written into; removed unless committed.
 struct Staging {
     dir: StagingDir,
@@ -341,69 +336,5 @@ impl Staging {
         File::create(&marker).map_err(|e| self.error(format!("writing {SUCCESS_FILE}: {e}")))?;
         sync(dest).map_err(|e| self.error(format!("syncing it: {e}")))?;
         Ok(files)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What `dir` holds: its entries' names and the text of each file.
-    fn contents(dir: &Path) -> Vec<(String, String)> {
-        let mut found: Vec<(String, String)> = fs::read_dir(dir)
-            .unwrap()
-            .map(|entry| {
-                let path = entry.unwrap().path();
-                let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                (name, fs::read_to_string(&path).unwrap_or_default())
-            })
-            .collect();
-        found.sort();
-        found
-    }
-
-    fn put(dir: &Path, name: &str, text: &str) -> Result<()> {
-        fs::write(dir.join(name), text).map_err(|e| HearthError::Persistence {
-            path: dir.join(name),
-            message: e.to_string(),
-        })
-    }
-
-    #[test]
-    fn a_directory_is_replaced_whole_or_not_at_all() {
-        let root = tempfile::tempdir().unwrap();
-        let dest = root.path().join("model");
-        write_dir_whole(&dest, |dir| put(dir, "a.json", "old")).unwrap();
-
-        // A save that fails part way (a full disk, a stage that cannot write) leaves the old one whole.
-        let failed = write_dir_whole(&dest, |dir| {
-            put(dir, "a.json", "new")?;
-            Err(HearthError::Persistence {
-                path: dir.join("b.bin"),
-                message: "no space left on device".to_string(),
-            })
-        });
-        assert!(failed.unwrap_err().to_string().contains("no space left"));
-        assert_eq!(contents(&dest), [("a.json".to_string(), "old".to_string())]);
-        assert_eq!(
-            contents(root.path()).len(),
-            1,
-            "nothing left beside it: {:?}",
-            contents(root.path())
-        );
-
-        write_dir_whole(&dest, |dir| {
-            put(dir, "a.json", "new")?;
-            put(dir, "b.bin", "data")
-        })
-        .unwrap();
-        assert_eq!(
-            contents(&dest),
-            [
-                ("a.json".to_string(), "new".to_string()),
-                ("b.bin".to_string(), "data".to_string())
-            ]
-        );
-        assert_eq!(contents(root.path()).len(), 1);
     }
 }

@@ -110,12 +110,6 @@ pub struct ModelArtifact {
     pub versions: Versions,
 }
 
-/// What is wrong with a loaded artifact: its spec (in `model.json`) or its tensors (in the weights).
-enum Mismatch {
-    Spec(String),
-    Tensors(String),
-}
-
 /// The safetensors metadata key that holds `model.json` when an artifact travels as bytes.
 const DESCRIPTION_KEY: &str = "hearth.model";
 
@@ -202,43 +196,13 @@ impl ModelArtifact {
         let bytes = fs::read(&weights).map_err(|e| file_error(&weights, e))?;
         let (tensors, _) = from_safetensors(&bytes).map_err(|e| file_error(&weights, e))?;
         let artifact = Self::from_parts(description, tensors);
-        artifact.check_tensors().map_err(|e| match e {
-            Mismatch::Spec(e) => file_error(&model, e),
-            Mismatch::Tensors(e) => file_error(&weights, e),
+        // The tensors must be the spec's network's, each of its shape: said now, naming the file at fault.
+        artifact.network(Device::Cpu).map_err(|e| match e {
+            ArtifactError::Spec(e) => file_error(&model, format!("the spec cannot be built: {e}")),
+            ArtifactError::File { message, .. } => file_error(&weights, message),
+            torch => torch,
         })?;
         Ok(artifact)
-    }
-
-    /// An error unless the tensors are those the spec's network has, each of its shape.
-    fn check_tensors(&self) -> Result<(), Mismatch> {
-        let network = Network::new(self.spec(), Device::Cpu, 0)
-            .map_err(|e| Mismatch::Spec(format!("the spec cannot be built: {e}")))?;
-        let expected = network.named_tensors();
-        for (name, tensor) in &expected {
-            let Some(found) = self.tensors.iter().find(|t| &t.name == name) else {
-                return Err(Mismatch::Tensors(format!(
-                    "has no tensor {name:?}, which the spec's network needs"
-                )));
-            };
-            if found.shape != tensor.size() {
-                return Err(Mismatch::Tensors(format!(
-                    "tensor {name:?} has shape {:?}; the spec's network needs {:?}",
-                    found.shape,
-                    tensor.size()
-                )));
-            }
-        }
-        match self
-            .tensors
-            .iter()
-            .find(|t| !expected.iter().any(|(name, _)| name == &t.name))
-        {
-            Some(extra) => Err(Mismatch::Tensors(format!(
-                "holds tensor {:?}, which the spec's network does not have",
-                extra.name
-            ))),
-            None => Ok(()),
-        }
     }
 
     /// The whole artifact as one safetensors buffer, `model.json` in its metadata: how a model travels in a
@@ -266,11 +230,7 @@ impl ModelArtifact {
             .get(DESCRIPTION_KEY)
             .ok_or_else(|| bytes_error(format!("no {DESCRIPTION_KEY:?} metadata")))?;
         let description = read_description(text).map_err(bytes_error)?;
-        let artifact = Self::from_parts(description, tensors);
-        artifact.check_tensors().map_err(|e| match e {
-            Mismatch::Spec(e) | Mismatch::Tensors(e) => bytes_error(e),
-        })?;
-        Ok(artifact)
+        Ok(Self::from_parts(description, tensors))
     }
 
     /// The training options (the spec among them) of an artifact in bytes, reading only its header.

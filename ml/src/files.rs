@@ -185,3 +185,67 @@ pub fn sibling(parent: &Path, dest: &Path, doing: &str) -> PathBuf {
         .unwrap_or(0);
     parent.join(format!(".{name}.{doing}-{}-{nanos}", std::process::id()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `dir` holds: its entries' names and the text of each file.
+    fn contents(dir: &Path) -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, fs::read_to_string(&path).unwrap_or_default())
+            })
+            .collect();
+        found.sort();
+        found
+    }
+
+    fn put(dir: &Path, name: &str, text: &str) -> Result<(), WholeDirError> {
+        fs::write(dir.join(name), text).map_err(|e| WholeDirError {
+            path: dir.join(name),
+            message: e.to_string(),
+        })
+    }
+
+    #[test]
+    fn a_directory_is_replaced_whole_or_not_at_all() {
+        let root = tempfile::tempdir().unwrap();
+        let dest = root.path().join("model");
+        write_dir_whole(&dest, |dir| put(dir, "a.json", "old")).unwrap();
+
+        // A save that fails part way (a full disk, a stage that cannot write) leaves the old one whole.
+        let failed = write_dir_whole(&dest, |dir| {
+            put(dir, "a.json", "new")?;
+            Err(WholeDirError {
+                path: dir.join("b.bin"),
+                message: "no space left on device".to_string(),
+            })
+        });
+        assert!(failed.unwrap_err().to_string().contains("no space left"));
+        assert_eq!(contents(&dest), [("a.json".to_string(), "old".to_string())]);
+        assert_eq!(
+            contents(root.path()).len(),
+            1,
+            "nothing left beside it: {:?}",
+            contents(root.path())
+        );
+
+        write_dir_whole(&dest, |dir| {
+            put(dir, "a.json", "new")?;
+            put(dir, "b.bin", "data")
+        })
+        .unwrap();
+        assert_eq!(
+            contents(&dest),
+            [
+                ("a.json".to_string(), "new".to_string()),
+                ("b.bin".to_string(), "data".to_string())
+            ]
+        );
+        assert_eq!(contents(root.path()).len(), 1);
+    }
+}

@@ -58,18 +58,22 @@ impl ClusterSecret {
     /// A new random secret, written to `file` readable by its owner alone (what `hearth cluster start` does).
     pub fn create(file: &Path) -> Result<Self, String> {
         let secret = Self(JobSecret::generate().to_hex());
-        let failed = |e: std::io::Error| format!("{}: {e}", file.display());
         let staging = file.with_extension("writing");
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&staging)
-            .map_err(failed)?;
-        out.write_all(format!("{}\n", secret.0).as_bytes()).map_err(failed)?;
-        out.sync_all().map_err(failed)?;
-        std::fs::rename(&staging, file).map_err(failed)?;
+        let written = (|| {
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&staging)?;
+            out.write_all(format!("{}\n", secret.0).as_bytes())?;
+            out.sync_all()?;
+            std::fs::rename(&staging, file)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&staging);
+            return Err(format!("{}: {e}", file.display()));
+        }
         Ok(secret)
     }
 

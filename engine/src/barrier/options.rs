@@ -65,10 +65,7 @@ impl fmt::Display for BarrierOptions {
             self.timeout.as_secs_f64(),
             self.rendezvous_timeout.as_secs_f64(),
             self.gpus_per_task,
-            match self.frame_protection {
-                FrameProtection::Integrity => "integrity",
-                FrameProtection::Encryption => "encryption",
-            }
+            self.frame_protection
         )
     }
 }

@@ -33,6 +33,16 @@ pub enum FrameProtection {
     Encryption,
 }
 
+/// Its name in settings: `integrity` or `encryption`, as serde writes it.
+impl std::fmt::Display for FrameProtection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Integrity => "integrity",
+            Self::Encryption => "encryption",
+        })
+    }
+}
+
 impl FrameProtection {
     /// The byte the handshake carries for this protection.
     pub(crate) fn code(self) -> u8 {

@@ -78,6 +78,7 @@ impl Link {
         let mut tag = [0u8; TAG_LEN];
         read_exact_by(&mut self.stream, &mut tag, deadline)?;
         self.keys.open.open(&mut frame, LENGTH, &tag)?;
-        Ok(frame.split_off(LENGTH))
+        frame.drain(..LENGTH);
+        Ok(frame)
     }
 }

@@ -22,8 +22,21 @@ pub struct NamedTensor {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// A tensor has no value of its name.
-    #[error("no tensor named {0:?}")]
+    #[error("has no tensor {0:?}, which the spec's network needs")]
     Missing(String),
+    /// A value's shape is not its tensor's.
+    #[error("tensor {name:?} has shape {found:?}; the spec's network needs {expected:?}")]
+    Shape {
+        /// The tensor.
+        name: String,
+        /// The value's shape.
+        found: Vec<i64>,
+        /// The tensor's.
+        expected: Vec<i64>,
+    },
+    /// A value has no tensor of its name.
+    #[error("holds tensor {0:?}, which the spec's network does not have")]
+    Extra(String),
     /// libtorch refused the copy (a shape that does not fit, …).
     #[error("libtorch: {0}")]
     Torch(#[from] TchError),
@@ -55,7 +68,7 @@ pub fn host_copies(named: &[(String, Tensor)]) -> Result<Vec<NamedTensor>, TchEr
 }
 
 /// Copies each of `values` into the tensor of the same name in `named` (on that tensor's device and kind);
-/// every tensor in `named` must have a value.
+/// every tensor in `named` must have a value of its shape, and every value a tensor.
 pub fn load_into(named: &[(String, Tensor)], values: &[NamedTensor]) -> Result<(), LoadError> {
     tch::no_grad(|| {
         for (name, tensor) in named {
@@ -63,11 +76,21 @@ pub fn load_into(named: &[(String, Tensor)], values: &[NamedTensor]) -> Result<(
                 .iter()
                 .find(|v| &v.name == name)
                 .ok_or_else(|| LoadError::Missing(name.clone()))?;
+            if source.shape != tensor.size() {
+                return Err(LoadError::Shape {
+                    name: name.clone(),
+                    found: source.shape.clone(),
+                    expected: tensor.size(),
+                });
+            }
             let mut target = tensor.shallow_clone();
             let value = Tensor::f_from_slice(&source.values)?.f_view(source.shape.as_slice())?;
             target.f_copy_(&value.f_to_device(tensor.device())?.f_to_kind(tensor.kind())?)?;
         }
-        Ok(())
+        match values.iter().find(|v| !named.iter().any(|(name, _)| name == &v.name)) {
+            Some(extra) => Err(LoadError::Extra(extra.name.clone())),
+            None => Ok(()),
+        }
     })
 }
 

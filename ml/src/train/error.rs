@@ -51,9 +51,9 @@ impl TrainError {
     pub(crate) fn loading(rank: usize, error: LoadError) -> Self {
         match error {
             LoadError::Torch(source) => TrainError::Torch { rank, source },
-            LoadError::Missing(name) => TrainError::Data {
+            mismatch => TrainError::Data {
                 rank,
-                message: format!("the checkpoint has no tensor {name:?} for this model"),
+                message: format!("the checkpoint does not fit this model: it {mismatch}"),
             },
         }
     }
