@@ -11,7 +11,7 @@ use datafusion::execution::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
-use crate::ballista::ClusterSecret;
+use crate::ballista::FleetAccess;
 use crate::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use crate::error::{HearthError, Result};
 use crate::exchange::HearthQueryPlanner;
@@ -118,14 +118,13 @@ impl Session {
                 let mut config = ballista_config(cores())
                     .with_ballista_job_name(&app_name())
                     .with_extension(Arc::new(info));
-                // The fleet's secret, when there is one, goes with every request to it.
-                let secret = ClusterSecret::find().map_err(|message| HearthError::Master {
+                // The fleet's secret, when there is one, goes with every request to it, over TLS when the
+                // fleet speaks it.
+                let access = FleetAccess::find().map_err(|message| HearthError::Master {
                     master: master.to_string(),
                     message,
                 })?;
-                if let Some(secret) = secret {
-                    config = secret.present_in(config);
-                }
+                config = access.present_in(config);
                 let mut state = SessionStateBuilder::new_from_existing(hearth_state(config));
                 // A driver `hearth submit` started in cluster mode runs its queries in a Ballista session
                 // named after its job, so the scheduler knows which queries `hearth job kill` cancels.

@@ -2,8 +2,9 @@
 //! `hearth cluster start`; the SQL main job (`examples/german_credit.sql`) then runs, in alternated rounds,
 //! four ways: `hearth sql --master local` and `hearth sql --master df://…` (the baselines: the same job
 //! without and with the fleet), `hearth submit` (client mode) and `hearth submit --deploy-mode cluster`
-//! (timed from the submission until the scheduler records the job's end). Also: how long `cluster start`
-//! takes until every executor has registered, `hearth status`, and `cluster stop`.
+//! (timed from the submission until the scheduler records the job's end) — and `hearth submit` to a second
+//! fleet that speaks TLS (certificates from `hearth cluster certs`), what TLS costs the job. Also: how long
+//! `cluster start` takes until every executor has registered, `hearth status`, and `cluster stop`.
 //!
 //! ```text
 //! ./dev bench -p hearth-executors --bench fleet
@@ -100,6 +101,27 @@ async fn main() {
         .expect("the master")
         .to_string();
     let rest = SchedulerRest::new(&master).expect("a REST client");
+    // The same fleet over TLS, beside it.
+    let certificates = tempfile::tempdir().expect("a TLS directory");
+    let tls_dir = certificates.path().join("tls").display().to_string();
+    hearth(state, &["cluster", "certs", "--out", &tls_dir]);
+    let tls_state = tempfile::tempdir().expect("a state directory");
+    let tls_state = tls_state.path();
+    let tls_start_seconds = timed(|| {
+        hearth(
+            tls_state,
+            &[
+                "cluster",
+                "start",
+                "--executors",
+                "2",
+                "--slots",
+                "2",
+                "--tls-dir",
+                &tls_dir,
+            ],
+        );
+    });
     let status_seconds = median(
         (0..ROUNDS)
             .map(|_| timed(|| drop(hearth(state, &["status"]))))
@@ -107,6 +129,7 @@ async fn main() {
     );
 
     let (mut local, mut direct, mut client, mut cluster) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut tls_client = Vec::new();
     for round in 0..ROUNDS {
         let job = "examples/german_credit.sql";
         let dir = model_dir(&format!("local-{round}"));
@@ -120,8 +143,11 @@ async fn main() {
         let dir = model_dir(&format!("client-{round}"));
         client.push(timed(|| drop(hearth(state, &["submit", "--models", &dir, job]))));
         cluster.push(cluster_job(state, &rest, &model_dir(&format!("cluster-{round}"))).await);
+        let dir = model_dir(&format!("tls-{round}"));
+        tls_client.push(timed(|| drop(hearth(tls_state, &["submit", "--models", &dir, job]))));
     }
     let stop_seconds = timed(|| drop(hearth(state, &["cluster", "stop"])));
+    hearth(tls_state, &["cluster", "stop"]);
 
     let direct_median = median(direct.clone());
     let mut table = Table::new();
@@ -136,6 +162,7 @@ async fn main() {
         ("hearth sql --master df:// (baseline)", direct),
         ("hearth submit (client mode)", client),
         ("hearth submit --deploy-mode cluster, to its end", cluster),
+        ("hearth submit (client mode) to the fleet over TLS", tls_client),
     ] {
         let min = times.iter().copied().fold(f64::INFINITY, f64::min);
         let m = median(times);
@@ -157,6 +184,10 @@ async fn main() {
     fleet.add_row(row![
         "hearth cluster start (until both executors registered)",
         format!("{start_seconds:.3}")
+    ]);
+    fleet.add_row(row![
+        "hearth cluster start --tls-dir (the TLS fleet)",
+        format!("{tls_start_seconds:.3}")
     ]);
     fleet.add_row(row!["hearth status (median)", format!("{status_seconds:.3}")]);
     fleet.add_row(row!["hearth cluster stop", format!("{stop_seconds:.3}")]);

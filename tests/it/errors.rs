@@ -205,6 +205,21 @@ async fn a_malformed_csv_row_names_the_file_and_its_line_in_the_file() {
         error.contains("bad.csv: line 51: 34 fields where 35 were expected"),
         "{error}"
     );
+    // Through an SQL external table, whose types DataFusion's own reader infers.
+    let created = session
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE ragged_head STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true')",
+            path.display()
+        ))
+        .await;
+    let error = match created {
+        Err(e) => e.to_string(),
+        Ok(_) => query_error(session.sql("SELECT count(*) FROM ragged_head").await.unwrap()).await,
+    };
+    assert!(
+        error.contains("bad.csv: line 51: 34 fields where 35 were expected"),
+        "{error}"
+    );
     ragged_csv(&path, 20_000, 15_001);
     let df = session.read_csv(&path, &CsvOptions::new()).await.unwrap();
     let error = query_error(df.clone()).await;

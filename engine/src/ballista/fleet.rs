@@ -8,6 +8,7 @@ use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::access::FleetAccess;
 use super::secret::ClusterSecret;
 
 /// The route of hearth's scheduler that lists (GET) and records (POST) executors' resources.
@@ -91,7 +92,7 @@ impl RestError {
     }
 }
 
-/// A client of a scheduler's REST API over HTTP: JSON in and out, a connection within 3 seconds and an
+/// A client of a scheduler's REST API over HTTP (HTTPS when [`FleetTls::find`](super::FleetTls::find) finds the fleet's TLS): JSON in and out, a connection within 3 seconds and an
 /// answer within 10, and errors that name the scheduler, the request and what went wrong.
 ///
 /// ```
@@ -107,13 +108,30 @@ pub struct SchedulerRest {
 }
 
 impl SchedulerRest {
-    /// A client of the scheduler at `scheduler`: `host:port`, `df://host:port` or an `http://` URL.
+    /// A client of the scheduler at `scheduler` (`host:port`, `df://host:port` or an `http://` URL) with
+    /// the secret and TLS this process finds ([`FleetAccess::find`]).
     pub fn new(scheduler: &str) -> Result<Self, RestError> {
+        let access = FleetAccess::find().map_err(|message| RestError {
+            url: scheduler.to_string(),
+            request: "connecting".to_string(),
+            status: None,
+            message,
+        })?;
+        Self::with_access(scheduler, &access)
+    }
+
+    /// A client of the scheduler at `scheduler` presenting `access`'s secret, over HTTPS with its
+    /// certificate when it has TLS.
+    pub fn with_access(scheduler: &str, access: &FleetAccess) -> Result<Self, RestError> {
         let address = scheduler.trim_end_matches('/');
         let url = match address.strip_prefix("df://") {
             Some(host_port) => format!("http://{host_port}"),
             None if address.contains("://") => address.to_string(),
             None => format!("http://{address}"),
+        };
+        let url = match (&access.tls, url.strip_prefix("http://")) {
+            (Some(_), Some(rest)) => format!("https://{rest}"),
+            _ => url,
         };
         let failed = |message: String| RestError {
             url: url.clone(),
@@ -121,16 +139,23 @@ impl SchedulerRest {
             status: None,
             message,
         };
-        if !url.starts_with("http://") {
-            return Err(failed("hearth talks to schedulers over http://".to_string()));
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            return Err(failed(
+                "hearth talks to schedulers over http:// or https://".to_string(),
+            ));
         }
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(3))
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| failed(e.to_string()))?;
-        let secret = ClusterSecret::find().map_err(failed)?;
-        Ok(Self { url, client, secret })
+            .timeout(Duration::from_secs(10));
+        if let Some(tls) = &access.tls {
+            builder = tls.rest_client(builder).map_err(failed)?;
+        }
+        let client = builder.build().map_err(|e| failed(e.to_string()))?;
+        Ok(Self {
+            url,
+            client,
+            secret: access.secret.clone(),
+        })
     }
 
     /// The same client presenting `secret` (or none) instead.

@@ -9,10 +9,13 @@
 //! the barrier's stage has exactly one partition per rank — and [`HearthPhysicalCodec`](crate::codec::HearthPhysicalCodec)
 //! carries the [`BarrierExec`](crate::barrier::BarrierExec) to the executors.
 
+mod access;
 mod cluster;
 mod fleet;
 mod secret;
+mod tls;
 
+pub use access::FleetAccess;
 pub use cluster::{DEFAULT_SCHEDULER_PORT, submit_physical};
 pub(crate) use cluster::{connect_remote, start_standalone};
 pub(crate) use fleet::task_slots;
@@ -20,3 +23,4 @@ pub use fleet::{
     ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, RestError, SchedulerRest, alive, fleet_resources, now_ms,
 };
 pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV};
+pub use tls::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, TLS_DIR_ENV};

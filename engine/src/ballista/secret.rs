@@ -26,8 +26,6 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use ballista_core::extension::{EndpointOverrideFn, SessionConfigExt};
-use datafusion::prelude::SessionConfig;
 use hearth_ml::collective::JobSecret;
 
 /// The environment variable that holds the secret itself.
@@ -145,21 +143,6 @@ impl ClusterSecret {
     /// line, which other users can read).
     pub fn expose(&self) -> &str {
         &self.0
-    }
-
-    /// `config` with the secret on every request its Ballista clients make: in the metadata of its calls to
-    /// the scheduler, and in the user agent of every channel it opens (data fetches from executors too).
-    pub fn present_in(&self, config: SessionConfig) -> SessionConfig {
-        let metadata = [("authorization".to_string(), self.bearer())].into_iter().collect();
-        config
-            .with_ballista_grpc_metadata(metadata)
-            .with_ballista_override_create_grpc_client_endpoint(self.endpoint_override())
-    }
-
-    /// What makes a gRPC channel present the secret: its user agent.
-    pub fn endpoint_override(&self) -> EndpointOverrideFn {
-        let agent = self.user_agent();
-        std::sync::Arc::new(move |endpoint: tonic::transport::Endpoint| Ok(endpoint.user_agent(agent.clone())?))
     }
 
     /// Whether a request with these headers carries the secret (compared in constant time).

@@ -215,18 +215,23 @@ impl BarrierStage {
                     return Err(e);
                 }
                 Err(e) => {
-                    log::warn!(
-                        "barrier stage {}: attempt {attempt} of {attempts} failed: {e}",
-                        self.function
-                    );
-                    report.error = Some(e.to_string());
-                    reports.push(report);
                     if let Some(upload) = coordinator.as_ref().and_then(Coordinator::latest_upload) {
                         resume = Some(ResumePoint {
                             epoch: upload.epoch,
                             bytes: upload.bytes,
                         });
                     }
+                    let next = match (attempt < attempts, &resume) {
+                        (false, _) => String::new(),
+                        (true, Some(point)) => format!("; retrying from the checkpoint of epoch {}", point.epoch),
+                        (true, None) => "; retrying from the start".to_string(),
+                    };
+                    log::warn!(
+                        "barrier stage {}: attempt {attempt} of {attempts} failed: {e}{next}",
+                        self.function
+                    );
+                    report.error = Some(e.to_string());
+                    reports.push(report);
                 }
             }
         }
@@ -283,7 +288,12 @@ impl BarrierStage {
         check_slots(&info, workers).await?;
         check_gpus(&info, workers, self.options.gpus_per_task).await?;
         let program = self.program(info.master()).await?;
-        let secret = JobSecret::generate().with_protection(self.options.frame_protection);
+        // On a fleet that speaks TLS, the job's frames between ranks are encrypted as well.
+        let protection = match df.task_ctx().session_config().ballista_use_tls() {
+            true => FrameProtection::Encryption,
+            false => self.options.frame_protection,
+        };
+        let secret = JobSecret::generate().with_protection(protection);
         let job = format!("job-{}", &JobSecret::generate().to_hex()[..12]);
         let started = coordinator.insert(
             Coordinator::start(
@@ -307,7 +317,7 @@ impl BarrierStage {
             job,
             resume,
             gpus_per_task: self.options.gpus_per_task,
-            frame_protection: self.options.frame_protection,
+            frame_protection: protection,
             program,
         };
         let partitioned = exact_repartition(df, workers);

@@ -64,7 +64,12 @@ enum Target {
     /// A line per epoch on standard output (at most one a second, and the last): a notebook cell shows each
     /// as it comes.
     Lines,
+    /// A `log` record at info level per epoch the driver hears of (target `hearth::training`).
+    Log,
 }
+
+/// The target of the log records [`TrainingBar::logged`] writes.
+const LOG_TARGET: &str = "hearth::training";
 
 /// The least time between two lines of one model, as tqdm's `mininterval`: a fast model's thousand epochs
 /// do not flood a notebook.
@@ -107,6 +112,12 @@ impl TrainingBar {
         Self::new(Target::Lines)
     }
 
+    /// A `log` record at info level (target `hearth::training`) for each epoch the driver hears of, as a
+    /// batch job's log wants it: what a driver shows with `RUST_LOG=info` and no terminal.
+    pub fn logged() -> Self {
+        Self::new(Target::Log)
+    }
+
     fn new(target: Target) -> Self {
         Self {
             target,
@@ -115,12 +126,15 @@ impl TrainingBar {
         }
     }
 
-    /// What this process shows without being asked: lines in a notebook, a bar on a terminal, else nothing.
+    /// What this process shows without being asked: lines in a notebook, a bar on a terminal, log records
+    /// when the log takes info records, else nothing.
     pub fn for_this_process() -> Option<Self> {
         if std::env::var_os(EVCXR_RUNTIME).is_some() {
             Some(Self::lines())
         } else if std::io::stderr().is_terminal() {
             Some(Self::terminal())
+        } else if log::log_enabled!(target: LOG_TARGET, log::Level::Info) {
+            Some(Self::logged())
         } else {
             None
         }
@@ -155,6 +169,7 @@ impl TrainingProgress for TrainingBar {
                 bar.set_message(epoch_line(stats, epochs));
                 bar.set_position(stats.epoch as u64);
             }
+            (Target::Log, _) => log::info!(target: LOG_TARGET, "{model}: {}", epoch_line(stats, epochs)),
             (Target::Lines, Some(Shown::LineAt(at))) if !last && at.elapsed() < LINE_INTERVAL => {}
             (Target::Lines, _) => {
                 println!("{model}: {}", epoch_line(stats, epochs));

@@ -19,8 +19,10 @@ use super::CsvOptions;
 /// What a CSV decoder's message says was wrong with a record.
 #[derive(Debug, PartialEq)]
 enum Failure {
-    /// A record had a different number of fields.
-    Fields { expected: usize },
+    /// A record had a different number of fields: `expected` when the reader knew the table's count, none
+    /// when it compared records with the first it read itself (which may be the ragged one, or start mid-file);
+    /// then a record fails when its count differs from the file's first record's (its header's).
+    Fields { expected: Option<usize> },
     /// A value in a column (0-based, in the file) did not parse as the column's type.
     Value {
         column: usize,
@@ -36,13 +38,11 @@ impl Failure {
     fn of(message: &str) -> Option<Self> {
         if let Some(rest) = after(message, "incorrect number of fields for line ") {
             return Some(Self::Fields {
-                expected: leading_number(after(rest, "expected ")?)?,
+                expected: Some(leading_number(after(rest, "expected ")?)?),
             });
         }
-        if let Some(rest) = after(message, "unequal lengths between records") {
-            return Some(Self::Fields {
-                expected: leading_number(after(rest, "Expected ")?)?,
-            });
+        if message.contains("unequal lengths between records") {
+            return Some(Self::Fields { expected: None });
         }
         if let Some(rest) = after(message, "Error while parsing value '") {
             let (value, rest) = rest.split_once("' as type '")?;
@@ -56,13 +56,20 @@ impl Failure {
         message.contains("invalid UTF-8").then_some(Self::Utf8)
     }
 
-    /// Whether `record` fails this way; `header` when it is a file's header line.
-    fn fails(&self, record: &csv::ByteRecord, header: bool) -> Option<String> {
+    /// Whether `record` fails this way; `header` when it is a file's header line, `first` the number of fields
+    /// of the file's first record.
+    fn fails(&self, record: &csv::ByteRecord, header: bool, first: usize) -> Option<String> {
         match self {
-            Self::Fields { expected } if record.len() != *expected => Some(format!(
+            Self::Fields {
+                expected: Some(expected),
+            } if record.len() != *expected => Some(format!(
                 "{} fields where {expected} were expected{}",
                 record.len(),
                 if header { " (the header has them)" } else { "" }
+            )),
+            Self::Fields { expected: None } if record.len() != first => Some(format!(
+                "{} fields where {first} were expected (as line 1 has)",
+                record.len()
             )),
             Self::Value {
                 column,
@@ -135,11 +142,11 @@ fn first_failing(file: &Path, failure: &Failure, options: &CsvOptions) -> std::i
         .comment(options.comment)
         .from_reader(bytes);
     let mut record = csv::ByteRecord::new();
-    let mut first = true;
+    let mut first_fields = None;
     while reader.read_byte_record(&mut record).map_err(std::io::Error::other)? {
-        let header = first && options.header;
-        first = false;
-        if let Some(what) = failure.fails(&record, header) {
+        let header = first_fields.is_none() && options.header;
+        let first = *first_fields.get_or_insert(record.len());
+        if let Some(what) = failure.fails(&record, header, first) {
             let line = record.position().map_or(0, csv::Position::line);
             return Ok(Some((line, what)));
         }
@@ -154,10 +161,11 @@ mod tests {
     #[test]
     fn failures_are_read_from_the_readers_messages() {
         let fields = "Arrow error: Csv error: incorrect number of fields for line 5000, expected 35 got 34";
-        assert_eq!(Failure::of(fields), Some(Failure::Fields { expected: 35 }));
+        assert_eq!(Failure::of(fields), Some(Failure::Fields { expected: Some(35) }));
+        // A reader that counts from a record of its own: its "expected" may be the ragged record's.
         let inferring = "Arrow error: Csv error: Encountered unequal lengths between records on CSV file. \
-                         Expected 35 records, found 34 records at line 10";
-        assert_eq!(Failure::of(inferring), Some(Failure::Fields { expected: 35 }));
+                         Expected 34 records, found 35 records at line 2";
+        assert_eq!(Failure::of(inferring), Some(Failure::Fields { expected: None }));
         let value = "Parser error: Error while parsing value 'x's' as type 'Float64' for column 2 at line 4. \
                      Row data: '[1,2,x's]'";
         assert_eq!(
@@ -194,6 +202,12 @@ mod tests {
         assert!(
             ragged.contains("people.csv: line 6: 3 fields where 2 were expected"),
             "{ragged}"
+        );
+        // A reader that started at the ragged record expects its count: the file's first record decides.
+        let inferring = error("Encountered unequal lengths between records on CSV file. Expected 3 records, found 2");
+        assert!(
+            inferring.contains("people.csv: line 6: 3 fields where 2 were expected (as line 1 has)"),
+            "{inferring}"
         );
         let value = error("Error while parsing value 'x' as type 'Int64' for column 1 at line 1. Row data: ''");
         assert!(

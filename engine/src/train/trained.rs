@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::logical_expr::{Expr, ScalarUDF};
-use hearth_ml::artifact::ModelArtifact;
+use hearth_ml::artifact::{ArtifactError, ModelArtifact};
 use hearth_ml::model::ModelSpec;
 use hearth_ml::train::{EpochStats, Strategy};
 use serde::de::DeserializeOwned;
@@ -44,6 +44,14 @@ pub(crate) fn persistence(path: &Path, message: impl ToString) -> HearthError {
     HearthError::Persistence {
         path: path.to_path_buf(),
         message: message.to_string(),
+    }
+}
+
+/// An artifact's error as the engine's: a fault of one of its files names that file alone.
+fn artifact_error(dir: &Path, error: ArtifactError) -> HearthError {
+    match error {
+        ArtifactError::File { path, message } => HearthError::Persistence { path, message },
+        other => persistence(dir, other),
     }
 }
 
@@ -131,7 +139,7 @@ impl TrainedNetwork {
 
     /// Writes the artifact and `training.json` (with `columns`) into `dir`, a directory being staged.
     pub(crate) fn write_into<C: Serialize>(&self, dir: &Path, columns: &C) -> Result<()> {
-        self.artifact.write_into(dir).map_err(|e| persistence(dir, e))?;
+        self.artifact.write_into(dir).map_err(|e| artifact_error(dir, e))?;
         let saved = SavedTrainingRef {
             uid: &self.uid,
             columns,
@@ -144,7 +152,7 @@ impl TrainedNetwork {
 
     /// Reads what [`TrainedNetwork::save`] wrote, and the columns.
     pub(crate) fn load<C: DeserializeOwned>(dir: &Path) -> Result<(Self, C)> {
-        let artifact = ModelArtifact::load(dir).map_err(|e| persistence(dir, e))?;
+        let artifact = ModelArtifact::load(dir).map_err(|e| artifact_error(dir, e))?;
         let path = dir.join(TRAINING_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| persistence(&path, e))?;
         let saved: SavedTraining<C> = serde_json::from_str(&text).map_err(|e| persistence(&path, e))?;

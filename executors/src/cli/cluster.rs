@@ -16,11 +16,13 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use hearth_engine::ballista::{
-    ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, SECRET_FILE_ENV, SchedulerRest, now_ms,
+    CA_FILE, CERT_FILE, ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetTls, KEY_FILE, SECRET_FILE_ENV,
+    SchedulerRest, TLS_DIR_ENV, now_ms,
 };
 use hearth_engine::host::address_towards;
 use serde::{Deserialize, Serialize};
 
+use super::certs::CertsArgs;
 use super::processes::{Started, spawn_local, spawn_remote};
 use super::status::print_executors;
 use super::tables::{add_row, table};
@@ -42,6 +44,8 @@ pub enum ClusterCommand {
     Stop(StateDir),
     /// Show the processes `hearth cluster start` started, and what the fleet has.
     Status(StateDir),
+    /// Make TLS certificates for a fleet: a new authority and a certificate for its hosts (for --tls-dir).
+    Certs(CertsArgs),
 }
 
 /// Where a fleet started by `hearth cluster start` is recorded.
@@ -61,18 +65,20 @@ impl StateDir {
     }
 }
 
-/// The secret of the fleet recorded in the default state directory, for a client of `master` (none: the
-/// recorded fleet). Another master gets none: one fleet's secret is never sent to another scheduler.
-pub fn default_secret_file(master: Option<&str>) -> Option<PathBuf> {
+/// The state directory of the fleet recorded in the default one, for a client of `master` (none: the
+/// recorded fleet): its secret and TLS are this client's. Another master gets none: one fleet's secret is
+/// never sent to another scheduler.
+pub fn recorded_fleet_dir(master: Option<&str>) -> Option<PathBuf> {
     let dir = default_state_dir()?;
     let record = read_record(&dir).ok()??;
-    master
-        .is_none_or(|master| master == record.master)
-        .then(|| dir.join(SECRET_FILE))
+    master.is_none_or(|master| master == record.master).then_some(dir)
 }
 
 /// The fleet's secret in its state directory.
-const SECRET_FILE: &str = "secret";
+pub const SECRET_FILE: &str = "secret";
+
+/// The copy of the fleet's TLS certificates in its state directory (`--tls-dir`'s).
+pub const TLS_DIR: &str = "tls";
 
 fn default_state_dir() -> Option<PathBuf> {
     std::env::var_os(STATE_DIR_ENV)
@@ -106,6 +112,12 @@ pub struct StartArgs {
     /// How long to wait for every executor to register, in seconds.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    /// The fleet's TLS certificates: a directory holding ca.pem (the authority), cert.pem (naming every
+    /// host and 127.0.0.1) and key.pem. The scheduler, the executors and every client then speak TLS and
+    /// prove themselves with it; a copy is kept in the state directory. With --hosts, the same directory
+    /// must be at the same path on every host.
+    #[arg(long = "tls-dir")]
+    tls_dir: Option<PathBuf>,
 }
 
 /// What `hearth cluster start` recorded.
@@ -176,6 +188,7 @@ pub async fn run(command: ClusterCommand) -> CommandResult {
         ClusterCommand::Start(args) => start(args).await,
         ClusterCommand::Stop(state) => stop(&state.path()?),
         ClusterCommand::Status(state) => status(&state.path()?).await,
+        ClusterCommand::Certs(args) => super::certs::run(args),
     }
 }
 
@@ -251,12 +264,14 @@ async fn start(args: StartArgs) -> CommandResult {
     // environment, never their command lines.
     let secret_file = dir.join(SECRET_FILE);
     let secret = ClusterSecret::create(&secret_file)?;
-    let secret_env = [(SECRET_FILE_ENV, secret_file.display().to_string())];
+    let tls = keep_tls(args.tls_dir.as_deref(), &dir.join(TLS_DIR))?;
+    let mut fleet_env = vec![(SECRET_FILE_ENV, secret_file.display().to_string())];
+    fleet_env.extend(tls.iter().map(|tls| (TLS_DIR_ENV, tls.dir().display().to_string())));
     let scheduler = spawn_local(
         &program,
         "scheduler",
         &scheduler_args,
-        &secret_env,
+        &fleet_env,
         &logs.join("scheduler.log"),
     )?;
     let mut launch = Launch {
@@ -284,6 +299,33 @@ async fn start(args: StartArgs) -> CommandResult {
             Err(e.into())
         }
     }
+}
+
+/// Checks the operator's TLS directory and keeps a copy of it at `kept` (the key readable by its owner
+/// alone), where the fleet's processes and clients find it; with none, removes what an earlier fleet kept
+/// there, so this fleet's clients speak plain TCP.
+fn keep_tls(given: Option<&Path>, kept: &Path) -> Result<Option<FleetTls>, String> {
+    use std::os::unix::fs::PermissionsExt;
+
+    if kept.exists() {
+        std::fs::remove_dir_all(kept).map_err(|e| format!("{}: {e}", kept.display()))?;
+    }
+    let Some(given) = given else {
+        return Ok(None);
+    };
+    FleetTls::read(given)?;
+    let copy = |name: &str| {
+        let (from, to) = (given.join(name), kept.join(name));
+        std::fs::copy(&from, &to).map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))
+    };
+    std::fs::create_dir_all(kept).map_err(|e| format!("{}: {e}", kept.display()))?;
+    std::fs::set_permissions(kept, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| format!("{}: {e}", kept.display()))?;
+    for name in [CA_FILE, CERT_FILE, KEY_FILE] {
+        copy(name)?;
+    }
+    FleetTls::use_default_dir(kept.to_path_buf());
+    FleetTls::read(kept).map(Some)
 }
 
 /// A fleet being started, recorded in its state directory after each process starts (so `hearth cluster
@@ -323,6 +365,9 @@ impl Launch {
                     let mut executor_args =
                         executor_args(&scheduler, args.slots, args.gpus, &dir.join(format!("executor-{i}")));
                     executor_args.extend(["--bind".to_string(), resolve(host)?.to_string()]);
+                    if let Some(tls) = &args.tls_dir {
+                        executor_args.extend(["--tls-dir".to_string(), tls.display().to_string()]);
+                    }
                     let log = logs.join(format!("executor-{i}.log"));
                     let started = spawn_remote(host, program, "executor", &executor_args, &log, &self.secret)?;
                     self.started(started)?;
@@ -344,6 +389,9 @@ impl Launch {
                     let log = logs.join(format!("executor-{i}.log"));
                     let mut env = share.env;
                     env.push((SECRET_FILE_ENV, dir.join(SECRET_FILE).display().to_string()));
+                    if args.tls_dir.is_some() {
+                        env.push((TLS_DIR_ENV, dir.join(TLS_DIR).display().to_string()));
+                    }
                     self.started(spawn_local(program, "executor", &executor_args, &env, &log)?)?;
                 }
             }

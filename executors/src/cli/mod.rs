@@ -1,5 +1,6 @@
 //! The `hearth` command line: its arguments (clap) and what each subcommand runs.
 
+mod certs;
 mod cluster;
 mod jobs;
 mod output;
@@ -15,7 +16,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use hearth_engine::ballista::ClusterSecret;
+use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls};
 
 pub use output::Format;
 
@@ -105,7 +106,7 @@ enum Command {
         #[arg(long = "work-dir")]
         work_dir: Option<PathBuf>,
         #[command(flatten)]
-        secret: SecretArgs,
+        access: AccessArgs,
     },
     /// Run an executor of the fleet.
     Executor(ExecutorArgs),
@@ -136,24 +137,33 @@ struct ExecutorArgs {
     #[arg(long = "work-dir")]
     work_dir: Option<String>,
     #[command(flatten)]
-    secret: SecretArgs,
+    access: AccessArgs,
 }
 
-/// The fleet's secret, for its scheduler and executors.
+/// The fleet's secret and TLS, for its scheduler and executors.
 #[derive(Debug, Args)]
-struct SecretArgs {
+struct AccessArgs {
     /// A file holding the fleet's secret, readable by its owner alone (else HEARTH_SECRET_FILE or
     /// HEARTH_SECRET; none: no secret is asked or presented).
     #[arg(long = "secret-file")]
     secret_file: Option<PathBuf>,
+    /// A directory holding the fleet's TLS certificates: ca.pem, cert.pem and key.pem (else HEARTH_TLS_DIR;
+    /// none: plain TCP).
+    #[arg(long = "tls-dir")]
+    tls_dir: Option<PathBuf>,
 }
 
-impl SecretArgs {
-    fn secret(&self) -> Result<Option<ClusterSecret>, String> {
-        match &self.secret_file {
+impl AccessArgs {
+    fn access(&self) -> Result<FleetAccess, String> {
+        let secret = match &self.secret_file {
             Some(file) => ClusterSecret::read(file).map(Some),
             None => ClusterSecret::from_env(),
-        }
+        }?;
+        let tls = match &self.tls_dir {
+            Some(dir) => FleetTls::read(dir).map(Some),
+            None => FleetTls::from_env(),
+        }?;
+        Ok(FleetAccess { secret, tls })
     }
 }
 
@@ -200,9 +210,10 @@ impl Cli {
         ) {
             end_on_closed_pipe();
         }
-        // Clients of the fleet `hearth cluster start` started find its secret by themselves.
-        if !daemon && let Some(file) = cluster::default_secret_file(master.as_deref()) {
-            ClusterSecret::use_default_file(file);
+        // Clients of the fleet `hearth cluster start` started find its secret and TLS by themselves.
+        if !daemon && let Some(dir) = cluster::recorded_fleet_dir(master.as_deref()) {
+            ClusterSecret::use_default_file(dir.join(cluster::SECRET_FILE));
+            FleetTls::use_default_dir(dir.join(cluster::TLS_DIR));
         }
         match self.command {
             Command::Sql(args) => sql::run(&local(), args).await,
@@ -234,13 +245,13 @@ impl Cli {
                 bind,
                 advertise,
                 work_dir,
-                secret,
+                access,
             } => {
                 fleet::scheduler(SchedulerOptions {
                     bind,
                     advertise,
                     work_dir,
-                    secret: secret.secret()?,
+                    access: access.access()?,
                 })
                 .await
             }
@@ -253,7 +264,7 @@ impl Cli {
                     port: args.port,
                     grpc_port: args.grpc_port,
                     work_dir: args.work_dir,
-                    secret: args.secret.secret()?,
+                    access: args.access.access()?,
                 })
                 .await
             }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::{Args, ValueEnum};
-use hearth_engine::ballista::{ClusterSecret, SECRET_ENV, SchedulerRest};
+use hearth_engine::ballista::{FleetAccess, SchedulerRest};
 use hearth_engine::session::APP_NAME_ENV;
 use hearth_engine::sql::parse_statements;
 
@@ -98,8 +98,12 @@ pub async fn run(master: Option<&str>, args: SubmitArgs) -> CommandResult {
     }
 }
 
-/// Runs the driver here, its output on this terminal; ends with its exit code.
+/// Runs the driver here in place of this command (exec), as `spark-submit` runs a client-mode driver in its
+/// own process: its output on this terminal, its exit code the job's, and a signal to this process (a
+/// Ctrl-C, a `kill`) reaches the driver itself, so no driver outlives its `hearth submit`.
 fn client(master: &str, name: &str, kind: Job, args: &SubmitArgs) -> CommandResult {
+    use std::os::unix::process::CommandExt;
+
     let mut driver = match kind {
         Job::Sql => {
             let mut command = Command::new(std::env::current_exe()?);
@@ -113,22 +117,14 @@ fn client(master: &str, name: &str, kind: Job, args: &SubmitArgs) -> CommandResu
             command
         }
     };
-    let status = driver
+    let error = driver
         .env("HEARTH_MASTER", master)
         .env(APP_NAME_ENV, name)
-        // The driver presents the fleet's secret this command found (its environment's, or the fleet's file).
-        .envs(
-            ClusterSecret::find()?
-                .iter()
-                .map(|s| (SECRET_ENV, s.expose().to_string())),
-        )
-        .status()
-        .map_err(|e| format!("cannot start the driver {}: {e}", args.job.display()))?;
-    if status.success() {
-        return Ok(());
-    }
-    // The driver printed its own error; its exit code is the job's.
-    std::process::exit(status.code().unwrap_or(1));
+        // The driver presents the fleet's secret and speaks its TLS as this command found them (its
+        // environment's, or the recorded fleet's).
+        .envs(FleetAccess::find()?.environment())
+        .exec();
+    Err(format!("cannot start the driver {}: {error}", args.job.display()).into())
 }
 
 /// Hands the job to the fleet and prints its id.

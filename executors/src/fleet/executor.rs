@@ -1,7 +1,7 @@
 //! `hearth executor`: a Ballista executor with hearth's functions and codec, which offers its barrier tasks
 //! the GPUs it was given and reports its resources (slots, memory, GPUs) to the scheduler every 5 seconds.
 
-use std::net::{IpAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
 use datafusion::prelude::SessionConfig;
-use hearth_engine::ballista::{ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, SchedulerRest, now_ms};
+use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetTls, SchedulerRest, now_ms};
 use hearth_engine::barrier::offer_gpus;
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
@@ -18,6 +18,7 @@ use hearth_engine::session::hearth_state;
 
 use super::flight::guarded_flight_server;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
+use super::tls::{behind_relays, relay};
 use crate::cli::CommandResult;
 
 /// How often an executor tells the scheduler it is alive, and what it offers.
@@ -43,8 +44,8 @@ pub struct ExecutorOptions {
     pub grpc_port: u16,
     /// Where shuffle files go (default: a temporary directory).
     pub work_dir: Option<String>,
-    /// The fleet's secret, presented to the scheduler.
-    pub secret: Option<ClusterSecret>,
+    /// The fleet's secret, presented to the scheduler, and its TLS.
+    pub access: FleetAccess,
 }
 
 /// A free port on `host`, for Ballista services that must know their port before they listen.
@@ -68,8 +69,15 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
         true => host_name(),
         false => options.bind.to_string(),
     };
+    // With TLS, Ballista's servers listen on a loopback address, behind TLS relays on the one advertised.
+    let tls = options.access.tls.as_ref().map(FleetTls::server_config).transpose()?;
+    let ballista_bind = match tls {
+        Some(_) => behind_relays(options.bind)?,
+        None => options.bind,
+    };
     let state = hearth_state(SessionConfig::new_with_ballista());
     let mut reporting = None;
+    let mut relays: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     let mut executor_id = None;
     for attempt in 1..=BIND_ATTEMPTS {
         // A free port is found by binding and letting go: another process may take it before Ballista binds
@@ -82,8 +90,19 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
             0 => free_port(options.bind)?,
             port => port,
         };
+        relays.drain(..).for_each(|relay| relay.abort());
+        if let Some(tls) = &tls {
+            match start_relays(options.bind, ballista_bind, [port, grpc_port], tls).await {
+                Ok(started) => relays = started,
+                Err(e) if options.port == 0 || options.grpc_port == 0 => {
+                    log::warn!("a port picked for this executor was taken before it listened ({e}); picking others");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         let mut config = ExecutorProcessConfig {
-            bind_host: options.bind.to_string(),
+            bind_host: ballista_bind.to_string(),
             external_host: Some(reached_at.clone()),
             port,
             grpc_port,
@@ -98,15 +117,10 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
             grpc_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
             grpc_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
             // The secret goes with its calls to the scheduler and, through its tasks' sessions, to its peers'
-            // Flight servers (shuffle reads); its own Flight server asks for it.
-            override_create_grpc_client_endpoint: options.secret.as_ref().map(ClusterSecret::endpoint_override),
-            override_config_producer: options.secret.clone().map(|secret| -> ConfigProducer {
-                Arc::new(move || {
-                    SessionConfig::new_with_ballista()
-                        .with_ballista_override_create_grpc_client_endpoint(secret.endpoint_override())
-                })
-            }),
-            override_arrow_flight_service: (options.secret.clone())
+            // Flight servers (shuffle reads), over TLS when the fleet has it; its own Flight server asks for it.
+            override_create_grpc_client_endpoint: options.access.endpoint_override(),
+            override_config_producer: task_sessions(&options.access),
+            override_arrow_flight_service: (options.access.secret.clone())
                 .map(|secret| guarded_flight_server(secret, FLEET_MESSAGE_BYTES)),
             ..ExecutorProcessConfig::default()
         };
@@ -130,7 +144,7 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
                 busy_gpus: 0,
                 last_seen_ms: now_ms(),
             };
-            let rest = SchedulerRest::new(&options.scheduler)?.with_secret(options.secret.clone());
+            let rest = SchedulerRest::with_access(&options.scheduler, &options.access)?;
             reporting = Some(tokio::spawn(report(rest, resources)));
         }
         let served = start_executor_process(Arc::new(config)).await;
@@ -143,12 +157,49 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
                 if let Some(reporting) = reporting {
                     reporting.abort();
                 }
+                relays.drain(..).for_each(|relay| relay.abort());
                 served?;
                 return Ok(());
             }
         }
     }
     Err("no free ports to listen on".into())
+}
+
+/// How the sessions of this executor's tasks reach the fleet (none: Ballista's default).
+fn task_sessions(access: &FleetAccess) -> Option<ConfigProducer> {
+    if access.secret.is_none() && access.tls.is_none() {
+        return None;
+    }
+    let access = access.clone();
+    Some(Arc::new(move || access.present_in(SessionConfig::new_with_ballista())))
+}
+
+/// TLS relays on `advertised` for Ballista's servers at `ballista` on the same `ports`.
+async fn start_relays(
+    advertised: IpAddr,
+    ballista: IpAddr,
+    ports: [u16; 2],
+    tls: &Arc<rustls::ServerConfig>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
+    let mut relays = Vec::new();
+    for port in ports {
+        let listener = match tokio::net::TcpListener::bind((advertised, port)).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                relays.iter().for_each(tokio::task::JoinHandle::abort);
+                return Err(format!("cannot listen on {advertised}:{port}: {e}"));
+            }
+        };
+        let inner = SocketAddr::new(ballista, port);
+        let tls = Arc::clone(tls);
+        relays.push(tokio::spawn(async move {
+            if let Err(e) = relay(listener, inner, tls).await {
+                log::error!("the TLS relay for {inner} stopped: {e}");
+            }
+        }));
+    }
+    Ok(relays)
 }
 
 /// Tells the scheduler what this executor offers, now and every [`HEARTBEAT`], for as long as it runs.

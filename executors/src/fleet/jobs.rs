@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hearth_engine::ballista::{ClusterSecret, SECRET_ENV, now_ms};
+use hearth_engine::ballista::{FleetAccess, now_ms};
 use hearth_engine::session::{APP_NAME_ENV, JOB_ID_ENV};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -115,8 +115,8 @@ pub const KILL_GRACE: Duration = Duration::from_secs(5);
 pub struct JobBoard {
     dir: PathBuf,
     master: String,
-    /// The fleet's secret, handed to the drivers it starts (in their environment).
-    secret: Option<ClusterSecret>,
+    /// The fleet's secret and TLS, handed to the drivers it starts (in their environment).
+    access: FleetAccess,
     program: PathBuf,
     sequence: AtomicUsize,
     running: Mutex<HashMap<String, StopReason>>,
@@ -134,7 +134,7 @@ const KILLED_BY_SHUTDOWN: &str = "the scheduler stopped";
 impl JobBoard {
     /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master`. Jobs a previous scheduler left
     /// running are marked failed: their drivers lost their fleet.
-    pub fn open(work_dir: &Path, master: String, secret: Option<ClusterSecret>) -> Result<Self, String> {
+    pub fn open(work_dir: &Path, master: String, access: FleetAccess) -> Result<Self, String> {
         let dir = work_dir.join("jobs");
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let program = std::env::current_exe().map_err(|e| format!("cannot find the hearth program: {e}"))?;
@@ -142,7 +142,7 @@ impl JobBoard {
             sequence: AtomicUsize::new(0),
             dir,
             master,
-            secret,
+            access,
             program,
             running: Mutex::default(),
         };
@@ -202,7 +202,7 @@ impl JobBoard {
             .arg(&statements)
             .env(APP_NAME_ENV, &request.name)
             .env(JOB_ID_ENV, &id)
-            .envs(self.secret.iter().map(|s| (SECRET_ENV, s.expose())))
+            .envs(self.access.environment())
             .current_dir(&working_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))

@@ -10,6 +10,7 @@ mod jobs;
 mod resources;
 mod routes;
 mod scheduler;
+pub mod tls;
 
 pub use executor::{ExecutorOptions, executor};
 pub use jobs::{JobRecord, JobState, LogChunk, SubmitRequest};

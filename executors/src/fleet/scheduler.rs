@@ -19,7 +19,7 @@ use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::create_scheduler;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::ballista::{ClusterSecret, SECRET_FILE_ENV};
+use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls, SECRET_FILE_ENV, TLS_DIR_ENV};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
@@ -29,6 +29,7 @@ use super::book::FleetBook;
 use super::gang::GangPolicy;
 use super::jobs::JobBoard;
 use super::routes::{FleetState, Scheduler, routes};
+use super::tls::{FleetListener, Peer};
 use crate::cli::CommandResult;
 
 /// How long the scheduler waits for an executor's heartbeat before it counts it as lost and stops placing
@@ -49,8 +50,9 @@ pub struct SchedulerOptions {
     /// Where cluster-mode jobs keep their records and output (default: a new temporary directory, removed when
     /// the scheduler stops).
     pub work_dir: Option<PathBuf>,
-    /// The fleet's secret, which every executor and client must present; none lets anyone in.
-    pub secret: Option<ClusterSecret>,
+    /// The fleet's secret, which every executor and client must present (none lets anyone in), and its TLS
+    /// (none: plain TCP).
+    pub access: FleetAccess,
 }
 
 /// `hearth scheduler --bind HOST:PORT`. The line `hearth scheduler listening on HOST:PORT` says where it
@@ -79,8 +81,9 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
     let jobs = Arc::new(JobBoard::open(
         &work_dir,
         format!("df://{local}"),
-        options.secret.clone(),
+        options.access.clone(),
     )?);
+    let tls = options.access.tls.as_ref().map(FleetTls::server_config).transpose()?;
     let book = Arc::new(FleetBook::default());
     let config = SchedulerConfig {
         bind_host: address.ip().to_string(),
@@ -95,6 +98,8 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
         grpc_server_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
         grpc_server_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
         grpc_client_max_message_size: FLEET_MESSAGE_BYTES as u32,
+        // Its calls to executors (task launches) go over TLS when the fleet has it.
+        override_create_grpc_client_endpoint: options.access.endpoint_override(),
         ..SchedulerConfig::default()
     };
     config.validate()?;
@@ -105,7 +110,7 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
         book,
         jobs: Arc::clone(&jobs),
     };
-    let app = match options.secret {
+    let app = match options.access.secret {
         Some(secret) => service(fleet).layer(middleware::from_fn_with_state(Arc::new(secret), require_secret)),
         None => {
             log::warn!(
@@ -114,8 +119,16 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
             service(fleet)
         }
     }
-    .into_make_service_with_connect_info::<SocketAddr>();
-    log::warn!("the control plane is not encrypted (no TLS): keep the fleet on a network you trust");
+    .into_make_service_with_connect_info::<Peer>();
+    match &options.access.tls {
+        Some(tls) => log::info!(
+            "TLS on: certificates from {}, clients' certificates required",
+            tls.dir().display()
+        ),
+        None => log::warn!(
+            "the control plane is not encrypted (no TLS: give the fleet certificates with --tls-dir or {TLS_DIR_ENV}): keep the fleet on a network you trust"
+        ),
+    }
     println!("hearth scheduler listening on {address}");
     log::info!("executors and clients reach it at {advertised}:{}", address.port());
     log::info!("cluster-mode jobs are kept in {}", work_dir.display());
@@ -130,7 +143,7 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
             asked_to_stop.notify_one();
         }
     };
-    let serving = axum::serve(listener, app).with_graceful_shutdown(stopping);
+    let serving = axum::serve(FleetListener::new(listener, tls)?, app).with_graceful_shutdown(stopping);
     tokio::select! {
         served = serving => served?,
         () = async {
@@ -181,7 +194,7 @@ fn service(fleet: FleetState) -> Router {
 /// with the status UNAUTHENTICATED, REST calls with 401 — and logs each refusal with the peer's address.
 async fn require_secret(
     State(secret): State<Arc<ClusterSecret>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
     request: Request,
     next: Next,
 ) -> Response {

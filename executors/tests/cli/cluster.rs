@@ -9,13 +9,36 @@ use std::time::Duration;
 use crate::common::{Fleet, alive, hearth, repository, shown, wait_for};
 
 /// The table `SELECT * FROM ML.EVALUATE(…)` prints in a job's output: its header line and its row.
-fn evaluation(output: &str) -> String {
+pub(crate) fn evaluation(output: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
     let header = lines
         .iter()
         .position(|line| line.starts_with("| f1 "))
         .unwrap_or_else(|| panic!("no evaluation table in:\n{output}"));
     format!("{}\n{}", lines[header], lines[header + 2])
+}
+
+/// The main SQL job's evaluation table run locally, after checking `hearth submit` in client mode prints the
+/// same on `fleet` (models under `models`).
+pub(crate) fn main_job_locally_and_in_client_mode(fleet: &Fleet, models: &Path) -> String {
+    let local = hearth()
+        .current_dir(repository())
+        .args(["--master", "local", "sql", "--models"])
+        .arg(models.join("local"))
+        .arg("examples/german_credit.sql")
+        .output()
+        .unwrap();
+    assert!(local.status.success(), "{}", shown(&local));
+    let local = evaluation(&String::from_utf8_lossy(&local.stdout));
+    let client_models = models.join("client");
+    let client = fleet.ok(&[
+        "submit",
+        "--models",
+        client_models.to_str().unwrap(),
+        "examples/german_credit.sql",
+    ]);
+    assert_eq!(evaluation(&client), local, "client mode on {}", fleet.master);
+    local
 }
 
 #[test]
@@ -58,24 +81,7 @@ fn a_fleet_started_with_one_command_runs_the_main_job_in_both_modes_and_stops_cl
 
     // The main job in SQL, locally and on the fleet in both modes: the same metrics.
     let models = tempfile::tempdir().unwrap();
-    let local = hearth()
-        .current_dir(repository())
-        .args(["--master", "local", "sql", "--models"])
-        .arg(models.path().join("local"))
-        .arg("examples/german_credit.sql")
-        .output()
-        .unwrap();
-    assert!(local.status.success(), "{}", shown(&local));
-    let local = evaluation(&String::from_utf8_lossy(&local.stdout));
-
-    let client_models = models.path().join("client");
-    let client = fleet.ok(&[
-        "submit",
-        "--models",
-        client_models.to_str().unwrap(),
-        "examples/german_credit.sql",
-    ]);
-    assert_eq!(evaluation(&client), local, "client mode");
+    let local = main_job_locally_and_in_client_mode(&fleet, models.path());
 
     let cluster_models = models.path().join("cluster");
     let id = fleet.submit_cluster(

@@ -1,6 +1,7 @@
 //! What the tests share: the `hearth` program, the repository's data, and fleets started with `hearth
 //! cluster start` in a state directory of their own, stopped when dropped.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -61,10 +62,16 @@ pub struct Fleet {
 impl Fleet {
     /// `hearth cluster start` with `args`; panics with its output when it fails.
     pub fn start(args: &[&str]) -> Fleet {
+        Self::start_with_env(args, &[])
+    }
+
+    /// `hearth cluster start` with `args` and the variables `env` (which its processes inherit).
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Fleet {
         let state = tempfile::tempdir().unwrap();
-        let output = in_state(state.path())
+        let output = in_state(state.path(), env!("CARGO_BIN_EXE_hearth"))
             .args(["cluster", "start"])
             .args(args)
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         assert!(output.status.success(), "cluster start: {}", shown(&output));
@@ -79,7 +86,12 @@ impl Fleet {
 
     /// `hearth` with this fleet's state directory, in the repository.
     pub fn hearth(&self) -> Command {
-        in_state(self.state.path())
+        in_state(self.state.path(), env!("CARGO_BIN_EXE_hearth"))
+    }
+
+    /// `program` run as this fleet's commands are: with its state directory, in the repository.
+    pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
+        in_state(self.state.path(), program)
     }
 
     /// Runs `hearth args…`; panics with its output unless it succeeds; returns its standard output.
@@ -101,6 +113,41 @@ impl Fleet {
         std::iter::once(&record["scheduler"])
             .chain(record["executors"].as_array().unwrap())
             .map(|p| p["pid"].as_u64().unwrap())
+            .collect()
+    }
+
+    /// The executors whose slots training holds now.
+    pub fn busy_executors(&self) -> Vec<String> {
+        let status = self.status();
+        status["executors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["free_slots"].as_u64() < e["slots"].as_u64())
+            .map(|e| e["executor_id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// The pid of the executor whose id is `id` (it prints its id in its log).
+    pub fn executor_pid(&self, id: &str) -> u64 {
+        let record = self.record();
+        record["executors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| std::fs::read_to_string(e["log"].as_str().unwrap()).is_ok_and(|log| log.contains(id)))
+            .and_then(|e| e["pid"].as_u64())
+            .unwrap_or_else(|| panic!("no executor {id} in {record}"))
+    }
+
+    /// Every executor's output so far.
+    pub fn executor_logs(&self) -> String {
+        let record = self.record();
+        record["executors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| std::fs::read_to_string(e["log"].as_str()?).ok())
             .collect()
     }
 
@@ -140,9 +187,9 @@ impl Drop for Fleet {
     }
 }
 
-/// `hearth` with `HEARTH_CLUSTER_DIR` at `state`, in the repository.
-fn in_state(state: &Path) -> Command {
-    let mut command = hearth();
+/// `program` with `HEARTH_CLUSTER_DIR` at `state`, in the repository.
+fn in_state(state: &Path, program: impl AsRef<OsStr>) -> Command {
+    let mut command = Command::new(program);
     command
         .current_dir(repository())
         .env("HEARTH_CLUSTER_DIR", state)

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::common::{Fleet, hearth, shown, wait_for};
 
 /// A SQL job training a small MLP on german_credit for `epochs` epochs on two workers, with `options`.
-fn training_job(dir: &Path, name: &str, epochs: usize, options: &str) -> String {
+pub(crate) fn training_job(dir: &Path, name: &str, epochs: usize, options: &str) -> String {
     let file = dir.join(format!("{name}.sql"));
     let sql = format!(
         "CREATE EXTERNAL TABLE credit STORED AS CSV LOCATION 'datasets/german_credit/credit-g.csv' \
@@ -23,30 +23,6 @@ fn training_job(dir: &Path, name: &str, epochs: usize, options: &str) -> String 
     );
     std::fs::write(&file, sql).unwrap();
     file.display().to_string()
-}
-
-/// The executors whose slots training holds now.
-fn busy_executors(fleet: &Fleet) -> Vec<String> {
-    let status = fleet.status();
-    status["executors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["free_slots"].as_u64() < e["slots"].as_u64())
-        .map(|e| e["executor_id"].as_str().unwrap().to_string())
-        .collect()
-}
-
-/// The pid of the executor whose id is `id` (it prints its id in its log).
-fn executor_pid(fleet: &Fleet, id: &str) -> u64 {
-    let record = fleet.record();
-    record["executors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| std::fs::read_to_string(e["log"].as_str().unwrap()).is_ok_and(|log| log.contains(id)))
-        .and_then(|e| e["pid"].as_u64())
-        .unwrap_or_else(|| panic!("no executor {id} in {record}"))
 }
 
 #[test]
@@ -105,16 +81,16 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
         &["--models", models],
     );
     wait_for("training holds two slots", Duration::from_secs(60), || {
-        (busy_executors(&fleet).len() == 2).then_some(())
+        (fleet.busy_executors().len() == 2).then_some(())
     });
     let killed = fleet.ok(&["job", "kill", &id]);
     assert!(killed.contains("killed"), "{killed}");
     assert_eq!(fleet.job_state(&id)["state"], "killed");
     wait_for("the killed job's slots free", Duration::from_secs(20), || {
-        busy_executors(&fleet).is_empty().then_some(())
+        fleet.busy_executors().is_empty().then_some(())
     });
     wait_for("the ranks say they stopped", Duration::from_secs(20), || {
-        let logs = executor_logs(&fleet);
+        let logs = fleet.executor_logs();
         ["cancelled in epoch", "the driver is gone", "(the stage was cancelled)"]
             .iter()
             .any(|said| logs.contains(said))
@@ -125,9 +101,9 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
     // two executors left, and the job succeeds on its second attempt.
     let id = fleet.submit_cluster(&training_job(jobs.path(), "survivor", 300, ""), &["--models", models]);
     let busy = wait_for("training holds two slots", Duration::from_secs(60), || {
-        Some(busy_executors(&fleet)).filter(|busy| busy.len() == 2)
+        Some(fleet.busy_executors()).filter(|busy| busy.len() == 2)
     });
-    let pid = executor_pid(&fleet, &busy[0]);
+    let pid = fleet.executor_pid(&busy[0]);
     nix_kill(pid);
     let job: Value = fleet.job_ended(&id, Duration::from_secs(240));
     let logs = fleet.ok(&["job", "logs", &id]);
@@ -145,7 +121,7 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
         &["--models", models],
     );
     wait_for("training holds two slots", Duration::from_secs(60), || {
-        (busy_executors(&fleet).len() == 2).then_some(())
+        (fleet.busy_executors().len() == 2).then_some(())
     });
     let driver = fleet.job_state(&id)["pid"]
         .as_u64()
@@ -156,17 +132,6 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     assert_eq!(record["state"], "killed", "{record}");
     assert_eq!(record["message"], "the scheduler stopped", "{record}");
-}
-
-/// Every executor's output so far.
-fn executor_logs(fleet: &Fleet) -> String {
-    let record = fleet.record();
-    record["executors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| std::fs::read_to_string(e["log"].as_str()?).ok())
-        .collect()
 }
 
 /// The `attempts` column of the table CREATE MODEL printed.

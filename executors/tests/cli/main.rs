@@ -6,3 +6,5 @@ mod commands;
 mod common;
 mod faults;
 mod secret;
+mod soak;
+mod tls;

@@ -97,17 +97,28 @@ fn fill_random(bytes: &mut [u8]) {
     getrandom::fill(bytes).unwrap_or_else(|e| panic!("the operating system's random generator failed: {e}"));
 }
 
-fn refused(stream: &TcpStream, message: impl Into<String>) -> CollectiveError {
+/// The other end of `stream`, named while the connection is up (a reset connection no longer says).
+fn peer_name(stream: &TcpStream) -> String {
+    stream
+        .peer_addr()
+        .map_or_else(|_| "an unknown peer".to_string(), |a| a.to_string())
+}
+
+fn refused(peer: &str, message: impl Into<String>) -> CollectiveError {
     CollectiveError::Auth {
-        addr: stream
-            .peer_addr()
-            .map_or_else(|_| "an unknown peer".to_string(), |a| a.to_string()),
+        addr: peer.to_string(),
         message: message.into(),
     }
 }
 
-fn io_refused(stream: &TcpStream, error: std::io::Error) -> CollectiveError {
-    refused(stream, format!("handshake I/O: {}", super::error::describe_io(&error)))
+fn io_refused(peer: &str, error: std::io::Error) -> CollectiveError {
+    refused(
+        peer,
+        format!(
+            "the connection broke during the handshake: {}",
+            super::error::describe_io(&error)
+        ),
+    )
 }
 
 /// Each side's nonce and how it protects frames, as sent in the handshake.
@@ -119,13 +130,13 @@ fn hello(nonce: &[u8; NONCE], protection: FrameProtection) -> [u8; NONCE + 1] {
 }
 
 /// An error unless the peer protects frames as this side does.
-fn check_protection(stream: &TcpStream, secret: &JobSecret, theirs: u8, peer: &str) -> Result<()> {
+fn check_protection(address: &str, secret: &JobSecret, theirs: u8, peer: &str) -> Result<()> {
     let ours = secret.protection.code();
     if theirs == ours {
         return Ok(());
     }
     Err(refused(
-        stream,
+        address,
         format!(
             "the {peer} {} and this side {}: both ends of a job must protect frames alike",
             FrameProtection::describe(theirs),
@@ -157,11 +168,10 @@ fn frame_keys(secret: &JobSecret, client: bool, server_nonce: &[u8], client_nonc
 
 /// The connecting side: answers the listener's nonce, then checks the listener's proof.
 pub(crate) fn prove_as_client(mut stream: TcpStream, secret: &JobSecret) -> Result<Link> {
+    let peer = peer_name(&stream);
     let mut server_hello = [0u8; NONCE + 1];
-    stream
-        .read_exact(&mut server_hello)
-        .map_err(|e| io_refused(&stream, e))?;
-    check_protection(&stream, secret, server_hello[NONCE], "listener")?;
+    stream.read_exact(&mut server_hello).map_err(|e| io_refused(&peer, e))?;
+    check_protection(&peer, secret, server_hello[NONCE], "listener")?;
     let server_nonce = &server_hello[..NONCE];
     let mut client_nonce = [0u8; NONCE];
     fill_random(&mut client_nonce);
@@ -172,42 +182,43 @@ pub(crate) fn prove_as_client(mut stream: TcpStream, secret: &JobSecret) -> Resu
     let mut message = [0u8; NONCE + 1 + TAG];
     message[..=NONCE].copy_from_slice(&hello(&client_nonce, secret.protection));
     message[NONCE + 1..].copy_from_slice(&tag);
-    stream.write_all(&message).map_err(|e| io_refused(&stream, e))?;
+    stream.write_all(&message).map_err(|e| io_refused(&peer, e))?;
     let mut server_tag = [0u8; TAG];
     stream.read_exact(&mut server_tag).map_err(|_| {
         refused(
-            &stream,
+            &peer,
             "the listener closed the connection: it refused this side's proof of the job secret",
         )
     })?;
     secret
         .mac(b"server", &client_nonce, server_nonce)
         .verify_slice(&server_tag)
-        .map_err(|_| refused(&stream, "the listener could not prove the job secret"))?;
+        .map_err(|_| refused(&peer, "the listener could not prove the job secret"))?;
     let keys = frame_keys(secret, true, server_nonce, &client_nonce)?;
     Ok(Link::new(stream, keys))
 }
 
 /// The listening side: sends a fresh nonce, checks the client's proof, then proves the secret in turn.
 pub(crate) fn prove_as_server(mut stream: TcpStream, secret: &JobSecret) -> Result<Link> {
+    let peer = peer_name(&stream);
     let mut server_nonce = [0u8; NONCE];
     fill_random(&mut server_nonce);
     stream
         .write_all(&hello(&server_nonce, secret.protection))
-        .map_err(|e| io_refused(&stream, e))?;
+        .map_err(|e| io_refused(&peer, e))?;
     let mut message = [0u8; NONCE + 1 + TAG];
-    stream.read_exact(&mut message).map_err(|e| io_refused(&stream, e))?;
-    check_protection(&stream, secret, message[NONCE], "peer")?;
+    stream.read_exact(&mut message).map_err(|e| io_refused(&peer, e))?;
+    check_protection(&peer, secret, message[NONCE], "peer")?;
     let (client_nonce, tag) = (&message[..NONCE], &message[NONCE + 1..]);
     secret
         .mac(b"client", &server_nonce, client_nonce)
         .verify_slice(tag)
-        .map_err(|_| refused(&stream, "the peer could not prove the job secret"))?;
+        .map_err(|_| refused(&peer, "the peer could not prove the job secret"))?;
     let proof = secret
         .mac(b"server", client_nonce, &server_nonce)
         .finalize()
         .into_bytes();
-    stream.write_all(&proof).map_err(|e| io_refused(&stream, e))?;
+    stream.write_all(&proof).map_err(|e| io_refused(&peer, e))?;
     let keys = frame_keys(secret, false, &server_nonce, client_nonce)?;
     Ok(Link::new(stream, keys))
 }

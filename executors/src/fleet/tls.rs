@@ -1,0 +1,187 @@
+//! TLS on the fleet's ports. The scheduler serves its one port through a [`FleetListener`] (TLS when the
+//! fleet has TLS, plain TCP otherwise). An executor's two servers are Ballista's own, built without a way to
+//! add TLS: with TLS on, they listen on a loopback address and a [`relay`] on the advertised address does
+//! the TLS — checking the client's certificate before a byte reaches them — and passes the bytes on.
+//!
+//! ```no_run
+//! # async fn serve() -> std::io::Result<()> {
+//! use hearth_executors::fleet::tls::FleetListener;
+//!
+//! let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let listener = FleetListener::new(tcp, None)?; // plain TCP: no TLS configured
+//! axum::serve(listener, axum::Router::new()).await
+//! # }
+//! ```
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::connect_info::Connected;
+use axum::serve::IncomingStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+
+/// How long a client has to finish its TLS handshake.
+const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Connections accepted but not yet taken by the server.
+const BACKLOG: usize = 64;
+
+/// A connection a [`FleetListener`] accepted: TLS over TCP, or TCP.
+pub trait Connection: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Connection for T {}
+
+/// A listener that hands the server connections whose TLS handshake (when the fleet has TLS) succeeded.
+/// Handshakes run apart from accepting, so a slow or hostile client holds up no one; each refusal is
+/// logged with the peer.
+pub struct FleetListener {
+    incoming: mpsc::Receiver<(Box<dyn Connection>, SocketAddr)>,
+    local: SocketAddr,
+}
+
+impl FleetListener {
+    /// Accepts on `tcp`, with TLS under `tls` when given.
+    pub fn new(tcp: TcpListener, tls: Option<Arc<rustls::ServerConfig>>) -> io::Result<Self> {
+        let local = tcp.local_addr()?;
+        let (send, incoming) = mpsc::channel::<(Box<dyn Connection>, SocketAddr)>(BACKLOG);
+        let acceptor = tls.map(TlsAcceptor::from);
+        tokio::spawn(async move {
+            while !send.is_closed() {
+                let (stream, peer) = match tcp.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        log::warn!("accepting a connection on {local}: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let send = send.clone();
+                match &acceptor {
+                    None => {
+                        let _ = send.send((Box::new(stream), peer)).await;
+                    }
+                    Some(acceptor) => {
+                        let acceptor = acceptor.clone();
+                        tokio::spawn(async move {
+                            if let Some(tls) = handshake(&acceptor, stream, peer).await {
+                                let _ = send.send((Box::new(tls), peer)).await;
+                            }
+                        });
+                    }
+                }
+            }
+        });
+        Ok(Self { incoming, local })
+    }
+}
+
+/// The server side of a TLS handshake with `peer`, or none (logged) when it fails or takes too long.
+async fn handshake(
+    acceptor: &TlsAcceptor,
+    stream: TcpStream,
+    peer: SocketAddr,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    match tokio::time::timeout(HANDSHAKE_DEADLINE, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => Some(tls),
+        Ok(Err(e)) if plain_text(&e) => {
+            log::warn!(
+                "refused a plain-text connection from {peer}: this fleet speaks TLS (one such refusal per executor is expected as it registers: Ballista's scheduler checks its task port in plain text)"
+            );
+            None
+        }
+        Ok(Err(e)) => {
+            log::warn!("refused a connection from {peer}: TLS handshake failed: {e}");
+            None
+        }
+        Err(_) => {
+            log::warn!("refused a connection from {peer}: no TLS handshake within {HANDSHAKE_DEADLINE:?}");
+            None
+        }
+    }
+}
+
+/// Whether a handshake failed because the client spoke something other than TLS.
+fn plain_text(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|e| {
+            matches!(
+                e,
+                rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)
+            )
+        })
+}
+
+impl axum::serve::Listener for FleetListener {
+    type Io = Box<dyn Connection>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.incoming.recv().await {
+            Some(accepted) => accepted,
+            // The accepting task ends only with the runtime.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        Ok(self.local)
+    }
+}
+
+/// The address of the peer of a connection a [`FleetListener`] accepted, for handlers and middleware.
+#[derive(Clone, Copy, Debug)]
+pub struct Peer(pub SocketAddr);
+
+impl Connected<IncomingStream<'_, FleetListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, FleetListener>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}
+
+/// Where an executor's Ballista servers listen when TLS relays stand on `advertised`: a loopback address
+/// other than it (so both may use the same port numbers, which Ballista advertises as they are).
+pub fn behind_relays(advertised: IpAddr) -> Result<IpAddr, String> {
+    match advertised {
+        IpAddr::V4(v4) if v4.is_unspecified() => Err(
+            "with TLS, an executor's --bind must name one address: its servers listen on a loopback address behind TLS relays on it"
+                .to_string(),
+        ),
+        // All of 127.0.0.0/8 is this machine's loopback.
+        IpAddr::V4(v4) if v4.is_loopback() => Ok(IpAddr::V4(match v4 == Ipv4Addr::new(127, 0, 0, 2) {
+            true => Ipv4Addr::new(127, 0, 0, 3),
+            false => Ipv4Addr::new(127, 0, 0, 2),
+        })),
+        IpAddr::V4(_) => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        IpAddr::V6(_) => Err("with TLS, an executor's --bind must be an IPv4 address".to_string()),
+    }
+}
+
+/// Serves TLS on `listener` for the plain server at `inner`: each connection's handshake (its certificate
+/// checked), then its bytes passed both ways until either side closes.
+pub async fn relay(listener: TcpListener, inner: SocketAddr, tls: Arc<rustls::ServerConfig>) -> io::Result<()> {
+    use axum::serve::Listener as _;
+
+    let mut incoming = FleetListener::new(listener, Some(tls))?;
+    loop {
+        let (mut connection, peer) = incoming.accept().await;
+        tokio::spawn(async move {
+            let mut upstream = match TcpStream::connect(inner).await {
+                Ok(upstream) => upstream,
+                Err(e) => {
+                    log::warn!("a connection from {peer}: cannot reach this executor's server at {inner}: {e}");
+                    return;
+                }
+            };
+            let _ = upstream.set_nodelay(true);
+            let _ = tokio::io::copy_bidirectional(&mut connection, &mut upstream).await;
+        });
+    }
+}

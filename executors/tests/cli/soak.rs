@@ -1,0 +1,870 @@
+//! The fleet under randomized faults. Each run trains a model on a fleet of its own (a scheduler, three
+//! executors of one slot) and injects one fault at a random point: an executor killed, an executor stopped
+//! (SIGSTOP) for longer than the collectives' deadline, the driver killed, the scheduler killed and started
+//! again on its port, a connection between two ranks dropped mid-allreduce (`ss -K`), the model directory's
+//! file system filled (a small tmpfs in a mount namespace of the driver's own). Each run is then counted:
+//! succeeded, failed with a clear error, or hung; processes and ports it left behind; a half-written model;
+//! the epochs each retry lost. The table prints with `--nocapture` (RELIABILITY.md has a long run).
+//!
+//! `HEARTH_SOAK_RUNS` runs (default 12: each fault twice, CI's short version), `HEARTH_SOAK_SEED` repeats
+//! a soak's random choices.
+
+use std::collections::{BTreeSet, HashSet};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+
+use crate::common::{Fleet, alive, shown};
+use crate::faults::training_job;
+
+/// Epochs of the faulted job: long enough (several seconds) for a fault to land mid-training.
+const EPOCHS: usize = 400;
+/// The collectives' deadline the job sets (`timeout_seconds`): a stopped rank is given up after it.
+const DEADLINE: Duration = Duration::from_secs(5);
+/// How long a driver may take to end once its fault is injected before its job counts as hung.
+const JOB_LIMIT: Duration = Duration::from_secs(240);
+/// What the drivers log: warnings (a retry) and each epoch they hear of.
+const DRIVER_LOG: &str = "warn,hearth::training=info";
+
+/// One fault a run injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    KillExecutor,
+    StopExecutor,
+    KillDriver,
+    RestartScheduler,
+    DropConnection,
+    FillModelDisk,
+}
+
+const FAULTS: [Fault; 6] = [
+    Fault::KillExecutor,
+    Fault::StopExecutor,
+    Fault::KillDriver,
+    Fault::RestartScheduler,
+    Fault::DropConnection,
+    Fault::FillModelDisk,
+];
+
+impl Fault {
+    fn name(self) -> &'static str {
+        match self {
+            Fault::KillExecutor => "kill an executor",
+            Fault::StopExecutor => "SIGSTOP an executor",
+            Fault::KillDriver => "kill the driver",
+            Fault::RestartScheduler => "restart the scheduler",
+            Fault::DropConnection => "drop a rank's connection",
+            Fault::FillModelDisk => "fill the model's disk",
+        }
+    }
+
+    /// Whether the fault can be given a job in cluster mode (the driver a child of the scheduler); the
+    /// others need the driver in the soak's hands.
+    fn any_mode(self) -> bool {
+        !matches!(self, Fault::KillDriver | Fault::FillModelDisk)
+    }
+}
+
+/// How a run's job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Succeeded,
+    ClearError,
+    UnclearError,
+    Hung,
+}
+
+/// What one run did and left.
+#[derive(Debug)]
+struct Run {
+    fault: Fault,
+    cluster_mode: bool,
+    /// What was injected, and when after training started.
+    injected: String,
+    outcome: Outcome,
+    /// The epochs each retry trained again: the epoch under way when its attempt failed, less the epoch of
+    /// the checkpoint it resumed from.
+    epochs_lost: Vec<usize>,
+    leftover_processes: Vec<String>,
+    leftover_ports: Vec<u16>,
+    half_written: Option<String>,
+    /// After a scheduler restart: whether the fleet trained a model again.
+    recovered: Option<bool>,
+    seconds: f64,
+    /// The error the job ended with, or why it counts as it does.
+    said: String,
+}
+
+#[test]
+fn a_fleet_under_randomized_faults_never_hangs_leaks_or_half_writes() {
+    let runs: usize = std::env::var("HEARTH_SOAK_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2 * FAULTS.len());
+    let seed: u64 = std::env::var("HEARTH_SOAK_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
+    println!("soak: {runs} runs, HEARTH_SOAK_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    // Each fault as often as the others, in a random order.
+    let mut faults: Vec<Fault> = FAULTS.iter().copied().cycle().take(runs).collect();
+    faults.shuffle(&mut rng);
+    let started = Instant::now();
+    let mut done = Vec::new();
+    for (index, fault) in faults.into_iter().enumerate() {
+        let cluster_mode = fault.any_mode() && rng.random_bool(0.5);
+        let keep = std::env::temp_dir().join(format!("hearth-soak-{seed}-run-{}", index + 1));
+        let run = soak_run(fault, cluster_mode, &mut rng, &keep);
+        println!("soak run {:>2}: {}", index + 1, run_line(&run));
+        done.push(run);
+    }
+    println!("\n{}", table(&done, started.elapsed()));
+
+    let failures: Vec<String> = done.iter().filter(|run| run.bad()).map(run_line).collect();
+    assert!(failures.is_empty(), "HEARTH_SOAK_SEED={seed}:\n{}", failures.join("\n"));
+}
+
+impl Run {
+    /// Whether the run shows something the fleet must never do.
+    fn bad(&self) -> bool {
+        matches!(self.outcome, Outcome::Hung | Outcome::UnclearError)
+            || !self.leftover_processes.is_empty()
+            || !self.leftover_ports.is_empty()
+            || self.half_written.is_some()
+            || self.epochs_lost.iter().any(|&lost| lost > 1)
+            || self.recovered == Some(false)
+    }
+}
+
+/// One run: a fleet, a job, one fault at a random point, and what it all left; a bad run's directories
+/// (the fleet's logs, the job's output) are copied to `keep`.
+fn soak_run(fault: Fault, cluster_mode: bool, rng: &mut StdRng, keep: &Path) -> Run {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = Fleet::start_with_env(&["--executors", "3", "--slots", "1"], &[("RUST_LOG", "info")]);
+    let mut pids: BTreeSet<u64> = fleet.pids().into_iter().collect();
+    let ballista_ports = listening_ports(&pids);
+    let models = dir.path().join("models");
+    let job = training_job(
+        dir.path(),
+        "soak",
+        EPOCHS,
+        &format!(", timeout_seconds = {}", DEADLINE.as_secs()),
+    );
+    let mut run = Run {
+        fault,
+        cluster_mode,
+        injected: String::new(),
+        outcome: Outcome::Hung,
+        epochs_lost: Vec::new(),
+        leftover_processes: Vec::new(),
+        leftover_ports: Vec::new(),
+        half_written: None,
+        recovered: None,
+        seconds: 0.0,
+        said: String::new(),
+    };
+
+    let mut driver = match fault {
+        Fault::FillModelDisk => Driver::on_a_small_disk(&fleet, dir.path(), &job, rng),
+        _ if cluster_mode => Driver::cluster(&fleet, &job, &models),
+        _ => Driver::client(&fleet, dir.path(), &job, &models),
+    };
+    pids.extend(driver.pid(&fleet));
+    let training = poll(Duration::from_secs(90), || {
+        (driver.ended(&fleet).is_some() || fleet.busy_executors().len() == 2).then_some(())
+    });
+    let mut restarted = None;
+    let mut ports = ballista_ports.clone();
+    if training.is_some() && fault != Fault::FillModelDisk {
+        let delay = Duration::from_millis(rng.random_range(200..3000));
+        std::thread::sleep(delay);
+        let mut all = pids.clone();
+        all.extend(driver.pid(&fleet));
+        ports.extend(listening_ports(&all));
+        run.injected = match inject(fault, &fleet, &mut driver, &ballista_ports, rng) {
+            Injected::Done(what) => format!("{what} {:.1} s into training", delay.as_secs_f64()),
+            Injected::Restarted(scheduler) => {
+                pids.insert(scheduler.id().into());
+                restarted = Some(scheduler);
+                format!("scheduler restarted {:.1} s into training", delay.as_secs_f64())
+            }
+        };
+        if fault == Fault::KillDriver {
+            (run.outcome, run.said) = after_driver_killed(&fleet);
+            run.half_written = half_written(&fleet, &models);
+        }
+    } else if fault == Fault::FillModelDisk {
+        run.injected = driver.disk.clone();
+    } else {
+        run.injected = "nothing: training was never seen".to_string();
+    }
+
+    if fault != Fault::KillDriver {
+        match poll(JOB_LIMIT, || driver.ended(&fleet)) {
+            Some(ended) => {
+                (run.outcome, run.said) = judge(&ended);
+                run.epochs_lost = epochs_lost(&ended.output);
+                if fault == Fault::FillModelDisk {
+                    run.half_written = ended.disk_check_failure();
+                } else {
+                    run.half_written = half_written(&fleet, &models);
+                }
+            }
+            None => {
+                run.outcome = Outcome::Hung;
+                run.said = format!("the driver did not end within {JOB_LIMIT:?}");
+                driver.kill(&fleet);
+            }
+        }
+    }
+    if fault == Fault::RestartScheduler {
+        run.recovered = Some(trains_again(&fleet, dir.path()));
+    }
+
+    // Stop the fleet as its operator would (and the scheduler this soak started again), then count what is
+    // left of the run.
+    let _ = fleet.hearth().args(["cluster", "stop"]).output();
+    if let Some(mut scheduler) = restarted {
+        let _ = scheduler.kill();
+        let _ = scheduler.wait();
+    }
+    let marks = [fleet.state.path(), dir.path()];
+    std::thread::sleep(Duration::from_millis(200));
+    let lingering = poll(Duration::from_secs(15), || {
+        let left = processes_of(&pids, &marks);
+        left.is_empty().then_some(())
+    });
+    if lingering.is_none() {
+        for (pid, line) in processes_of(&pids, &marks) {
+            run.leftover_processes.push(format!("{pid} {line}"));
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+    let listening = listening_ports_anywhere();
+    run.leftover_ports = ports.into_iter().filter(|port| listening.contains(port)).collect();
+    run.seconds = started.elapsed().as_secs_f64();
+    if run.bad() {
+        std::fs::create_dir_all(keep).unwrap();
+        let copied = Command::new("cp")
+            .arg("-a")
+            .args([fleet.state.path(), dir.path()])
+            .arg(keep)
+            .status();
+        if copied.is_ok_and(|status| status.success()) {
+            let _ = write!(run.said, " (its logs: {})", keep.display());
+        }
+    }
+    run
+}
+
+/// A job's driver: `hearth submit` in client mode (maybe inside a mount namespace), or a cluster-mode job.
+struct Driver {
+    kind: DriverKind,
+    /// The output of a client-mode driver.
+    output: PathBuf,
+    /// How the model's file system was limited (fill-the-disk runs).
+    disk: String,
+}
+
+enum DriverKind {
+    Client(Child),
+    Cluster { id: String },
+}
+
+/// How a driver ended: its exit code when known and its output.
+struct Ended {
+    code: Option<i32>,
+    output: String,
+}
+
+impl Ended {
+    /// For a driver run on a small disk: what is wrong with the model directory after it, from the checks
+    /// the namespace's script printed.
+    fn disk_check_failure(&self) -> Option<String> {
+        let said = |mark: &str| self.output.lines().any(|line| line.starts_with(mark));
+        if said("soak: the previous model is intact") && said("soak: load exit 0") {
+            None
+        } else {
+            Some(format!(
+                "after a full disk the model directory differs from the model before, or does not load: {}",
+                self.output
+                    .lines()
+                    .filter(|line| line.starts_with("soak: "))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        }
+    }
+}
+
+impl Driver {
+    /// `hearth submit JOB` in client mode, its output to a file in `dir`.
+    fn client(fleet: &Fleet, dir: &Path, job: &str, models: &Path) -> Driver {
+        let output = dir.join("driver.log");
+        let mut command = fleet.hearth();
+        command.args(["submit", "--models"]).arg(models).arg(job);
+        Self::spawn(command, output, String::new())
+    }
+
+    /// `hearth submit JOB` in cluster mode.
+    fn cluster(fleet: &Fleet, job: &str, models: &Path) -> Driver {
+        let id = fleet.submit_cluster(job, &["--models", models.to_str().unwrap()]);
+        let output = fleet.state.path().join(format!("scheduler/jobs/{id}/driver.log"));
+        Driver {
+            kind: DriverKind::Cluster { id },
+            output,
+            disk: String::new(),
+        }
+    }
+
+    /// A client-mode driver whose model directory is a tmpfs of its own holding the model a first job
+    /// trained, with room for a random part of another: the job's `CREATE OR REPLACE MODEL` meets a full
+    /// disk at a random file. The namespace's script then checks the directory and loads the model in it.
+    fn on_a_small_disk(fleet: &Fleet, dir: &Path, job: &str, rng: &mut StdRng) -> Driver {
+        let previous = dir.join("previous");
+        let first = fleet
+            .hearth()
+            .args(["submit", "--models"])
+            .arg(&previous)
+            .arg(job)
+            .output()
+            .unwrap();
+        assert!(
+            first.status.success(),
+            "the job before the full disk: {}",
+            shown(&first)
+        );
+        let pages = pages_of(&previous);
+        let extra = rng.random_range(0..pages);
+        let bytes = (pages + extra) * 4096;
+        let mount = dir.join("small-disk");
+        std::fs::create_dir(&mount).unwrap();
+        let script = r#"
+            mount -t tmpfs -o size="$SOAK_BYTES" soak "$SOAK_MODELS" || exit 90
+            cp -a "$SOAK_PREVIOUS"/. "$SOAK_MODELS"/ || exit 91
+            "$SOAK_HEARTH" submit --models "$SOAK_MODELS" "$SOAK_JOB"
+            echo "soak: driver exit $?"
+            echo "soak: entries $(ls -A "$SOAK_MODELS" | tr '\n' ' ')"
+            diff -r "$SOAK_PREVIOUS" "$SOAK_MODELS" > /dev/null && echo "soak: the previous model is intact"
+            "$SOAK_HEARTH" --master local sql --models "$SOAK_MODELS" --format json \
+                -e "SELECT count(*) AS epochs FROM ML.TRAINING_INFO(MODEL soak)"
+            echo "soak: load exit $?"
+        "#;
+        let mut command = fleet.command("unshare");
+        command
+            .args(["--user", "--map-root-user", "--mount", "sh", "-c", script])
+            .env("SOAK_BYTES", bytes.to_string())
+            .env("SOAK_MODELS", &mount)
+            .env("SOAK_PREVIOUS", &previous)
+            .env("SOAK_HEARTH", env!("CARGO_BIN_EXE_hearth"))
+            .env("SOAK_JOB", job);
+        let disk = format!(
+            "a {} KiB tmpfs for a {} KiB model and its replacement",
+            bytes / 1024,
+            pages * 4
+        );
+        Self::spawn(command, dir.join("driver.log"), disk)
+    }
+
+    fn spawn(mut command: Command, output: PathBuf, disk: String) -> Driver {
+        let log = File::create(&output).unwrap();
+        let child = command
+            .env("RUST_LOG", DRIVER_LOG)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        Driver {
+            kind: DriverKind::Client(child),
+            output,
+            disk,
+        }
+    }
+
+    /// The driver's process id (a cluster-mode job's, from its record).
+    fn pid(&self, fleet: &Fleet) -> Option<u64> {
+        match &self.kind {
+            DriverKind::Client(child) => Some(child.id().into()),
+            DriverKind::Cluster { id } => job_record(fleet, id)?["pid"].as_u64(),
+        }
+    }
+
+    /// How the driver ended, once it has.
+    fn ended(&mut self, fleet: &Fleet) -> Option<Ended> {
+        let code = match &mut self.kind {
+            DriverKind::Client(child) => child.try_wait().unwrap()?.code(),
+            DriverKind::Cluster { id } => {
+                // The scheduler records how the job ended; a scheduler killed meanwhile does not, and then the
+                // driver's process says.
+                let record = job_record(fleet, id)?;
+                if record["state"] == "running" && record["pid"].as_u64().is_some_and(alive) {
+                    return None;
+                }
+                record["exit_code"].as_i64().map(|code| code as i32)
+            }
+        };
+        let output = std::fs::read_to_string(&self.output).unwrap_or_default();
+        Some(Ended { code, output })
+    }
+
+    /// Kills the driver (and, in a namespace, what it runs).
+    fn kill(&mut self, fleet: &Fleet) {
+        if let Some(pid) = self.pid(fleet) {
+            for child in processes_of(&BTreeSet::new(), &[self.output.parent().unwrap()]) {
+                let _ = Command::new("kill").args(["-9", &child.0.to_string()]).status();
+            }
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+        if let DriverKind::Client(child) = &mut self.kind {
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What an injection did.
+enum Injected {
+    Done(String),
+    Restarted(Child),
+}
+
+/// Injects `fault` into the running job.
+fn inject(
+    fault: Fault,
+    fleet: &Fleet,
+    driver: &mut Driver,
+    ballista_ports: &BTreeSet<u16>,
+    rng: &mut StdRng,
+) -> Injected {
+    let signal = |signal: &str, pid: u64| {
+        let _ = Command::new("kill").args([signal, &pid.to_string()]).status();
+    };
+    match fault {
+        Fault::KillExecutor => {
+            let executors = &fleet.pids()[1..];
+            let pid = executors[rng.random_range(0..executors.len())];
+            let busy = fleet.busy_executors().iter().any(|id| fleet.executor_pid(id) == pid);
+            signal("-KILL", pid);
+            Injected::Done(format!(
+                "killed executor {pid} ({})",
+                if busy { "training" } else { "idle" }
+            ))
+        }
+        Fault::StopExecutor => {
+            let busy = fleet.busy_executors();
+            if busy.is_empty() {
+                return Injected::Done("nothing: training had ended".to_string());
+            }
+            let pid = fleet.executor_pid(&busy[rng.random_range(0..busy.len())]);
+            let pause = DEADLINE + Duration::from_millis(rng.random_range(1000..4000));
+            signal("-STOP", pid);
+            std::thread::sleep(pause);
+            signal("-CONT", pid);
+            Injected::Done(format!("stopped executor {pid} for {:.1} s", pause.as_secs_f64()))
+        }
+        Fault::KillDriver => {
+            let pid = driver.pid(fleet).unwrap();
+            signal("-KILL", pid);
+            if let DriverKind::Client(child) = &mut driver.kind {
+                let _ = child.wait();
+            }
+            Injected::Done(format!("killed driver {pid}"))
+        }
+        Fault::RestartScheduler => {
+            let pid = fleet.pids()[0];
+            let port = fleet.master.rsplit(':').next().unwrap().to_string();
+            let args: Vec<String> = proc_strings(pid, "cmdline")
+                .into_iter()
+                .map(|arg| arg.replace("127.0.0.1:0", &format!("127.0.0.1:{port}")))
+                .collect();
+            let env: Vec<(String, String)> = proc_strings(pid, "environ")
+                .into_iter()
+                .filter_map(|pair| pair.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+                .collect();
+            signal("-KILL", pid);
+            std::thread::sleep(Duration::from_millis(rng.random_range(200..2000)));
+            let log = fleet.state.path().join("logs/scheduler-restarted.log");
+            let log = File::create(log).unwrap();
+            let scheduler = Command::new(&args[0])
+                .args(&args[1..])
+                .env_clear()
+                .envs(env)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            Injected::Restarted(scheduler)
+        }
+        Fault::DropConnection => match poll(Duration::from_secs(3), || {
+            drop_a_rank_link(&fleet.pids()[1..], ballista_ports)
+        }) {
+            Some((a, b)) => Injected::Done(format!("dropped the ranks' connection {a} ↔ {b}")),
+            None => Injected::Done("found no connection between ranks to drop".to_string()),
+        },
+        Fault::FillModelDisk => unreachable!("the disk is filled by the driver's own namespace"),
+    }
+}
+
+/// After a driver was killed: whether every rank stopped (the executors' slots free within a minute) and
+/// an executor's log says why (each run has a fleet of its own, so its logs hold this job's ranks only).
+fn after_driver_killed(fleet: &Fleet) -> (Outcome, String) {
+    let freed = poll(Duration::from_secs(60), || {
+        fleet.busy_executors().is_empty().then_some(())
+    });
+    let reason = poll(Duration::from_secs(10), || {
+        fleet
+            .executor_logs()
+            .lines()
+            .find(|line| line.contains("the driver is gone") || line.contains("cancelled"))
+            .map(str::to_string)
+    });
+    match (freed, reason) {
+        (None, _) => (
+            Outcome::Hung,
+            "the ranks still hold their slots a minute after".to_string(),
+        ),
+        (Some(()), Some(reason)) => (Outcome::ClearError, reason),
+        (Some(()), None) => (
+            Outcome::UnclearError,
+            "the slots freed, but no executor says why its rank stopped".to_string(),
+        ),
+    }
+}
+
+/// Succeeded (the model trained), a clear error (the driver's `error:` line, no panic), or neither.
+fn judge(ended: &Ended) -> (Outcome, String) {
+    let trained = ended
+        .output
+        .lines()
+        .any(|line| line.starts_with("| soak ") && line.contains("| trained "));
+    let error = ended
+        .output
+        .lines()
+        .find(|line| line.starts_with("error: ") && line.len() > "error: ".len() + 10);
+    let panicked = ended.output.contains("panicked");
+    match (trained, error) {
+        (true, None) if ended.code.unwrap_or(0) == 0 && !panicked => {
+            let attempts = ended.output.matches("retrying from").count() + 1;
+            (Outcome::Succeeded, format!("{attempts} attempt(s)"))
+        }
+        (_, Some(error)) if !panicked => (Outcome::ClearError, error.to_string()),
+        _ => (
+            Outcome::UnclearError,
+            format!(
+                "exit {:?}, no clear error: {}",
+                ended.code,
+                ended.output.lines().rev().take(5).collect::<Vec<_>>().join(" / ")
+            ),
+        ),
+    }
+}
+
+/// The epochs each retry in a driver's output lost: the epoch under way when its attempt failed (one past
+/// the last the driver heard of) less the epoch it resumed from.
+fn epochs_lost(output: &str) -> Vec<usize> {
+    let mut last_epoch: usize = 0;
+    let mut lost = Vec::new();
+    for line in output.lines() {
+        if line.contains("retrying from the start") {
+            lost.push(last_epoch + 1);
+            last_epoch = 0;
+        } else if let Some(resumed) = number_after(line, "retrying from the checkpoint of epoch ") {
+            lost.push((last_epoch + 1).saturating_sub(resumed));
+            last_epoch = resumed;
+        } else if let Some(epoch) = number_after(line, ": epoch ") {
+            last_epoch = epoch;
+        }
+    }
+    lost
+}
+
+/// The number right after `prefix` in `line`.
+fn number_after(line: &str, prefix: &str) -> Option<usize> {
+    let rest = &line[line.find(prefix)? + prefix.len()..];
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// What is half-written in `models` after a job: anything beside the model (a save's staging left), or a
+/// model that does not load with every epoch.
+fn half_written(fleet: &Fleet, models: &Path) -> Option<String> {
+    let entries: Vec<String> = std::fs::read_dir(models)
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if entries.iter().any(|name| name != "soak") {
+        return Some(format!("{} holds {entries:?}", models.display()));
+    }
+    if entries.is_empty() {
+        return None;
+    }
+    let loaded = fleet
+        .hearth()
+        .args(["--master", "local", "sql", "--format", "json", "--models"])
+        .arg(models)
+        .args(["-e", "SELECT max(epoch) AS epochs FROM ML.TRAINING_INFO(MODEL soak)"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&loaded.stdout);
+    let epochs = text
+        .lines()
+        .find_map(|line| serde_json::from_str::<Value>(line).ok()?["epochs"].as_u64());
+    (epochs != Some(EPOCHS as u64)).then(|| format!("the model saved does not load whole: {}", shown(&loaded)))
+}
+
+/// After a scheduler restart: whether the executors are back and a new job trains on them. (The fleet's
+/// record names the scheduler `hearth cluster start` started, so these commands are given the master and
+/// the secret, as any program that did not start the fleet is.)
+fn trains_again(fleet: &Fleet, dir: &Path) -> bool {
+    let hearth = || {
+        let mut command = fleet.hearth();
+        command
+            .env("HEARTH_MASTER", &fleet.master)
+            .env("HEARTH_SECRET_FILE", fleet.state.path().join("secret"));
+        command
+    };
+    let back = poll(Duration::from_secs(90), || {
+        let out = hearth().args(["status", "--json"]).output().ok()?;
+        let status: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (status["executors"].as_array()?.len() >= 2).then_some(())
+    });
+    if back.is_none() {
+        println!("soak: the executors did not register with the restarted scheduler within 90 s");
+        return false;
+    }
+    let job = training_job(dir, "again", 5, "");
+    let out = hearth()
+        .args(["submit", "--models"])
+        .arg(dir.join("again"))
+        .arg(job)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        println!("soak: the job after the restart failed: {}", shown(&out));
+    }
+    out.status.success()
+}
+
+/// A cluster-mode job's record, as its scheduler wrote it.
+fn job_record(fleet: &Fleet, id: &str) -> Option<Value> {
+    let file = fleet.state.path().join(format!("scheduler/jobs/{id}/job.json"));
+    serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()
+}
+
+/// 4 KiB pages the files under `dir` take on a tmpfs.
+fn pages_of(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|entry| {
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                pages_of(&entry.path())
+            } else {
+                meta.len().div_ceil(4096)
+            }
+        })
+        .sum()
+}
+
+/// Polls `probe` every 200 ms for at most `limit`.
+fn poll<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(found) = probe() {
+            return Some(found);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A process's NUL-separated `/proc` file (`cmdline`, `environ`).
+fn proc_strings(pid: u64, file: &str) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/{file}"))
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+/// Live processes among `pids`, or whose command line names one of `marks` (a run's directories).
+fn processes_of(pids: &BTreeSet<u64>, marks: &[&Path]) -> Vec<(u64, String)> {
+    let marks: Vec<String> = marks.iter().map(|m| m.display().to_string()).collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u64>().ok())
+        .filter(|&pid| pid != u64::from(std::process::id()) && alive(pid))
+        .filter_map(|pid| {
+            let line = proc_strings(pid, "cmdline").join(" ");
+            (pids.contains(&pid) || marks.iter().any(|m| line.contains(m.as_str()))).then_some((pid, line))
+        })
+        .collect()
+}
+
+/// One row of the machine's TCP tables.
+struct Socket {
+    local_port: u16,
+    remote_port: u16,
+    listening: bool,
+    established: bool,
+    inode: u64,
+}
+
+/// Every TCP socket of this machine (IPv4 and IPv6).
+fn sockets() -> Vec<Socket> {
+    let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|text| {
+            text.lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    Some(Socket {
+                        local_port: port(fields.get(1)?)?,
+                        remote_port: port(fields.get(2)?)?,
+                        listening: *fields.get(3)? == "0A",
+                        established: *fields.get(3)? == "01",
+                        inode: fields.get(9)?.parse().ok()?,
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The socket inodes processes `pids` hold.
+fn socket_inodes(pids: &BTreeSet<u64>) -> HashSet<u64> {
+    pids.iter()
+        .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok())
+        .flat_map(|fds| fds.flatten())
+        .filter_map(|fd| {
+            let target = std::fs::read_link(fd.path()).ok()?;
+            let target = target.to_str()?;
+            target.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .collect()
+}
+
+/// The ports processes `pids` listen on.
+fn listening_ports(pids: &BTreeSet<u64>) -> BTreeSet<u16> {
+    let inodes = socket_inodes(pids);
+    sockets()
+        .into_iter()
+        .filter(|s| s.listening && inodes.contains(&s.inode))
+        .map(|s| s.local_port)
+        .collect()
+}
+
+/// Every port some process of this machine listens on.
+fn listening_ports_anywhere() -> BTreeSet<u16> {
+    sockets()
+        .into_iter()
+        .filter(|s| s.listening)
+        .map(|s| s.local_port)
+        .collect()
+}
+
+/// Drops (`ss -K`, both ends) one connection between two ranks: a connection between two executors on
+/// none of the ports Ballista listens on (so not shuffle data or task calls, but a collective's link).
+/// Returns its two ports.
+fn drop_a_rank_link(executors: &[u64], ballista_ports: &BTreeSet<u16>) -> Option<(u16, u16)> {
+    let executors: BTreeSet<u64> = executors.iter().copied().collect();
+    let inodes = socket_inodes(&executors);
+    let sockets = sockets();
+    let ends: HashSet<u16> = sockets
+        .iter()
+        .filter(|s| s.established && inodes.contains(&s.inode))
+        .map(|s| s.local_port)
+        .collect();
+    let link = sockets.iter().find(|s| {
+        s.established
+            && inodes.contains(&s.inode)
+            && ends.contains(&s.remote_port)
+            && !ballista_ports.contains(&s.local_port)
+            && !ballista_ports.contains(&s.remote_port)
+    })?;
+    let (a, b) = (link.local_port, link.remote_port);
+    let filter = format!("( sport = :{a} and dport = :{b} ) or ( sport = :{b} and dport = :{a} )");
+    let killed = Command::new("ss").args(["-K", "-t", &filter]).output().ok()?;
+    killed.status.success().then_some((a, b))
+}
+
+/// A run in one line.
+fn run_line(run: &Run) -> String {
+    let mut line = format!(
+        "{:<24} {:<7} {:<12} {:>5.0} s  {}; {}",
+        run.fault.name(),
+        if run.cluster_mode { "cluster" } else { "client" },
+        format!("{:?}", run.outcome),
+        run.seconds,
+        run.injected,
+        run.said
+    );
+    if !run.epochs_lost.is_empty() {
+        let _ = write!(line, "; epochs lost per retry {:?}", run.epochs_lost);
+    }
+    if let Some(recovered) = run.recovered {
+        let _ = write!(line, "; trained again after: {recovered}");
+    }
+    if !run.leftover_processes.is_empty() {
+        let _ = write!(line, "; LEFT PROCESSES {:?}", run.leftover_processes);
+    }
+    if !run.leftover_ports.is_empty() {
+        let _ = write!(line, "; LEFT PORTS {:?}", run.leftover_ports);
+    }
+    if let Some(half) = &run.half_written {
+        let _ = write!(line, "; HALF-WRITTEN: {half}");
+    }
+    line
+}
+
+/// The counts per fault and in all, as RELIABILITY.md shows them.
+fn table(runs: &[Run], took: Duration) -> String {
+    let mut text = String::from(
+        "| fault | runs | succeeded | failed, clear error | failed, unclear | hung | left a process | left a port | half-written model | most epochs lost per retry |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut row = |name: &str, runs: Vec<&Run>| {
+        let count = |outcome: Outcome| runs.iter().filter(|r| r.outcome == outcome).count();
+        let _ = writeln!(
+            text,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            runs.len(),
+            count(Outcome::Succeeded),
+            count(Outcome::ClearError),
+            count(Outcome::UnclearError),
+            count(Outcome::Hung),
+            runs.iter().filter(|r| !r.leftover_processes.is_empty()).count(),
+            runs.iter().filter(|r| !r.leftover_ports.is_empty()).count(),
+            runs.iter().filter(|r| r.half_written.is_some()).count(),
+            runs.iter()
+                .flat_map(|r| r.epochs_lost.iter().copied())
+                .max()
+                .map_or("no retry".to_string(), |most| most.to_string()),
+        );
+    };
+    for fault in FAULTS {
+        row(fault.name(), runs.iter().filter(|r| r.fault == fault).collect());
+    }
+    row("all", runs.iter().collect());
+    let _ = write!(text, "\n{} runs in {:.0} s", runs.len(), took.as_secs_f64());
+    text
+}

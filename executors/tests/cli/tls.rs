@@ -1,0 +1,134 @@
+//! A fleet that speaks TLS: `hearth cluster start --tls-dir` with the authority and certificate `hearth
+//! cluster certs` made, the main job over it in client and cluster mode with the metrics it has locally, and what a client
+//! without the fleet's certificate meets: nothing in clear on any of the fleet's ports, and a TLS handshake
+//! refused for want of a certificate.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::cluster::{evaluation, main_job_locally_and_in_client_mode};
+use crate::common::{Fleet, hearth, shown};
+
+/// `hearth cluster certs` into `dir`: a new authority, and a certificate for this machine.
+fn certificates(dir: &Path) {
+    let out = hearth()
+        .args(["cluster", "certs", "--out"])
+        .arg(dir)
+        .args(["--host", "localhost"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let key = std::fs::metadata(dir.join("key.pem")).unwrap();
+    assert_eq!(key.permissions().mode() & 0o777, 0o600, "the key is its owner's alone");
+    // A second run replaces nothing.
+    let again = hearth().args(["cluster", "certs", "--out"]).arg(dir).output().unwrap();
+    let error = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success() && error.contains("ca.pem"), "{}", shown(&again));
+}
+
+/// What a server on `port` answers a plain-text HTTP request with (at most 64 bytes; empty when it closes).
+fn answer_in_clear(port: u16) -> Vec<u8> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = stream.write_all(b"GET /api/version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    let mut answer = vec![0u8; 64];
+    let read = stream.read(&mut answer).unwrap_or(0);
+    answer.truncate(read);
+    answer
+}
+
+/// The Flight and task ports each executor printed it listens on.
+fn executor_ports(fleet: &Fleet) -> Vec<u16> {
+    fleet
+        .executor_logs()
+        .lines()
+        .filter_map(|line| {
+            let rest = line.split(" on 127.0.0.1:").nth(1)?;
+            let (flight, rest) = rest.split_once(" (tasks on ")?;
+            Some([flight.parse().ok()?, rest.split(')').next()?.parse().ok()?])
+        })
+        .flatten()
+        .collect()
+}
+
+#[test]
+fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
+    let tls = tempfile::tempdir().unwrap();
+    certificates(tls.path());
+    let fleet = Fleet::start(&[
+        "--executors",
+        "2",
+        "--slots",
+        "2",
+        "--tls-dir",
+        tls.path().to_str().unwrap(),
+    ]);
+    assert!(fleet.master.starts_with("df://127.0.0.1:"), "{}", fleet.master);
+    let status = fleet.status();
+    assert_eq!(status["executors"].as_array().map(Vec::len), Some(2), "{status}");
+    let scheduler_log = std::fs::read_to_string(fleet.state.path().join("logs/scheduler.log")).unwrap();
+    assert!(
+        scheduler_log.contains("TLS on") && !scheduler_log.contains("not encrypted"),
+        "{scheduler_log}"
+    );
+
+    // The main job, locally and over TLS in both modes: the same metrics.
+    let models = tempfile::tempdir().unwrap();
+    let local = main_job_locally_and_in_client_mode(&fleet, models.path());
+    let cluster_models = models.path().join("cluster");
+    let id = fleet.submit_cluster(
+        "examples/german_credit.sql",
+        &["--models", cluster_models.to_str().unwrap()],
+    );
+    let job = fleet.job_ended(&id, Duration::from_secs(180));
+    let logs = fleet.ok(&["job", "logs", &id]);
+    assert_eq!(job["state"], "succeeded", "{job}\n{logs}");
+    assert_eq!(evaluation(&logs), local, "cluster mode over TLS");
+
+    // Nothing answers in clear: the scheduler's port and each executor's Flight and task ports answer a
+    // plain request with a TLS alert (a record of type 21) or by closing.
+    let scheduler_port: u16 = fleet.master.rsplit(':').next().unwrap().parse().unwrap();
+    let ports = executor_ports(&fleet);
+    assert_eq!(ports.len(), 4, "two ports per executor: {ports:?}");
+    for port in std::iter::once(scheduler_port).chain(ports) {
+        let answer = answer_in_clear(port);
+        assert!(
+            answer.is_empty() || answer[0] == 21,
+            "port {port} answered in clear: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+
+    // A TLS client that trusts the fleet but has no certificate of its own is refused in the handshake; with
+    // the fleet's certificate (and secret) it is answered.
+    let url = format!("https://127.0.0.1:{scheduler_port}/api/version");
+    let ca = tls.path().join("ca.pem");
+    let anonymous = Command::new("curl")
+        .args(["--silent", "--show-error", "--max-time", "10", "--cacert"])
+        .arg(&ca)
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(!anonymous.status.success(), "{}", shown(&anonymous));
+    let secret = std::fs::read_to_string(fleet.state.path().join("secret")).unwrap();
+    let member = Command::new("curl")
+        .args(["--silent", "--show-error", "--fail", "--max-time", "10", "--cacert"])
+        .arg(&ca)
+        .arg("--cert")
+        .arg(tls.path().join("cert.pem"))
+        .arg("--key")
+        .arg(tls.path().join("key.pem"))
+        .args(["-H", &format!("Authorization: Bearer {}", secret.trim()), &url])
+        .output()
+        .unwrap();
+    assert!(member.status.success(), "{}", shown(&member));
+    let scheduler_log = std::fs::read_to_string(fleet.state.path().join("logs/scheduler.log")).unwrap();
+    assert!(
+        scheduler_log.contains("TLS handshake failed"),
+        "the refusals are logged: {scheduler_log}"
+    );
+}
