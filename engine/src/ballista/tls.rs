@@ -59,6 +59,8 @@ impl FleetTls {
     /// Reads and checks `dir`'s `ca.pem`, `cert.pem` and `key.pem`; an error names the file and what is
     /// wrong with it (missing, not PEM, no certificate, a key others can read).
     pub fn read(dir: &Path) -> Result<Self, String> {
+        // Kept whole, so processes started elsewhere (a driver in its job's directory) find it too.
+        let dir = &std::fs::canonicalize(dir).map_err(|e| format!("TLS: {}: {e}", dir.display()))?;
         let read = |name: &str| {
             let file = dir.join(name);
             std::fs::read(&file).map_err(|e| format!("TLS: {}: {e}", file.display()))
@@ -146,8 +148,8 @@ impl FleetTls {
     }
 
     /// `endpoint` over TLS. Ballista builds its control-plane channels as `http://` (its TLS switch reaches
-    /// only Flight clients), so such an endpoint is built again as `https://` with Ballista's standard
-    /// timeouts and keep-alives.
+    /// only Flight clients), so such an endpoint is built again as `https://` with Ballista's default
+    /// timeouts, keep-alives and windows (a session's own `ballista.client.*` settings do not reach it).
     pub fn secure(&self, endpoint: Endpoint) -> Result<Endpoint, tonic::transport::Error> {
         let endpoint = match endpoint.uri().scheme_str() {
             Some("https") => endpoint,

@@ -10,6 +10,7 @@
 //! ```
 
 use std::io::Write;
+use std::net::ToSocketAddrs;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +29,8 @@ pub struct CertsArgs {
     /// replaced).
     #[arg(long)]
     out: PathBuf,
-    /// A host name or address the fleet runs on (repeat for each; 127.0.0.1 and localhost are always named).
+    /// A host name or address the fleet runs on (repeat for each): named with every address it resolves to
+    /// (127.0.0.1 and localhost always are).
     #[arg(long = "host")]
     hosts: Vec<String>,
 }
@@ -45,14 +47,20 @@ pub fn run(args: CertsArgs) -> CommandResult {
     let authority_key = KeyPair::generate().map_err(failed)?;
     let authority_cert = authority.self_signed(&authority_key).map_err(failed)?;
 
+    // Each host by name and by every address it resolves to here (the fleet's processes advertise
+    // addresses); a name this machine cannot resolve goes in as it is.
     let mut names = vec!["127.0.0.1".to_string(), "localhost".to_string()];
-    names.extend(
-        args.hosts
-            .iter()
-            .filter(|host| !names.contains(host))
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
+    for host in &args.hosts {
+        let addresses: Vec<String> = (host.as_str(), 0)
+            .to_socket_addrs()
+            .map(|found| found.map(|a| a.ip().to_string()).collect())
+            .unwrap_or_default();
+        for name in std::iter::once(host.clone()).chain(addresses) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
     let mut fleet = CertificateParams::new(names.clone()).map_err(failed)?;
     fleet.distinguished_name.push(DnType::CommonName, "hearth fleet");
     fleet.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
@@ -62,6 +70,13 @@ pub fn run(args: CertsArgs) -> CommandResult {
         .map_err(failed)?;
 
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    if let Some(taken) = [CA_FILE, CERT_FILE, KEY_FILE]
+        .iter()
+        .map(|name| args.out.join(name))
+        .find(|file| file.exists())
+    {
+        return Err(format!("{}: already exists; certificates are never replaced", taken.display()).into());
+    }
     write_new(&args.out.join(CA_FILE), &authority_cert.pem(), 0o644)?;
     write_new(&args.out.join(CERT_FILE), &cert.pem(), 0o644)?;
     write_new(&args.out.join(KEY_FILE), &key.serialize_pem(), 0o600)?;

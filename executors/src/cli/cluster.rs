@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use hearth_engine::ballista::{
-    CA_FILE, CERT_FILE, ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetTls, KEY_FILE, SECRET_FILE_ENV,
-    SchedulerRest, TLS_DIR_ENV, now_ms,
+    CA_FILE, CERT_FILE, ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetTls, KEY_FILE,
+    SECRET_FILE_ENV, SchedulerRest, TLS_DIR_ENV, now_ms,
 };
 use hearth_engine::host::address_towards;
 use serde::{Deserialize, Serialize};
@@ -76,6 +76,15 @@ pub fn recorded_fleet_dir(master: Option<&str>) -> Option<PathBuf> {
 
 /// The fleet's secret in its state directory.
 pub const SECRET_FILE: &str = "secret";
+
+/// How the `hearth` commands reach the fleet recorded in `dir`: with its secret, and its TLS when it has.
+fn fleet_access(dir: &Path) -> Result<FleetAccess, String> {
+    let tls = dir.join(TLS_DIR);
+    Ok(FleetAccess {
+        secret: ClusterSecret::read(&dir.join(SECRET_FILE)).ok(),
+        tls: tls.exists().then(|| FleetTls::read(&tls)).transpose()?,
+    })
+}
 
 /// The copy of the fleet's TLS certificates in its state directory (`--tls-dir`'s).
 pub const TLS_DIR: &str = "tls";
@@ -275,7 +284,7 @@ async fn start(args: StartArgs) -> CommandResult {
         &logs.join("scheduler.log"),
     )?;
     let mut launch = Launch {
-        secret: secret.clone(),
+        secret,
         dir: dir.clone(),
         record: ClusterRecord {
             master: String::new(),
@@ -287,7 +296,7 @@ async fn start(args: StartArgs) -> CommandResult {
     match launch.run(&args, hosts.as_deref(), advertised, &program).await {
         Ok(()) => {
             let master = &launch.record.master;
-            let rest = SchedulerRest::new(master)?.with_secret(Some(secret));
+            let rest = SchedulerRest::with_access(master, &fleet_access(&dir)?)?;
             let executors: Vec<ExecutorResources> = rest.get(EXECUTORS_ROUTE).await?;
             print_executors(master, &executors);
             println!("\nState and logs in {}", dir.display());
@@ -324,7 +333,6 @@ fn keep_tls(given: Option<&Path>, kept: &Path) -> Result<Option<FleetTls>, Strin
     for name in [CA_FILE, CERT_FILE, KEY_FILE] {
         copy(name)?;
     }
-    FleetTls::use_default_dir(kept.to_path_buf());
     FleetTls::read(kept).map(Some)
 }
 
@@ -366,6 +374,7 @@ impl Launch {
                         executor_args(&scheduler, args.slots, args.gpus, &dir.join(format!("executor-{i}")));
                     executor_args.extend(["--bind".to_string(), resolve(host)?.to_string()]);
                     if let Some(tls) = &args.tls_dir {
+                        let tls = std::fs::canonicalize(tls).map_err(|e| format!("{}: {e}", tls.display()))?;
                         executor_args.extend(["--tls-dir".to_string(), tls.display().to_string()]);
                     }
                     let log = logs.join(format!("executor-{i}.log"));
@@ -427,8 +436,8 @@ impl Launch {
 
     /// Waits until every executor has registered and reported its resources.
     async fn await_executors(&self, timeout: Duration) -> Result<(), String> {
-        let rest = (SchedulerRest::new(&self.record.master).map_err(|e| e.to_string())?)
-            .with_secret(Some(self.secret.clone()));
+        let rest =
+            SchedulerRest::with_access(&self.record.master, &fleet_access(&self.dir)?).map_err(|e| e.to_string())?;
         let deadline = Instant::now() + timeout;
         loop {
             let reported = match rest.get::<Vec<ExecutorResources>>(EXECUTORS_ROUTE).await {
@@ -577,8 +586,7 @@ async fn status(dir: &Path) -> CommandResult {
     rows.printstd();
     if record.scheduler.alive() {
         println!();
-        let executors: Vec<ExecutorResources> = (SchedulerRest::new(&record.master)?)
-            .with_secret(ClusterSecret::read(&dir.join(SECRET_FILE)).ok())
+        let executors: Vec<ExecutorResources> = SchedulerRest::with_access(&record.master, &fleet_access(dir)?)?
             .get(EXECUTORS_ROUTE)
             .await?;
         print_executors(&record.master, &executors);

@@ -50,9 +50,14 @@ impl FleetListener {
         let local = tcp.local_addr()?;
         let (send, incoming) = mpsc::channel::<(Box<dyn Connection>, SocketAddr)>(BACKLOG);
         let acceptor = tls.map(TlsAcceptor::from);
+        // Accepts until the listener is dropped (its receiver closes), and then lets go of the port.
         tokio::spawn(async move {
-            while !send.is_closed() {
-                let (stream, peer) = match tcp.accept().await {
+            loop {
+                let accepted = tokio::select! {
+                    () = send.closed() => break,
+                    accepted = tcp.accept() => accepted,
+                };
+                let (stream, peer) = match accepted {
                     Ok(accepted) => accepted,
                     Err(e) => {
                         log::warn!("accepting a connection on {local}: {e}");

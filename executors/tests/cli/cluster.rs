@@ -1,6 +1,6 @@
 //! A fleet as users run it: `hearth cluster start` → `status` → the SQL main job submitted in client and in
 //! cluster mode → `jobs`, `job status`, `job logs` → `cluster stop`, which leaves nothing behind; and the same
-//! fleet started on "hosts" through ssh.
+//! fleet started on "hosts" through ssh, over TLS.
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -184,11 +184,17 @@ fn a_hosts_file_starts_one_executor_per_host_through_ssh() {
     std::fs::write(&hosts, "# two hosts\nlocalhost\n127.0.0.1\n").unwrap();
     let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
     let state = tempfile::tempdir().unwrap();
+    // Over TLS: each host's executor is given the certificates' directory, at the same path there.
+    let tls = bin.path().join("tls");
+    let certs = hearth().args(["cluster", "certs", "--out"]).arg(&tls).output().unwrap();
+    assert!(certs.status.success(), "{}", shown(&certs));
     let start = hearth()
         .env("PATH", &path)
         .env("HEARTH_CLUSTER_DIR", state.path())
         .args(["cluster", "start", "--slots", "1", "--bind", "127.0.0.1:0", "--hosts"])
         .arg(&hosts)
+        .arg("--tls-dir")
+        .arg(&tls)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&start.stdout).into_owned();

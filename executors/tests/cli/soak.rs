@@ -88,6 +88,8 @@ struct Run {
     cluster_mode: bool,
     /// What was injected, and when after training started.
     injected: String,
+    /// Whether the fault reached the job (training had not ended, a connection was there to drop, …).
+    landed: bool,
     outcome: Outcome,
     /// The epochs each retry trained again: the epoch under way when its attempt failed, less the epoch of
     /// the checkpoint it resumed from.
@@ -128,7 +130,13 @@ fn a_fleet_under_randomized_faults_never_hangs_leaks_or_half_writes() {
     }
     println!("\n{}", table(&done, started.elapsed()));
 
-    let failures: Vec<String> = done.iter().filter(|run| run.bad()).map(run_line).collect();
+    let mut failures: Vec<String> = done.iter().filter(|run| run.bad()).map(run_line).collect();
+    for fault in FAULTS {
+        let runs = done.iter().filter(|run| run.fault == fault).count();
+        if runs > 0 && !done.iter().any(|run| run.fault == fault && run.landed) {
+            failures.push(format!("{}: injected in none of its {runs} runs", fault.name()));
+        }
+    }
     assert!(failures.is_empty(), "HEARTH_SOAK_SEED={seed}:\n{}", failures.join("\n"));
 }
 
@@ -163,6 +171,7 @@ fn soak_run(fault: Fault, cluster_mode: bool, rng: &mut StdRng, keep: &Path) -> 
         fault,
         cluster_mode,
         injected: String::new(),
+        landed: false,
         outcome: Outcome::Hung,
         epochs_lost: Vec::new(),
         leftover_processes: Vec::new(),
@@ -179,41 +188,49 @@ fn soak_run(fault: Fault, cluster_mode: bool, rng: &mut StdRng, keep: &Path) -> 
         _ => Driver::client(&fleet, dir.path(), &job, &models),
     };
     pids.extend(driver.pid(&fleet));
+    // Training has begun when it holds two slots; a driver that ends first is judged by what it said.
+    let mut early = None;
     let training = poll(Duration::from_secs(90), || {
-        (driver.ended(&fleet).is_some() || fleet.busy_executors().len() == 2).then_some(())
+        if let Some(ended) = driver.ended(&fleet) {
+            early = Some(ended);
+            return Some(false);
+        }
+        (fleet.busy_executors().len() == 2).then_some(true)
     });
-    let mut restarted = None;
-    let mut ports = ballista_ports.clone();
-    if training.is_some() && fault != Fault::FillModelDisk {
+    let mut restarted = Restarted(None);
+    if training == Some(true) && fault != Fault::FillModelDisk {
         let delay = Duration::from_millis(rng.random_range(200..3000));
         std::thread::sleep(delay);
-        let mut all = pids.clone();
-        all.extend(driver.pid(&fleet));
-        ports.extend(listening_ports(&all));
-        run.injected = match inject(fault, &fleet, &mut driver, &ballista_ports, rng) {
-            Injected::Done(what) => format!("{what} {:.1} s into training", delay.as_secs_f64()),
-            Injected::Restarted(scheduler) => {
-                pids.insert(scheduler.id().into());
-                restarted = Some(scheduler);
-                format!("scheduler restarted {:.1} s into training", delay.as_secs_f64())
-            }
-        };
+        let injected = inject(fault, &fleet, &mut driver, &ballista_ports, rng);
+        run.landed = injected.landed;
+        run.injected = format!("{} {:.1} s into training", injected.what, delay.as_secs_f64());
+        if let Some(scheduler) = injected.restarted {
+            pids.insert(scheduler.id().into());
+            restarted = Restarted(Some(scheduler));
+        }
         if fault == Fault::KillDriver {
             (run.outcome, run.said) = after_driver_killed(&fleet);
             run.half_written = half_written(&fleet, &models);
         }
     } else if fault == Fault::FillModelDisk {
         run.injected = driver.disk.clone();
+        run.landed = true;
     } else {
-        run.injected = "nothing: training was never seen".to_string();
+        run.injected = match training {
+            Some(_) => "nothing: the job ended before training was seen".to_string(),
+            None => "nothing: training was not seen within 90 s".to_string(),
+        };
     }
 
-    if fault != Fault::KillDriver {
-        match poll(JOB_LIMIT, || driver.ended(&fleet)) {
+    if fault != Fault::KillDriver || !run.landed {
+        match early.or_else(|| poll(JOB_LIMIT, || driver.ended(&fleet))) {
             Some(ended) => {
                 (run.outcome, run.said) = judge(&ended);
                 run.epochs_lost = epochs_lost(&ended.output);
-                if fault == Fault::FillModelDisk {
+                if fault == Fault::FillModelDisk && ended.code == Some(NO_NAMESPACE) {
+                    run.landed = false;
+                    run.injected = "nothing: this machine gives no user a mount namespace (unshare)".to_string();
+                } else if fault == Fault::FillModelDisk {
                     run.half_written = ended.disk_check_failure();
                 } else {
                     run.half_written = half_written(&fleet, &models);
@@ -226,17 +243,14 @@ fn soak_run(fault: Fault, cluster_mode: bool, rng: &mut StdRng, keep: &Path) -> 
             }
         }
     }
-    if fault == Fault::RestartScheduler {
+    if fault == Fault::RestartScheduler && run.landed {
         run.recovered = Some(trains_again(&fleet, dir.path()));
     }
 
     // Stop the fleet as its operator would (and the scheduler this soak started again), then count what is
     // left of the run.
     let _ = fleet.hearth().args(["cluster", "stop"]).output();
-    if let Some(mut scheduler) = restarted {
-        let _ = scheduler.kill();
-        let _ = scheduler.wait();
-    }
+    drop(restarted);
     let marks = [fleet.state.path(), dir.path()];
     std::thread::sleep(Duration::from_millis(200));
     let lingering = poll(Duration::from_secs(15), || {
@@ -244,13 +258,15 @@ fn soak_run(fault: Fault, cluster_mode: bool, rng: &mut StdRng, keep: &Path) -> 
         left.is_empty().then_some(())
     });
     if lingering.is_none() {
-        for (pid, line) in processes_of(&pids, &marks) {
+        // What is left, and the ports it still listens on, counted before it is killed.
+        let left = processes_of(&pids, &marks);
+        let left_pids: BTreeSet<u64> = left.iter().map(|(pid, _)| *pid).collect();
+        run.leftover_ports = listening_ports(&left_pids).into_iter().collect();
+        for (pid, line) in left {
             run.leftover_processes.push(format!("{pid} {line}"));
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
         }
     }
-    let listening = listening_ports_anywhere();
-    run.leftover_ports = ports.into_iter().filter(|port| listening.contains(port)).collect();
     run.seconds = started.elapsed().as_secs_f64();
     if run.bad() {
         std::fs::create_dir_all(keep).unwrap();
@@ -349,7 +365,7 @@ impl Driver {
         let mount = dir.join("small-disk");
         std::fs::create_dir(&mount).unwrap();
         let script = r#"
-            mount -t tmpfs -o size="$SOAK_BYTES" soak "$SOAK_MODELS" || exit 90
+            mount -t tmpfs -o size="$SOAK_BYTES" soak "$SOAK_MODELS" || exit 90 # NO_NAMESPACE
             cp -a "$SOAK_PREVIOUS"/. "$SOAK_MODELS"/ || exit 91
             "$SOAK_HEARTH" submit --models "$SOAK_MODELS" "$SOAK_JOB"
             echo "soak: driver exit $?"
@@ -407,7 +423,7 @@ impl Driver {
                 // The scheduler records how the job ended; a scheduler killed meanwhile does not, and then the
                 // driver's process says.
                 let record = job_record(fleet, id)?;
-                if record["state"] == "running" && record["pid"].as_u64().is_some_and(alive) {
+                if record["pid"].as_u64().is_some_and(alive) {
                     return None;
                 }
                 record["exit_code"].as_i64().map(|code| code as i32)
@@ -431,11 +447,58 @@ impl Driver {
     }
 }
 
-/// What an injection did.
-enum Injected {
-    Done(String),
-    Restarted(Child),
+impl Drop for Driver {
+    /// A client-mode driver still running when its run ends (a test that panicked) is killed.
+    fn drop(&mut self) {
+        if let DriverKind::Client(child) = &mut self.kind
+            && child.try_wait().ok().flatten().is_none()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
+
+/// What an injection did.
+struct Injected {
+    what: String,
+    landed: bool,
+    /// The scheduler started again, when the fault was its restart.
+    restarted: Option<Child>,
+}
+
+impl Injected {
+    fn done(what: impl Into<String>) -> Self {
+        Self {
+            what: what.into(),
+            landed: true,
+            restarted: None,
+        }
+    }
+
+    fn missed(what: impl Into<String>) -> Self {
+        Self {
+            what: what.into(),
+            landed: false,
+            restarted: None,
+        }
+    }
+}
+
+/// A scheduler the soak started again, killed when the run ends (or the test panics).
+struct Restarted(Option<Child>);
+
+impl Drop for Restarted {
+    fn drop(&mut self) {
+        if let Some(scheduler) = &mut self.0 {
+            let _ = scheduler.kill();
+            let _ = scheduler.wait();
+        }
+    }
+}
+
+/// The exit code of the small-disk script when it gets no mount namespace.
+const NO_NAMESPACE: i32 = 90;
 
 /// Injects `fault` into the running job.
 fn inject(
@@ -454,7 +517,7 @@ fn inject(
             let pid = executors[rng.random_range(0..executors.len())];
             let busy = fleet.busy_executors().iter().any(|id| fleet.executor_pid(id) == pid);
             signal("-KILL", pid);
-            Injected::Done(format!(
+            Injected::done(format!(
                 "killed executor {pid} ({})",
                 if busy { "training" } else { "idle" }
             ))
@@ -462,22 +525,25 @@ fn inject(
         Fault::StopExecutor => {
             let busy = fleet.busy_executors();
             if busy.is_empty() {
-                return Injected::Done("nothing: training had ended".to_string());
+                return Injected::missed("nothing: training had ended");
             }
             let pid = fleet.executor_pid(&busy[rng.random_range(0..busy.len())]);
             let pause = DEADLINE + Duration::from_millis(rng.random_range(1000..4000));
             signal("-STOP", pid);
             std::thread::sleep(pause);
             signal("-CONT", pid);
-            Injected::Done(format!("stopped executor {pid} for {:.1} s", pause.as_secs_f64()))
+            Injected::done(format!("stopped executor {pid} for {:.1} s", pause.as_secs_f64()))
         }
         Fault::KillDriver => {
+            if driver.ended(fleet).is_some() {
+                return Injected::missed("nothing: the job had ended");
+            }
             let pid = driver.pid(fleet).unwrap();
             signal("-KILL", pid);
             if let DriverKind::Client(child) = &mut driver.kind {
                 let _ = child.wait();
             }
-            Injected::Done(format!("killed driver {pid}"))
+            Injected::done(format!("killed driver {pid}"))
         }
         Fault::RestartScheduler => {
             let pid = fleet.pids()[0];
@@ -503,13 +569,17 @@ fn inject(
                 .stderr(log)
                 .spawn()
                 .unwrap();
-            Injected::Restarted(scheduler)
+            Injected {
+                what: "scheduler restarted".to_string(),
+                landed: true,
+                restarted: Some(scheduler),
+            }
         }
         Fault::DropConnection => match poll(Duration::from_secs(3), || {
             drop_a_rank_link(&fleet.pids()[1..], ballista_ports)
         }) {
-            Some((a, b)) => Injected::Done(format!("dropped the ranks' connection {a} ↔ {b}")),
-            None => Injected::Done("found no connection between ranks to drop".to_string()),
+            Some((a, b)) => Injected::done(format!("dropped the ranks' connection {a} ↔ {b}")),
+            None => Injected::missed("found no connection between ranks to drop"),
         },
         Fault::FillModelDisk => unreachable!("the disk is filled by the driver's own namespace"),
     }
@@ -713,7 +783,8 @@ fn processes_of(pids: &BTreeSet<u64>, marks: &[&Path]) -> Vec<(u64, String)> {
         .filter(|&pid| pid != u64::from(std::process::id()) && alive(pid))
         .filter_map(|pid| {
             let line = proc_strings(pid, "cmdline").join(" ");
-            (pids.contains(&pid) || marks.iter().any(|m| line.contains(m.as_str()))).then_some((pid, line))
+            let ours = pids.contains(&pid) && line.contains("hearth");
+            (ours || marks.iter().any(|m| line.contains(m.as_str()))).then_some((pid, line))
         })
         .collect()
 }
@@ -774,15 +845,6 @@ fn listening_ports(pids: &BTreeSet<u64>) -> BTreeSet<u16> {
         .collect()
 }
 
-/// Every port some process of this machine listens on.
-fn listening_ports_anywhere() -> BTreeSet<u16> {
-    sockets()
-        .into_iter()
-        .filter(|s| s.listening)
-        .map(|s| s.local_port)
-        .collect()
-}
-
 /// Drops (`ss -K`, both ends) one connection between two ranks: a connection between two executors on
 /// none of the ports Ballista listens on (so not shuffle data or task calls, but a collective's link).
 /// Returns its two ports.
@@ -805,7 +867,11 @@ fn drop_a_rank_link(executors: &[u64], ballista_ports: &BTreeSet<u16>) -> Option
     let (a, b) = (link.local_port, link.remote_port);
     let filter = format!("( sport = :{a} and dport = :{b} ) or ( sport = :{b} and dport = :{a} )");
     let killed = Command::new("ss").args(["-K", "-t", &filter]).output().ok()?;
-    killed.status.success().then_some((a, b))
+    // `ss -K` without the right to destroy sockets says nothing: the connection must be gone.
+    let gone = !self::sockets()
+        .iter()
+        .any(|s| s.established && s.local_port == a && s.remote_port == b);
+    (killed.status.success() && gone).then_some((a, b))
 }
 
 /// A run in one line.
@@ -840,14 +906,15 @@ fn run_line(run: &Run) -> String {
 /// The counts per fault and in all, as RELIABILITY.md shows them.
 fn table(runs: &[Run], took: Duration) -> String {
     let mut text = String::from(
-        "| fault | runs | succeeded | failed, clear error | failed, unclear | hung | left a process | left a port | half-written model | most epochs lost per retry |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| fault | runs | not injected | succeeded | failed, clear error | failed, unclear | hung | left a process | left a port | half-written model | most epochs lost per retry |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut row = |name: &str, runs: Vec<&Run>| {
         let count = |outcome: Outcome| runs.iter().filter(|r| r.outcome == outcome).count();
         let _ = writeln!(
             text,
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             runs.len(),
+            runs.iter().filter(|r| !r.landed).count(),
             count(Outcome::Succeeded),
             count(Outcome::ClearError),
             count(Outcome::UnclearError),
