@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use hearth_engine::ballista::SchedulerRest;
+use hearth_engine::ballista::{ClusterSecret, SchedulerRest};
 use hearth_executors::fleet::{JobRecord, JobState};
 use prettytable::{Table, row};
 
@@ -100,7 +100,9 @@ async fn main() {
         .find(|word| word.starts_with("df://"))
         .expect("the master")
         .to_string();
-    let rest = SchedulerRest::new(&master).expect("a REST client");
+    let rest = SchedulerRest::new(&master)
+        .expect("a REST client")
+        .with_secret(ClusterSecret::read(&state.join("secret")).ok());
     // The same fleet over TLS, beside it.
     let certificates = tempfile::tempdir().expect("a TLS directory");
     let tls_dir = certificates.path().join("tls").display().to_string();

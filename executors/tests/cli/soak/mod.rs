@@ -9,10 +9,13 @@
 //! `HEARTH_SOAK_RUNS` runs (default 12: each fault twice, CI's short version), `HEARTH_SOAK_SEED` repeats
 //! a soak's random choices.
 
-use std::collections::{BTreeSet, HashSet};
+mod driver;
+mod procfs;
+
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,8 +24,11 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
-use crate::common::{Fleet, alive, shown};
+use crate::common::{Fleet, shown};
 use crate::faults::training_job;
+
+use driver::{Driver, DriverKind, Ended, NO_NAMESPACE};
+use procfs::{drop_a_rank_link, listening_ports, proc_strings, processes_of};
 
 /// Epochs of the faulted job: long enough (several seconds) for a fault to land mid-training.
 const EPOCHS: usize = 400;
@@ -282,183 +288,6 @@ fn soak_run(fault: Fault, cluster_mode: bool, rng: &mut StdRng, keep: &Path) -> 
     run
 }
 
-/// A job's driver: `hearth submit` in client mode (maybe inside a mount namespace), or a cluster-mode job.
-struct Driver {
-    kind: DriverKind,
-    /// The output of a client-mode driver.
-    output: PathBuf,
-    /// How the model's file system was limited (fill-the-disk runs).
-    disk: String,
-}
-
-enum DriverKind {
-    Client(Child),
-    Cluster { id: String },
-}
-
-/// How a driver ended: its exit code when known and its output.
-struct Ended {
-    code: Option<i32>,
-    output: String,
-}
-
-impl Ended {
-    /// For a driver run on a small disk: what is wrong with the model directory after it, from the checks
-    /// the namespace's script printed.
-    fn disk_check_failure(&self) -> Option<String> {
-        let said = |mark: &str| self.output.lines().any(|line| line.starts_with(mark));
-        if said("soak: the previous model is intact") && said("soak: load exit 0") {
-            None
-        } else {
-            Some(format!(
-                "after a full disk the model directory differs from the model before, or does not load: {}",
-                self.output
-                    .lines()
-                    .filter(|line| line.starts_with("soak: "))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ))
-        }
-    }
-}
-
-impl Driver {
-    /// `hearth submit JOB` in client mode, its output to a file in `dir`.
-    fn client(fleet: &Fleet, dir: &Path, job: &str, models: &Path) -> Driver {
-        let output = dir.join("driver.log");
-        let mut command = fleet.hearth();
-        command.args(["submit", "--models"]).arg(models).arg(job);
-        Self::spawn(command, output, String::new())
-    }
-
-    /// `hearth submit JOB` in cluster mode.
-    fn cluster(fleet: &Fleet, job: &str, models: &Path) -> Driver {
-        let id = fleet.submit_cluster(job, &["--models", models.to_str().unwrap()]);
-        let output = fleet.state.path().join(format!("scheduler/jobs/{id}/driver.log"));
-        Driver {
-            kind: DriverKind::Cluster { id },
-            output,
-            disk: String::new(),
-        }
-    }
-
-    /// A client-mode driver whose model directory is a tmpfs of its own holding the model a first job
-    /// trained, with room for a random part of another: the job's `CREATE OR REPLACE MODEL` meets a full
-    /// disk at a random file. The namespace's script then checks the directory and loads the model in it.
-    fn on_a_small_disk(fleet: &Fleet, dir: &Path, job: &str, rng: &mut StdRng) -> Driver {
-        let previous = dir.join("previous");
-        let first = fleet
-            .hearth()
-            .args(["submit", "--models"])
-            .arg(&previous)
-            .arg(job)
-            .output()
-            .unwrap();
-        assert!(
-            first.status.success(),
-            "the job before the full disk: {}",
-            shown(&first)
-        );
-        let pages = pages_of(&previous);
-        let extra = rng.random_range(0..pages);
-        let bytes = (pages + extra) * 4096;
-        let mount = dir.join("small-disk");
-        std::fs::create_dir(&mount).unwrap();
-        let script = r#"
-            mount -t tmpfs -o size="$SOAK_BYTES" soak "$SOAK_MODELS" || exit 90 # NO_NAMESPACE
-            cp -a "$SOAK_PREVIOUS"/. "$SOAK_MODELS"/ || exit 91
-            "$SOAK_HEARTH" submit --models "$SOAK_MODELS" "$SOAK_JOB"
-            echo "soak: driver exit $?"
-            echo "soak: entries $(ls -A "$SOAK_MODELS" | tr '\n' ' ')"
-            diff -r "$SOAK_PREVIOUS" "$SOAK_MODELS" > /dev/null && echo "soak: the previous model is intact"
-            "$SOAK_HEARTH" --master local sql --models "$SOAK_MODELS" --format json \
-                -e "SELECT count(*) AS epochs FROM ML.TRAINING_INFO(MODEL soak)"
-            echo "soak: load exit $?"
-        "#;
-        let mut command = fleet.command("unshare");
-        command
-            .args(["--user", "--map-root-user", "--mount", "sh", "-c", script])
-            .env("SOAK_BYTES", bytes.to_string())
-            .env("SOAK_MODELS", &mount)
-            .env("SOAK_PREVIOUS", &previous)
-            .env("SOAK_HEARTH", env!("CARGO_BIN_EXE_hearth"))
-            .env("SOAK_JOB", job);
-        let disk = format!(
-            "a {} KiB tmpfs for a {} KiB model and its replacement",
-            bytes / 1024,
-            pages * 4
-        );
-        Self::spawn(command, dir.join("driver.log"), disk)
-    }
-
-    fn spawn(mut command: Command, output: PathBuf, disk: String) -> Driver {
-        let log = File::create(&output).unwrap();
-        let child = command
-            .env("RUST_LOG", DRIVER_LOG)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        Driver {
-            kind: DriverKind::Client(child),
-            output,
-            disk,
-        }
-    }
-
-    /// The driver's process id (a cluster-mode job's, from its record).
-    fn pid(&self, fleet: &Fleet) -> Option<u64> {
-        match &self.kind {
-            DriverKind::Client(child) => Some(child.id().into()),
-            DriverKind::Cluster { id } => job_record(fleet, id)?["pid"].as_u64(),
-        }
-    }
-
-    /// How the driver ended, once it has.
-    fn ended(&mut self, fleet: &Fleet) -> Option<Ended> {
-        let code = match &mut self.kind {
-            DriverKind::Client(child) => child.try_wait().unwrap()?.code(),
-            DriverKind::Cluster { id } => {
-                // The scheduler records how the job ended; a scheduler killed meanwhile does not, and then the
-                // driver's process says.
-                let record = job_record(fleet, id)?;
-                if record["pid"].as_u64().is_some_and(alive) {
-                    return None;
-                }
-                record["exit_code"].as_i64().map(|code| code as i32)
-            }
-        };
-        let output = std::fs::read_to_string(&self.output).unwrap_or_default();
-        Some(Ended { code, output })
-    }
-
-    /// Kills the driver (and, in a namespace, what it runs).
-    fn kill(&mut self, fleet: &Fleet) {
-        if let Some(pid) = self.pid(fleet) {
-            for child in processes_of(&BTreeSet::new(), &[self.output.parent().unwrap()]) {
-                let _ = Command::new("kill").args(["-9", &child.0.to_string()]).status();
-            }
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        }
-        if let DriverKind::Client(child) = &mut self.kind {
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Driver {
-    /// A client-mode driver still running when its run ends (a test that panicked) is killed.
-    fn drop(&mut self) {
-        if let DriverKind::Client(child) = &mut self.kind
-            && child.try_wait().ok().flatten().is_none()
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// What an injection did.
 struct Injected {
     what: String,
@@ -496,9 +325,6 @@ impl Drop for Restarted {
         }
     }
 }
-
-/// The exit code of the small-disk script when it gets no mount namespace.
-const NO_NAMESPACE: i32 = 90;
 
 /// Injects `fault` into the running job.
 fn inject(
@@ -727,28 +553,6 @@ fn trains_again(fleet: &Fleet, dir: &Path) -> bool {
     out.status.success()
 }
 
-/// A cluster-mode job's record, as its scheduler wrote it.
-fn job_record(fleet: &Fleet, id: &str) -> Option<Value> {
-    let file = fleet.state.path().join(format!("scheduler/jobs/{id}/job.json"));
-    serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()
-}
-
-/// 4 KiB pages the files under `dir` take on a tmpfs.
-fn pages_of(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|entry| {
-            let meta = entry.metadata().unwrap();
-            if meta.is_dir() {
-                pages_of(&entry.path())
-            } else {
-                meta.len().div_ceil(4096)
-            }
-        })
-        .sum()
-}
-
 /// Polls `probe` every 200 ms for at most `limit`.
 fn poll<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;
@@ -761,117 +565,6 @@ fn poll<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-/// A process's NUL-separated `/proc` file (`cmdline`, `environ`).
-fn proc_strings(pid: u64, file: &str) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/{file}"))
-        .unwrap_or_default()
-        .split(|&b| b == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
-        .collect()
-}
-
-/// Live processes among `pids`, or whose command line names one of `marks` (a run's directories).
-fn processes_of(pids: &BTreeSet<u64>, marks: &[&Path]) -> Vec<(u64, String)> {
-    let marks: Vec<String> = marks.iter().map(|m| m.display().to_string()).collect();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u64>().ok())
-        .filter(|&pid| pid != u64::from(std::process::id()) && alive(pid))
-        .filter_map(|pid| {
-            let line = proc_strings(pid, "cmdline").join(" ");
-            let ours = pids.contains(&pid) && line.contains("hearth");
-            (ours || marks.iter().any(|m| line.contains(m.as_str()))).then_some((pid, line))
-        })
-        .collect()
-}
-
-/// One row of the machine's TCP tables.
-struct Socket {
-    local_port: u16,
-    remote_port: u16,
-    listening: bool,
-    established: bool,
-    inode: u64,
-}
-
-/// Every TCP socket of this machine (IPv4 and IPv6).
-fn sockets() -> Vec<Socket> {
-    let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|table| std::fs::read_to_string(table).ok())
-        .flat_map(|text| {
-            text.lines()
-                .skip(1)
-                .filter_map(|line| {
-                    let fields: Vec<&str> = line.split_whitespace().collect();
-                    Some(Socket {
-                        local_port: port(fields.get(1)?)?,
-                        remote_port: port(fields.get(2)?)?,
-                        listening: *fields.get(3)? == "0A",
-                        established: *fields.get(3)? == "01",
-                        inode: fields.get(9)?.parse().ok()?,
-                    })
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-/// The socket inodes processes `pids` hold.
-fn socket_inodes(pids: &BTreeSet<u64>) -> HashSet<u64> {
-    pids.iter()
-        .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok())
-        .flat_map(|fds| fds.flatten())
-        .filter_map(|fd| {
-            let target = std::fs::read_link(fd.path()).ok()?;
-            let target = target.to_str()?;
-            target.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
-        })
-        .collect()
-}
-
-/// The ports processes `pids` listen on.
-fn listening_ports(pids: &BTreeSet<u64>) -> BTreeSet<u16> {
-    let inodes = socket_inodes(pids);
-    sockets()
-        .into_iter()
-        .filter(|s| s.listening && inodes.contains(&s.inode))
-        .map(|s| s.local_port)
-        .collect()
-}
-
-/// Drops (`ss -K`, both ends) one connection between two ranks: a connection between two executors on
-/// none of the ports Ballista listens on (so not shuffle data or task calls, but a collective's link).
-/// Returns its two ports.
-fn drop_a_rank_link(executors: &[u64], ballista_ports: &BTreeSet<u16>) -> Option<(u16, u16)> {
-    let executors: BTreeSet<u64> = executors.iter().copied().collect();
-    let inodes = socket_inodes(&executors);
-    let sockets = sockets();
-    let ends: HashSet<u16> = sockets
-        .iter()
-        .filter(|s| s.established && inodes.contains(&s.inode))
-        .map(|s| s.local_port)
-        .collect();
-    let link = sockets.iter().find(|s| {
-        s.established
-            && inodes.contains(&s.inode)
-            && ends.contains(&s.remote_port)
-            && !ballista_ports.contains(&s.local_port)
-            && !ballista_ports.contains(&s.remote_port)
-    })?;
-    let (a, b) = (link.local_port, link.remote_port);
-    let filter = format!("( sport = :{a} and dport = :{b} ) or ( sport = :{b} and dport = :{a} )");
-    let killed = Command::new("ss").args(["-K", "-t", &filter]).output().ok()?;
-    // `ss -K` without the right to destroy sockets says nothing: the connection must be gone.
-    let gone = !self::sockets()
-        .iter()
-        .any(|s| s.established && s.local_port == a && s.remote_port == b);
-    (killed.status.success() && gone).then_some((a, b))
 }
 
 /// A run in one line.
