@@ -84,6 +84,21 @@ async fn cluster_job(state: &Path, rest: &SchedulerRest, models: &str) -> f64 {
     }
 }
 
+/// Stops the fleet recorded in a state directory, if it still runs, when dropped: a bench that fails midway
+/// leaves no fleet behind.
+struct StopOnDrop<'a>(&'a Path);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.0.join("cluster.json").exists() {
+            let _ = Command::new(env!("CARGO_BIN_EXE_hearth"))
+                .env("HEARTH_CLUSTER_DIR", self.0)
+                .args(["cluster", "stop"])
+                .output();
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let state = tempfile::tempdir().expect("a state directory");
@@ -94,6 +109,7 @@ async fn main() {
     let start_seconds = timed(|| {
         hearth(state, &["cluster", "start", "--executors", "2", "--slots", "2"]);
     });
+    let _plain = StopOnDrop(state);
     let status = String::from_utf8_lossy(&hearth(state, &["cluster", "status"]).stdout).into_owned();
     let master = status
         .split_whitespace()
@@ -124,6 +140,7 @@ async fn main() {
             ],
         );
     });
+    let _tls = StopOnDrop(tls_state);
     let status_seconds = median(
         (0..ROUNDS)
             .map(|_| timed(|| drop(hearth(state, &["status"]))))
