@@ -79,12 +79,7 @@ impl ClusterSecret {
     pub fn read(file: &Path) -> Result<Self, String> {
         let failed = |message: String| format!("the cluster secret {}: {message}", file.display());
         let metadata = std::fs::metadata(file).map_err(|e| failed(e.to_string()))?;
-        let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(failed(format!(
-                "is readable by others (mode {mode:03o}); `chmod 600` it"
-            )));
-        }
+        owner_only(&metadata).map_err(failed)?;
         let text = std::fs::read_to_string(file).map_err(|e| failed(e.to_string()))?;
         Self::parse(text.trim()).map_err(failed)
     }
@@ -153,6 +148,15 @@ impl ClusterSecret {
                 .map(|rest| rest.split(' ').next().unwrap_or(rest))
         });
         presented.is_some_and(|token| same(token.as_bytes(), self.0.as_bytes()))
+    }
+}
+
+/// An error unless a file of secrets is readable by its owner alone.
+pub(super) fn owner_only(metadata: &std::fs::Metadata) -> Result<(), String> {
+    let mode = metadata.permissions().mode() & 0o777;
+    match mode & 0o077 {
+        0 => Ok(()),
+        _ => Err(format!("is readable by others (mode {mode:03o}); `chmod 600` it")),
     }
 }
 

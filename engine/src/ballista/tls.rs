@@ -19,7 +19,6 @@
 //! ```
 
 use std::fmt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -27,6 +26,8 @@ use ballista_core::utils::{GrpcClientConfig, create_grpc_client_endpoint};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+use super::secret::owner_only;
 
 /// The environment variable that names the TLS directory.
 pub const TLS_DIR_ENV: &str = "HEARTH_TLS_DIR";
@@ -67,13 +68,7 @@ impl FleetTls {
         };
         let key_file = dir.join(KEY_FILE);
         if let Ok(metadata) = std::fs::metadata(&key_file) {
-            let mode = metadata.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(format!(
-                    "TLS: {} is readable by others (mode {mode:03o}); `chmod 600` it",
-                    key_file.display()
-                ));
-            }
+            owner_only(&metadata).map_err(|e| format!("TLS: {} {e}", key_file.display()))?;
         }
         let tls = Self {
             dir: dir.to_path_buf(),

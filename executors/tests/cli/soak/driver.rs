@@ -124,14 +124,7 @@ impl Driver {
     }
 
     pub(super) fn spawn(mut command: Command, output: PathBuf, disk: String) -> Driver {
-        let log = File::create(&output).unwrap();
-        let child = command
-            .env("RUST_LOG", DRIVER_LOG)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
+        let child = spawn_logged(command.env("RUST_LOG", DRIVER_LOG), &output);
         Driver {
             kind: DriverKind::Client(child),
             output,
@@ -214,4 +207,15 @@ pub(super) fn pages_of(dir: &Path) -> u64 {
             }
         })
         .sum()
+}
+
+/// Starts `command` with no input and its output (both streams) in a new file `log`.
+pub(super) fn spawn_logged(command: &mut Command, log: &Path) -> Child {
+    let log = File::create(log).unwrap();
+    command
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap()
 }

@@ -14,9 +14,8 @@ mod procfs;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -27,7 +26,7 @@ use serde_json::Value;
 use crate::common::{Fleet, shown};
 use crate::faults::training_job;
 
-use driver::{Driver, DriverKind, Ended, NO_NAMESPACE};
+use driver::{Driver, DriverKind, Ended, NO_NAMESPACE, spawn_logged};
 use procfs::{drop_a_rank_link, listening_ports, proc_strings, processes_of};
 
 /// Epochs of the faulted job: long enough (several seconds) for a fault to land mid-training.
@@ -385,16 +384,7 @@ fn inject(
             signal("-KILL", pid);
             std::thread::sleep(Duration::from_millis(rng.random_range(200..2000)));
             let log = fleet.state.path().join("logs/scheduler-restarted.log");
-            let log = File::create(log).unwrap();
-            let scheduler = Command::new(&args[0])
-                .args(&args[1..])
-                .env_clear()
-                .envs(env)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap();
+            let scheduler = spawn_logged(Command::new(&args[0]).args(&args[1..]).env_clear().envs(env), &log);
             Injected {
                 what: "scheduler restarted".to_string(),
                 landed: true,
