@@ -4,7 +4,8 @@
 //! bare scan of the CSV computing one aggregate, plus writing and syncing as many bytes as the job wrote) and
 //! PySpark 4.0 ML doing the same job on the same file (`benches/pyspark_preprocessing.py`; pyspark is installed
 //! into the libtorch environment when missing; the JVM's start is excluded). The job's parts — the fit, and
-//! fit + transform with the rows drained unwritten — show where the time goes.
+//! fit + transform with the rows drained unwritten — show where the time goes; the same bare scan by a plain
+//! DataFusion context (arrow's CSV decoder, not hearth's) shows what hearth's decoder of plain lines saves.
 //!
 //! ```text
 //! ./dev bench --bench preprocessing_job                 # 1,000,000 rows, local[2]
@@ -20,7 +21,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use datafusion::logical_expr::ident;
-use datafusion::prelude::DataFrame;
+use datafusion::prelude::{CsvReadOptions, DataFrame, SessionConfig, SessionContext};
 use hearth::datasets::higgs;
 use hearth::engine::write::{FrameWriter, OutputFormat, SaveMode};
 use hearth::prelude::*;
@@ -164,6 +165,15 @@ fn pyspark(csv: &Path, out: &Path, partitions: usize) -> Result<(f64, f64, Strin
     Ok((best.0, best.1, version))
 }
 
+/// The CSV as a bare DataFusion context reads it (arrow's CSV decoder), `partitions` ways.
+async fn datafusion_scan(csv: &Path, partitions: usize) -> DataFrame {
+    let config = SessionConfig::new().with_target_partitions(partitions);
+    SessionContext::new_with_config(config)
+        .read_csv(csv.to_str().expect("a UTF-8 path"), CsvReadOptions::new())
+        .await
+        .expect("read csv")
+}
+
 /// The fastest of `runs` timings of `job`.
 fn best(times: &[Duration]) -> f64 {
     times.iter().min().map_or(f64::NAN, Duration::as_secs_f64)
@@ -181,6 +191,7 @@ async fn main() {
 
     let (dir, csv, csv_mib) = generated_csv(rows);
     let df = session.read_csv(&csv, &CsvOptions::new()).await.expect("read csv");
+    let arrow_df = datafusion_scan(&csv, partitions).await;
     let out = dir.path().join("features.parquet");
     println!(
         "preprocessing job benchmark: {rows} Higgs-schema rows ({csv_mib:.0} MiB of CSV), local[{partitions}], \
@@ -189,11 +200,14 @@ async fn main() {
 
     // One run first, for the bytes the limit's write must match.
     let bytes = whole_job(&df, &out).await;
-    let mut times: [Vec<Duration>; 5] = Default::default();
+    let mut times: [Vec<Duration>; 6] = Default::default();
     for _ in 0..RUNS {
         let started = Instant::now();
         std::hint::black_box(bare_aggregate(&df).await);
         times[0].push(started.elapsed());
+        let started = Instant::now();
+        std::hint::black_box(bare_aggregate(&arrow_df).await);
+        times[5].push(started.elapsed());
         times[1].push(bare_write(&dir.path().join("bytes"), bytes));
         let started = Instant::now();
         std::hint::black_box(higgs::four_stage_preprocessing().fit(&df).await.expect("fit"));
@@ -206,7 +220,7 @@ async fn main() {
         times[4].push(started.elapsed());
     }
     let (peak, idle) = fresh_process_peaks(&csv, &out, partitions);
-    let [scan, write, fit, drained, job] = times.map(|t| best(&t));
+    let [scan, write, fit, drained, job, arrow_scan] = times.map(|t| best(&t));
     let limit = scan + write;
     let spark = pyspark(&csv, &dir.path().join("spark.parquet"), partitions);
 
@@ -222,6 +236,12 @@ async fn main() {
             speedup
         ]);
     };
+    line(
+        &mut table,
+        "reference: DataFusion's own CSV scan",
+        arrow_scan,
+        String::new(),
+    );
     line(&mut table, "limit: bare CSV scan", scan, String::new());
     line(&mut table, "limit: writing the same bytes", write, String::new());
     line(&mut table, "limit: scan + write", limit, String::new());

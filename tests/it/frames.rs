@@ -121,3 +121,76 @@ async fn repartition_rows_gives_exactly_n_even_partitions() {
     let total = spread.filter(ident("x").gt(lit(0))).unwrap().count().await.unwrap();
     assert_eq!(total, 3000);
 }
+
+#[tokio::test]
+async fn parquet_is_written_a_part_file_per_partition_with_the_codec_asked() {
+    use hearth::engine::write::{FrameWriter, OutputFormat};
+    let session = Session::local(3);
+    let df = session
+        .sql("SELECT x, CAST(x AS DOUBLE) / 7 AS y FROM generate_series(1, 3000) AS t(x)")
+        .await
+        .unwrap()
+        .repartition_rows(3)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let parts = |path: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.ends_with(".parquet"))
+            .collect();
+        names.sort();
+        names
+    };
+    let snappy = dir.path().join("snappy");
+    let written = FrameWriter::new(OutputFormat::Parquet)
+        .save(df.clone(), &snappy)
+        .await
+        .unwrap();
+    assert_eq!(written.rows, 3000);
+    let names = parts(&snappy);
+    assert_eq!(names.len(), 3, "{names:?}");
+    for (part, name) in names.iter().enumerate() {
+        assert!(
+            name.starts_with(&format!("part-{part:05}-")) && name.ends_with(".snappy.parquet"),
+            "{name}"
+        );
+    }
+    let back = session.read_parquet(&snappy).await.unwrap();
+    assert_eq!(back.count().await.unwrap(), 3000);
+
+    let zstd = dir.path().join("zstd");
+    FrameWriter::new(OutputFormat::Parquet)
+        .compression("ZSTD(3)")
+        .save(df.clone(), &zstd)
+        .await
+        .unwrap();
+    assert!(parts(&zstd).iter().all(|n| n.ends_with(".zstd.parquet")));
+    assert_eq!(session.read_parquet(&zstd).await.unwrap().count().await.unwrap(), 3000);
+
+    let refused = dir.path().join("refused");
+    let error = FrameWriter::new(OutputFormat::Parquet)
+        .compression("lzma")
+        .save(df.clone(), &refused)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("lzma"), "{error}");
+    assert!(!refused.exists(), "a failed write leaves nothing");
+
+    // A frame with no rows still leaves one file, with the schema.
+    let empty = dir.path().join("empty");
+    let none = df.filter(col("x").lt(lit(0))).unwrap();
+    assert_eq!(
+        FrameWriter::new(OutputFormat::Parquet)
+            .save(none, &empty)
+            .await
+            .unwrap()
+            .rows,
+        0
+    );
+    assert_eq!(parts(&empty).len(), 1);
+    let back = session.read_parquet(&empty).await.unwrap();
+    assert_eq!(back.schema().fields().len(), 2);
+    assert_eq!(back.count().await.unwrap(), 0);
+}

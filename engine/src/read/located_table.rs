@@ -23,6 +23,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Pla
 use futures::StreamExt;
 
 use super::locate::located;
+use super::plain_csv::accelerate;
 use super::{CsvOptions, csv_files};
 
 /// Where a CSV table's files are and how they are read: what [`located`] needs to find a failing record.
@@ -141,12 +142,12 @@ impl TableProvider for LocatedCsvTable {
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let plan = self.inner.scan(state, projection, filters, limit).await?;
-        Ok(LocatedCsvExec::wrap(plan, Arc::clone(&self.files)))
+        Ok(LocatedCsvExec::wrap(accelerate(plan)?, Arc::clone(&self.files)))
     }
 
     async fn scan_with_args<'a>(&self, state: &dyn CatalogSession, args: ScanArgs<'a>) -> DfResult<ScanResult> {
         let plan = self.inner.scan_with_args(state, args).await?.into_inner();
-        Ok(LocatedCsvExec::wrap(plan, Arc::clone(&self.files)).into())
+        Ok(LocatedCsvExec::wrap(accelerate(plan)?, Arc::clone(&self.files)).into())
     }
 
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {

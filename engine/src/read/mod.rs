@@ -1,7 +1,9 @@
-//! Reading CSV and Parquet files into data frames.
+//! Reading CSV and Parquet files into data frames. On a `local[N]` session a CSV file's plain lines are
+//! decoded by hearth's own decoder (`plain_csv`), the rest by arrow's.
 
 mod locate;
 mod located_table;
+mod plain_csv;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -143,10 +145,11 @@ fn escape_regex(text: &str) -> String {
         .collect()
 }
 
-/// The suffix a file must end with to be read: a file's own extension, or `.csv` inside a directory.
-fn extension_of(path: &Path) -> String {
+/// The suffix a file must end with to be read: a file's own extension, or `in_directory` (`.csv`,
+/// `.parquet`) inside a directory.
+fn extension_of(path: &Path, in_directory: &str) -> String {
     if path.is_dir() {
-        return ".csv".to_string();
+        return in_directory.to_string();
     }
     path.file_name()
         .and_then(|n| n.to_str())
@@ -219,7 +222,7 @@ impl Session {
     pub async fn read_csv(&self, path: impl AsRef<Path>, options: &CsvOptions) -> Result<DataFrame> {
         let path = path.as_ref();
         let location = path_str(path)?;
-        let extension = extension_of(path);
+        let extension = extension_of(path, ".csv");
         let read = options.datafusion_options(location, &extension);
         let csv = Arc::new(CsvFiles {
             paths: vec![path.to_path_buf()],
@@ -303,7 +306,7 @@ impl Session {
     pub async fn read_parquet(&self, path: impl AsRef<Path>) -> Result<DataFrame> {
         let path = path.as_ref();
         let location = path_str(path)?;
-        let extension = extension_of(path);
+        let extension = extension_of(path, ".parquet");
         let options = ParquetReadOptions::default().file_extension(&extension);
         Ok(self.context().read_parquet(location, options).await?)
     }

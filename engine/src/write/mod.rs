@@ -7,6 +7,9 @@
 //! columns are Parquet lists of floats and JSON arrays; CSV has no list type, so a vector column `v` of `n`
 //! slots is written as `n` number columns `v_0` … `v_{n-1}`.
 //!
+//! On a `local[N]` session Parquet is written as Spark writes it, one part file per partition, each by its
+//! partition's own task (`parquet_parts`); CSV and JSON, and Parquet on a fleet, are DataFusion's writers.
+//!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_engine::prelude::*;
@@ -39,7 +42,10 @@ use datafusion::prelude::{DataFrame, Expr, col, lit};
 use hearth_ml::files::{StagingDir, move_into_place, parent_of, sibling, sync};
 
 use crate::error::{HearthError, Result};
+use crate::master::{Master, SessionInfo};
 use crate::vector::vector_dim;
+
+mod parquet_parts;
 
 /// The files a write produces, as Spark names them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -226,6 +232,10 @@ impl FrameWriter {
         let location = format!("{}/", dir.display());
         let options = DataFrameWriteOptions::new().with_single_file_output(false);
         let counts = match self.format {
+            OutputFormat::Parquet if matches!(SessionInfo::of(&df).master(), Master::Local { .. }) => {
+                let rows = parquet_parts::write(df, dir, &self.compression).await?;
+                return mark_success(dir, rows);
+            }
             OutputFormat::Parquet => {
                 let mut parquet = TableParquetOptions::default();
                 parquet.global.compression = Some(self.compression.clone());
@@ -240,11 +250,16 @@ impl FrameWriter {
                 rows += (0..count.len()).map(|i| count.value(i)).sum::<u64>();
             }
         }
-        let marker = dir.join(SUCCESS_FILE);
-        File::create(&marker)
-            .map_err(|e| datafusion::error::DataFusionError::Execution(format!("writing {}: {e}", marker.display())))?;
-        Ok(rows)
+        mark_success(dir, rows)
     }
+}
+
+/// Leaves the `_SUCCESS` marker in `dir`; returns `rows`.
+fn mark_success(dir: &Path, rows: u64) -> datafusion::error::Result<u64> {
+    let marker = dir.join(SUCCESS_FILE);
+    File::create(&marker)
+        .map_err(|e| datafusion::error::DataFusionError::Execution(format!("writing {}: {e}", marker.display())))?;
+    Ok(rows)
 }
 
 /// `df` with each vector column `v` of `n` slots replaced by the number columns `v_0` … `v_{n-1}`.

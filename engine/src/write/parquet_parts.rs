@@ -1,0 +1,128 @@
+//! Parquet written as Spark writes it: one part file per partition of the frame, each encoded by the task
+//! that computes its partition, all partitions at once — so every core encodes, and a partition's rows go
+//! from the transform to the file without crossing threads. (DataFusion's own writer funnels the partitions
+//! into one stream and hands it out again; for a frame of vectors that left one core encoding.)
+//!
+//! Floating-point columns, vectors included, are written without dictionary encoding: their values seldom
+//! repeat, so a dictionary is built only to be abandoned; every other column keeps Parquet's default.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::runtime::SpawnedTask;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
+use datafusion::parquet::basic::{Compression, Type as PhysicalType};
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::DataFrame;
+use futures::StreamExt;
+
+/// The writer settings for `schema`'s columns with `codec` (Spark's names: `snappy`, `zstd(3)`, …).
+fn properties(schema: &SchemaRef, codec: &str) -> DfResult<WriterProperties> {
+    let compression = Compression::from_str(&codec.to_ascii_lowercase())
+        .map_err(|e| DataFusionError::Configuration(format!("Parquet compression {codec:?}: {e}")))?;
+    let mut builder = WriterProperties::builder().set_compression(compression);
+    let columns = ArrowSchemaConverter::new().convert(schema)?;
+    for column in columns.columns() {
+        if matches!(column.physical_type(), PhysicalType::FLOAT | PhysicalType::DOUBLE) {
+            builder = builder.set_column_dictionary_enabled(column.path().clone(), false);
+        }
+    }
+    Ok(builder.build())
+}
+
+/// Writes `df` into `dir` as `part-NNNNN-<write id>.<codec>.parquet` files, one per partition that has rows
+/// (one with none when no partition has, so that the schema is kept); returns the rows written.
+pub(super) async fn write(df: DataFrame, dir: &Path, codec: &str) -> DfResult<u64> {
+    let df_schema = df.schema().as_arrow().clone();
+    let streams = df.execute_stream_partitioned().await?;
+    let schema: SchemaRef = match streams.first() {
+        Some(stream) => stream.schema(),
+        None => Arc::new(df_schema),
+    };
+    let properties = properties(&schema, codec)?;
+    let write_id = write_id();
+    let name = |part: usize| {
+        let codec = codec.split('(').next().unwrap_or(codec).to_ascii_lowercase();
+        dir.join(format!("part-{part:05}-{write_id}.{codec}.parquet"))
+    };
+    let tasks: Vec<_> = streams
+        .into_iter()
+        .enumerate()
+        .map(|(part, stream)| SpawnedTask::spawn(write_part(stream, name(part), properties.clone())))
+        .collect();
+    let mut rows = 0;
+    let mut files = 0;
+    for task in tasks {
+        let (part_rows, wrote) = task
+            .join()
+            .await
+            .map_err(|e| DataFusionError::Execution(format!("writing a part file panicked: {e}")))??;
+        rows += part_rows;
+        files += usize::from(wrote);
+    }
+    if files == 0 {
+        let empty = ArrowWriter::try_new(create(&name(0))?, schema, Some(properties))?;
+        empty.close()?;
+    }
+    Ok(rows)
+}
+
+/// Writes one partition's rows to `path`, creating it at its first row; returns the rows and whether it did.
+async fn write_part(
+    mut stream: SendableRecordBatchStream,
+    path: PathBuf,
+    properties: WriterProperties,
+) -> DfResult<(u64, bool)> {
+    let mut writer: Option<ArrowWriter<BufWriter<File>>> = None;
+    let mut rows = 0;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        if batch.num_rows() == 0 {
+            continue;
+        }
+        let part = match &mut writer {
+            Some(part) => part,
+            None => writer.insert(ArrowWriter::try_new(
+                create(&path)?,
+                batch.schema(),
+                Some(properties.clone()),
+            )?),
+        };
+        part.write(&batch)?;
+        rows += batch.num_rows() as u64;
+    }
+    let wrote = writer.is_some();
+    if let Some(part) = writer {
+        part.into_inner()?
+            .into_inner()
+            .map_err(|e| io_error(&path, e.into_error()))?;
+    }
+    Ok((rows, wrote))
+}
+
+fn create(path: &Path) -> DfResult<BufWriter<File>> {
+    let file = File::create(path).map_err(|e| io_error(path, e))?;
+    Ok(BufWriter::with_capacity(1 << 20, file))
+}
+
+fn io_error(path: &Path, error: std::io::Error) -> DataFusionError {
+    DataFusionError::Execution(format!("writing {}: {error}", path.display()))
+}
+
+/// A name for one write's files that a later write into the same directory (`append`) does not repeat: the
+/// time, this process and its count of writes (a clock coarser than a nanosecond may repeat a time).
+fn write_id() -> String {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let count = WRITES.fetch_add(1, Ordering::Relaxed);
+    format!("{nanos:x}{:05x}{count:x}", std::process::id())
+}
