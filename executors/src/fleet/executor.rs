@@ -3,12 +3,14 @@
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ballista_core::ConfigProducer;
 use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
+use ballista_executor::executor_server::TERMINATING;
 use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetTls, SchedulerRest, now_ms};
 use hearth_engine::barrier::offer_gpus;
@@ -18,6 +20,7 @@ use hearth_engine::session::hearth_state;
 
 use super::flight::guarded_flight_server;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
+use super::scheduler::stopped;
 use super::tls::{behind_relays, relay};
 use crate::cli::CommandResult;
 
@@ -79,6 +82,13 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
     let mut reporting = None;
     let mut relays: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     let mut executor_id = None;
+    // Ballista's executor stops by itself, and returns as if asked to, when a server of its fails to listen.
+    let asked_to_stop = Arc::new(AtomicBool::new(false));
+    let watch = Arc::clone(&asked_to_stop);
+    tokio::spawn(async move {
+        stopped().await;
+        watch.store(true, Ordering::Release);
+    });
     for attempt in 1..=BIND_ATTEMPTS {
         // A free port is found by binding and letting go: another process may take it before Ballista binds
         // it again, so a port taken in between is picked afresh.
@@ -149,9 +159,27 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
         }
         let served = start_executor_process(Arc::new(config)).await;
         let picked = options.port == 0 || options.grpc_port == 0;
+        // A signal reaches Ballista's own watcher and this process's at once: give this one a moment.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let stopped_itself = served.is_ok() && !asked_to_stop.load(Ordering::Acquire);
         match served {
             Err(e) if picked && attempt < BIND_ATTEMPTS && e.to_string().to_ascii_lowercase().contains("in use") => {
                 log::warn!("a port picked for this executor was taken before it listened ({e}); picking others");
+            }
+            Ok(()) if stopped_itself && picked && attempt < BIND_ATTEMPTS => {
+                // The scheduler was told this executor stopped: it starts again under a new id.
+                log::warn!(
+                    "the executor's services stopped (a port picked for it taken before it listened?); starting \
+                     it again on other ports"
+                );
+                TERMINATING.store(false, Ordering::Release);
+                executor_id = None;
+                if let Some(reporting) = reporting.take() {
+                    reporting.abort();
+                }
+            }
+            Ok(()) if stopped_itself => {
+                return Err("the executor's services stopped by themselves: its log says why".into());
             }
             served => {
                 if let Some(reporting) = reporting {

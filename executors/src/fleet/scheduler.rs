@@ -230,7 +230,7 @@ async fn require_secret(
 }
 
 /// Resolves when the process is asked to stop: SIGTERM, or Ctrl-C.
-async fn stopped() {
+pub(super) async fn stopped() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
