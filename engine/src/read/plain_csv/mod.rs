@@ -81,6 +81,8 @@ struct PlainCsvSource {
 }
 
 impl PlainCsvSource {
+    /// `source` — a `CsvSource` DataFusion derived from this one's (a projection pushed into it) — wrapped as
+    /// this one is; any other source as it is.
     fn wrapping(&self, source: Arc<dyn FileSource>) -> Arc<dyn FileSource> {
         match source.downcast_ref::<CsvSource>() {
             Some(csv) => Arc::new(Self {
