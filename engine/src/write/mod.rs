@@ -229,13 +229,13 @@ impl FrameWriter {
 
     /// Runs the write into `dir`, returning the rows written.
     async fn write_files(&self, df: DataFrame, dir: &Path) -> datafusion::error::Result<u64> {
+        if self.format == OutputFormat::Parquet && matches!(SessionInfo::of(&df).master(), Master::Local { .. }) {
+            let rows = parquet_parts::write(df, dir, &self.compression).await?;
+            return mark_success(dir, rows);
+        }
         let location = format!("{}/", dir.display());
         let options = DataFrameWriteOptions::new().with_single_file_output(false);
         let counts = match self.format {
-            OutputFormat::Parquet if matches!(SessionInfo::of(&df).master(), Master::Local { .. }) => {
-                let rows = parquet_parts::write(df, dir, &self.compression).await?;
-                return mark_success(dir, rows);
-            }
             OutputFormat::Parquet => {
                 let mut parquet = TableParquetOptions::default();
                 parquet.global.compression = Some(self.compression.clone());

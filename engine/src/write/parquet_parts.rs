@@ -48,10 +48,8 @@ pub(super) async fn write(df: DataFrame, dir: &Path, codec: &str) -> DfResult<u6
     };
     let properties = properties(&schema, codec)?;
     let write_id = write_id();
-    let name = |part: usize| {
-        let codec = codec.split('(').next().unwrap_or(codec).to_ascii_lowercase();
-        dir.join(format!("part-{part:05}-{write_id}.{codec}.parquet"))
-    };
+    let codec_name = codec.split('(').next().unwrap_or(codec).to_ascii_lowercase();
+    let name = |part: usize| dir.join(format!("part-{part:05}-{write_id}.{codec_name}.parquet"));
     let tasks: Vec<_> = streams
         .into_iter()
         .enumerate()

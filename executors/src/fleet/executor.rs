@@ -20,7 +20,7 @@ use hearth_engine::session::hearth_state;
 
 use super::flight::guarded_flight_server;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
-use super::scheduler::stopped;
+use super::stopped;
 use super::tls::{behind_relays, relay};
 use crate::cli::CommandResult;
 

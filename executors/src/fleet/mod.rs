@@ -16,3 +16,21 @@ pub use executor::{ExecutorOptions, executor};
 pub use jobs::{JobRecord, JobState, LogChunk, SubmitRequest};
 pub use resources::{GpuRequest, GpuShare, choose_gpus, detect_gpus, gpu_shares};
 pub use scheduler::{SchedulerOptions, scheduler};
+
+/// Resolves when the process is asked to stop: SIGTERM, or Ctrl-C.
+async fn stopped() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(terminate) => terminate,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}

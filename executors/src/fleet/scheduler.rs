@@ -29,6 +29,7 @@ use super::book::FleetBook;
 use super::gang::GangPolicy;
 use super::jobs::JobBoard;
 use super::routes::{FleetState, Scheduler, routes};
+use super::stopped;
 use super::tls::{FleetListener, Peer};
 use crate::cli::CommandResult;
 
@@ -227,22 +228,4 @@ async fn require_secret(
             .into_response(),
         false => (StatusCode::UNAUTHORIZED, format!("{refusal}\n")).into_response(),
     }
-}
-
-/// Resolves when the process is asked to stop: SIGTERM, or Ctrl-C.
-pub(super) async fn stopped() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(terminate) => terminate,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
 }

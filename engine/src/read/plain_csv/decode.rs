@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, Float64Builder, Int64Builder, PrimitiveBuilder, RecordBatch, StringBuilder};
+use datafusion::arrow::array::{
+    ArrayRef, Float64Builder, Int64Builder, PrimitiveBuilder, RecordBatch, RecordBatchOptions, StringBuilder,
+};
 use datafusion::arrow::compute::kernels::cast_utils::Parser;
 use datafusion::arrow::datatypes::{ArrowPrimitiveType, DataType, SchemaRef};
 use datafusion::error::Result as DfResult;
@@ -165,13 +167,21 @@ pub(super) struct LineDecoder {
     slots: Vec<Option<usize>>,
     columns: Vec<Column>,
     projected: SchemaRef,
+    /// The rows a batch holds at most (room is made for as many).
+    batch_size: usize,
     rows: usize,
 }
 
 impl LineDecoder {
-    /// A decoder of lines with `file_columns` fields separated by `delimiter` into batches of `projected`
-    /// (the file's columns at `projection`, each of a type that [`decodes`]).
-    pub(super) fn new(delimiter: u8, file_columns: usize, projection: &[usize], projected: SchemaRef) -> Self {
+    /// A decoder of lines with `file_columns` fields separated by `delimiter` into batches of up to
+    /// `batch_size` rows of `projected` (the file's columns at `projection`, each of a type that [`decodes`]).
+    pub(super) fn new(
+        delimiter: u8,
+        file_columns: usize,
+        projection: &[usize],
+        projected: SchemaRef,
+        batch_size: usize,
+    ) -> Self {
         let mut slots = vec![None; file_columns];
         for (slot, column) in projection.iter().enumerate() {
             slots[*column] = Some(slot);
@@ -181,9 +191,10 @@ impl LineDecoder {
             slots,
             columns: Vec::new(),
             projected,
+            batch_size,
             rows: 0,
         };
-        decoder.reset(0);
+        decoder.reset();
         decoder
     }
 
@@ -192,13 +203,13 @@ impl LineDecoder {
         self.rows
     }
 
-    /// Starts the batch afresh, making room for `rows` rows.
-    pub(super) fn reset(&mut self, rows: usize) {
+    /// Starts the batch afresh.
+    fn reset(&mut self) {
         self.columns = self
             .projected
             .fields()
             .iter()
-            .map(|field| Column::new(field.data_type(), rows))
+            .map(|field| Column::new(field.data_type(), self.batch_size))
             .collect();
         self.rows = 0;
     }
@@ -231,12 +242,12 @@ impl LineDecoder {
         true
     }
 
-    /// The batch of the lines decoded since the last one, and a fresh start for `next_rows` more.
-    pub(super) fn finish(&mut self, next_rows: usize) -> DfResult<RecordBatch> {
+    /// The batch of the lines decoded since the last one, and a fresh start for the next.
+    pub(super) fn finish(&mut self) -> DfResult<RecordBatch> {
         let rows = self.rows;
         let columns: Vec<ArrayRef> = self.columns.iter_mut().map(Column::finish).collect();
-        self.reset(next_rows);
-        let options = datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
+        self.reset();
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
             Arc::clone(&self.projected),
             columns,

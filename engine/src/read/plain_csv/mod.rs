@@ -49,7 +49,7 @@ use datafusion::physical_plan::{DisplayFormatType, ExecutionPlan};
 use futures::{FutureExt, StreamExt};
 
 use decode::LineDecoder;
-use reader::RangeReader;
+use reader::{ArrowDecoderFactory, RangeReader};
 
 /// `plan` with each scan of CSV files by DataFusion's `CsvSource` decoding plain lines itself.
 pub(crate) fn accelerate(plan: Arc<dyn ExecutionPlan>) -> DfResult<Arc<dyn ExecutionPlan>> {
@@ -93,8 +93,9 @@ impl PlainCsvSource {
         }
     }
 
-    /// The columns read from each file, when every one is of a type decoded here.
-    fn decoded_columns(&self, config: &FileScanConfig) -> Option<Vec<usize>> {
+    /// How the scan's projection splits into the columns read from each file and the rest, when every column
+    /// read is of a type decoded here.
+    fn decoded_columns(&self, config: &FileScanConfig) -> Option<SplitProjection> {
         let csv = &self.csv;
         let local = config.object_store_url.as_str().starts_with("file://");
         let plain_format = !config.file_compression_type.is_compressed()
@@ -111,12 +112,12 @@ impl PlainCsvSource {
         if !local || !plain_format || file_schema.fields().is_empty() {
             return None;
         }
-        let projection = self.csv.projection()?;
-        let columns = SplitProjection::new(file_schema, projection).file_indices;
-        columns
+        let split = SplitProjection::new(file_schema, self.csv.projection()?);
+        split
+            .file_indices
             .iter()
             .all(|c| decode::decodes(file_schema.field(*c).data_type()))
-            .then_some(columns)
+            .then_some(split)
     }
 }
 
@@ -127,9 +128,10 @@ impl FileSource for PlainCsvSource {
         config: &FileScanConfig,
         partition: usize,
     ) -> DfResult<Arc<dyn FileOpener>> {
-        let Some(columns) = self.decoded_columns(config) else {
+        let Some(split) = self.decoded_columns(config) else {
             return self.csv.create_file_opener(store, config, partition);
         };
+        let columns = split.file_indices.clone();
         let file_schema = Arc::clone(self.csv.table_schema().file_schema());
         let batch_size = self.batch_size.unwrap_or(8192);
         let arrow_csv = Arc::new(self.csv.clone());
@@ -142,18 +144,11 @@ impl FileSource for PlainCsvSource {
             )),
             store,
             file_schema: Arc::clone(&file_schema),
-            columns: columns.clone(),
+            columns,
             csv: arrow_csv,
             batch_size,
         };
-        let projection = self.csv.projection().cloned().unwrap_or_else(|| {
-            ProjectionExprs::from_indices(&(0..file_schema.fields().len()).collect::<Vec<_>>(), &file_schema)
-        });
-        ProjectionOpener::try_new(
-            SplitProjection::new(&file_schema, &projection),
-            Arc::new(opener),
-            &file_schema,
-        )
+        ProjectionOpener::try_new(split, Arc::new(opener), &file_schema)
     }
 
     fn table_schema(&self) -> &TableSchema {
@@ -161,14 +156,11 @@ impl FileSource for PlainCsvSource {
     }
 
     fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
-        let source = self.csv.with_batch_size(batch_size);
-        match source.downcast_ref::<CsvSource>() {
-            Some(csv) => Arc::new(Self {
-                csv: csv.clone(),
-                batch_size: Some(batch_size),
-            }),
-            None => source,
-        }
+        let sized = Self {
+            batch_size: Some(batch_size),
+            ..self.clone()
+        };
+        sized.wrapping(self.csv.with_batch_size(batch_size))
     }
 
     fn filter(&self) -> Option<Arc<dyn PhysicalExpr>> {
@@ -229,7 +221,7 @@ struct PlainCsvOpener {
 
 impl PlainCsvOpener {
     /// Arrow's CSV decoder as DataFusion builds it, for the rest of a range.
-    fn arrow_decoder(&self) -> Box<dyn Fn(bool) -> datafusion::arrow::csv::reader::Decoder + Send> {
+    fn arrow_decoder(&self) -> ArrowDecoderFactory {
         let schema = Arc::clone(&self.file_schema);
         let (delimiter, quote, batch_size) = (self.csv.delimiter(), self.csv.quote(), self.batch_size);
         let columns = self.columns.clone();
@@ -254,6 +246,7 @@ impl FileOpener for PlainCsvOpener {
             self.file_schema.fields().len(),
             &self.columns,
             Arc::clone(&self.projected),
+            self.batch_size,
         );
         let make_arrow = self.arrow_decoder();
         let (quote, has_header, batch_size) = (self.csv.quote(), self.csv.has_header(), self.batch_size);

@@ -222,7 +222,7 @@ impl RangeReader {
         if decoder.rows() == 0 {
             return Ok(Plain::End);
         }
-        Ok(Plain::Batch(decoder.finish(self.batch_size)?))
+        Ok(Plain::Batch(decoder.finish()?))
     }
 
     /// The next batch from arrow's decoder, fed the range's bytes from `cursor` on; `None` at its end.
