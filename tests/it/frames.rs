@@ -1,7 +1,9 @@
 //! Sessions, reading files, and Spark's data frame operations.
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::functions_nested::expr_fn::make_array;
 use datafusion::logical_expr::ident;
+use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
 use datafusion::prelude::{col, lit};
 use hearth::engine::read::schema_of;
 use hearth::prelude::*;
@@ -158,6 +160,34 @@ async fn parquet_is_written_a_part_file_per_partition_with_the_codec_asked() {
     }
     let back = session.read_parquet(&snappy).await.unwrap();
     assert_eq!(back.count().await.unwrap(), 3000);
+
+    // Numbers carry their minimum and maximum; the elements of a list (a vector) do not.
+    let listed = dir.path().join("listed");
+    let with_list = df
+        .clone()
+        .with_column("v", make_array(vec![col("y"), col("y")]))
+        .unwrap();
+    FrameWriter::new(OutputFormat::Parquet)
+        .save(with_list, &listed)
+        .await
+        .unwrap();
+    let first = std::fs::File::open(listed.join(&parts(&listed)[0])).unwrap();
+    let footer = SerializedFileReader::new(first).unwrap();
+    let chunks = footer.metadata().row_group(0).columns();
+    let stated: Vec<(String, bool)> = chunks
+        .iter()
+        .map(|c| {
+            (
+                c.column_path().string(),
+                c.statistics().is_some_and(|s| s.min_bytes_opt().is_some()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stated,
+        [("x".into(), true), ("y".into(), true), ("v.list.item".into(), false)],
+        "{stated:?}"
+    );
 
     let zstd = dir.path().join("zstd");
     FrameWriter::new(OutputFormat::Parquet)

@@ -4,7 +4,10 @@
 //! into one stream and hands it out again; for a frame of vectors that left one core encoding.)
 //!
 //! Floating-point columns, vectors included, are written without dictionary encoding: their values seldom
-//! repeat, so a dictionary is built only to be abandoned; every other column keeps Parquet's default.
+//! repeat, so a dictionary is built only to be abandoned. The elements of vectors (of any list) carry no
+//! minimum and maximum: one over every slot of every row prunes nothing, and computing it cost 7 % of a
+//! whole preprocessing job. Every other column keeps Parquet's defaults. Each part file is synced by its
+//! own task as soon as it is closed, while other partitions may still be encoding.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -19,7 +22,7 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
 use datafusion::parquet::basic::{Compression, Type as PhysicalType};
-use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
 use datafusion::prelude::DataFrame;
 use futures::StreamExt;
 
@@ -32,6 +35,9 @@ fn properties(schema: &SchemaRef, codec: &str) -> DfResult<WriterProperties> {
     for column in columns.columns() {
         if matches!(column.physical_type(), PhysicalType::FLOAT | PhysicalType::DOUBLE) {
             builder = builder.set_column_dictionary_enabled(column.path().clone(), false);
+            if column.max_rep_level() > 0 {
+                builder = builder.set_column_statistics_enabled(column.path().clone(), EnabledStatistics::None);
+            }
         }
     }
     Ok(builder.build())
@@ -98,9 +104,14 @@ async fn write_part(
     }
     let wrote = writer.is_some();
     if let Some(part) = writer {
-        part.into_inner()?
+        let file = part
+            .into_inner()?
             .into_inner()
             .map_err(|e| io_error(&path, e.into_error()))?;
+        // Synced here, while other partitions may still be encoding, rather than after them all.
+        tokio::task::spawn_blocking(move || file.sync_all().map_err(|e| io_error(&path, e)))
+            .await
+            .map_err(|e| DataFusionError::Execution(format!("syncing a part file panicked: {e}")))??;
     }
     Ok((rows, wrote))
 }

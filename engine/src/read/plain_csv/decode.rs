@@ -8,10 +8,11 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, Float64Builder, Int64Builder, PrimitiveBuilder, RecordBatch, RecordBatchOptions, StringBuilder,
+    ArrayRef, NullBufferBuilder, PrimitiveArray, RecordBatch, RecordBatchOptions, StringBuilder,
 };
+use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::arrow::compute::kernels::cast_utils::Parser;
-use datafusion::arrow::datatypes::{ArrowPrimitiveType, DataType, SchemaRef};
+use datafusion::arrow::datatypes::{ArrowPrimitiveType, DataType, Float64Type, Int64Type, SchemaRef};
 use datafusion::error::Result as DfResult;
 
 /// Powers of ten that are exact as `f64`: a decimal with at most 15 significant digits divided by one of
@@ -29,18 +30,19 @@ pub(super) fn decodes(data_type: &DataType) -> bool {
     matches!(data_type, DataType::Float64 | DataType::Int64 | DataType::Utf8)
 }
 
-/// One projected column being built.
+/// One projected column being built: numbers into a vector of their own, whose pushes inline, and a
+/// validity bitmap made only once a null comes.
 enum Column {
-    Float64(Float64Builder),
-    Int64(Int64Builder),
+    Float64(Vec<f64>, NullBufferBuilder),
+    Int64(Vec<i64>, NullBufferBuilder),
     Utf8(StringBuilder),
 }
 
 impl Column {
     fn new(data_type: &DataType, rows: usize) -> Self {
         match data_type {
-            DataType::Float64 => Self::Float64(Float64Builder::with_capacity(rows)),
-            DataType::Int64 => Self::Int64(Int64Builder::with_capacity(rows)),
+            DataType::Float64 => Self::Float64(Vec::with_capacity(rows), NullBufferBuilder::new(rows)),
+            DataType::Int64 => Self::Int64(Vec::with_capacity(rows), NullBufferBuilder::new(rows)),
             _ => Self::Utf8(StringBuilder::with_capacity(rows, rows * 8)),
         }
     }
@@ -50,8 +52,12 @@ impl Column {
     fn append(&mut self, line: &[u8], start: usize, delimiter: u8) -> Option<usize> {
         let rest = &line[start..];
         match self {
-            Self::Float64(builder) => append_number(builder, rest, delimiter, quick_decimal).map(|len| start + len),
-            Self::Int64(builder) => append_number(builder, rest, delimiter, quick_integer).map(|len| start + len),
+            Self::Float64(values, nulls) => {
+                append_number::<Float64Type>(values, nulls, rest, delimiter, quick_decimal).map(|len| start + len)
+            }
+            Self::Int64(values, nulls) => {
+                append_number::<Int64Type>(values, nulls, rest, delimiter, quick_integer).map(|len| start + len)
+            }
             Self::Utf8(builder) => {
                 let len = field_len(rest, delimiter);
                 if len == 0 {
@@ -67,13 +73,21 @@ impl Column {
         }
     }
 
+    /// The column built so far; the next starts empty with room for as many rows.
     fn finish(&mut self) -> ArrayRef {
         match self {
-            Self::Float64(builder) => Arc::new(builder.finish()),
-            Self::Int64(builder) => Arc::new(builder.finish()),
+            Self::Float64(values, nulls) => primitive::<Float64Type>(values, nulls),
+            Self::Int64(values, nulls) => primitive::<Int64Type>(values, nulls),
             Self::Utf8(builder) => Arc::new(builder.finish()),
         }
     }
+}
+
+/// The array of `values` and `nulls`, which start again empty, with room for as many rows.
+fn primitive<T: ArrowPrimitiveType>(values: &mut Vec<T::Native>, nulls: &mut NullBufferBuilder) -> ArrayRef {
+    let rows = values.len();
+    let values = std::mem::replace(values, Vec::with_capacity(rows));
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls.finish()))
 }
 
 /// A parser of a number's plainest forms: the value at the start of its bytes and how many it took.
@@ -81,26 +95,27 @@ type QuickParser<N> = fn(&[u8]) -> Option<(N, usize)>;
 
 /// Appends the number at the start of `rest` — read by `quick` when it takes the whole field, else as arrow's
 /// CSV reader reads it: empty is null, anything else through arrow's parser — and returns the field's length.
-fn append_number<T>(
-    builder: &mut PrimitiveBuilder<T>,
+fn append_number<T: ArrowPrimitiveType + Parser>(
+    values: &mut Vec<T::Native>,
+    nulls: &mut NullBufferBuilder,
     rest: &[u8],
     delimiter: u8,
     quick: QuickParser<T::Native>,
-) -> Option<usize>
-where
-    T: ArrowPrimitiveType + Parser,
-{
+) -> Option<usize> {
     if let Some((value, len)) = quick(rest)
         && rest.get(len).is_none_or(|b| *b == delimiter)
     {
-        builder.append_value(value);
+        values.push(value);
+        nulls.append_non_null();
         return Some(len);
     }
     let len = field_len(rest, delimiter);
     if len == 0 {
-        builder.append_null();
+        values.push(T::Native::default());
+        nulls.append_null();
     } else {
-        builder.append_value(T::parse(std::str::from_utf8(&rest[..len]).ok()?)?);
+        values.push(T::parse(std::str::from_utf8(&rest[..len]).ok()?)?);
+        nulls.append_non_null();
     }
     Some(len)
 }
@@ -167,8 +182,6 @@ pub(super) struct LineDecoder {
     slots: Vec<Option<usize>>,
     columns: Vec<Column>,
     projected: SchemaRef,
-    /// The rows a batch holds at most (room is made for as many).
-    batch_size: usize,
     rows: usize,
 }
 
@@ -186,32 +199,23 @@ impl LineDecoder {
         for (slot, column) in projection.iter().enumerate() {
             slots[*column] = Some(slot);
         }
-        let mut decoder = Self {
+        let columns = projected
+            .fields()
+            .iter()
+            .map(|field| Column::new(field.data_type(), batch_size))
+            .collect();
+        Self {
             delimiter,
             slots,
-            columns: Vec::new(),
+            columns,
             projected,
-            batch_size,
             rows: 0,
-        };
-        decoder.reset();
-        decoder
+        }
     }
 
     /// Rows decoded since the last batch.
     pub(super) fn rows(&self) -> usize {
         self.rows
-    }
-
-    /// Starts the batch afresh.
-    fn reset(&mut self) {
-        self.columns = self
-            .projected
-            .fields()
-            .iter()
-            .map(|field| Column::new(field.data_type(), self.batch_size))
-            .collect();
-        self.rows = 0;
     }
 
     /// Whether `line` has as many fields as the file has columns.
@@ -246,7 +250,7 @@ impl LineDecoder {
     pub(super) fn finish(&mut self) -> DfResult<RecordBatch> {
         let rows = self.rows;
         let columns: Vec<ArrayRef> = self.columns.iter_mut().map(Column::finish).collect();
-        self.reset();
+        self.rows = 0;
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
             Arc::clone(&self.projected),
@@ -258,8 +262,6 @@ impl LineDecoder {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::datatypes::{Float64Type, Int64Type};
-
     use super::*;
 
     /// The quick parsers agree with arrow's on every form they take, and leave the rest to it.
@@ -298,5 +300,36 @@ mod tests {
             assert_eq!(quick_integer(text.as_bytes()).map(|(v, _)| v), Int64Type::parse(text));
         }
         assert!(quick_integer(b"1234567890123456789").is_none());
+    }
+
+    /// Runs of digits of every length on both sides of the point, followed by a delimiter or by nothing,
+    /// read as arrow reads them, or left to it.
+    #[test]
+    fn digit_runs_of_every_length_read_as_arrow_reads_them() {
+        let digits = "9081726354453627189";
+        for whole in 0..=19 {
+            for fraction in 0..=19 - whole {
+                let mut text = String::from(&digits[..whole]);
+                if fraction > 0 {
+                    text.push('.');
+                    text.push_str(&digits[19 - fraction..]);
+                }
+                for line in [text.clone(), format!("-{text},7")] {
+                    let field = line.split(',').next().unwrap_or_default();
+                    match (quick_decimal(line.as_bytes()), Float64Type::parse(field)) {
+                        (Some((ours, len)), Some(arrow)) => {
+                            assert_eq!(len, field.len(), "{line}");
+                            assert_eq!(ours.to_bits(), arrow.to_bits(), "{line}");
+                        }
+                        (None, _) => assert!(whole == 0 || whole + fraction >= 16, "{line} refused"),
+                        (Some(_), None) => panic!("{line} read here but not by arrow"),
+                    }
+                    if fraction == 0 && (1..=18).contains(&whole) {
+                        let ours = quick_integer(line.as_bytes()).map(|(v, _)| v);
+                        assert_eq!(ours, Int64Type::parse(field), "{line}");
+                    }
+                }
+            }
+        }
     }
 }
