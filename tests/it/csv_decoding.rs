@@ -160,7 +160,7 @@ async fn plain_and_other_lines_read_as_arrow_reads_them() {
     // A delimiter that numbers hold is a number's end, never part of one.
     let dotted = schema_of(&[("a", DataType::Float64), ("b", DataType::Int64)]);
     for (delimiter, text) in [(b'.', &b"a.b\n1.5.3\n"[..]), (b'-', &b"a-b\n-1-2\n"[..])] {
-        let path = dir.path().join("delimited.csv");
+        let path = dir.path().join(format!("delimited-{}.csv", delimiter as char));
         std::fs::write(&path, text).unwrap();
         let options = CsvOptions::new().delimiter(delimiter).schema(Arc::clone(&dotted));
         let ours = Session::local(1)
@@ -189,7 +189,7 @@ fn field() -> impl Strategy<Value = String> {
             format!("{scaled:.*}", places as usize)
         }),
         2 => any::<i32>().prop_map(|n| n.to_string()),
-        // Digits of every length around the ones read a word at a time, leading zeros included.
+        // Runs of digits of every length a field holds, leading zeros included.
         2 => ("-?[0-9]{1,11}", "[0-9]{0,11}").prop_map(|(whole, fraction)| match fraction.is_empty() {
             true => whole,
             false => format!("{whole}.{fraction}"),

@@ -4,8 +4,8 @@
 //! into one stream and hands it out again; for a frame of vectors that left one core encoding.)
 //!
 //! Floating-point columns, vectors included, are written without dictionary encoding: their values seldom
-//! repeat, so a dictionary is built only to be abandoned. The elements of vectors (of any list) carry no
-//! minimum and maximum: one over every slot of every row prunes nothing, and computing it cost 7 % of a
+//! repeat, so a dictionary is built only to be abandoned. The float elements of vectors (of any list) carry
+//! no minimum and maximum: one over every slot of every row prunes nothing, and computing it cost 7 % of a
 //! whole preprocessing job. Every other column keeps Parquet's defaults. Each part file is synced by its
 //! own task as soon as it is closed, while other partitions may still be encoding.
 
@@ -111,7 +111,7 @@ async fn write_part(
         // Synced here, while other partitions may still be encoding, rather than after them all.
         tokio::task::spawn_blocking(move || file.sync_all().map_err(|e| io_error(&path, e)))
             .await
-            .map_err(|e| DataFusionError::Execution(format!("syncing a part file panicked: {e}")))??;
+            .map_err(|e| DataFusionError::Execution(format!("syncing a part file failed: {e}")))??;
     }
     Ok((rows, wrote))
 }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, NullBufferBuilder, PrimitiveArray, RecordBatch, RecordBatchOptions, StringBuilder,
+    ArrayBuilder, ArrayRef, NullBufferBuilder, PrimitiveArray, RecordBatch, RecordBatchOptions, StringBuilder,
 };
 use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::arrow::compute::kernels::cast_utils::Parser;
@@ -78,7 +78,11 @@ impl Column {
         match self {
             Self::Float64(values, nulls) => primitive::<Float64Type>(values, nulls),
             Self::Int64(values, nulls) => primitive::<Int64Type>(values, nulls),
-            Self::Utf8(builder) => Arc::new(builder.finish()),
+            Self::Utf8(builder) => {
+                // A finished builder starts again with no room at all; its successor gets as much.
+                let room = StringBuilder::with_capacity(builder.len(), builder.values_slice().len());
+                Arc::new(std::mem::replace(builder, room).finish())
+            }
         }
     }
 }
