@@ -6,8 +6,8 @@
 //! Floating-point columns, vectors included, are written without dictionary encoding: their values seldom
 //! repeat, so a dictionary is built only to be abandoned. The float elements of vectors (of any list) carry
 //! no minimum and maximum: one over every slot of every row prunes nothing, and computing it cost 7 % of a
-//! whole preprocessing job. Every other column keeps Parquet's defaults. Each part file is synced by its
-//! own task as soon as it is closed, while other partitions may still be encoding.
+//! whole preprocessing job. Every other column keeps Parquet's defaults. The files are synced
+//! afterwards with every writer's, by [`FrameWriter::save`](super::FrameWriter::save).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -104,14 +104,9 @@ async fn write_part(
     }
     let wrote = writer.is_some();
     if let Some(part) = writer {
-        let file = part
-            .into_inner()?
+        part.into_inner()?
             .into_inner()
             .map_err(|e| io_error(&path, e.into_error()))?;
-        // Synced here, while other partitions may still be encoding, rather than after them all.
-        tokio::task::spawn_blocking(move || file.sync_all().map_err(|e| io_error(&path, e)))
-            .await
-            .map_err(|e| DataFusionError::Execution(format!("syncing a part file failed: {e}")))??;
     }
     Ok((rows, wrote))
 }
