@@ -46,6 +46,9 @@ use crate::master::{Master, SessionInfo};
 use crate::vector::vector_dim;
 
 mod parquet_parts;
+mod part_file;
+mod vector_chunk;
+mod writeback;
 
 /// The files a write produces, as Spark names them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

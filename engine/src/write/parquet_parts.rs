@@ -6,10 +6,11 @@
 //! Floating-point columns, vectors included, are written without dictionary encoding: their values seldom
 //! repeat, so a dictionary is built only to be abandoned. The float elements of vectors (of any list) carry
 //! no minimum and maximum: one over every slot of every row prunes nothing, and computing it cost 7 % of a
-//! whole preprocessing job. Every other column keeps Parquet's defaults. The files are synced
-//! afterwards with every writer's, by [`FrameWriter::save`](super::FrameWriter::save).
+//! whole preprocessing job. Every other column keeps Parquet's defaults. Each file is written by a
+//! [`PartFile`] — vector columns without nulls by its own encoder — in row groups of [`ROW_GROUP_ROWS`], its
+//! bytes sent to the disk as they are written ([`WritebackFile`]); the files are synced afterwards with every
+//! writer's, by [`FrameWriter::save`](super::FrameWriter::save).
 
-use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -20,17 +21,28 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::SendableRecordBatchStream;
-use datafusion::parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
+use datafusion::parquet::arrow::ArrowSchemaConverter;
 use datafusion::parquet::basic::{Compression, Type as PhysicalType};
 use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
 use datafusion::prelude::DataFrame;
 use futures::StreamExt;
 
+use super::part_file::PartFile;
+use super::writeback::WritebackFile;
+
+/// The rows of a row group: an eighth of arrow's default (DuckDB writes 122,880). A row group is held in
+/// memory, encoded, until it is complete, so smaller ones start writing to the disk while the rest is still
+/// being encoded, and keep less in memory; at 1M rows of 32-slot vectors the whole job took 0.13 s to transform
+/// and write instead of 0.15 s with arrow's 1,048,576.
+const ROW_GROUP_ROWS: usize = 128 * 1024;
+
 /// The writer settings for `schema`'s columns with `codec` (Spark's names: `snappy`, `zstd(3)`, …).
 fn properties(schema: &SchemaRef, codec: &str) -> DfResult<WriterProperties> {
     let compression = Compression::from_str(&codec.to_ascii_lowercase())
         .map_err(|e| DataFusionError::Configuration(format!("Parquet compression {codec:?}: {e}")))?;
-    let mut builder = WriterProperties::builder().set_compression(compression);
+    let mut builder = WriterProperties::builder()
+        .set_compression(compression)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS));
     let columns = ArrowSchemaConverter::new().convert(schema)?;
     for column in columns.columns() {
         if matches!(column.physical_type(), PhysicalType::FLOAT | PhysicalType::DOUBLE) {
@@ -72,8 +84,8 @@ pub(super) async fn write(df: DataFrame, dir: &Path, codec: &str) -> DfResult<u6
         files += usize::from(wrote);
     }
     if files == 0 {
-        let empty = ArrowWriter::try_new(create(&name(0))?, schema, Some(properties))?;
-        empty.close()?;
+        let path = name(0);
+        finish(PartFile::try_new(create(&path)?, schema, properties)?, &path)?;
     }
     Ok(rows)
 }
@@ -84,7 +96,7 @@ async fn write_part(
     path: PathBuf,
     properties: WriterProperties,
 ) -> DfResult<(u64, bool)> {
-    let mut writer: Option<ArrowWriter<BufWriter<File>>> = None;
+    let mut writer: Option<PartFile<BufWriter<WritebackFile>>> = None;
     let mut rows = 0;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
@@ -93,26 +105,29 @@ async fn write_part(
         }
         let part = match &mut writer {
             Some(part) => part,
-            None => writer.insert(ArrowWriter::try_new(
-                create(&path)?,
-                batch.schema(),
-                Some(properties.clone()),
-            )?),
+            None => writer.insert(PartFile::try_new(create(&path)?, batch.schema(), properties.clone())?),
         };
         part.write(&batch)?;
         rows += batch.num_rows() as u64;
     }
     let wrote = writer.is_some();
     if let Some(part) = writer {
-        part.into_inner()?
-            .into_inner()
-            .map_err(|e| io_error(&path, e.into_error()))?;
+        finish(part, &path)?;
     }
     Ok((rows, wrote))
 }
 
-fn create(path: &Path) -> DfResult<BufWriter<File>> {
-    let file = File::create(path).map_err(|e| io_error(path, e))?;
+/// Writes the footer of the part file at `path` and sends its last bytes on their way to the disk.
+fn finish(part: PartFile<BufWriter<WritebackFile>>, path: &Path) -> DfResult<()> {
+    part.into_inner()?
+        .into_inner()
+        .map_err(|e| io_error(path, e.into_error()))?
+        .finish();
+    Ok(())
+}
+
+fn create(path: &Path) -> DfResult<BufWriter<WritebackFile>> {
+    let file = WritebackFile::create(path).map_err(|e| io_error(path, e))?;
     Ok(BufWriter::with_capacity(1 << 20, file))
 }
 
