@@ -3,15 +3,16 @@
 //! file — with arrow's schema in its footer, as arrow's `ArrowWriter` writes it, so readers get the vector
 //! type back.
 //!
-//! A row group holds up to the properties' row limit (arrow's default, 1,048,576). A vector column is written
-//! by one encoder for the whole row group, so a batch whose vectors hold a null, arriving while the row group
-//! writes that column with [`VectorChunk`], ends the row group; the next one gives the column to arrow's
-//! writer.
+//! A row group holds up to the properties' row limit (arrow's default, 1,048,576); their byte limit and
+//! content-defined chunking are not applied, nor encryption (the part files' properties set none of them). A
+//! vector column is written by one encoder for the whole row group, so a batch whose vectors hold a null,
+//! arriving while the row group writes that column with [`VectorChunk`], ends the row group; the next one
+//! gives the column to arrow's writer.
 
 use std::io::Write;
 
 use datafusion::arrow::array::{Array, FixedSizeListArray, RecordBatch};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
 use datafusion::parquet::errors::{ParquetError, Result};
@@ -40,8 +41,9 @@ struct RowGroup {
     rows: usize,
 }
 
+/// The encoder of one field's column chunks in a row group.
 enum FieldChunk {
-    /// Boxed: the snappy encoder's table makes it large.
+    /// A vector column without nulls (boxed: the snappy encoder's table makes it large).
     Vectors(Box<VectorChunk>),
     /// Arrow's writers of the field's leaves.
     Arrow(Vec<ArrowColumnWriter>),
@@ -84,11 +86,13 @@ impl<W: Write + Send> PartFile<W> {
 
     /// Adds `batch`'s rows, writing out each row group it fills.
     pub(super) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        if batch.schema().fields() != self.schema.fields() {
+        let types =
+            |schema: &SchemaRef| -> Vec<DataType> { schema.fields().iter().map(|f| f.data_type().clone()).collect() };
+        if types(&batch.schema()) != types(&self.schema) {
             return Err(ParquetError::General(format!(
                 "a batch of columns {:?} in a file of columns {:?}",
-                batch.schema().fields(),
-                self.schema.fields()
+                types(&batch.schema()),
+                types(&self.schema)
             )));
         }
         let mut row = 0;
@@ -121,7 +125,7 @@ impl<W: Write + Send> PartFile<W> {
         self.file.into_inner()
     }
 
-    /// A row group whose vector columns are given to [`VectorChunk`] where `rows` hold no null vector.
+    /// A row group whose vector columns are given to [`VectorChunk`] where `rows` hold no null vector or slot.
     fn start_row_group(&self, rows: &RecordBatch) -> Result<RowGroup> {
         let mut writers = self
             .column_writers
@@ -182,6 +186,7 @@ impl RowGroup {
             })
     }
 
+    /// Encodes `rows` (of `schema`) into each field's chunks.
     fn write(&mut self, rows: &RecordBatch, schema: &SchemaRef) -> Result<()> {
         for ((chunk, column), field) in self.fields.iter_mut().zip(rows.columns()).zip(schema.fields()) {
             match chunk {
@@ -213,8 +218,11 @@ mod tests {
     use datafusion::arrow::buffer::NullBuffer;
     use datafusion::arrow::compute::concat_batches;
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
-    use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use datafusion::parquet::arrow::arrow_reader::{
+        ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+    };
     use datafusion::parquet::basic::Compression;
+    use datafusion::parquet::file::metadata::PageIndexPolicy;
 
     use super::*;
 
@@ -328,6 +336,52 @@ mod tests {
     }
 
     #[test]
+    fn every_nullability_of_vector_and_slot_reads_back() {
+        // Definition levels of 1, 2 and 3: a required or optional vector of required or optional slots.
+        for (vector_nullable, slot_nullable) in [(false, false), (true, false), (false, true), (true, true)] {
+            let item = Arc::new(Field::new_list_field(DataType::Float32, slot_nullable));
+            let values = Float32Array::from_iter_values((0..40 * 3).map(|i| i as f32 / 8.0));
+            let vectors = FixedSizeListArray::new(item, 3, Arc::new(values), None);
+            let field = Field::new("v", vectors.data_type().clone(), vector_nullable);
+            let batch = RecordBatch::try_new(Arc::new(Schema::new(vec![field])), vec![Arc::new(vectors)]).unwrap();
+            let (read, groups) = round_trip(std::slice::from_ref(&batch), properties(Compression::SNAPPY));
+            assert_eq!(
+                read, batch,
+                "vector nullable {vector_nullable}, slot nullable {slot_nullable}"
+            );
+            assert_eq!(groups, [40]);
+        }
+    }
+
+    #[test]
+    fn the_offset_index_lets_a_reader_skip_pages() {
+        let batches: Vec<RecordBatch> = (0..4).map(|i| batch(i * 40, 40, 3, false)).collect();
+        let written = concat_batches(&batches[0].schema(), &batches).unwrap();
+        let mut file = PartFile::try_new(Vec::new(), batches[0].schema(), properties(Compression::SNAPPY)).unwrap();
+        for batch in &batches {
+            file.write(batch).unwrap();
+        }
+        let bytes = Bytes::from(file.into_inner().unwrap());
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+        let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(bytes, options).unwrap();
+        // 300-byte pages hold 25 vectors of 3 slots: two pages a row group of 50 rows.
+        let pages = builder.metadata().offset_index().unwrap()[0][0].page_locations();
+        assert_eq!(pages.iter().map(|p| p.first_row_index).collect::<Vec<_>>(), [0, 25]);
+        let selection = RowSelection::from(vec![
+            RowSelector::skip(30),
+            RowSelector::select(12),
+            RowSelector::skip(70),
+            RowSelector::select(5),
+        ]);
+        let reader = builder.with_row_selection(selection).build().unwrap();
+        let read: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+        let read = concat_batches(&written.schema(), &read).unwrap();
+        let expected = concat_batches(&written.schema(), &[written.slice(30, 12), written.slice(112, 5)]).unwrap();
+        assert_eq!(slots(&read), slots(&expected));
+        assert_eq!(read.columns()[1..], expected.columns()[1..]);
+    }
+
+    #[test]
     fn columns_that_ask_for_statistics_or_another_codec_go_to_arrows_writer() {
         let field = Field::new("v", crate::vector::vector_type(4), true);
         let schema = Arc::new(Schema::new(vec![field.clone()]));
@@ -345,5 +399,11 @@ mod tests {
             .set_statistics_enabled(datafusion::parquet::file::properties::EnabledStatistics::None)
             .build();
         assert!(!writes(zstd));
+        let split = WriterProperties::builder()
+            .set_encoding(datafusion::parquet::basic::Encoding::BYTE_STREAM_SPLIT)
+            .set_dictionary_enabled(false)
+            .set_statistics_enabled(datafusion::parquet::file::properties::EnabledStatistics::None)
+            .build();
+        assert!(!writes(split));
     }
 }

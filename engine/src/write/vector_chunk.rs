@@ -53,8 +53,9 @@ impl VectorChunk {
     /// writes when its vectors hold no null (see [`has_nulls`]).
     pub(super) fn writes(field: &Field, descr: &ColumnDescPtr, properties: &WriterProperties) -> bool {
         let path = descr.path();
-        vector_dim(field.data_type()).is_some()
+        f32_vector_dim(field.data_type()).is_some()
             && descr.max_rep_level() == 1
+            && matches!(properties.encoding(path), None | Some(Encoding::PLAIN))
             && matches!(
                 properties.compression(path),
                 Compression::SNAPPY | Compression::UNCOMPRESSED
@@ -67,9 +68,9 @@ impl VectorChunk {
 
     /// An empty chunk of the vector column `field` (one [`writes`](Self::writes) accepts) stored as `descr`.
     pub(super) fn new(field: &Field, descr: ColumnDescPtr, properties: &WriterProperties) -> Result<Self> {
-        let dim = vector_dim(field.data_type())
+        let dim = f32_vector_dim(field.data_type())
             .ok_or_else(|| ParquetError::General(format!("column {:?} is not a vector of floats", field.name())))?;
-        let page_rows = (properties.data_page_size_limit() / (dim * size_of::<f32>()))
+        let page_rows = (properties.column_data_page_size_limit(descr.path()) / (dim * size_of::<f32>()))
             .clamp(1, properties.data_page_row_count_limit().max(1));
         Ok(Self {
             compression: properties.compression(descr.path()),
@@ -147,8 +148,10 @@ impl VectorChunk {
             return Ok(());
         }
         let values = rows * self.dim;
-        let num_values = u32::try_from(values)
-            .map_err(|_| ParquetError::General(format!("a page of {values} vector slots is too large")))?;
+        // A page header holds its count of values as an i32.
+        let num_values = i32::try_from(values)
+            .map_err(|_| ParquetError::General(format!("a page of {values} vector slots is too large")))?
+            as u32;
         self.body.clear();
         put_repetition_levels(&mut self.body, &self.rep_pattern, values);
         put_definition_levels(&mut self.body, self.descr.max_def_level(), values);
@@ -189,7 +192,7 @@ impl VectorChunk {
 }
 
 /// The dimension of a vector of 32-bit floats; `None` for other types.
-fn vector_dim(data_type: &DataType) -> Option<usize> {
+fn f32_vector_dim(data_type: &DataType) -> Option<usize> {
     match data_type {
         DataType::FixedSizeList(item, dim) if *item.data_type() == DataType::Float32 && *dim > 0 => Some(*dim as usize),
         _ => None,

@@ -11,11 +11,11 @@ use std::io::{self, Write};
 use std::path::Path;
 
 /// The bytes written between two starts of write-back.
-pub const WRITEBACK_STRIDE: u64 = 8 << 20;
+pub(super) const WRITEBACK_STRIDE: u64 = 8 << 20;
 
 /// A file being written whose bytes go to the disk a stride at a time (see the [module](self) docs).
 #[derive(Debug)]
-pub struct WritebackFile {
+pub(super) struct WritebackFile {
     file: File,
     /// Bytes written so far.
     written: u64,
@@ -25,7 +25,7 @@ pub struct WritebackFile {
 
 impl WritebackFile {
     /// Creates (or truncates) the file at `path`.
-    pub fn create(path: &Path) -> io::Result<Self> {
+    pub(super) fn create(path: &Path) -> io::Result<Self> {
         Ok(Self {
             file: File::create(path)?,
             written: 0,
@@ -33,12 +33,12 @@ impl WritebackFile {
         })
     }
 
-    /// The file, its last bytes on their way to the disk, to be synced and closed.
-    pub fn finish(mut self) -> File {
+    /// Sends the last bytes on their way to the disk and closes the file; the caller syncs it later
+    /// (`FrameWriter::save` syncs every part file before moving them into place).
+    pub(super) fn finish(mut self) {
         if self.written > self.started {
             self.start_writeback();
         }
-        self.file
     }
 
     /// Starts the write-back of what was written since the last start.
@@ -77,6 +77,8 @@ impl Write for WritebackFile {
 
 #[cfg(test)]
 mod tests {
+    use hearth_ml::files::sync;
+
     use super::*;
 
     #[test]
@@ -91,7 +93,8 @@ mod tests {
             file.write_all(chunk).unwrap();
         }
         assert_eq!(file.started, WRITEBACK_STRIDE * 2);
-        file.finish().sync_all().unwrap();
+        file.finish();
+        sync(&path).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
     }
 }
