@@ -3,6 +3,7 @@
 
 mod locate;
 mod located_table;
+mod object_stores;
 mod plain_csv;
 
 use std::path::{Path, PathBuf};
@@ -197,7 +198,23 @@ fn as_strings(schema: &Schema) -> Schema {
     )
 }
 
-fn path_str(path: &Path) -> Result<&str> {
+/// The location DataFusion reads for `path`: a local path that exists, or an object store's URL, its store
+/// registered with `session` (see `object_stores`).
+fn path_str<'p>(session: &Session, path: &'p Path) -> Result<&'p str> {
+    if let Some(location) = path.to_str().filter(|location| object_stores::is_remote(location)) {
+        let refused = |message: String| HearthError::Persistence {
+            path: path.to_path_buf(),
+            message,
+        };
+        if !matches!(session.master(), Master::Local { .. }) {
+            return Err(refused(
+                "an object store's files are read on local[N] sessions; a fleet's executors read paths they see"
+                    .to_string(),
+            ));
+        }
+        object_stores::register(session.context(), location).map_err(refused)?;
+        return Ok(location);
+    }
     if !path.exists() {
         return Err(HearthError::Persistence {
             path: path.to_path_buf(),
@@ -211,7 +228,9 @@ fn path_str(path: &Path) -> Result<&str> {
 }
 
 impl Session {
-    /// Reads a CSV file, or a directory of them.
+    /// Reads a CSV file, or a directory of them: a local path, or on a `local[N]` session an object store's
+    /// URL (`s3://bucket/key.csv`, `gs://…`, `az://…`, `https://…`; credentials from the store's environment
+    /// variables, such as `AWS_ACCESS_KEY_ID`).
     ///
     /// ```no_run
     /// # async fn demo() -> hearth_engine::error::Result<()> {
@@ -221,7 +240,7 @@ impl Session {
     /// ```
     pub async fn read_csv(&self, path: impl AsRef<Path>, options: &CsvOptions) -> Result<DataFrame> {
         let path = path.as_ref();
-        let location = path_str(path)?;
+        let location = path_str(self, path)?;
         let extension = extension_of(path, ".csv");
         let read = options.datafusion_options(location, &extension);
         let csv = Arc::new(CsvFiles {
@@ -276,12 +295,12 @@ impl Session {
     /// DataFusion's CSV scan of `path`; on an embedded session its read errors name the file and line (a
     /// fleet's plans carry DataFusion's own table).
     async fn scan_csv(&self, path: &Path, read: CsvReadOptions<'_>, csv: &Arc<CsvFiles>) -> Result<DataFrame> {
-        let location = path_str(path)?;
-        let df = self
-            .context()
-            .read_csv(location, read)
-            .await
-            .map_err(|e| csv.located(e))?;
+        let location = path_str(self, path)?;
+        let df = match self.context().read_csv(location, read).await {
+            Ok(df) => df,
+            Err(e) if object_stores::is_remote(location) => return Err(remote_error(path, e)),
+            Err(e) => return Err(csv.located(e).into()),
+        };
         if df.schema().fields().is_empty() {
             return Err(HearthError::Persistence {
                 path: path.to_path_buf(),
@@ -295,6 +314,9 @@ impl Session {
         let (Master::Local { .. }, LogicalPlan::TableScan(scan)) = (self.master(), df.logical_plan()) else {
             return Ok(df);
         };
+        if object_stores::is_remote(location) {
+            return Ok(df);
+        }
         let table = LocatedCsvTable {
             inner: source_as_provider(&scan.source)?,
             files: Arc::clone(csv),
@@ -302,13 +324,28 @@ impl Session {
         Ok(self.context().read_table(Arc::new(table))?)
     }
 
-    /// Reads a Parquet file, or a directory of them.
+    /// Reads a Parquet file, or a directory of them: a local path or an object store's URL, as
+    /// [`read_csv`](Self::read_csv) reads.
     pub async fn read_parquet(&self, path: impl AsRef<Path>) -> Result<DataFrame> {
         let path = path.as_ref();
-        let location = path_str(path)?;
+        let location = path_str(self, path)?;
         let extension = extension_of(path, ".parquet");
         let options = ParquetReadOptions::default().file_extension(&extension);
-        Ok(self.context().read_parquet(location, options).await?)
+        match self.context().read_parquet(location, options).await {
+            Err(e) if object_stores::is_remote(location) => Err(remote_error(path, e)),
+            read => Ok(read?),
+        }
+    }
+}
+
+/// A failed read of an object store's `path`, named, with where its settings come from.
+fn remote_error(path: &Path, error: datafusion::error::DataFusionError) -> HearthError {
+    HearthError::Persistence {
+        path: path.to_path_buf(),
+        message: format!(
+            "reading it from its object store (settings and credentials from the store's environment variables, \
+             such as AWS_ACCESS_KEY_ID): {error}"
+        ),
     }
 }
 

@@ -5,6 +5,7 @@ mod cluster;
 mod commands;
 mod common;
 mod faults;
+mod object_stores;
 mod secret;
 mod soak;
 mod tls;
