@@ -44,24 +44,33 @@ pub(super) fn register(context: &SessionContext, location: &str) -> Result<(), S
         return Ok(());
     }
     let scheme = url.scheme().to_ascii_lowercase();
-    let built: object_store::Result<Arc<dyn ObjectStore>> = match scheme.as_str() {
-        "s3" | "s3a" => AmazonS3Builder::from_env()
-            .with_url(location)
-            .build()
-            .map(|s| Arc::new(s) as _),
-        "gs" | "gcs" => GoogleCloudStorageBuilder::from_env()
-            .with_url(location)
-            .build()
-            .map(|s| Arc::new(s) as _),
-        "az" | "azure" | "abfs" | "abfss" | "adl" => MicrosoftAzureBuilder::from_env()
-            .with_url(location)
-            .build()
-            .map(|s| Arc::new(s) as _),
-        "http" | "https" => HttpBuilder::new()
-            .with_url(store_url.as_str())
-            .with_client_options(object_store::ClientOptions::new().with_allow_http(scheme == "http"))
-            .build()
-            .map(|s| Arc::new(s) as _),
+    let opening = |e: object_store::Error| format!("opening its {scheme} store (from the environment's settings): {e}");
+    let store: Arc<dyn ObjectStore> = match scheme.as_str() {
+        "s3" | "s3a" => Arc::new(
+            AmazonS3Builder::from_env()
+                .with_url(location)
+                .build()
+                .map_err(opening)?,
+        ),
+        "gs" | "gcs" => Arc::new(
+            GoogleCloudStorageBuilder::from_env()
+                .with_url(location)
+                .build()
+                .map_err(opening)?,
+        ),
+        "az" | "azure" | "abfs" | "abfss" | "adl" => Arc::new(
+            MicrosoftAzureBuilder::from_env()
+                .with_url(location)
+                .build()
+                .map_err(opening)?,
+        ),
+        "http" | "https" => {
+            let client = object_store::ClientOptions::new().with_allow_http(scheme == "http");
+            let http = HttpBuilder::new()
+                .with_url(store_url.as_str())
+                .with_client_options(client);
+            Arc::new(http.build().map_err(opening)?)
+        }
         other => {
             return Err(format!(
                 "no object store for {other}:// URLs: hearth reads s3://, s3a://, gs://, az://, abfs://, abfss://, \
@@ -69,7 +78,6 @@ pub(super) fn register(context: &SessionContext, location: &str) -> Result<(), S
             ));
         }
     };
-    let store = built.map_err(|e| format!("opening its {scheme} store (from the environment's settings): {e}"))?;
     runtime.register_object_store(store_url.as_ref(), store);
     Ok(())
 }

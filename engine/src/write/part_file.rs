@@ -12,14 +12,14 @@
 use std::io::Write;
 
 use datafusion::arrow::array::{Array, FixedSizeListArray, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
 use datafusion::parquet::errors::{ParquetError, Result};
 use datafusion::parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
 use datafusion::parquet::file::writer::SerializedFileWriter;
 
-use super::vector_chunk::{VectorChunk, has_nulls};
+use super::vector_chunk::{VectorChunk, vectors_without_nulls};
 
 /// A Parquet file being written from record batches of one schema (see the [module](self) docs).
 pub(super) struct PartFile<W: Write + Send> {
@@ -86,12 +86,23 @@ impl<W: Write + Send> PartFile<W> {
 
     /// Adds `batch`'s rows, writing out each row group it fills.
     pub(super) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        let types =
-            |schema: &SchemaRef| -> Vec<DataType> { schema.fields().iter().map(|f| f.data_type().clone()).collect() };
-        if types(&batch.schema()) != types(&self.schema) {
+        let types = |schema: &SchemaRef| {
+            schema
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect::<Vec<_>>()
+        };
+        let batch_schema = batch.schema();
+        let same_types = (batch_schema.fields().iter().map(|f| f.data_type())).eq(self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.data_type()));
+        if !same_types {
             return Err(ParquetError::General(format!(
                 "a batch of columns {:?} in a file of columns {:?}",
-                types(&batch.schema()),
+                types(&batch_schema),
                 types(&self.schema)
             )));
         }
@@ -134,14 +145,14 @@ impl<W: Write + Send> PartFile<W> {
         let mut fields = Vec::with_capacity(self.schema.fields().len());
         for (index, field) in self.schema.fields().iter().enumerate().rev() {
             let leaves = writers.split_off(self.first_leaves[index]);
-            let vectors = rows.column(index).as_any().downcast_ref::<FixedSizeListArray>();
-            fields.push(match vectors {
-                Some(vectors) if self.vector_fields[index] && !has_nulls(vectors) => {
+            fields.push(
+                if self.vector_fields[index] && vectors_without_nulls(rows.column(index)) {
                     let descr = parquet.column(self.first_leaves[index]);
                     FieldChunk::Vectors(Box::new(VectorChunk::new(field, descr, &self.properties)?))
-                }
-                _ => FieldChunk::Arrow(leaves),
-            });
+                } else {
+                    FieldChunk::Arrow(leaves)
+                },
+            );
         }
         fields.reverse();
         Ok(RowGroup { fields, rows: 0 })
@@ -178,10 +189,7 @@ impl RowGroup {
             .iter()
             .zip(rows.columns())
             .all(|(field, column)| match field {
-                FieldChunk::Vectors(_) => column
-                    .as_any()
-                    .downcast_ref::<FixedSizeListArray>()
-                    .is_some_and(|vectors| !has_nulls(vectors)),
+                FieldChunk::Vectors(_) => vectors_without_nulls(column),
                 FieldChunk::Arrow(_) => true,
             })
     }

@@ -50,7 +50,7 @@ pub(super) struct VectorChunk {
 
 impl VectorChunk {
     /// Whether a column `field`, stored as the Parquet leaf `descr` with `properties`, is one this encoder
-    /// writes when its vectors hold no null (see [`has_nulls`]).
+    /// writes when its vectors hold no null (see [`vectors_without_nulls`]).
     pub(super) fn writes(field: &Field, descr: &ColumnDescPtr, properties: &WriterProperties) -> bool {
         let path = descr.path();
         f32_vector_dim(field.data_type()).is_some()
@@ -91,7 +91,7 @@ impl VectorChunk {
         })
     }
 
-    /// Adds `vectors`, which hold no null (see [`has_nulls`]), writing every page they fill.
+    /// Adds `vectors`, which hold no null (see [`vectors_without_nulls`]), writing every page they fill.
     pub(super) fn write(&mut self, vectors: &FixedSizeListArray) -> Result<()> {
         let values = vectors
             .values()
@@ -199,9 +199,13 @@ fn f32_vector_dim(data_type: &DataType) -> Option<usize> {
     }
 }
 
-/// Whether a vector or a slot of `vectors` is null (then arrow's writer writes the column).
-pub(super) fn has_nulls(vectors: &FixedSizeListArray) -> bool {
-    vectors.null_count() > 0 || vectors.values().null_count() > 0
+/// Whether `column` holds vectors none of which, nor any of their slots, is null — what a [`VectorChunk`]
+/// writes (otherwise arrow's writer writes the column).
+pub(super) fn vectors_without_nulls(column: &dyn Array) -> bool {
+    column
+        .as_any()
+        .downcast_ref::<FixedSizeListArray>()
+        .is_some_and(|vectors| vectors.null_count() == 0 && vectors.values().null_count() == 0)
 }
 
 /// The repetition levels of eight vectors of `dim` slots, packed a bit each, least significant bit first:
