@@ -24,5 +24,8 @@ mod sql;
 mod sql_clustering;
 mod sql_tuning;
 mod strategies;
+mod torch_parity;
+#[path = "../../benches/common/torch_peer.rs"]
+mod torch_peer;
 mod training;
 mod tuning;

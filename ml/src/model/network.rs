@@ -25,17 +25,25 @@ pub struct Network {
 const DROPOUT_STREAM: u64 = 0x6472_6f70_6f75_7421;
 
 /// Inverted dropout as PyTorch's: in training each value is zeroed with probability `rate` and the rest
-/// scaled by `1 / (1 - rate)`; the mask comes from `draws`.
+/// scaled by `1 / (1 - rate)`; the mask comes from `draws`, two 32-bit draws from each 64-bit one.
 fn dropout_mask(xs: &Tensor, rate: f64, train: bool, draws: &Mutex<Draws>) -> Tensor {
     if !train || rate <= 0.0 {
         return xs.shallow_clone();
     }
     let keep = 1.0 - rate;
     let scale = if keep > 0.0 { (1.0 / keep) as f32 } else { 0.0 };
+    // A 32-bit draw below `threshold` keeps its value: probability keep, to 2⁻³².
+    let threshold = (keep * 4_294_967_296.0) as u64;
+    let lane = |bits: u64| if bits < threshold { scale } else { 0.0 };
+    let n = xs.numel();
+    let mut mask = Vec::with_capacity(n + 1);
     let mut draws = draws.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mask: Vec<f32> = (0..xs.numel())
-        .map(|_| if draws.uniform() < keep { scale } else { 0.0 })
-        .collect();
+    for _ in 0..n.div_ceil(2) {
+        let bits = draws.next_u64();
+        mask.push(lane(bits >> 32));
+        mask.push(lane(bits & 0xffff_ffff));
+    }
+    mask.truncate(n);
     let mask = Tensor::from_slice(&mask)
         .view(xs.size().as_slice())
         .to_device(xs.device())
@@ -43,9 +51,40 @@ fn dropout_mask(xs: &Tensor, rate: f64, train: bool, draws: &Mutex<Draws>) -> Te
     xs * mask
 }
 
+/// PyTorch's initialisation of a dense or convolution weight: `kaiming_uniform_(w, a = √5)`, its bound
+/// computed in PyTorch's steps so the draws scale exactly as PyTorch's.
+fn pytorch_weight_init(fan_in: i64) -> nn::Init {
+    let a = 5f64.sqrt();
+    let gain = (2.0 / (1.0 + a.powi(2))).sqrt();
+    let bound = 3f64.sqrt() * (gain / (fan_in as f64).sqrt());
+    nn::Init::Uniform { lo: -bound, up: bound }
+}
+
+/// PyTorch's initialisation of a dense or convolution bias, drawn after its weight: uniform within
+/// ±1/√fan-in.
+fn pytorch_bias_init(bias: Option<&Tensor>, fan_in: i64) {
+    if let Some(bias) = bias {
+        let bound = 1.0 / (fan_in as f64).sqrt();
+        tch::no_grad(|| {
+            let _ = bias.shallow_clone().uniform_(-bound, bound);
+        });
+    }
+}
+
+/// PyTorch's batch normalisation: scale 1, shift 0, momentum 0.1, ε 1e-5.
+fn pytorch_batch_norm() -> nn::BatchNormConfig {
+    nn::BatchNormConfig {
+        ws_init: nn::Init::Const(1.0),
+        ..Default::default()
+    }
+}
+
 impl Network {
-    /// Builds `spec` on `device` with parameters initialised from `seed` (libtorch's defaults: Kaiming
-    /// uniform weights, as PyTorch).
+    /// Builds `spec` on `device` with parameters initialised from `seed` exactly as PyTorch initialises the
+    /// same `nn.Sequential` after `torch.manual_seed(seed)`: dense and convolution weights from
+    /// `kaiming_uniform_(a = √5)` (uniform within ±1/√fan-in), their biases uniform within ±1/√fan-in, drawn
+    /// weight then bias, layer by layer, on the CPU; batch-norm scales 1 and shifts 0. (tch's own defaults
+    /// differ: weights √6 times wider, convolution biases 0, batch-norm scales uniform in [0, 1).)
     ///
     /// ```
     /// use hearth_ml::model::{ModelSpec, Network};
@@ -61,7 +100,9 @@ impl Network {
         static BUILDING: Mutex<()> = Mutex::new(());
         let _one_at_a_time = BUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         tch::manual_seed(seed as i64);
-        let store = nn::VarStore::new(device);
+        // Drawn on the CPU, as PyTorch builds a model before `.to(device)`: a seed gives the same network on
+        // every device.
+        let mut store = nn::VarStore::new(Device::Cpu);
         let dropout = Arc::new(Mutex::new(Draws::new(seed ^ DROPOUT_STREAM)));
         let root = store.root();
         let mut net = nn::seq_t();
@@ -70,7 +111,15 @@ impl Network {
             let path = &root / i.to_string();
             net = match layer {
                 Layer::Dense { units } => {
-                    net.add(nn::linear(path, previous[0] as i64, *units as i64, Default::default()))
+                    let fan_in = previous[0] as i64;
+                    let config = nn::LinearConfig {
+                        ws_init: pytorch_weight_init(fan_in),
+                        bs_init: Some(nn::Init::Const(0.0)),
+                        bias: true,
+                    };
+                    let linear = nn::linear(path, fan_in, *units as i64, config);
+                    pytorch_bias_init(linear.bs.as_ref(), fan_in);
+                    net.add(linear)
                 }
                 Layer::Conv2d {
                     filters,
@@ -78,23 +127,22 @@ impl Network {
                     stride,
                     padding,
                 } => {
+                    let fan_in = (previous[0] * kernel * kernel) as i64;
                     let config = nn::ConvConfig {
                         stride: *stride as i64,
                         padding: *padding as i64,
+                        ws_init: pytorch_weight_init(fan_in),
+                        bs_init: nn::Init::Const(0.0),
                         ..Default::default()
                     };
-                    net.add(nn::conv2d(
-                        path,
-                        previous[0] as i64,
-                        *filters as i64,
-                        *kernel as i64,
-                        config,
-                    ))
+                    let conv = nn::conv2d(path, previous[0] as i64, *filters as i64, *kernel as i64, config);
+                    pytorch_bias_init(conv.bs.as_ref(), fan_in);
+                    net.add(conv)
                 }
                 Layer::BatchNorm if previous.len() == 3 => {
-                    net.add(nn::batch_norm2d(path, previous[0] as i64, Default::default()))
+                    net.add(nn::batch_norm2d(path, previous[0] as i64, pytorch_batch_norm()))
                 }
-                Layer::BatchNorm => net.add(nn::batch_norm1d(path, previous[0] as i64, Default::default())),
+                Layer::BatchNorm => net.add(nn::batch_norm1d(path, previous[0] as i64, pytorch_batch_norm())),
                 Layer::MaxPool2d { kernel, stride } => {
                     let (k, s) = (*kernel as i64, stride.unwrap_or(*kernel) as i64);
                     net.add_fn(move |xs| xs.max_pool2d([k, k], [s, s], [0, 0], [1, 1], false))
@@ -111,6 +159,7 @@ impl Network {
             };
             previous = shape.clone();
         }
+        store.set_device(device);
         Ok(Self {
             store,
             layers: net,

@@ -157,14 +157,16 @@ impl OptimizerSpec {
 /// The parameters' values are moved into one flat tensor (each parameter's storage becomes its slice of it),
 /// and so are their gradients (backpropagation accumulates into the slices, as PyTorch's DDP does with
 /// `gradient_as_bucket_view`) and the optimizer's state: an update is a handful of operations on whole
-/// buffers however many parameter tensors the network has, and the gradient is ready to allreduce as it is.
+/// buffers however many parameter tensors the network has, and the gradient is ready to allreduce as it is —
+/// with one more slot after it, where a trainer puts the step's row count to allreduce in the same buffer.
 #[derive(Debug)]
 pub struct Optimizer {
     spec: OptimizerSpec,
     parameters: Vec<Tensor>,
     /// Every parameter's values, one after another.
     values: Tensor,
-    /// Every parameter's gradient, laid out as `values`.
+    /// Every parameter's gradient, laid out as `values`, then one slot for a count (see
+    /// [`Optimizer::gradient_and_count`]).
     gradient: Tensor,
     /// One tensor shaped as `values` per state slot (Adam: first and second moments).
     state: Vec<Tensor>,
@@ -197,7 +199,7 @@ impl Optimizer {
         });
         // Backpropagating zero gives every parameter a gradient tensor, which then becomes a view of the flat
         // gradient too.
-        let gradient = values.zeros_like();
+        let gradient = Tensor::zeros([values.numel() as i64 + 1], (tch::Kind::Float, device));
         let zero = parameters
             .iter()
             .map(|p| (p * 0.0).sum(tch::Kind::Float))
@@ -231,6 +233,19 @@ impl Optimizer {
     /// Every parameter's gradient, one after another, as [`Optimizer::step`] takes it (the buffer itself,
     /// not a copy: writing into it sets the gradients).
     pub fn gradient(&self) -> Tensor {
+        self.gradient.narrow(0, 0, self.values.numel() as i64)
+    }
+
+    /// The gradient followed by one slot, zero after [`Optimizer::zero_grad`], for a count to travel with it:
+    /// a synchronous trainer allreduces the gradient and its rows in one buffer, in place.
+    ///
+    /// ```
+    /// use hearth_ml::train::{Optimizer, OptimizerSpec};
+    /// let weight = tch::Tensor::from_slice(&[1.0f32, 2.0]).set_requires_grad(true);
+    /// let optimizer = Optimizer::new(OptimizerSpec::sgd(0.5), vec![weight]);
+    /// assert_eq!(optimizer.gradient_and_count().size(), [3]);
+    /// ```
+    pub fn gradient_and_count(&self) -> Tensor {
         self.gradient.shallow_clone()
     }
 

@@ -179,7 +179,8 @@ struct Job<'a> {
     image_shape: Option<[i64; 3]>,
     /// Whether every step's gradient is averaged over the ranks (the synchronous strategy on several ranks).
     averaging: bool,
-    /// The gradients, then the step's row count (empty unless `averaging`).
+    /// The host copy of the gradients and the step's row count, allreduced when they live on a GPU (never
+    /// filled otherwise: on the CPU the optimizer's buffer is allreduced in place).
     fused: Vec<f32>,
     history: Vec<EpochStats>,
     steps_taken: usize,
@@ -266,11 +267,7 @@ impl<'a> Job<'a> {
                 .map(|w| Tensor::from_slice(w).to_kind(Kind::Float).to_device(device)),
             averaging,
             image_shape,
-            fused: if averaging {
-                vec![0f32; optimizer.len() + 1]
-            } else {
-                Vec::new()
-            },
+            fused: Vec::new(),
             network,
             named,
             optimizer,
@@ -418,23 +415,16 @@ impl<'a> Job<'a> {
             None => 0.0,
         };
         let count = if self.averaging {
-            let numel = self.optimizer.len();
-            fuse_gradients(&self.optimizer.gradient(), &mut self.fused, local_rows).map_err(|e| self.torch(e))?;
-            comm.allreduce_sum(&mut self.fused)?;
-            self.fused[numel]
+            let buffer = self.optimizer.gradient_and_count();
+            allreduce_with_count(comm, &buffer, &mut self.fused, local_rows)?
         } else {
             local_rows
         };
         if count > 0.0 {
-            let gradient = if self.averaging {
-                let numel = self.optimizer.len();
-                self.fused[..numel].iter_mut().for_each(|g| *g /= count);
-                Tensor::f_from_slice(&self.fused[..numel])
-                    .and_then(|g| g.f_to_device(self.device))
-                    .map_err(|e| self.torch(e))?
-            } else {
-                self.optimizer.gradient()
-            };
+            let mut gradient = self.optimizer.gradient();
+            if self.averaging {
+                let _ = gradient.f_div_scalar_(f64::from(count)).map_err(|e| self.torch(e))?;
+            }
             self.optimizer.step(&gradient, sums.learning_rate);
         }
         sums.weight += f64::from(local_rows);
@@ -546,10 +536,38 @@ impl<'a> Job<'a> {
     }
 }
 
-/// Copies the flat gradient into `fused`, followed by the step's row count.
-fn fuse_gradients(gradient: &Tensor, fused: &mut [f32], rows: f32) -> Result<(), tch::TchError> {
-    let n = gradient.numel();
-    gradient.f_to_device(Device::Cpu)?.f_copy_data(&mut fused[..n], n)?;
-    fused[n] = rows;
-    Ok(())
+/// Puts `rows` in the last slot of `buffer` (the gradient, then that slot), sums the buffer over every rank and
+/// returns the summed rows. A CPU buffer is summed where it lies; a GPU one through a copy in `host`.
+fn allreduce_with_count(
+    comm: &mut Communicator,
+    buffer: &Tensor,
+    host: &mut Vec<f32>,
+    rows: f32,
+) -> Result<f32, TrainError> {
+    let rank = comm.rank();
+    let torch = |source| TrainError::Torch { rank, source };
+    let n = buffer.numel();
+    let _ = buffer
+        .narrow(0, n as i64 - 1, 1)
+        .f_fill_(f64::from(rows))
+        .map_err(torch)?;
+    if buffer.device() == Device::Cpu && buffer.kind() == Kind::Float && buffer.is_contiguous() {
+        // SAFETY: the buffer is a contiguous CPU tensor of `n` f32 values, the optimizer's own gradient
+        // storage; nothing else reads or writes it until this rank's allreduce returns (libtorch works on it
+        // only in this thread's forward, backward and step).
+        let values = unsafe { std::slice::from_raw_parts_mut(buffer.data_ptr() as *mut f32, n) };
+        comm.allreduce_sum(values)?;
+        return Ok(values[n - 1]);
+    }
+    host.resize(n, 0.0);
+    buffer
+        .f_to_device(Device::Cpu)
+        .and_then(|b| b.f_copy_data(host, n))
+        .map_err(torch)?;
+    comm.allreduce_sum(host)?;
+    let summed = Tensor::f_from_slice(host)
+        .and_then(|t| t.f_to_device(buffer.device()))
+        .map_err(torch)?;
+    buffer.shallow_clone().f_copy_(&summed).map_err(torch)?;
+    Ok(host[n - 1])
 }
