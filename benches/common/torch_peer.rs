@@ -125,20 +125,37 @@ impl Recipe<'_> {
         let config_path = dir.path().join("config.json");
         std::fs::write(&config_path, config.to_string()).map_err(|e| format!("{}: {e}", config_path.display()))?;
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/parity_torch.py");
-        let output = Command::new("python3")
+        let (stdout, stderr) = (dir.path().join("stdout.json"), dir.path().join("stderr.txt"));
+        let file = |path: &Path| std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()));
+        let mut child = Command::new("python3")
             .arg(script)
             .arg(&config_path)
-            .output()
+            .stdout(file(&stdout)?)
+            .stderr(file(&stderr)?)
+            .spawn()
             .map_err(|e| format!("python3 could not start: {e}"))?;
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
+        let deadline = Instant::now() + PEER_TIMEOUT;
+        let status = loop {
+            match child.try_wait().map_err(|e| format!("waiting for {script}: {e}"))? {
+                Some(status) => break status,
+                None if Instant::now() > deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("{script} did not finish within {PEER_TIMEOUT:?}"));
+                }
+                None => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        if !status.success() {
+            let stderr = std::fs::read_to_string(&stderr).unwrap_or_default();
             return Err(format!(
                 "{script} failed: {}",
                 stderr.trim_end().lines().last().unwrap_or("")
             ));
         }
+        let stdout = std::fs::read(&stdout).map_err(|e| format!("{}: {e}", stdout.display()))?;
         let results: Vec<serde_json::Value> =
-            serde_json::from_slice(&output.stdout).map_err(|e| format!("{script} printed no results: {e}"))?;
+            serde_json::from_slice(&stdout).map_err(|e| format!("{script} printed no results: {e}"))?;
         let floats = |values: &serde_json::Value| -> Vec<f64> {
             values
                 .as_array()
