@@ -1,7 +1,7 @@
 //! Benchmark: dist-keras's trainer strategies side by side — the Higgs MLP (600-600, dropout 0.2, Adam 1e-3)
 //! on the same generated events, epochs and batches, each on two ranks (the single trainer on one): test
 //! weighted F1, accuracy, areaUnderROC, seconds, samples/s and staleness. Then hearth's synchronous trainer
-//! against PyTorch DDP over gloo (`benches/ddp_higgs.py`, two processes) on the same rows, model, batch,
+//! against PyTorch DDP over gloo (`benches/parity_torch.py`, two processes) on the same rows, model, batch,
 //! epochs and threads, measured in the same run, best of two rounds each.
 //!
 //! ```text
@@ -9,8 +9,9 @@
 //! HEARTH_BENCH_ROWS=20000 ./dev bench --bench strategies
 //! ```
 
-use std::io::Write;
-use std::process::Command;
+#[path = "common/torch_peer.rs"]
+mod torch_peer;
+
 use std::time::Instant;
 
 use hearth::datasets::higgs;
@@ -19,9 +20,10 @@ use hearth::ml::collective::{LocalWorld, Staleness};
 use hearth::ml::data::Shard;
 use hearth::ml::evaluation::{BinaryState, MulticlassState};
 use hearth::ml::model::{Activation, ModelSpec};
-use hearth::ml::train::{DeviceChoice, RankOutcome, RankTrainer, Strategy, TrainOptions, TrainSettings};
+use hearth::ml::train::{DeviceChoice, OptimizerSpec, RankOutcome, RankTrainer, Strategy, TrainOptions, TrainSettings};
 use hearth::prelude::*;
 use prettytable::{Table, row};
+use torch_peer::Recipe;
 
 const EPOCHS: usize = 3;
 const BATCH: usize = 64;
@@ -109,34 +111,26 @@ fn scores(run: Run, options: TrainOptions, test: &Shard) -> (f64, f64, f64) {
     )
 }
 
-/// Seconds of DDP's training on `train`'s rows (best of `rounds`), or why it could not run.
-fn ddp_seconds(train: &Shard, rounds: usize) -> Result<f64, String> {
-    let mut file = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
-    let mut bytes = Vec::with_capacity(train.rows() * (train.dim() + 1) * 4);
-    for (row, label) in train.features().chunks(train.dim()).zip(train.labels()) {
-        row.iter()
-            .chain([label])
-            .for_each(|v| bytes.extend_from_slice(&v.to_le_bytes()));
-    }
-    file.write_all(&bytes).map_err(|e| e.to_string())?;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/ddp_higgs.py");
-    let mut best = f64::INFINITY;
-    for _ in 0..rounds {
-        let output = Command::new("python3")
-            .arg(script)
-            .arg(file.path())
-            .args([train.dim(), BATCH, EPOCHS].map(|n| n.to_string()))
-            .output()
-            .map_err(|e| format!("python3 could not run: {e}"))?;
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            return Err(format!("python3 failed: {}", stderr.lines().last().unwrap_or("")));
-        }
-        let timing: serde_json::Value =
-            serde_json::from_slice(&output.stdout).map_err(|e| format!("unreadable DDP timing: {e}"))?;
-        best = best.min(timing["seconds"].as_f64().ok_or("no seconds in DDP's timing")?);
-    }
-    Ok(best)
+/// Seconds of DDP's training on `train`'s rows (best of `rounds`; evaluation on `test` after each epoch is not
+/// timed), or why it could not run.
+fn ddp_seconds(train: &Shard, test: &Shard, rounds: usize) -> Result<f64, String> {
+    let recipe = Recipe {
+        train,
+        test,
+        model: options(Strategy::Synchronous, Some(1)).model,
+        batch: BATCH,
+        epochs: EPOCHS,
+        world: WORKERS,
+        threads: 1,
+        shuffle: true,
+        tensors: false,
+    };
+    let runs: Vec<(OptimizerSpec, u64)> = (0..rounds).map(|_| (OptimizerSpec::adam(1e-3), 0)).collect();
+    Ok(recipe
+        .torch(&runs)?
+        .iter()
+        .map(|curve| curve.seconds.iter().sum::<f64>())
+        .fold(f64::INFINITY, f64::min))
 }
 
 #[tokio::main]
@@ -191,7 +185,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let synchronous_seconds = (0..2)
         .map(|_| train(&train_rows, &one_thread).seconds)
         .fold(f64::INFINITY, f64::min);
-    match ddp_seconds(&train_rows, 2) {
+    match ddp_seconds(&train_rows, &test, 2) {
         Ok(ddp) => {
             let mut against = Table::new();
             against.set_titles(row!["trainer (2 ranks, 1 thread each)", "seconds", "samples/s"]);
