@@ -32,23 +32,25 @@ fn setting(name: &str, default: &str) -> String {
 }
 
 /// The three optimizers, as a PyTorch user sets them for these networks.
-fn optimizers(names: &str) -> Vec<OptimizerSpec> {
+fn optimizers(names: &str) -> Result<Vec<OptimizerSpec>, String> {
     names
         .split(',')
         .map(|name| match name.trim() {
-            "sgd" => OptimizerSpec::Sgd {
+            "sgd" => Ok(OptimizerSpec::Sgd {
                 learning_rate: 0.01,
                 momentum: 0.9,
                 nesterov: false,
                 weight_decay: 0.0,
-            },
-            "adam" => OptimizerSpec::adam(1e-3),
-            "adagrad" => OptimizerSpec::Adagrad {
+            }),
+            "adam" => Ok(OptimizerSpec::adam(1e-3)),
+            "adagrad" => Ok(OptimizerSpec::Adagrad {
                 learning_rate: 0.01,
                 eps: 1e-10,
                 weight_decay: 0.0,
-            },
-            other => panic!("HEARTH_PARITY_OPTIMIZERS: unknown optimizer {other:?} (sgd, adam, adagrad)"),
+            }),
+            other => Err(format!(
+                "HEARTH_PARITY_OPTIMIZERS: unknown optimizer {other:?} (sgd, adam, adagrad)"
+            )),
         })
         .collect()
 }
@@ -250,7 +252,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rows: usize = setting("HEARTH_PARITY_ROWS", "100000").parse()?;
     let epochs: usize = setting("HEARTH_PARITY_EPOCHS", "5").parse()?;
     let seeds: Vec<u64> = (1..=setting("HEARTH_PARITY_SEEDS", "3").parse::<u64>()?).collect();
-    let optimizers = optimizers(&setting("HEARTH_PARITY_OPTIMIZERS", "sgd,adam,adagrad"));
+    let optimizers = optimizers(&setting("HEARTH_PARITY_OPTIMIZERS", "sgd,adam,adagrad"))?;
+    if epochs == 0 || seeds.is_empty() {
+        return Err("HEARTH_PARITY_EPOCHS and HEARTH_PARITY_SEEDS must be at least 1".into());
+    }
     let worlds: Vec<usize> = setting("HEARTH_PARITY_WORLDS", "1,2")
         .split(',')
         .map(|w| w.trim().parse())
