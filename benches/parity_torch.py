@@ -100,7 +100,8 @@ def optimizer(spec, parameters):
         return torch.optim.Adam(parameters, lr=lr, betas=(spec.get("beta1", 0.9), spec.get("beta2", 0.999)),
                                 eps=spec.get("eps", 1e-8), weight_decay=decay)
     if kind == "adagrad":
-        return torch.optim.Adagrad(parameters, lr=lr, eps=spec.get("eps", 1e-10), weight_decay=decay)
+        return torch.optim.Adagrad(parameters, lr=lr, eps=spec.get("eps", 1e-10), weight_decay=decay,
+                                   initial_accumulator_value=spec.get("initial_accumulator_value", 0.0))
     if kind == "adadelta":
         return torch.optim.Adadelta(parameters, lr=lr, rho=spec.get("rho", 0.9), eps=spec.get("eps", 1e-6),
                                     weight_decay=decay)

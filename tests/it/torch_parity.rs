@@ -49,10 +49,12 @@ fn optimizers() -> [OptimizerSpec; 3] {
             weight_decay: 0.0,
         },
         OptimizerSpec::adam(1e-2),
+        // Keras's starting accumulator, which PyTorch's `initial_accumulator_value` gives too.
         OptimizerSpec::Adagrad {
             learning_rate: 0.05,
             eps: 1e-10,
             weight_decay: 0.0,
+            initial_accumulator_value: 0.1,
         },
     ]
 }
@@ -189,11 +191,7 @@ async fn the_higgs_mlp_with_dropout_reaches_pytorchs_test_accuracy() {
         shuffle: true,
         tensors: false,
     };
-    let adagrad = OptimizerSpec::Adagrad {
-        learning_rate: 0.01,
-        eps: 1e-10,
-        weight_decay: 0.0,
-    };
+    let adagrad = OptimizerSpec::adagrad(0.01);
     let theirs = recipe
         .torch(&[(adagrad.clone(), 1)])
         .expect("PyTorch runs (./dev test provides it)");

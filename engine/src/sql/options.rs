@@ -513,6 +513,7 @@ impl ModelOptions {
                 learning_rate: learn_rate,
                 eps: 1e-10,
                 weight_decay: l2_reg,
+                initial_accumulator_value: 0.0,
             },
             "adadelta" => OptimizerSpec::Adadelta {
                 learning_rate: learn_rate,

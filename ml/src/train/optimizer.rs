@@ -79,6 +79,10 @@ pub enum OptimizerSpec {
         /// L2 penalty.
         #[serde(default = "zero")]
         weight_decay: f64,
+        /// What the sum of squared gradients starts at: PyTorch's `initial_accumulator_value`, 0 by default.
+        /// Keras's Adagrad starts at 0.1 with ε 1e-7: set both to train as a Keras model (dist-keras) does.
+        #[serde(default = "zero")]
+        initial_accumulator_value: f64,
     },
     /// Adadelta.
     Adadelta {
@@ -109,6 +113,20 @@ impl OptimizerSpec {
             beta2: beta2(),
             eps: adam_eps(),
             weight_decay: 0.0,
+        }
+    }
+
+    /// Adagrad with PyTorch's defaults (ε = 1e-10, the accumulator starting at 0, no weight decay).
+    ///
+    /// ```
+    /// assert_eq!(hearth_ml::train::OptimizerSpec::adagrad(0.01).learning_rate(), 0.01);
+    /// ```
+    pub fn adagrad(learning_rate: f64) -> Self {
+        OptimizerSpec::Adagrad {
+            learning_rate,
+            eps: adagrad_eps(),
+            weight_decay: 0.0,
+            initial_accumulator_value: 0.0,
         }
     }
 
@@ -214,7 +232,14 @@ impl Optimizer {
             p.grad().set_data(&gradient.narrow(0, offset, n).view(shape.as_slice()));
             offset += n;
         }
-        let state = (0..spec.state_slots()).map(|_| values.zeros_like()).collect();
+        let start = match spec {
+            OptimizerSpec::Adagrad {
+                initial_accumulator_value,
+                ..
+            } => initial_accumulator_value,
+            _ => 0.0,
+        };
+        let state = (0..spec.state_slots()).map(|_| values.full_like(start)).collect();
         Self {
             spec,
             parameters,
