@@ -8,8 +8,8 @@
 //! and twice the gap's standard error over the seeds, the scale against which a gap means something. The CNN
 //! on 8,000 images lands up to 5 points apart from one seed to the next, so it runs ten seeds where Higgs runs
 //! three; a shortfall counts against the goal when it is both over 0.5 point and over twice its standard error.
-//! At N = 2 it also runs a plain PyTorch loop on one thread: twice its samples/s is the most two ranks on two
-//! cores can reach (perfect scaling), the ceiling against which DDP's overhead and hearth's are both measured.
+//! At N = 2 it also runs a plain PyTorch loop on one thread: twice its samples/s is what DDP would reach if
+//! two ranks cost nothing over one (perfect scaling), against which DDP's overhead and hearth's are measured.
 //! Each seed's PyTorch runs and hearth's run follow each other, so a drift in the machine's speed meets both.
 //!
 //! ```text
@@ -183,7 +183,7 @@ struct Verdict {
     clear_shortfalls: usize,
     slowest_single: Option<f64>,
     slowest_against_ddp: Option<f64>,
-    /// At N > 1: hearth against N × a plain PyTorch loop on one rank's threads (perfect scaling).
+    /// At N > 1: hearth against N × a plain PyTorch loop on one rank's threads (PyTorch's perfect scaling).
     lowest_scaling: Option<f64>,
 }
 
@@ -209,7 +209,7 @@ fn compare(
         shuffle: true,
         tensors: false,
     };
-    // At N > 1, the most any N ranks on these cores can reach: N × a plain PyTorch loop on one rank's threads.
+    // At N > 1, PyTorch's perfect scaling: N × a plain PyTorch loop on one rank's threads.
     let one_rank = Recipe {
         world: 1,
         model: data.model.clone(),
@@ -370,8 +370,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(share) = verdict.lowest_scaling {
         println!(
-            "Lowest N = 2 row against perfect scaling (2 × a plain PyTorch loop on one thread, the most two ranks \
-             on these cores can reach): {share:.2}"
+            "Lowest N = 2 row against PyTorch's perfect scaling (2 × a plain PyTorch loop on one thread): \
+             {share:.2}×"
         );
     }
     Ok(())
