@@ -27,7 +27,7 @@ use hearth::ml::model::{Activation, Layer, ModelSpec};
 use hearth::ml::train::OptimizerSpec;
 use hearth::prelude::*;
 use prettytable::{Table, row};
-use torch_peer::{Curve, Recipe};
+use torch_peer::{Curve, Recipe, Rows};
 
 const BATCH: usize = 64;
 
@@ -198,9 +198,15 @@ fn compare(
     verdict: &mut Verdict,
 ) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let rows = match Rows::new(&data.train, &data.test) {
+        Ok(rows) => rows,
+        Err(why) => {
+            println!("{} at N = {world}: PyTorch not measured: {why}", data.name);
+            return;
+        }
+    };
     let recipe = Recipe {
-        train: &data.train,
-        test: &data.test,
+        rows: &rows,
         model: data.model.clone(),
         batch: BATCH,
         epochs,

@@ -23,7 +23,7 @@ use hearth::ml::model::{Activation, ModelSpec};
 use hearth::ml::train::{DeviceChoice, OptimizerSpec, RankOutcome, RankTrainer, Strategy, TrainOptions, TrainSettings};
 use hearth::prelude::*;
 use prettytable::{Table, row};
-use torch_peer::Recipe;
+use torch_peer::{Recipe, Rows};
 
 const EPOCHS: usize = 3;
 const BATCH: usize = 64;
@@ -114,9 +114,9 @@ fn scores(run: Run, options: TrainOptions, test: &Shard) -> (f64, f64, f64) {
 /// Seconds of DDP's training on `train`'s rows (best of `rounds`; evaluation on `test` after each epoch is not
 /// timed), or why it could not run.
 fn ddp_seconds(train: &Shard, test: &Shard, rounds: usize) -> Result<f64, String> {
+    let rows = Rows::new(train, test)?;
     let recipe = Recipe {
-        train,
-        test,
+        rows: &rows,
         model: options(Strategy::Synchronous, Some(1)).model,
         batch: BATCH,
         epochs: EPOCHS,

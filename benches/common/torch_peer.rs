@@ -6,7 +6,7 @@
 //! after every epoch and each epoch's training seconds.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,12 +18,39 @@ use hearth::ml::train::{DeviceChoice, OptimizerSpec, RankTrainer, TrainOptions, 
 /// The longest PyTorch's side may take (its DDP ranks give up on a collective after 10 minutes themselves).
 const PEER_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// One recipe, as both sides train it.
-pub struct Recipe<'a> {
+/// The rows both sides train and test on, and the files PyTorch's side reads them from, written once however
+/// many runs read them.
+pub struct Rows<'a> {
     /// Training rows (dealt round robin to the ranks, on both sides).
     pub train: &'a Shard,
     /// Held-out rows, scored after every epoch.
     pub test: &'a Shard,
+    files: tempfile::TempDir,
+}
+
+impl<'a> Rows<'a> {
+    /// `train` and `test`, written for PyTorch's side into a temporary directory (removed when dropped).
+    pub fn new(train: &'a Shard, test: &'a Shard) -> Result<Self, String> {
+        let files = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
+        let rows = Self { train, test, files };
+        write_rows(&rows.train_file(), train)?;
+        write_rows(&rows.test_file(), test)?;
+        Ok(rows)
+    }
+
+    fn train_file(&self) -> PathBuf {
+        self.files.path().join("train.f32")
+    }
+
+    fn test_file(&self) -> PathBuf {
+        self.files.path().join("test.f32")
+    }
+}
+
+/// One recipe, as both sides train it.
+pub struct Recipe<'a> {
+    /// The rows it trains and tests on.
+    pub rows: &'a Rows<'a>,
     /// The network (PyTorch builds the same `nn.Sequential` with its own initialisation).
     pub model: ModelSpec,
     /// Rows per step on each rank.
@@ -79,7 +106,10 @@ impl Recipe<'_> {
         let outcomes: Vec<_> = LocalWorld::new(world)
             .run(|mut comm| {
                 let rank = comm.rank();
-                let (train, test) = (self.train.round_robin(rank, world), self.test.round_robin(rank, world));
+                let (train, test) = (
+                    self.rows.train.round_robin(rank, world),
+                    self.rows.test.round_robin(rank, world),
+                );
                 RankTrainer::new(&train, &options).validation(&test).run(&mut comm)
             })
             .expect("the ranks join")
@@ -110,15 +140,13 @@ impl Recipe<'_> {
     /// `python3` from PATH (`./dev` puts the libtorch environment's first), or why they could not run.
     pub fn torch(&self, runs: &[(OptimizerSpec, u64)]) -> Result<Vec<Curve>, String> {
         let dir = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
-        let (train, test) = (dir.path().join("train.f32"), dir.path().join("test.f32"));
-        write_rows(&train, self.train)?;
-        write_rows(&test, self.test)?;
         let runs: Vec<serde_json::Value> = runs
             .iter()
             .map(|(optimizer, seed)| serde_json::json!({"optimizer": optimizer, "seed": seed}))
             .collect();
         let config = serde_json::json!({
-            "train": train, "test": test, "dim": self.train.dim(), "model": self.model,
+            "train": self.rows.train_file(), "test": self.rows.test_file(), "dim": self.rows.train.dim(),
+            "model": self.model,
             "batch": self.batch, "epochs": self.epochs, "world": self.world, "threads": self.threads,
             "shuffle": self.shuffle, "tensors": self.tensors, "runs": runs,
         });

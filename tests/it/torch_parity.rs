@@ -9,7 +9,7 @@ use hearth::ml::random::Draws;
 use hearth::ml::train::OptimizerSpec;
 use hearth::prelude::*;
 
-use crate::torch_peer::{Curve, Recipe};
+use crate::torch_peer::{Curve, Recipe, Rows};
 
 /// `rows` rows of `dim` features with a label of `classes` classes that depends on the first features.
 fn rows(rows: usize, dim: usize, classes: usize, seed: u64) -> Shard {
@@ -26,10 +26,9 @@ fn rows(rows: usize, dim: usize, classes: usize, seed: u64) -> Shard {
     Shard::new(features, labels, dim).expect("shard")
 }
 
-fn recipe<'a>(train: &'a Shard, test: &'a Shard, model: ModelSpec, epochs: usize, world: usize) -> Recipe<'a> {
+fn recipe<'a>(rows: &'a Rows<'a>, model: ModelSpec, epochs: usize, world: usize) -> Recipe<'a> {
     Recipe {
-        train,
-        test,
+        rows,
         model,
         batch: 16,
         epochs,
@@ -117,9 +116,10 @@ fn small_mlp(inputs: usize) -> ModelSpec {
 #[test]
 fn a_seed_gives_the_network_pytorch_gives_after_manual_seed() {
     let (train, test) = (rows(8, 36, 3, 1), rows(4, 36, 3, 2));
+    let data = Rows::new(&train, &test).unwrap();
     for model in [small_mlp(36), small_cnn()] {
         for seed in [0, 7] {
-            let recipe = recipe(&train, &test, model.clone(), 0, 1);
+            let recipe = recipe(&data, model.clone(), 0, 1);
             let sgd = OptimizerSpec::sgd(0.1);
             let theirs = recipe
                 .torch(&[(sgd.clone(), seed)])
@@ -133,9 +133,10 @@ fn a_seed_gives_the_network_pytorch_gives_after_manual_seed() {
 #[test]
 fn without_dropout_or_shuffling_every_optimizer_follows_pytorch_step_for_step() {
     let (train, test) = (rows(192, 36, 3, 3), rows(64, 36, 3, 4));
+    let data = Rows::new(&train, &test).unwrap();
     for model in [small_mlp(36), small_cnn()] {
         for world in [1, 2] {
-            let recipe = recipe(&train, &test, model.clone(), 2, world);
+            let recipe = recipe(&data, model.clone(), 2, world);
             let runs: Vec<(OptimizerSpec, u64)> = optimizers().into_iter().map(|o| (o, 5)).collect();
             let theirs = recipe.torch(&runs).expect("PyTorch runs (./dev test provides it)");
             for ((optimizer, seed), theirs) in runs.iter().zip(&theirs) {
@@ -174,9 +175,9 @@ async fn the_higgs_mlp_with_dropout_reaches_pytorchs_test_accuracy() {
         shard(&parts[0].clone().collect().await.unwrap()),
         shard(&parts[1].clone().collect().await.unwrap()),
     );
+    let data = Rows::new(&train, &test).unwrap();
     let recipe = Recipe {
-        train: &train,
-        test: &test,
+        rows: &data,
         model: ModelSpec::Mlp {
             inputs: train.dim(),
             hidden: vec![600, 600],

@@ -159,6 +159,17 @@ impl OptimizerSpec {
         }
     }
 
+    /// What every state tensor starts at (Adagrad's accumulator may start above 0; the others at 0).
+    fn initial_state(&self) -> f64 {
+        match self {
+            OptimizerSpec::Adagrad {
+                initial_accumulator_value,
+                ..
+            } => *initial_accumulator_value,
+            _ => 0.0,
+        }
+    }
+
     /// State tensors kept per parameter.
     fn state_slots(&self) -> usize {
         match self {
@@ -232,14 +243,9 @@ impl Optimizer {
             p.grad().set_data(&gradient.narrow(0, offset, n).view(shape.as_slice()));
             offset += n;
         }
-        let start = match spec {
-            OptimizerSpec::Adagrad {
-                initial_accumulator_value,
-                ..
-            } => initial_accumulator_value,
-            _ => 0.0,
-        };
-        let state = (0..spec.state_slots()).map(|_| values.full_like(start)).collect();
+        let state = (0..spec.state_slots())
+            .map(|_| values.full_like(spec.initial_state()))
+            .collect();
         Self {
             spec,
             parameters,
