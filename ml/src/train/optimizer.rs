@@ -159,6 +159,28 @@ impl OptimizerSpec {
         }
     }
 
+    /// Checks what PyTorch's constructor checks of the options hearth adds to its own: Adagrad's
+    /// `initial_accumulator_value` must be finite and ≥ 0 (a negative sum of squares has no square root). The
+    /// message names the option and its value.
+    ///
+    /// ```
+    /// use hearth_ml::train::OptimizerSpec;
+    /// let negative = OptimizerSpec::Adagrad {
+    ///     learning_rate: 0.01,
+    ///     eps: 1e-10,
+    ///     weight_decay: 0.0,
+    ///     initial_accumulator_value: -0.1,
+    /// };
+    /// assert!(negative.check().unwrap_err().contains("initial_accumulator_value"));
+    /// assert!(OptimizerSpec::adagrad(0.01).check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<(), String> {
+        match self.initial_state() {
+            start if start.is_finite() && start >= 0.0 => Ok(()),
+            start => Err(format!("adagrad needs initial_accumulator_value ≥ 0, got {start}")),
+        }
+    }
+
     /// What every state tensor starts at (Adagrad's accumulator may start above 0; the others at 0).
     fn initial_state(&self) -> f64 {
         match self {

@@ -223,12 +223,16 @@ impl<'a> Job<'a> {
         if let Some(v) = trainer.validation {
             check_shard(rank, "validation", v, inputs, outputs, options.loss)?;
         }
+        let invalid = |message: String| TrainError::Options { rank, message };
+        settings
+            .optimizer
+            .check()
+            .map_err(|e| invalid(format!("optimizer {e}")))?;
         let network = Network::new(&options.model, device, settings.seed)?;
         let named = network.named_tensors();
         let optimizer = Optimizer::new(settings.optimizer.clone(), network.parameters());
         let world = comm.world_size();
         let strategy = &settings.strategy;
-        let invalid = |message: String| TrainError::Options { rank, message };
         strategy
             .check(settings.scaled_learning_rate(world))
             .map_err(|e| invalid(format!("strategy {e}")))?;
