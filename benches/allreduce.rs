@@ -1,7 +1,8 @@
-//! Benchmark: ring allreduce bus bandwidth at N = 2, with frames integrity-checked (the default) and with them
-//! encrypted, against a raw loopback TCP copy of the same bytes and against `torch.distributed`'s gloo backend
-//! (two Python processes, `benches/gloo_allreduce.py`, which neither checks nor encrypts), measured in the
-//! same run.
+//! Benchmark: ring allreduce bus bandwidth at N = 2 — over loopback TCP with frames integrity-checked (the
+//! default between processes) and with them encrypted, and through memory (ranks of one process, as `local[2]`
+//! runs them) — against a raw loopback TCP copy of the same bytes and against `torch.distributed`'s gloo
+//! backend (two Python processes, `benches/gloo_allreduce.py`, which neither checks nor encrypts), measured in
+//! the same run.
 //!
 //! Bus bandwidth is NCCL's measure: `size / time × 2(N − 1)/N`, the rate each link carries. Two baselines:
 //! the same number of bytes sent one way over one loopback TCP connection, and sent both ways at once (one
@@ -81,13 +82,25 @@ fn one_way_copies(bytes: usize, reps: usize, start_line: &Barrier) -> Vec<f64> {
     times
 }
 
-/// Seconds per allreduce of `bytes` of f32 across `WORLD` ranks whose frames are protected as `protection`
-/// says (best of the repetitions, slowest rank).
-fn allreduce(bytes: usize, protection: FrameProtection) -> f64 {
+/// How the ranks' values travel.
+#[derive(Clone, Copy)]
+enum Links {
+    /// Over loopback TCP, each frame protected so.
+    Tcp(FrameProtection),
+    /// Through memory.
+    Memory,
+}
+
+/// Seconds per allreduce of `bytes` of f32 across `WORLD` ranks linked as `links` says (best of the
+/// repetitions, slowest rank).
+fn allreduce(bytes: usize, links: Links) -> f64 {
     let reps = repetitions(bytes);
     let start_line = Barrier::new(WORLD);
-    let per_rank: Vec<Vec<f64>> = LocalWorld::new(WORLD)
-        .frame_protection(protection)
+    let world = match links {
+        Links::Tcp(protection) => LocalWorld::new(WORLD).share_memory(false).frame_protection(protection),
+        Links::Memory => LocalWorld::new(WORLD),
+    };
+    let per_rank: Vec<Vec<f64>> = world
         .run(|mut comm| {
             let mut values = vec![1.0f32; bytes / 4];
             let mut times = Vec::with_capacity(reps);
@@ -147,23 +160,30 @@ fn main() {
         "gloo bus GB/s",
         "integrity / gloo",
         "target",
-        "encrypted / gloo"
+        "encrypted / gloo",
+        "memory bus GB/s",
+        "memory / gloo"
     ]);
     for bytes in sizes {
         // They alternate, each keeping its best: this machine's speed drifts, all see the same drift.
         let (mut one_way_seconds, mut both_ways_seconds) = (f64::MAX, f64::MAX);
-        let (mut checked_seconds, mut encrypted_seconds) = (f64::MAX, f64::MAX);
+        let (mut checked_seconds, mut encrypted_seconds, mut memory_seconds) = (f64::MAX, f64::MAX, f64::MAX);
         for _ in 0..ROUNDS {
             one_way_seconds = one_way_seconds.min(raw_copy(bytes, 1));
             both_ways_seconds = both_ways_seconds.min(raw_copy(bytes, 2));
-            checked_seconds = checked_seconds.min(allreduce(bytes, FrameProtection::Integrity));
-            encrypted_seconds = encrypted_seconds.min(allreduce(bytes, FrameProtection::Encryption));
+            checked_seconds = checked_seconds.min(allreduce(bytes, Links::Tcp(FrameProtection::Integrity)));
+            encrypted_seconds = encrypted_seconds.min(allreduce(bytes, Links::Tcp(FrameProtection::Encryption)));
+            memory_seconds = memory_seconds.min(allreduce(bytes, Links::Memory));
         }
         let (one_way, both_ways) = (
             bytes as f64 / one_way_seconds / 1e9,
             bytes as f64 / both_ways_seconds / 1e9,
         );
-        let (checked, encrypted) = (bus(bytes, checked_seconds), bus(bytes, encrypted_seconds));
+        let (checked, encrypted, memory) = (
+            bus(bytes, checked_seconds),
+            bus(bytes, encrypted_seconds),
+            bus(bytes, memory_seconds),
+        );
         let label = if bytes >= 1 << 20 {
             format!("{} MiB", bytes >> 20)
         } else {
@@ -182,11 +202,13 @@ fn main() {
             theirs.map_or("-".to_string(), |g| format!("{g:.2}")),
             versus(checked),
             "> 1",
-            versus(encrypted)
+            versus(encrypted),
+            format!("{memory:.2}"),
+            versus(memory)
         ]);
     }
     println!(
-        "ring allreduce, N = {WORLD} ranks on loopback, f32 sum, best of the repetitions in {ROUNDS} alternated rounds\n"
+        "ring allreduce, N = {WORLD} ranks of one process, f32 sum, best of the repetitions in {ROUNDS} alternated rounds\n"
     );
     table.printstd();
     if let Err(why) = gloo {

@@ -433,6 +433,7 @@ fn the_coordinator_survives_garbage_and_still_admits_a_rank() {
         host: "fuzz".to_string(),
         devices: vec!["cpu".to_string()],
         position: 0,
+        process: None,
     };
     let (rank, peers) = register(address, &secret, &registration, Duration::from_secs(20)).unwrap();
     assert_eq!((rank, peers.len()), (0, 1));

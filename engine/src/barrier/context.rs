@@ -73,6 +73,7 @@ impl BarrierTaskContext {
             devices,
             position: joining.position,
             timeout,
+            share_memory: true,
         };
         let communicator = Communicator::join(coordinator, &secret, &options)?;
         Ok(Self {

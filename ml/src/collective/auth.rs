@@ -91,7 +91,7 @@ impl JobSecret {
     }
 }
 
-fn fill_random(bytes: &mut [u8]) {
+pub(super) fn fill_random(bytes: &mut [u8]) {
     // The OS generator is always available on the platforms hearth runs on; fail loudly otherwise rather
     // than authenticate with predictable nonces.
     getrandom::fill(bytes).unwrap_or_else(|e| panic!("the operating system's random generator failed: {e}"));

@@ -1,5 +1,6 @@
-//! A world of ranks inside one process: a coordinator on loopback and one thread per rank. What tests,
-//! benchmarks and examples use to run collective code without a cluster.
+//! A world of ranks inside one process: a coordinator on loopback and one thread per rank, exchanging values
+//! through memory (or over their loopback TCP links, when asked). What tests, benchmarks and examples use to
+//! run collective code without a cluster.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::thread;
@@ -33,6 +34,7 @@ pub struct LocalWorld {
     timeout: Duration,
     host: Box<HostOf>,
     protection: FrameProtection,
+    share_memory: bool,
 }
 
 impl LocalWorld {
@@ -44,6 +46,7 @@ impl LocalWorld {
             timeout: Duration::from_secs(60),
             host: Box::new(|_| "localhost".to_string()),
             protection: FrameProtection::default(),
+            share_memory: true,
         }
     }
 
@@ -62,6 +65,13 @@ impl LocalWorld {
     /// How the ranks' links protect their frames (integrity-checked unless told otherwise).
     pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
         self.protection = protection;
+        self
+    }
+
+    /// Whether the ranks exchange values through memory (the default) or over their TCP links, as ranks in
+    /// different processes do.
+    pub fn share_memory(mut self, share: bool) -> Self {
+        self.share_memory = share;
         self
     }
 
@@ -88,6 +98,7 @@ impl LocalWorld {
                         host: (self.host)(i),
                         position: i,
                         timeout: self.timeout,
+                        share_memory: self.share_memory,
                         ..JoinOptions::default()
                     };
                     let (secret, task) = (&secret, &task);

@@ -1,6 +1,7 @@
 //! Collectives for data-parallel training: a rendezvous that assigns ranks, a ring communicator with
 //! allreduce, broadcast, allgather and barrier over authenticated TCP links whose every frame is
-//! integrity-checked (or encrypted), and a parameter server on rank 0
+//! integrity-checked (or encrypted) — through memory when every rank shares one process — and a parameter
+//! server on rank 0
 //! for the asynchronous strategies — every operation bounded by a deadline.
 //!
 //! The driver starts a [`Coordinator`]; each rank calls [`Communicator::join`] with the coordinator's address
@@ -13,6 +14,7 @@ mod error;
 mod frames;
 mod link;
 mod local;
+mod memory;
 mod rendezvous;
 mod ring;
 #[cfg(test)]

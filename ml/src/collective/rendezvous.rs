@@ -36,6 +36,10 @@ pub struct Registration {
     /// Its place among the tasks of its host; ranks on a host are assigned in this order (ties: arrival).
     #[serde(default)]
     pub position: usize,
+    /// The process it runs in (random per process), when it offers to exchange values through memory with
+    /// ranks of the same process; `None` keeps its links on TCP.
+    #[serde(default)]
+    pub process: Option<String>,
 }
 
 /// One rank of the peer table.
@@ -82,7 +86,7 @@ enum Assignment {
 ///
 /// let secret = JobSecret::generate();
 /// let coordinator = Coordinator::start("127.0.0.1:0".parse().unwrap(), 1, secret.clone(), Duration::from_secs(10)).unwrap();
-/// let me = Registration { listen: "127.0.0.1:9".parse().unwrap(), host: "a".into(), devices: vec!["cpu".into()], position: 0 };
+/// let me = Registration { listen: "127.0.0.1:9".parse().unwrap(), host: "a".into(), devices: vec!["cpu".into()], position: 0, process: None };
 /// let (rank, peers) = register(coordinator.address(), &secret, &me, Duration::from_secs(10)).unwrap();
 /// assert_eq!((rank, peers.len()), (0, 1));
 /// assert_eq!(coordinator.wait().unwrap().len(), 1);

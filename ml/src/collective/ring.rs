@@ -1,5 +1,5 @@
 //! The communicator: a ring of authenticated TCP links over which ranks run allreduce, broadcast, allgather
-//! and barrier.
+//! and barrier — or, when every rank shares one process, a ring of mailboxes (see `memory`).
 //!
 //! Rank `r` sends to rank `r + 1` and receives from rank `r − 1` (mod N). Allreduce is a reduce-scatter
 //! followed by an allgather (2(N − 1) steps, each moving 1/N of the buffer), and every step is pipelined in
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
 use super::link::Link;
+use super::memory::{self, MemoryLink, MemoryLinks};
 use super::rendezvous::{Peer, Registration, register};
 use super::transfer::{self, Combine, HEADER_LEN, Plan, Receive, Side};
 
@@ -35,6 +36,9 @@ pub struct JoinOptions {
     pub position: usize,
     /// The deadline of the rendezvous and of every operation (default 60 s).
     pub timeout: Duration,
+    /// Whether ranks that all run in this process exchange values through memory rather than over their TCP
+    /// links (default `true`; the TCP ring's own tests turn it off).
+    pub share_memory: bool,
 }
 
 impl Default for JoinOptions {
@@ -45,6 +49,7 @@ impl Default for JoinOptions {
             devices: vec!["cpu".to_string()],
             position: 0,
             timeout: Duration::from_secs(60),
+            share_memory: true,
         }
     }
 }
@@ -96,8 +101,7 @@ impl Op {
 pub struct Communicator {
     rank: usize,
     peers: Vec<Peer>,
-    left: Option<Link>,
-    right: Option<Link>,
+    links: Links,
     timeout: Duration,
     sequence: u64,
     failure: Option<String>,
@@ -122,6 +126,7 @@ impl Communicator {
             host: options.host.clone(),
             devices: options.devices.clone(),
             position: options.position,
+            process: options.share_memory.then(|| memory::process_id().to_string()),
         };
         let (rank, peers) = register(coordinator, secret, &registration, options.timeout)?;
         let mut comm = Self::unlinked(rank, peers, secret, options.timeout);
@@ -134,8 +139,7 @@ impl Communicator {
         Self {
             rank,
             peers,
-            left: None,
-            right: None,
+            links: Links::Solo,
             timeout,
             sequence: 0,
             failure: None,
@@ -144,14 +148,16 @@ impl Communicator {
     }
 
     /// Opens the ring's links: accepts the left neighbour's on `listener` while connecting to the right one.
+    /// When every rank registered from this process, each link then hands over a mailbox and closes.
     fn link_ring(&mut self, listener: &TcpListener) -> Result<()> {
         if self.world_size() == 1 {
             return Ok(());
         }
+        let in_memory = self.shares_process();
         let deadline = Instant::now() + self.timeout;
         let (left, right) = std::thread::scope(|s| {
-            let accepting = s.spawn(|| self.accept_left(listener, &self.secret, deadline));
-            let right = self.connect_right(&self.secret, deadline);
+            let accepting = s.spawn(|| self.accept_left(listener, &self.secret, in_memory, deadline));
+            let right = self.connect_right(&self.secret, in_memory, deadline);
             let left = accepting.join().unwrap_or_else(|_| {
                 Err(CollectiveError::Local {
                     what: "accepting the left link".to_string(),
@@ -161,9 +167,21 @@ impl Communicator {
             (left, right)
         });
         // The connecting side's error says more (e.g. why a handshake failed) than "never connected".
-        self.right = Some(right?);
-        self.left = Some(left?);
+        self.links = match (left, right?) {
+            (Ok(Accepted::Tcp(left)), Connected::Tcp(right)) => Links::Tcp { left, right },
+            (Ok(Accepted::Memory(left)), Connected::Memory(right)) => Links::Memory(MemoryLinks { left, right }),
+            (Err(e), _) => return Err(e),
+            _ => unreachable!("both links are set up the same way, from the same peer table"),
+        };
         Ok(())
+    }
+
+    /// Whether every rank registered from this very process (and agreed to share memory).
+    fn shares_process(&self) -> bool {
+        let this = memory::process_id();
+        self.peers
+            .iter()
+            .all(|peer| peer.registration.process.as_deref() == Some(this))
     }
 
     /// This rank, `0..world_size`.
@@ -174,6 +192,12 @@ impl Communicator {
     /// The number of ranks.
     pub fn world_size(&self) -> usize {
         self.peers.len()
+    }
+
+    /// Whether this rank's links are mailboxes in memory (every rank runs in this process) rather than TCP
+    /// connections.
+    pub fn in_memory(&self) -> bool {
+        matches!(self.links, Links::Memory(_))
     }
 
     /// The peer table, indexed by rank.
@@ -215,7 +239,7 @@ impl Communicator {
         }
     }
 
-    fn connect_right(&self, secret: &JobSecret, deadline: Instant) -> Result<Link> {
+    fn connect_right(&self, secret: &JobSecret, in_memory: bool, deadline: Instant) -> Result<Connected> {
         let right = self.right_rank();
         let address = self.peers[right].registration.listen;
         let fail = |cause: String| self.peer_error("connecting the ring", right, cause);
@@ -236,12 +260,33 @@ impl Communicator {
                 .max(Duration::from_millis(1)),
         ));
         let mut link = prove_as_client(stream, secret)?;
-        link.write_message(&(self.rank as u64).to_le_bytes(), deadline)
-            .map_err(|e| fail(describe_io(&e)))?;
-        Ok(link)
+        let mut hello = (self.rank as u64).to_le_bytes().to_vec();
+        if !in_memory {
+            link.write_message(&hello, deadline)
+                .map_err(|e| fail(describe_io(&e)))?;
+            return Ok(Connected::Tcp(link));
+        }
+        // The mailbox's key travels on the authenticated link; the neighbour says whether it took it.
+        let (mailbox, key) = memory::offer();
+        hello.extend_from_slice(&key);
+        let answer = link
+            .write_message(&hello, deadline)
+            .and_then(|()| link.read_message(deadline));
+        memory::withdraw(&key);
+        match answer {
+            Ok(taken) if taken == [1] => Ok(Connected::Memory(mailbox)),
+            Ok(_) => Err(fail("registered from this process but is not in it".to_string())),
+            Err(e) => Err(fail(describe_io(&e))),
+        }
     }
 
-    fn accept_left(&self, listener: &TcpListener, secret: &JobSecret, deadline: Instant) -> Result<Link> {
+    fn accept_left(
+        &self,
+        listener: &TcpListener,
+        secret: &JobSecret,
+        in_memory: bool,
+        deadline: Instant,
+    ) -> Result<Accepted> {
         let left = self.left_rank();
         listener
             .set_nonblocking(true)
@@ -281,15 +326,36 @@ impl Communicator {
                     continue;
                 }
             };
-            match link.read_message(handshake) {
-                Ok(hello) if hello == (left as u64).to_le_bytes() => return Ok(link),
-                Ok(hello) => log::warn!(
-                    "rank {}: refused {from}: it says it is rank {}, expected rank {left}",
-                    self.rank,
-                    hello.as_slice().try_into().map_or(u64::MAX, u64::from_le_bytes)
-                ),
-                Err(e) => log::warn!("rank {}: refused {from}: {}", self.rank, describe_io(&e)),
+            let hello = match link.read_message(handshake) {
+                Ok(hello) if hello.get(..8) == Some(&(left as u64).to_le_bytes()[..]) => hello,
+                Ok(hello) => {
+                    log::warn!(
+                        "rank {}: refused {from}: it says it is rank {}, expected rank {left}",
+                        self.rank,
+                        hello
+                            .get(..8)
+                            .and_then(|b| b.try_into().ok())
+                            .map_or(u64::MAX, u64::from_le_bytes)
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    log::warn!("rank {}: refused {from}: {}", self.rank, describe_io(&e));
+                    continue;
+                }
+            };
+            if !in_memory {
+                return Ok(Accepted::Tcp(link));
             }
+            let mailbox = memory::take(&hello[8..]);
+            let _ = link.write_message(&[u8::from(mailbox.is_some())], handshake);
+            return mailbox.map(Accepted::Memory).ok_or_else(|| {
+                self.peer_error(
+                    "connecting the ring",
+                    left,
+                    "registered from this process but is not in it".to_string(),
+                )
+            });
         }
     }
 
@@ -312,8 +378,14 @@ impl Communicator {
     /// Records the first failure and shuts both links, so the neighbours fail now rather than at their deadline.
     fn fail(&mut self, error: CollectiveError) -> CollectiveError {
         self.failure.get_or_insert_with(|| error.to_string());
-        for link in [&self.left, &self.right].into_iter().flatten() {
-            let _ = link.stream().shutdown(Shutdown::Both);
+        match &self.links {
+            Links::Solo => {}
+            Links::Tcp { left, right } => {
+                for link in [left, right] {
+                    let _ = link.stream().shutdown(Shutdown::Both);
+                }
+            }
+            Links::Memory(links) => links.close(),
         }
         error
     }
@@ -321,7 +393,11 @@ impl Communicator {
     /// Exchanges operation headers with both neighbours: a neighbour doing something else is garbage.
     fn exchange_headers(&mut self, header: &Header, name: &str, deadline: Instant) -> Result<()> {
         let (left, right) = (self.left_rank(), self.right_rank());
-        let (Some(left_link), Some(right_link)) = (self.left.as_mut(), self.right.as_mut()) else {
+        let Links::Tcp {
+            left: left_link,
+            right: right_link,
+        } = &mut self.links
+        else {
             return Ok(());
         };
         if let Err(e) = right_link.write_message(&header.0, deadline) {
@@ -398,9 +474,6 @@ impl Communicator {
         receives: &[Receive],
         deadline: Instant,
     ) -> Result<()> {
-        let (Some(left), Some(right)) = (self.left.as_mut(), self.right.as_mut()) else {
-            return Ok(());
-        };
         let check_header = |theirs: &[u8; HEADER_LEN]| header.check(theirs, name);
         let plan = Plan {
             header: header.0,
@@ -408,17 +481,22 @@ impl Communicator {
             first,
             receives,
         };
-        match transfer::run(left, right, values, &plan, deadline) {
-            Ok(()) => Ok(()),
-            Err((side, e)) => {
-                let peer = match side {
-                    Side::Left => self.left_rank(),
-                    Side::Right => self.right_rank(),
-                };
-                let error = self.peer_error(name, peer, describe_io(&e));
-                Err(self.fail(error))
-            }
-        }
+        let outcome = match &mut self.links {
+            Links::Solo => Ok(()),
+            Links::Tcp { left, right } => transfer::run(left, right, values, &plan, deadline),
+            Links::Memory(links) => links.run(values, &plan, deadline),
+        };
+        outcome.map_err(|failure| self.failed_with(name, failure))
+    }
+
+    /// The error of an operation that failed with a neighbour, recorded (see `fail`).
+    fn failed_with(&mut self, name: &str, (side, e): (Side, io::Error)) -> CollectiveError {
+        let peer = match side {
+            Side::Left => self.left_rank(),
+            Side::Right => self.right_rank(),
+        };
+        let error = self.peer_error(name, peer, describe_io(&e));
+        self.fail(error)
     }
 
     /// Gathers one byte string from every rank, indexed by rank.
@@ -428,9 +506,16 @@ impl Communicator {
             return Ok(vec![mine.to_vec()]);
         }
         let (name, sequence, deadline) = self.start(Op::Allgather)?;
-        self.exchange_headers(&Header::new(Op::Allgather, sequence, n), &name, deadline)?;
+        let header = Header::new(Op::Allgather, sequence, n);
+        if let Links::Memory(links) = &self.links {
+            let check_header = |theirs: &[u8; HEADER_LEN]| header.check(theirs, &name);
+            return links
+                .allgather((self.rank, n), mine, header.0, &check_header, deadline)
+                .map_err(|failure| self.failed_with(&name, failure));
+        }
+        self.exchange_headers(&header, &name, deadline)?;
         let (left_rank, right_rank, rank) = (self.left_rank(), self.right_rank(), self.rank);
-        let (Some(left), Some(right)) = (self.left.as_mut(), self.right.as_mut()) else {
+        let Links::Tcp { left, right } = &mut self.links else {
             return Ok(vec![mine.to_vec()]);
         };
         let mut gathered: Vec<Vec<u8>> = vec![Vec::new(); n];
@@ -498,6 +583,29 @@ impl Communicator {
             .map(|b| b.as_slice().try_into().map_or(0, u64::from_le_bytes))
             .collect())
     }
+}
+
+/// A rank's links to its neighbours.
+#[derive(Debug)]
+enum Links {
+    /// A world of one rank has none.
+    Solo,
+    /// Authenticated TCP connections, each frame protected.
+    Tcp { left: Link, right: Link },
+    /// Mailboxes, when every rank shares this process.
+    Memory(MemoryLinks),
+}
+
+/// The left link as accepted.
+enum Accepted {
+    Tcp(Link),
+    Memory(MemoryLink),
+}
+
+/// The right link as connected.
+enum Connected {
+    Tcp(Link),
+    Memory(MemoryLink),
 }
 
 /// An operation's header: its kind, sequence number and length. Each rank sends its own to the right and

@@ -97,6 +97,7 @@ fn peer(rank: usize, listen: SocketAddr) -> Peer {
             host: format!("host-{rank}"),
             devices: vec!["cpu".to_string()],
             position: rank,
+            process: None,
         },
     }
 }

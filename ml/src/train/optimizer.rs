@@ -221,6 +221,12 @@ pub struct Optimizer {
     gradient: Tensor,
     /// One tensor shaped as `values` per state slot (Adam: first and second moments).
     state: Vec<Tensor>,
+    /// Where a step computes its intermediate buffer (Adam's and Adagrad's scaled moments, Nesterov's
+    /// look-ahead): SGD, Adam and Adagrad steps allocate nothing without weight decay, since a fresh buffer of
+    /// a large network's size costs its page faults on every step.
+    scratch: Tensor,
+    /// A step's scalar factors, as a tensor (tch's in-place operations take no scalar multiplier).
+    factor: Tensor,
     steps: i64,
 }
 
@@ -271,6 +277,8 @@ impl Optimizer {
         Self {
             spec,
             parameters,
+            scratch: values.zeros_like(),
+            factor: Tensor::zeros([], (tch::Kind::Float, device)),
             values,
             gradient,
             state,
@@ -352,8 +360,13 @@ impl Optimizer {
         self.steps += 1;
         let t = self.steps as f64;
         let decay = self.spec.weight_decay();
-        let p = &mut self.values;
-        let state = &mut self.state;
+        let (p, state, s) = (&mut self.values, &mut self.state, &mut self.scratch);
+        // `p += x · c` for a buffer `x` and a scalar `c`, in one pass.
+        let factor = &mut self.factor;
+        let mut add_scaled = |p: &mut Tensor, x: &Tensor, c: f64| {
+            let _ = factor.fill_(c);
+            let _ = p.addcmul_(x, factor);
+        };
         tch::no_grad(|| {
             let g = if decay != 0.0 {
                 gradient + &*p * decay
@@ -370,30 +383,39 @@ impl Optimizer {
                             let _ = buffer.g_mul_scalar_(*momentum).g_add_(&g);
                         }
                         if *nesterov {
-                            &g + &*buffer * *momentum
+                            s.copy_(&g);
+                            add_scaled(s, buffer, *momentum);
+                            s.shallow_clone()
                         } else {
                             buffer.shallow_clone()
                         }
                     } else {
                         g
                     };
-                    let _ = p.g_sub_(&(update * lr));
+                    add_scaled(p, &update, -lr);
                 }
                 OptimizerSpec::Adam { beta1, beta2, eps, .. } => {
-                    // PyTorch's Adam, in place.
+                    // PyTorch's Adam, in place: m ← lerp(m, g, 1 − β₁), v ← β₂v + (1 − β₂)g²,
+                    // p ← p − lr/(1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε).
                     let (m, v) = state.split_at_mut(1);
                     let _ = m[0].lerp_(&g, 1.0 - beta1);
-                    let _ = v[0].g_mul_scalar_(*beta2).addcmul_(&g, &(&g * (1.0 - beta2)));
-                    let bias1 = 1.0 - beta1.powf(t);
-                    let bias2 = 1.0 - beta2.powf(t);
-                    let mut denominator = v[0].sqrt();
-                    let _ = denominator.g_div_scalar_(bias2.sqrt()).g_add_scalar_(*eps);
-                    let _ = p.addcdiv_(&(&m[0] * (-lr / bias1)), &denominator);
+                    let _ = g.mul_out(s, &g);
+                    let _ = v[0].g_mul_scalar_(*beta2);
+                    add_scaled(&mut v[0], s, 1.0 - beta2);
+                    let (bias1, bias2) = (1.0 - beta1.powf(t), 1.0 - beta2.powf(t));
+                    let _ = v[0].sqrt_out(s);
+                    let _ = s.g_div_scalar_(bias2.sqrt()).g_add_scalar_(*eps);
+                    let _ = m[0].div_out(s, s);
+                    add_scaled(p, s, -lr / bias1);
                 }
                 OptimizerSpec::Adagrad { eps, .. } => {
-                    let _ = state[0].g_add_(&(&g * &g));
-                    let denominator = state[0].sqrt() + *eps;
-                    let _ = p.g_sub_(&(&g / denominator * lr));
+                    // Σg² += g², p ← p − lr · g / (√Σg² + ε).
+                    let _ = g.mul_out(s, &g);
+                    let _ = state[0].g_add_(s);
+                    let _ = state[0].sqrt_out(s);
+                    let _ = s.g_add_scalar_(*eps);
+                    let _ = g.div_out(s, s);
+                    add_scaled(p, s, -lr);
                 }
                 OptimizerSpec::Adadelta { rho, eps, .. } => {
                     let (square, accumulated) = state.split_at_mut(1);
