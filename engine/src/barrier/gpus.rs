@@ -38,6 +38,29 @@ pub fn offered_gpus() -> Vec<usize> {
     offered.unwrap_or_else(|| (0..hearth_ml::train::cuda_device_count()).collect())
 }
 
+/// Whether libtorch in this process can use CUDA devices `0..count` (what the driver lists); if not, why —
+/// libtorch without CUDA, or seeing fewer devices than the driver.
+///
+/// ```
+/// assert!(hearth_engine::barrier::libtorch_sees_gpus(0).is_ok());
+/// ```
+pub fn libtorch_sees_gpus(count: usize) -> Result<(), String> {
+    if count == 0 {
+        return Ok(());
+    }
+    let sees = hearth_ml::train::cuda_device_count();
+    if sees >= count {
+        return Ok(());
+    }
+    let why = match hearth_ml::train::cuda_library() {
+        hearth_ml::train::CudaLibrary::Missing(why) => why.clone(),
+        hearth_ml::train::CudaLibrary::Loaded(path) => format!("its CUDA library is {}", path.display()),
+    };
+    Err(format!(
+        "the CUDA driver lists {count} GPU(s) but libtorch sees {sees}: {why}"
+    ))
+}
+
 /// A GPU a task holds; returned to the pool when dropped.
 #[derive(Debug)]
 pub struct GpuLease {

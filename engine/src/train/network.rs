@@ -263,7 +263,17 @@ impl<A: Architecture, T: Task> Network<A, T> {
         let wanted = match self.training.device {
             DeviceChoice::Cpu => 0,
             DeviceChoice::Cuda(_) => 1,
-            DeviceChoice::Auto => usize::from(info.gpu_slots().await? >= self.barrier.workers),
+            DeviceChoice::Auto => {
+                let (found, workers) = (info.gpu_slots().await?, self.barrier.workers);
+                if found < workers {
+                    log::info!(
+                        "{}: device auto trains on the CPU: {} can give {found} tasks a GPU at once, {workers} ranks need one each",
+                        self.uid,
+                        info.master()
+                    );
+                }
+                usize::from(found >= workers)
+            }
         };
         Ok(wanted.max(self.barrier.gpus_per_task))
     }

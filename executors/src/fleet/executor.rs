@@ -13,13 +13,13 @@ use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_
 use ballista_executor::executor_server::TERMINATING;
 use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetTls, SchedulerRest, now_ms};
-use hearth_engine::barrier::offer_gpus;
+use hearth_engine::barrier::{libtorch_sees_gpus, offer_gpus};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
 
 use super::flight::guarded_flight_server;
-use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory};
+use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory, usable_gpus};
 use super::stopped;
 use super::tls::{behind_relays, relay};
 use crate::cli::CommandResult;
@@ -66,7 +66,11 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
     if options.slots == 0 {
         return Err("--slots must be at least 1".into());
     }
-    let gpus = choose_gpus(options.gpus, detect_gpus())?;
+    let gpus = usable_gpus(
+        options.gpus,
+        choose_gpus(options.gpus, detect_gpus())?,
+        libtorch_sees_gpus,
+    )?;
     offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
     let reached_at = match options.bind.is_unspecified() {
         true => host_name(),

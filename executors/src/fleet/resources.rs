@@ -116,6 +116,25 @@ pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>, String>) -> 
     }
 }
 
+/// The chosen GPUs, once libtorch is known to use them (`libtorch_sees(n)`: whether it sees devices `0..n`,
+/// or why not): where it does not, `--gpus auto` offers none and says why, and `--gpus N` refuses to start —
+/// an executor never offers a GPU its trainers would not train on.
+pub fn usable_gpus(
+    request: GpuRequest,
+    chosen: Vec<GpuInfo>,
+    libtorch_sees: impl FnOnce(usize) -> Result<(), String>,
+) -> Result<Vec<GpuInfo>, String> {
+    let needed = chosen.iter().map(|gpu| gpu.index + 1).max().unwrap_or(0);
+    match (libtorch_sees(needed), request) {
+        (Ok(()), _) => Ok(chosen),
+        (Err(why), GpuRequest::Count(n)) => Err(format!("--gpus {n}: {why}")),
+        (Err(why), _) => {
+            log::warn!("offering no GPUs: {why}");
+            Ok(Vec::new())
+        }
+    }
+}
+
 /// This host's memory in bytes.
 pub fn host_memory() -> u64 {
     let mut system = sysinfo::System::new();
@@ -227,6 +246,19 @@ mod tests {
             choose_gpus(GpuRequest::Count(1), broken()).unwrap_err(),
             "--gpus 1: the CUDA driver failed to start: CUDA_ERROR_UNKNOWN"
         );
+    }
+
+    #[test]
+    fn gpus_libtorch_cannot_use_are_not_offered() {
+        let chosen = || vec![gpu(0), gpu(1)];
+        let sees = |n: usize| move |count: usize| (count <= n).then_some(()).ok_or(format!("libtorch sees {n}"));
+        assert_eq!(usable_gpus(GpuRequest::Auto, chosen(), sees(2)).unwrap().len(), 2);
+        assert!(usable_gpus(GpuRequest::Auto, chosen(), sees(0)).unwrap().is_empty());
+        assert_eq!(
+            usable_gpus(GpuRequest::Count(2), chosen(), sees(1)).unwrap_err(),
+            "--gpus 2: libtorch sees 1"
+        );
+        assert!(usable_gpus(GpuRequest::None, Vec::new(), sees(0)).unwrap().is_empty());
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod trainer;
 
 pub use augment::Augmentation;
 pub use checkpoint::Checkpoint;
-pub use device::cuda_device_count;
+pub use device::{CudaLibrary, cuda_device_count, cuda_library};
 pub use error::TrainError;
 pub use optimizer::{Optimizer, OptimizerSpec};
 pub use options::{DeviceChoice, Loss, LrSchedule, TrainOptions, TrainSettings};

@@ -213,7 +213,10 @@ impl<'a> Job<'a> {
             .map(|p| p.rank)
             .collect();
         let local_rank = local_ranks.iter().position(|&r| r == rank).unwrap_or(0);
-        let device = pick_device(&settings.device, local_rank);
+        let device = pick_device(&settings.device, local_rank).map_err(|why| TrainError::Options {
+            rank,
+            message: format!("on host {host}: {why}"),
+        })?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         tch::set_num_threads(settings.threads.unwrap_or((cores / local_ranks.len().max(1)).max(1)) as i32);
 
