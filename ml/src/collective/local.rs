@@ -70,6 +70,13 @@ impl LocalWorld {
 
     /// Whether the ranks exchange values through memory (the default) or over their TCP links, as ranks in
     /// different processes do.
+    ///
+    /// ```
+    /// use hearth_ml::collective::LocalWorld;
+    ///
+    /// let over_tcp = LocalWorld::new(2).share_memory(false).run(|comm| comm.in_memory()).unwrap();
+    /// assert_eq!(over_tcp, [false, false]);
+    /// ```
     pub fn share_memory(mut self, share: bool) -> Self {
         self.share_memory = share;
         self
