@@ -168,8 +168,8 @@ impl Communicator {
         });
         // The connecting side's error says more (e.g. why a handshake failed) than "never connected".
         self.links = match (left, right?) {
-            (Ok(Accepted::Tcp(left)), Connected::Tcp(right)) => Links::Tcp { left, right },
-            (Ok(Accepted::Memory(left)), Connected::Memory(right)) => Links::Memory(MemoryLinks { left, right }),
+            (Ok(Linked::Tcp(left)), Linked::Tcp(right)) => Links::Tcp { left, right },
+            (Ok(Linked::Memory(left)), Linked::Memory(right)) => Links::Memory(MemoryLinks { left, right }),
             (Err(e), _) => return Err(e),
             _ => unreachable!("both links are set up the same way, from the same peer table"),
         };
@@ -246,7 +246,7 @@ impl Communicator {
         }
     }
 
-    fn connect_right(&self, secret: &JobSecret, in_memory: bool, deadline: Instant) -> Result<Connected> {
+    fn connect_right(&self, secret: &JobSecret, in_memory: bool, deadline: Instant) -> Result<Linked> {
         let right = self.right_rank();
         let address = self.peers[right].registration.listen;
         let fail = |cause: String| self.peer_error("connecting the ring", right, cause);
@@ -271,7 +271,7 @@ impl Communicator {
         if !in_memory {
             link.write_message(&hello, deadline)
                 .map_err(|e| fail(describe_io(&e)))?;
-            return Ok(Connected::Tcp(link));
+            return Ok(Linked::Tcp(link));
         }
         // The mailbox's key travels on the authenticated link; the neighbour says whether it took it.
         let (mailbox, key) = memory::offer();
@@ -281,7 +281,7 @@ impl Communicator {
             .and_then(|()| link.read_message(deadline));
         memory::withdraw(&key);
         match answer {
-            Ok(taken) if taken == [1] => Ok(Connected::Memory(mailbox)),
+            Ok(taken) if taken == [1] => Ok(Linked::Memory(mailbox)),
             Ok(_) => Err(fail("registered from this process but is not in it".to_string())),
             Err(e) => Err(fail(describe_io(&e))),
         }
@@ -293,7 +293,7 @@ impl Communicator {
         secret: &JobSecret,
         in_memory: bool,
         deadline: Instant,
-    ) -> Result<Accepted> {
+    ) -> Result<Linked> {
         let left = self.left_rank();
         listener
             .set_nonblocking(true)
@@ -352,11 +352,11 @@ impl Communicator {
                 }
             };
             if !in_memory {
-                return Ok(Accepted::Tcp(link));
+                return Ok(Linked::Tcp(link));
             }
             let mailbox = memory::take(&hello[8..]);
             let _ = link.write_message(&[u8::from(mailbox.is_some())], handshake);
-            return mailbox.map(Accepted::Memory).ok_or_else(|| {
+            return mailbox.map(Linked::Memory).ok_or_else(|| {
                 self.peer_error(
                     "connecting the ring",
                     left,
@@ -603,14 +603,8 @@ enum Links {
     Memory(MemoryLinks),
 }
 
-/// The left link as accepted.
-enum Accepted {
-    Tcp(Link),
-    Memory(MemoryLink),
-}
-
-/// The right link as connected.
-enum Connected {
+/// One ring link once set up: the connection, or the mailbox it handed over.
+enum Linked {
     Tcp(Link),
     Memory(MemoryLink),
 }
