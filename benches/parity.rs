@@ -23,7 +23,7 @@ mod torch_peer;
 
 use hearth::datasets::{fashion_mnist, higgs};
 use hearth::ml::data::Shard;
-use hearth::ml::model::{Activation, Layer, ModelSpec};
+use hearth::ml::model::{Layer, ModelSpec};
 use hearth::ml::train::OptimizerSpec;
 use hearth::prelude::*;
 use prettytable::{Table, row};
@@ -103,13 +103,7 @@ async fn higgs_data(rows: usize) -> Result<Dataset, Box<dyn std::error::Error>> 
     let events = session.read_batches(higgs::schema(), higgs::batches(rows, 8192, 42))?;
     let (_, prepared) = higgs::four_stage_preprocessing().fit_transform(&events).await?;
     let (train, test) = shards(&prepared.random_split(&[0.9, 0.1], 42)?, "features").await?;
-    let model = ModelSpec::Mlp {
-        inputs: train.dim(),
-        hidden: vec![600, 600],
-        outputs: 2,
-        activation: Activation::Relu,
-        dropout: 0.2,
-    };
+    let model = higgs::dist_keras_mlp(train.dim());
     Ok(Dataset {
         name: format!("Higgs {}-600-600-2", train.dim()),
         seeds: 3,
@@ -214,11 +208,13 @@ fn compare(
         threads: (cores / world).max(1),
         shuffle: true,
         tensors: false,
+        device: DeviceChoice::Cpu,
     };
     // At N > 1, PyTorch's perfect scaling: N × a plain PyTorch loop on one rank's threads.
     let one_rank = Recipe {
         world: 1,
         model: data.model.clone(),
+        device: DeviceChoice::Cpu,
         ..recipe
     };
     let baseline = if world == 1 { "PyTorch" } else { "DDP (gloo)" };

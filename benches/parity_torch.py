@@ -13,6 +13,8 @@ CONFIG holds:
   threads        torch threads per process
   runs           [{"optimizer": hearth's OptimizerSpec as JSON, "seed": N}, ...]
   shuffle        optional, default true: each epoch in a new random order (else the rows' own order)
+  device         optional, default "cpu": where a plain loop trains ("cuda": the model, the rows and each epoch's
+                 order moved to the GPU once, batches indexed there; epoch seconds end after the GPU finishes)
   tensors        optional, default false: also print every run's final tensors (small models)
 
 Prints one JSON list: per run, its optimizer name and seed, the test accuracy after each epoch and each epoch's
@@ -132,12 +134,16 @@ def train(config, rank, world):
         raise SystemExit(f"the ranks' shards take {sorted(steps)} steps: DDP needs the same number on every rank")
     features, labels = features[rank::world].contiguous(), labels[rank::world].contiguous()
     test_features, test_labels = load(config["test"], config["dim"])
+    device = torch.device(config.get("device", "cpu"))
+    features, labels = features.to(device), labels.to(device)
+    test_features, test_labels = test_features.to(device), test_labels.to(device)
     batch, epochs = config["batch"], config["epochs"]
     loss_of = nn.CrossEntropyLoss()
     results = []
     for run in config["runs"]:
         torch.manual_seed(run["seed"])
         model, shape = network(config["model"])
+        model = model.to(device)
         if world > 1:
             model = nn.parallel.DistributedDataParallel(model)
         opt = optimizer(run["optimizer"], model.parameters())
@@ -148,6 +154,7 @@ def train(config, rank, world):
                 order = torch.randperm(labels.shape[0], generator=generator)
             else:
                 order = torch.arange(labels.shape[0])
+            order = order.to(device)
             if world > 1:
                 dist.barrier()
             started = time.perf_counter()
@@ -158,6 +165,8 @@ def train(config, rank, world):
                 opt.step()
             if world > 1:
                 dist.barrier()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
             seconds.append(time.perf_counter() - started)
             if rank == 0:
                 # The network itself, not DDP's wrapper: its forward would wait for the other rank.

@@ -19,7 +19,6 @@ use hearth::ml::artifact::ModelArtifact;
 use hearth::ml::collective::{LocalWorld, Staleness};
 use hearth::ml::data::Shard;
 use hearth::ml::evaluation::{BinaryState, MulticlassState};
-use hearth::ml::model::{Activation, ModelSpec};
 use hearth::ml::train::{DeviceChoice, OptimizerSpec, RankOutcome, RankTrainer, Strategy, TrainOptions, TrainSettings};
 use hearth::prelude::*;
 use prettytable::{Table, row};
@@ -43,13 +42,7 @@ async fn prepare(rows: usize) -> Result<(Shard, Shard), Box<dyn std::error::Erro
 }
 
 fn options(strategy: Strategy, threads: Option<usize>) -> TrainOptions {
-    let spec = ModelSpec::Mlp {
-        inputs: 30,
-        hidden: vec![600, 600],
-        outputs: 2,
-        activation: Activation::Relu,
-        dropout: 0.2,
-    };
+    let spec = higgs::dist_keras_mlp(30);
     TrainOptions::new(
         spec,
         TrainSettings {
@@ -124,6 +117,7 @@ fn ddp_seconds(train: &Shard, test: &Shard, rounds: usize) -> Result<f64, String
         threads: 1,
         shuffle: true,
         tensors: false,
+        device: DeviceChoice::Cpu,
     };
     let runs: Vec<(OptimizerSpec, u64)> = (0..rounds).map(|_| (OptimizerSpec::adam(1e-3), 0)).collect();
     Ok(recipe

@@ -24,6 +24,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use hearth_engine::prelude::{
     OneHotEncoder, Pipeline, StandardScaler, StringIndexer, StringOrderType, VectorAssembler,
 };
+use hearth_ml::model::{Activation, ModelSpec};
 use hearth_ml::random::Draws;
 use hearth_ml::train::Strategy;
 
@@ -259,6 +260,22 @@ pub fn four_stage_preprocessing() -> Pipeline {
                 .output_col("features")
                 .with_mean(true),
         )
+}
+
+/// dist-keras's Higgs MLP on `inputs` features: two hidden layers of 600 ReLU units, dropout 0.2, two classes.
+///
+/// ```
+/// let spec = hearth::datasets::higgs::dist_keras_mlp(30);
+/// assert_eq!(spec.input_features(), 30);
+/// ```
+pub fn dist_keras_mlp(inputs: usize) -> ModelSpec {
+    ModelSpec::Mlp {
+        inputs,
+        hidden: vec![600, 600],
+        outputs: 2,
+        activation: Activation::Relu,
+        dropout: 0.2,
+    }
 }
 
 /// dist-keras's trainers as the walk-through runs them on this data, the synchronous allreduce among them:

@@ -12,7 +12,6 @@ use hearth::ml::artifact::ModelArtifact;
 use hearth::ml::collective::LocalWorld;
 use hearth::ml::data::Shard;
 use hearth::ml::evaluation::{BinaryState, MulticlassState};
-use hearth::ml::model::{Activation, ModelSpec};
 use hearth::ml::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
 use hearth::prelude::*;
 
@@ -37,13 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.get(1).copied().unwrap_or(5),
     );
     let (train, test) = prepare(rows).await?;
-    let spec = ModelSpec::Mlp {
-        inputs: 30,
-        hidden: vec![600, 600],
-        outputs: 2,
-        activation: Activation::Relu,
-        dropout: 0.2,
-    };
+    let spec = higgs::dist_keras_mlp(30);
     let settings = TrainSettings {
         epochs,
         batch_size: 128,

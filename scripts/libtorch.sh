@@ -1,49 +1,57 @@
 #!/usr/bin/env bash
-# Installs libtorch 2.13.0 (from PyPI's torch==2.13.0 wheel) into a cache outside the clone, once per machine,
-# with pyarrow beside it for the tests, and prints the Python environment that holds them. With that
-# environment's `bin/` first on PATH and LIBTORCH_USE_PYTORCH=1, the `tch` crate builds against it.
+# Installs libtorch 2.13.0 from PyPI's torch==2.13.0 wheel into hearth's cache, once per machine, for what this
+# machine has, and prints the libtorch directory (its include/ and lib/) that the `tch` crate builds against
+# (LIBTORCH) and hearth's programs run:
 #
-#   scripts/libtorch.sh            # install if missing, print the environment's directory
+#   - with an NVIDIA driver (nvidia-smi on PATH, or libcuda.so.1 known to the loader): the whole wheel with CUDA's
+#     libraries (~4.9 GB, scripts/pytorch.sh); hearth loads libtorch_cuda.so at start and trains on the GPUs, and
+#     finds NCCL through a link libnccl.so made beside libtorch's libraries.
+#   - without one: the wheel alone, without its nvidia-*/triton dependencies, plus the two small CUDA runtime
+#     libraries libtorch_cpu.so is linked to (cudart, cupti): 0.54 GB to download, 1.2 GB on disk. hearth runs
+#     the same binaries on it and says, where a job asks for `cuda`, that this libtorch has no CUDA libraries.
+#
+#   scripts/libtorch.sh                  # install what this machine needs if missing, print the libtorch dir
+#   HEARTH_TORCH=cpu scripts/libtorch.sh # choose: cpu | cuda (default auto)
 #
 # The cache is $HEARTH_CACHE, else $XDG_CACHE_HOME/hearth, else ~/.cache/hearth.
 set -euo pipefail
+here="$(dirname "${BASH_SOURCE[0]}")"
+source "$here/torch_env.sh"
 
-torch_version="2.13.0"
-source "$(dirname "${BASH_SOURCE[0]}")/cache.sh"
-venv="$hearth_cache/torch-$torch_version"
-marker="$venv/.hearth-complete"
+has_nvidia_driver() {
+    command -v nvidia-smi >/dev/null 2>&1 || { command -v ldconfig >/dev/null 2>&1 && ldconfig -p | grep -q 'libcuda\.so\.1'; }
+}
 
-if [[ ! -f "$marker" ]]; then
-    python="$(command -v python3 || true)"
-    if [[ -z "$python" ]]; then
-        say "python3 is not on PATH: it is needed once to install libtorch $torch_version from PyPI's torch wheel."
-        say "Install Python 3.10+ with pip and venv (Debian: apt-get install python3 python3-venv), then run this again."
-        exit 1
+choice="${HEARTH_TORCH:-auto}"
+case "$choice" in
+    auto) if has_nvidia_driver; then choice=cuda; else choice=cpu; fi ;;
+    cpu | cuda) ;;
+    *)
+        say "HEARTH_TORCH=$choice is not a choice: use cpu, cuda or auto (the default: cuda where an NVIDIA driver is)."
+        exit 2
+        ;;
+esac
+
+if [[ "$choice" == cuda ]]; then
+    venv="$("$here/pytorch.sh")"
+    # hearth finds NCCL (gradients averaged on the GPUs) as libnccl.so on its programs' run path, libtorch's lib/;
+    # the NCCL wheel ships it as libnccl.so.2.
+    libtorch="$(libtorch_of "$venv")"
+    if [[ ! -e "$libtorch/lib/libnccl.so" && -f "$libtorch/../nvidia/nccl/lib/libnccl.so.2" ]]; then
+        ln -s ../../nvidia/nccl/lib/libnccl.so.2 "$libtorch/lib/libnccl.so"
     fi
-    if ! "$python" -m pip --version >/dev/null 2>&1; then
-        say "$python has no pip: install it (Debian: apt-get install python3-pip python3-venv) and run this again."
-        exit 1
+else
+    venv="$hearth_cache/torch-$torch_version-cpu"
+    if [[ ! -f "$venv/.hearth-complete" ]]; then
+        say "installing libtorch $torch_version for CPUs (PyPI torch==$torch_version without CUDA's libraries, 0.54 GB) into $venv"
+        new_venv "$venv"
+        # Only the wheel's libtorch is used (its Python module needs every CUDA library to import), and the CUDA
+        # runtime and profiler libraries libtorch_cpu.so is linked to; its CUDA code runs only where
+        # libtorch_cuda.so loads, which needs the rest.
+        "$venv/bin/python" -m pip install --quiet "cuda-toolkit[cudart,cupti]==13.0.3"
+        "$venv/bin/python" -m pip install --quiet --no-deps "torch==$torch_version"
+        touch "$venv/.hearth-complete"
     fi
-    say "installing libtorch $torch_version (PyPI torch==$torch_version, ~4.7 GB, a few minutes) into $venv"
-    rm -rf "$venv"
-    mkdir -p "$hearth_cache"
-    "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$torch_version" safetensors numpy
-    touch "$marker"
-    say "libtorch $torch_version installed"
 fi
-
-# pyarrow, for the tests that read hearth's Parquet output as a pandas or Spark user's tools read it.
-if [[ ! -f "$venv/.hearth-pyarrow" ]]; then
-    say "installing pyarrow into $venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "pyarrow==22.0.0"
-    touch "$venv/.hearth-pyarrow"
-fi
-
-site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-libtorch="$site/torch"
-if [[ ! -f "$libtorch/lib/libtorch_cpu.so" ]]; then
-    say "$libtorch/lib/libtorch_cpu.so is missing: the cache at $venv is damaged; delete it and run this again."
-    exit 1
-fi
-echo "$venv"
+check_libtorch "$venv"
+libtorch_of "$venv"

@@ -40,8 +40,8 @@ sysroot_lib="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host:
 # metadata Rust 1.95 keeps in a file beside it: scripts/evcxr/ names that file to rustc for the kernel.
 export HEARTH_REAL_RUSTC="$(rustc --print sysroot)/bin/rustc"
 export PATH="$PWD/scripts/evcxr:$PATH"
-# Cells link libtorch too, from the environment ./dev put first on PATH.
-torch_lib="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch/lib"
+# Cells link libtorch too, from the directory ./dev named in LIBTORCH.
+torch_lib="$LIBTORCH/lib"
 export LD_LIBRARY_PATH="$sysroot_lib:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$kernel/bin/evcxr_jupyter" --install >/dev/null
 

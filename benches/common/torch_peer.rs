@@ -65,6 +65,17 @@ pub struct Recipe<'a> {
     pub shuffle: bool,
     /// Whether PyTorch sends its final tensors back (small models: they travel as JSON).
     pub tensors: bool,
+    /// Where both sides train (PyTorch: `cuda` for any `cuda` choice, at one rank).
+    pub device: DeviceChoice,
+}
+
+/// PyTorch's name of the device a choice trains on.
+fn torch_device(choice: &DeviceChoice) -> String {
+    match choice {
+        DeviceChoice::Cuda(Some(i)) => format!("cuda:{i}"),
+        DeviceChoice::Cuda(None) => "cuda".to_string(),
+        DeviceChoice::Auto | DeviceChoice::Cpu => "cpu".to_string(),
+    }
 }
 
 /// What one run reached: the test accuracy and the training seconds of each epoch.
@@ -97,7 +108,7 @@ impl Recipe<'_> {
                 batch_size: self.batch,
                 seed,
                 shuffle: self.shuffle,
-                device: DeviceChoice::Cpu,
+                device: self.device.clone(),
                 threads: Some(self.threads),
                 ..TrainSettings::default()
             },
@@ -149,10 +160,17 @@ impl Recipe<'_> {
             "model": self.model,
             "batch": self.batch, "epochs": self.epochs, "world": self.world, "threads": self.threads,
             "shuffle": self.shuffle, "tensors": self.tensors, "runs": runs,
+            "device": torch_device(&self.device),
         });
         let config_path = dir.path().join("config.json");
         std::fs::write(&config_path, config.to_string()).map_err(|e| format!("{}: {e}", config_path.display()))?;
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/parity_torch.py");
+        // The checkout's script, else the one under the working directory (a program built elsewhere).
+        let built_in = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/parity_torch.py");
+        let script = if Path::new(built_in).exists() {
+            built_in
+        } else {
+            "benches/parity_torch.py"
+        };
         let (stdout, stderr) = (dir.path().join("stdout.json"), dir.path().join("stderr.txt"));
         let file = |path: &Path| std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()));
         let mut child = Command::new("python3")

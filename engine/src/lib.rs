@@ -100,5 +100,5 @@ pub mod prelude {
     pub use datafusion::prelude::DataFrame;
     pub use hearth_ml::collective::FrameProtection;
     pub use hearth_ml::model::{Activation, Layer};
-    pub use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, Strategy, TrainSettings};
+    pub use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, Precision, Strategy, TrainSettings};
 }

@@ -12,7 +12,7 @@ use crate::files::{WholeDirError, refuse_occupied, write_dir_whole};
 use crate::model::{
     LoadError, ModelSpec, NamedTensor, Network, SpecError, from_safetensors, host_copies, load_into, to_safetensors,
 };
-use crate::train::{EpochStats, TrainOptions};
+use crate::train::{EpochStats, TrainOptions, prediction_device};
 
 /// The weights file in an artifact directory.
 pub const WEIGHTS_FILE: &str = "model.safetensors";
@@ -282,22 +282,24 @@ impl ModelArtifact {
         Ok(network)
     }
 
-    /// The model's outputs (logits) for `rows` rows of row-major features, computed on the CPU.
+    /// The model's outputs (logits) for `rows` rows of row-major features (computed where
+    /// [`ModelArtifact::predictor`] puts the network).
     pub fn predict(&self, features: &[f32], rows: usize) -> Result<Vec<f32>, ArtifactError> {
         self.predictor()?.outputs(features, rows)
     }
 
-    /// The network loaded once on the CPU, ready to compute outputs batch after batch.
+    /// The network loaded once, ready to compute outputs batch after batch: on a GPU where the model was
+    /// trained for one and this process has one ([`prediction_device`]), on the CPU otherwise.
     pub fn predictor(&self) -> Result<Predictor, ArtifactError> {
         Ok(Predictor {
-            network: self.network(Device::Cpu)?,
+            network: self.network(prediction_device(&self.options.settings.device))?,
             inputs: self.spec().input_features(),
             outputs: self.spec().outputs()?,
         })
     }
 }
 
-/// A trained network on the CPU, in evaluation mode: rows of features in, rows of outputs (logits) out.
+/// A trained network on its device, in evaluation mode: rows of features in, rows of outputs (logits) out.
 ///
 /// ```
 /// use hearth_ml::artifact::ModelArtifact;
@@ -345,8 +347,10 @@ impl Predictor {
         if rows == 0 {
             return Ok(Vec::new());
         }
-        let x = Tensor::f_from_slice(features)?.f_view([rows as i64, self.inputs as i64])?;
-        let out = tch::no_grad(|| self.network.forward(&x, false))?;
+        let x = Tensor::f_from_slice(features)?
+            .f_view([rows as i64, self.inputs as i64])?
+            .f_to_device(self.network.device())?;
+        let out = tch::no_grad(|| self.network.forward(&x, false))?.f_to_device(Device::Cpu)?;
         Ok(Vec::<f32>::try_from(&out.f_contiguous()?.f_view([-1])?)?)
     }
 }

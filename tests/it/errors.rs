@@ -409,3 +409,24 @@ async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
         )
     );
 }
+
+#[tokio::test]
+async fn device_auto_without_a_gpu_trains_on_the_cpu_and_the_ranks_table_says_so() {
+    let session = Session::local(2);
+    if !hearth::engine::barrier::offered_gpus().is_empty() {
+        return; // a machine with a GPU: auto takes it
+    }
+    let df = session
+        .sql("SELECT ml_vector_assemble('error', x) AS features, y AS label FROM (VALUES (1.0, 0.0), (2.0, 1.0)) AS t(x, y)")
+        .await
+        .unwrap();
+    let model = MlpClassifier::new()
+        .workers(2)
+        .epochs(1)
+        .device(hearth::ml::train::DeviceChoice::Auto)
+        .fit(&df)
+        .await
+        .unwrap();
+    let devices: Vec<&str> = model.summary().ranks.iter().map(|r| r.device.as_str()).collect();
+    assert_eq!(devices, ["cpu (auto: no GPU)", "cpu (auto: no GPU)"]);
+}

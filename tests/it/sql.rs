@@ -314,6 +314,11 @@ async fn bad_statements_are_named_and_leave_the_catalog_as_it_was() {
         ill_typed.contains("option max_iterations: expected a whole number"),
         "{ill_typed}"
     );
+    let precision = error(&CREATE.replace("max_iterations = 3", "max_iterations = 3, precision = 'fp8'")).await;
+    assert!(
+        precision.contains("option precision: expected 'fp32' or 'bf16'"),
+        "{precision}"
+    );
     let replace = CREATE.replace("CREATE MODEL", "CREATE OR REPLACE MODEL");
     let missing_label = error(&replace.replace("['class']", "['klass']")).await;
     assert!(

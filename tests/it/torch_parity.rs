@@ -36,6 +36,7 @@ fn recipe<'a>(rows: &'a Rows<'a>, model: ModelSpec, epochs: usize, world: usize)
         threads: 1,
         shuffle: false,
         tensors: true,
+        device: DeviceChoice::Cpu,
     }
 }
 
@@ -178,19 +179,14 @@ async fn the_higgs_mlp_with_dropout_reaches_pytorchs_test_accuracy() {
     let data = Rows::new(&train, &test).unwrap();
     let recipe = Recipe {
         rows: &data,
-        model: ModelSpec::Mlp {
-            inputs: train.dim(),
-            hidden: vec![600, 600],
-            outputs: 2,
-            activation: Activation::Relu,
-            dropout: 0.2,
-        },
+        model: higgs::dist_keras_mlp(train.dim()),
         batch: 64,
         epochs: 2,
         world: 1,
         threads: 2,
         shuffle: true,
         tensors: false,
+        device: DeviceChoice::Cpu,
     };
     let adagrad = OptimizerSpec::adagrad(0.01);
     let theirs = recipe

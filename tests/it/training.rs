@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hearth::ml::data::Shard;
 use hearth::ml::model::{Activation, ModelSpec, NamedTensor};
-use hearth::ml::train::{DeviceChoice, OptimizerSpec, RankTrainer, TrainOptions, TrainSettings};
+use hearth::ml::train::{DeviceChoice, OptimizerSpec, Precision, RankTrainer, TrainOptions, TrainSettings};
 
 use crate::collectives::run_ranks;
 
@@ -295,4 +295,65 @@ fn mixup_and_class_weights_train() {
         );
         assert!(history[2].loss < history[0].loss, "the loss falls: {history:?}");
     }
+}
+
+/// Trains the three-class problem on two ranks (rows dealt round robin) with `precision`; rank 0's outcome.
+fn train_in(precision: Precision, epochs: usize) -> hearth::ml::train::RankOutcome {
+    let mut options = options(16);
+    options.settings.precision = precision;
+    options.settings.epochs = epochs;
+    options.settings.shuffle = true;
+    let outcomes = run_ranks(2, Duration::from_secs(60), move |_, comm| {
+        let mut comm = comm.unwrap();
+        let data = shard((0..400).filter(|i| i % 2 == comm.rank()));
+        let validation = shard((400..600).filter(|i| i % 2 == comm.rank()));
+        RankTrainer::new(&data, &options)
+            .validation(&validation)
+            .run(&mut comm)
+            .unwrap()
+    });
+    outcomes.into_iter().find(|o| o.tensors.is_some()).unwrap()
+}
+
+#[test]
+fn bf16_mixed_precision_learns_as_fp32_does_and_keeps_fp32_weights() {
+    let (fp32, bf16) = (train_in(Precision::Fp32, 8), train_in(Precision::Bf16, 8));
+    let accuracy = |o: &hearth::ml::train::RankOutcome| o.report.history.last().unwrap().validation_accuracy.unwrap();
+    assert!(accuracy(&fp32) > 0.8, "fp32 reached {}", accuracy(&fp32));
+    assert!(
+        (accuracy(&bf16) - accuracy(&fp32)).abs() < 0.05,
+        "bf16 reached {}, fp32 {}",
+        accuracy(&bf16),
+        accuracy(&fp32)
+    );
+    // The trained weights are the fp32 master copy: not all of them bfloat16-representable.
+    let tensors = bf16.tensors.unwrap();
+    let rounded = |v: f32| f32::from_bits(v.to_bits() & 0xffff_0000);
+    assert!(tensors.iter().flat_map(|t| &t.values).any(|&v| v != rounded(v)));
+    // And the two runs really differ: bf16 computed the steps.
+    assert_ne!(
+        fp32.report.history.last().unwrap().loss,
+        bf16.report.history.last().unwrap().loss
+    );
+}
+
+#[test]
+fn bf16_is_refused_for_batch_normalisation_by_name() {
+    use hearth::ml::model::Layer;
+    let mut options = options(16);
+    options.settings.precision = Precision::Bf16;
+    options.model = ModelSpec::Sequential {
+        input_shape: vec![DIM],
+        layers: vec![Layer::Dense { units: 4 }, Layer::BatchNorm, Layer::Dense { units: 3 }],
+    };
+    let outcomes = run_ranks(1, Duration::from_secs(60), move |_, comm| {
+        RankTrainer::new(&shard(0..40), &options)
+            .run(&mut comm.unwrap())
+            .map(|_| ())
+    });
+    let error = outcomes.into_iter().next().unwrap().unwrap_err().to_string();
+    assert!(
+        error.contains("precision bf16") && error.contains("batch normalisation"),
+        "{error}"
+    );
 }

@@ -486,6 +486,7 @@ fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> 
                 .batch_size(options.batch_size)
                 .seed(options.seed)
                 .device(options.device.clone())
+                .precision(options.precision)
                 .workers(options.workers)
                 .strategy(options.strategy.clone())
                 .max_attempts(options.max_attempts);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast::{Expr, SqlOption, UnaryOperator, Value};
 use hearth_ml::model::Activation;
-use hearth_ml::train::{DeviceChoice, OptimizerSpec, Strategy};
+use hearth_ml::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
 
 use crate::error::{HearthError, Result};
 
@@ -120,6 +120,8 @@ pub struct ModelOptions {
     pub workers: usize,
     /// hearth: `device`: `'auto'` (default), `'cpu'`, `'cuda'` or `'cuda:N'`.
     pub device: DeviceChoice,
+    /// hearth: `precision`: `'fp32'` (default) or `'bf16'` (mixed precision over fp32 master weights).
+    pub precision: Precision,
     /// hearth: `seed` of the initial weights, shuffling and dropout (default 0).
     pub seed: u64,
     /// hearth: `strategy`, how the workers combine what they learn (default `'synchronous'`), with its
@@ -153,7 +155,7 @@ pub enum ClassWeights {
 }
 
 /// Every option, with what it takes, for error messages.
-const OPTIONS: [(&str, &str); 31] = [
+const OPTIONS: [(&str, &str); 32] = [
     (
         "model_type",
         "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
@@ -185,6 +187,7 @@ const OPTIONS: [(&str, &str); 31] = [
     ("data_split_seed", "a whole number"),
     ("workers", "a whole number ≥ 1"),
     ("device", "'auto', 'cpu', 'cuda' or 'cuda:N'"),
+    ("precision", "'fp32' or 'bf16'"),
     ("seed", "a whole number"),
     (
         "strategy",
@@ -223,6 +226,7 @@ impl Default for ModelOptions {
             data_split_seed: 0,
             workers: 1,
             device: DeviceChoice::Auto,
+            precision: Precision::Fp32,
             seed: 0,
             strategy: Strategy::Synchronous,
             max_attempts: 3,
@@ -435,6 +439,13 @@ impl ModelOptions {
                 "data_split_seed" => out.data_split_seed = whole(&name, value)?,
                 "workers" => out.workers = at_least_one(&name, value)?,
                 "device" => out.device = device(value)?,
+                "precision" => {
+                    out.precision = match string(&name, value)?.to_ascii_lowercase().as_str() {
+                        "fp32" => Precision::Fp32,
+                        "bf16" => Precision::Bf16,
+                        _ => return Err(wrong(&name, value)),
+                    }
+                }
                 "seed" => out.seed = whole(&name, value)?,
                 "strategy" => strategy.name = Some((string(&name, value)?.to_ascii_lowercase(), value.clone())),
                 "rho" => strategy.rho = Some(positive(&name, value)?),

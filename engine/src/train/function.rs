@@ -78,6 +78,8 @@ impl BarrierFunction for TrainFunction {
     fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch> {
         let mut args: TrainArgs =
             serde_json::from_str(args).map_err(|e| failed(format!("unreadable arguments: {e}")))?;
+        // `auto` without a GPU trains on the CPU, and the Ranks table says so.
+        let fell_back = args.options.settings.device == DeviceChoice::Auto && context.gpu().is_none();
         args.options.settings.device = rank_device(&args.options.settings.device, context.gpu());
         let mut columns = vec![args.features_col.as_str(), args.label_col.as_str()];
         columns.extend(args.validation_col.as_deref());
@@ -123,12 +125,15 @@ impl BarrierFunction for TrainFunction {
         if let Some(validation) = &validation {
             trainer = trainer.validation(validation);
         }
-        let outcome = trainer
+        let mut outcome = trainer
             .run(context.communicator())
             .map_err(|e| match driver_lost.take() {
                 Some(lost) => failed(format!("the driver is gone: it did not take {lost}")),
                 None => failed(e),
             })?;
+        if fell_back {
+            outcome.report.device = format!("{} (auto: no GPU)", outcome.report.device);
+        }
         let model = match outcome.tensors {
             Some(tensors) => Some(
                 ModelArtifact::new(args.options.clone(), tensors, outcome.report.history.clone())

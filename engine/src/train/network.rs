@@ -8,7 +8,9 @@ use datafusion::logical_expr::{Expr, cast, ident};
 use datafusion::prelude::DataFrame;
 use hearth_ml::collective::FrameProtection;
 use hearth_ml::model::{Activation, Layer};
-use hearth_ml::train::{Augmentation, DeviceChoice, LrSchedule, OptimizerSpec, Strategy, TrainOptions, TrainSettings};
+use hearth_ml::train::{
+    Augmentation, DeviceChoice, LrSchedule, OptimizerSpec, Precision, Strategy, TrainOptions, TrainSettings,
+};
 use serde::{Deserialize, Serialize};
 
 use super::architecture::{Architecture, Linear, Mlp, Sequential};
@@ -187,6 +189,9 @@ impl<A: Architecture, T: Task> Network<A, T> {
         shuffle: bool;
         /// Where the workers train (default: a GPU where the host has one).
         device: DeviceChoice;
+        /// The number format of the forward and backward passes: fp32 (default) or bf16 over an fp32 master
+        /// copy (mixed precision).
+        precision: Precision;
         /// Multiply the learning rate by the number of workers, as Horovod recommends (default false).
         scale_lr_by_world_size: bool;
         /// How the workers combine what they learn: every step's gradient averaged (the default), elastic

@@ -45,6 +45,14 @@ pub enum CollectiveError {
         /// The first failure.
         first: String,
     },
+    /// A GPU collective (NCCL) or its device failed on this rank.
+    #[error("rank {rank}: {message}")]
+    Device {
+        /// This rank.
+        rank: usize,
+        /// What failed, on which device.
+        message: String,
+    },
     /// A local socket operation (bind, accept) failed.
     #[error("{what}: {source}")]
     Local {

@@ -1,8 +1,8 @@
 //! Collectives for data-parallel training: a rendezvous that assigns ranks, a ring communicator with
 //! allreduce, broadcast, allgather and barrier over authenticated TCP links whose every frame is
-//! integrity-checked (or encrypted) — through memory when every rank shares one process — and a parameter
-//! server on rank 0
-//! for the asynchronous strategies — every operation bounded by a deadline.
+//! integrity-checked (or encrypted) — through memory when every rank shares one process — a parameter server on
+//! rank 0 for the asynchronous strategies — every operation bounded by a deadline — and NCCL for ranks whose
+//! gradients all live on GPUs.
 //!
 //! The driver starts a [`Coordinator`]; each rank calls [`Communicator::join`] with the coordinator's address
 //! and the job's [`JobSecret`]; [`LocalWorld`] runs a whole job as threads of one process. Values travel in
@@ -15,6 +15,7 @@ mod frames;
 mod link;
 mod local;
 mod memory;
+mod nccl;
 mod rendezvous;
 mod ring;
 #[cfg(test)]
@@ -27,5 +28,6 @@ pub use center::{CenterClient, CenterServer, Staleness};
 pub use error::{CollectiveError, Result};
 pub use frames::FrameProtection;
 pub use local::LocalWorld;
+pub use nccl::{Nccl, NcclVote, nccl_choice};
 pub use rendezvous::{Coordinator, Peer, Registration, Upload, register, upload};
 pub use ring::{Communicator, JoinOptions};

@@ -1,5 +1,6 @@
 //! Models: specs that travel in plans, and the libtorch networks they become.
 
+mod dropout;
 mod named;
 mod network;
 mod spec;

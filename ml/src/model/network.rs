@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use tch::nn::{self, ModuleT};
 use tch::{Device, Kind, Tensor};
 
+use super::dropout::apply_dropout;
 use super::spec::{Layer, ModelSpec, SpecError};
 use crate::random::Draws;
 
@@ -23,33 +24,6 @@ pub struct Network {
 
 /// Mixed into the seed of the dropout draws, so they differ from the initial weights' stream.
 const DROPOUT_STREAM: u64 = 0x6472_6f70_6f75_7421;
-
-/// Inverted dropout as PyTorch's: in training each value is zeroed with probability `rate` and the rest
-/// scaled by `1 / (1 - rate)`; the mask comes from `draws`, two 32-bit draws from each 64-bit one.
-fn dropout_mask(xs: &Tensor, rate: f64, train: bool, draws: &Mutex<Draws>) -> Tensor {
-    if !train || rate <= 0.0 {
-        return xs.shallow_clone();
-    }
-    let keep = 1.0 - rate;
-    let scale = if keep > 0.0 { (1.0 / keep) as f32 } else { 0.0 };
-    // A 32-bit draw below `threshold` keeps its value: probability keep, to 2⁻³².
-    let threshold = (keep * 4_294_967_296.0) as u64;
-    let lane = |bits: u64| if bits < threshold { scale } else { 0.0 };
-    let n = xs.numel();
-    let mut mask = Vec::with_capacity(n + 1);
-    let mut draws = draws.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    for _ in 0..n.div_ceil(2) {
-        let bits = draws.next_u64();
-        mask.push(lane(bits >> 32));
-        mask.push(lane(bits & 0xffff_ffff));
-    }
-    mask.truncate(n);
-    let mask = Tensor::from_slice(&mask)
-        .view(xs.size().as_slice())
-        .to_device(xs.device())
-        .to_kind(xs.kind());
-    xs * mask
-}
 
 /// PyTorch's initialisation of a dense or convolution weight: `kaiming_uniform_(w, a = √5)`, its bound
 /// computed in PyTorch's steps so the draws scale exactly as PyTorch's.
@@ -150,7 +124,7 @@ impl Network {
                 Layer::Flatten => net.add_fn(|xs| xs.flatten(1, -1)),
                 Layer::Dropout { rate } => {
                     let (rate, draws) = (*rate, Arc::clone(&dropout));
-                    net.add_fn_t(move |xs, train| dropout_mask(xs, rate, train, &draws))
+                    net.add_fn_t(move |xs, train| apply_dropout(xs, rate, train, &draws))
                 }
                 Layer::Relu => net.add_fn(|xs| xs.relu()),
                 Layer::Tanh => net.add_fn(|xs| xs.tanh()),

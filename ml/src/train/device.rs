@@ -77,7 +77,12 @@ fn load(path: &Path) -> CudaLibrary {
             CStr::from_ptr(error).to_string_lossy().into_owned()
         }
     };
-    CudaLibrary::Missing(format!("{} did not load: {message}", path.display()))
+    let hint = if message.contains("cannot open shared object file") {
+        " (a CPU-only install of libtorch, without CUDA's libraries)"
+    } else {
+        ""
+    };
+    CudaLibrary::Missing(format!("{} did not load: {message}{hint}", path.display()))
 }
 
 /// The CUDA devices libtorch sees on this machine (0 without a GPU, a driver or libtorch's CUDA library).
@@ -119,6 +124,28 @@ pub(crate) fn pick_device(choice: &DeviceChoice, local_rank: usize) -> Result<De
             SAID.call_once(|| log::info!("device auto trains on the CPU: {}", why_no_gpu(None, 0)));
             Ok(Device::Cpu)
         }
+    }
+}
+
+/// Where a trained model predicts: on a GPU when it was trained for one (`cuda`, or `auto`) and libtorch sees
+/// one in this process, on the CPU otherwise — a model predicts wherever it is loaded.
+///
+/// ```
+/// use hearth_ml::train::{DeviceChoice, cuda_device_count, prediction_device};
+/// assert_eq!(prediction_device(&DeviceChoice::Cpu), tch::Device::Cpu);
+/// if cuda_device_count() == 0 {
+///     assert_eq!(prediction_device(&DeviceChoice::Cuda(None)), tch::Device::Cpu);
+/// }
+/// ```
+pub fn prediction_device(choice: &DeviceChoice) -> Device {
+    let gpus = match choice {
+        DeviceChoice::Cpu => return Device::Cpu,
+        _ => cuda_device_count(),
+    };
+    match choice {
+        DeviceChoice::Cuda(Some(i)) if *i < gpus => Device::Cuda(*i),
+        _ if gpus > 0 => Device::Cuda(0),
+        _ => Device::Cpu,
     }
 }
 

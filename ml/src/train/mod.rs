@@ -3,6 +3,8 @@
 //! its checkpoints and reports.
 
 mod augment;
+mod averaging;
+mod batches;
 mod checkpoint;
 mod device;
 mod error;
@@ -10,16 +12,17 @@ mod exchange;
 mod loss;
 mod optimizer;
 mod options;
+mod precision;
 mod report;
 mod strategy;
 mod trainer;
 
 pub use augment::Augmentation;
 pub use checkpoint::Checkpoint;
-pub use device::{CudaLibrary, cuda_device_count, cuda_library};
+pub use device::{CudaLibrary, cuda_device_count, cuda_library, prediction_device};
 pub use error::TrainError;
 pub use optimizer::{Optimizer, OptimizerSpec};
-pub use options::{DeviceChoice, Loss, LrSchedule, TrainOptions, TrainSettings};
+pub use options::{DeviceChoice, Loss, LrSchedule, Precision, TrainOptions, TrainSettings};
 pub use report::{EpochStats, RankOutcome, RankReport};
 pub use strategy::{Strategy, add_into, elastic_exchange, pushed_change};
 pub use trainer::RankTrainer;

@@ -57,6 +57,18 @@ pub enum DeviceChoice {
     Cuda(Option<usize>),
 }
 
+/// The number format a network computes in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// 32-bit floats throughout.
+    #[default]
+    Fp32,
+    /// bfloat16 forward and backward passes over an fp32 master copy of the parameters, which the optimizer
+    /// steps and the ranks average (mixed precision; a network with batch normalisation trains in fp32).
+    Bf16,
+}
+
 /// How a run trains, whatever the model: optimizer, schedule, epochs, batches, seed, device. Its
 /// `Default` is hearth's defaults for every estimator (Adam at 0.001, 10 epochs of 64-row batches, shuffled,
 /// seed 0, a constant rate, a GPU where the host has one); estimators hold one and override fields.
@@ -97,6 +109,8 @@ pub struct TrainSettings {
     pub device: DeviceChoice,
     /// libtorch threads per rank (default: cores / local ranks).
     pub threads: Option<usize>,
+    /// The number format of the forward and backward passes (default fp32).
+    pub precision: Precision,
     /// How the ranks combine what they learn (default: every step's gradient averaged).
     pub strategy: Strategy,
 }
@@ -117,6 +131,7 @@ impl Default for TrainSettings {
             augmentation: Augmentation::default(),
             device: DeviceChoice::Auto,
             threads: None,
+            precision: Precision::Fp32,
             strategy: Strategy::Synchronous,
         }
     }

@@ -1,0 +1,228 @@
+//! Gradients averaged on the GPUs: NCCL between ranks whose buffers all live on CUDA devices.
+//!
+//! NCCL is loaded when a job first asks for it (cudarc's dynamic loading: `libnccl.so` on the loader's path;
+//! hearth's CUDA install links it there from the NCCL wheel libtorch brings), so the same binary runs where there
+//! is none. Every rank votes — on a CUDA device, and NCCL loaded — through the [`Communicator`]; only when
+//! every vote is yes does rank 0 make NCCL's unique id, send it to the others over the job's authenticated
+//! links, and every rank join the NCCL communicator. Otherwise, the host ring stays (CPU ranks, mixed fleets,
+//! no NCCL), and the job's log says why.
+//!
+//! Operations are queued on the device's default stream, libtorch's own, so they run after the backward pass
+//! that filled the buffer and before the optimizer step that reads it, with no wait on the host.
+
+use std::ffi::c_void;
+
+use cudarc::nccl::{result, sys};
+
+use super::Communicator;
+use super::error::{CollectiveError, Result};
+
+/// One rank's say in whether the job's gradients go through NCCL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NcclVote {
+    /// This rank's buffers are on CUDA device `ordinal`, and NCCL loaded.
+    Ready {
+        /// The rank's CUDA device.
+        ordinal: usize,
+    },
+    /// Not this rank, and why (on the CPU, NCCL not found).
+    Not(String),
+}
+
+impl NcclVote {
+    /// This rank's vote: on `cuda_ordinal` (none on the CPU), and whether NCCL loads here.
+    pub fn of(cuda_ordinal: Option<usize>) -> Self {
+        match cuda_ordinal {
+            None => Self::Not("trains on the CPU".into()),
+            // SAFETY: only tries to load the library by its names; nothing is called in it.
+            Some(_) if !unsafe { sys::is_culib_present() } => {
+                Self::Not("found no NCCL library (libnccl.so) on the loader's path".into())
+            }
+            Some(ordinal) => Self::Ready { ordinal },
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Self::Ready { ordinal } => [&[1u8][..], &(*ordinal as u64).to_le_bytes()].concat(),
+            Self::Not(why) => [&[0u8][..], why.as_bytes()].concat(),
+        }
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Self {
+        match bytes.split_first() {
+            Some((1, ordinal)) => match <[u8; 8]>::try_from(ordinal) {
+                Ok(ordinal) => Self::Ready {
+                    ordinal: u64::from_le_bytes(ordinal) as usize,
+                },
+                Err(_) => Self::Not("sent a malformed vote".into()),
+            },
+            Some((_, why)) => Self::Not(String::from_utf8_lossy(why).into_owned()),
+            None => Self::Not("sent an empty vote".into()),
+        }
+    }
+}
+
+/// Whether NCCL carries the gradients, given every rank's vote in rank order: only when all are ready;
+/// otherwise the first rank that is not, and why.
+///
+/// ```
+/// use hearth_ml::collective::{NcclVote, nccl_choice};
+/// let ready = |ordinal| NcclVote::Ready { ordinal };
+/// assert_eq!(nccl_choice(&[ready(0), ready(1)]), Ok(()));
+/// let mixed = [ready(0), NcclVote::Not("trains on the CPU".into())];
+/// assert_eq!(nccl_choice(&mixed), Err("rank 1 trains on the CPU".to_string()));
+/// ```
+pub fn nccl_choice(votes: &[NcclVote]) -> std::result::Result<(), String> {
+    match votes.iter().enumerate().find_map(|(rank, vote)| match vote {
+        NcclVote::Ready { .. } => None,
+        NcclVote::Not(why) => Some(format!("rank {rank} {why}")),
+    }) {
+        Some(why) => Err(why),
+        None if votes.len() < 2 => Err("one rank has nothing to exchange".into()),
+        None => Ok(()),
+    }
+}
+
+/// A rank's NCCL communicator, destroyed with it.
+#[derive(Debug)]
+pub struct Nccl {
+    comm: sys::ncclComm_t,
+    rank: usize,
+}
+
+// SAFETY: an NCCL communicator may be used from any thread, one call at a time; `Nccl` is used by its owner only.
+unsafe impl Send for Nccl {}
+
+impl Nccl {
+    /// Every rank of `comm` calls this with its vote: the NCCL communicator when every rank is ready, or why
+    /// not (`Ok(Err(why))`: the job goes on with the host ring).
+    pub fn join(comm: &mut Communicator, vote: &NcclVote) -> Result<std::result::Result<Self, String>> {
+        let votes: Vec<NcclVote> = comm
+            .allgather_bytes(&vote.to_bytes())?
+            .iter()
+            .map(|bytes| NcclVote::from_bytes(bytes))
+            .collect();
+        if let Err(why) = nccl_choice(&votes) {
+            return Ok(Err(why));
+        }
+        let NcclVote::Ready { ordinal } = vote else {
+            return Ok(Err("this rank is not ready".into()));
+        };
+        let (rank, world) = (comm.rank(), comm.world_size());
+        // Rank 0 makes the id; a failure there reaches every rank as an empty id.
+        let id = if rank == 0 {
+            result::get_uniqueid()
+                .map(|id| id.internal.iter().map(|&c| c as u8).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let ids = comm.allgather_bytes(&id)?;
+        let Ok(internal) = <[u8; 128]>::try_from(ids[0].as_slice()) else {
+            return Ok(Err("rank 0 could not make an NCCL id".into()));
+        };
+        let id = sys::ncclUniqueId {
+            internal: internal.map(|b| b as std::ffi::c_char),
+        };
+        let failed = |what: &str, e: result::NcclError| CollectiveError::Device {
+            rank,
+            message: format!("{what} on cuda:{ordinal}: {e:?}"),
+        };
+        // NCCL joins the calling thread's current device: make the rank's the current one.
+        let context = cudarc::driver::CudaContext::new(*ordinal).map_err(|e| CollectiveError::Device {
+            rank,
+            message: format!("cuda:{ordinal}: {e}"),
+        })?;
+        context.bind_to_thread().map_err(|e| CollectiveError::Device {
+            rank,
+            message: format!("cuda:{ordinal}: {e}"),
+        })?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `handle` receives the communicator; every rank of the vote calls this with the same id.
+        unsafe { result::comm_init_rank(&mut handle, world as i32, id, rank as i32) }
+            .map_err(|e| failed("joining NCCL", e))?;
+        Ok(Ok(Self { comm: handle, rank }))
+    }
+
+    /// Sums `count` f32 values at device address `buffer` over every rank, in place, queued on the device's
+    /// default stream.
+    ///
+    /// # Safety
+    /// `buffer` points at `count` f32 values on this rank's CUDA device, valid until the default stream
+    /// reaches this operation.
+    pub unsafe fn allreduce_sum(&self, buffer: *mut c_void, count: usize) -> Result<()> {
+        // SAFETY: in and out are the same buffer (NCCL's in-place form); the caller vouches for it.
+        unsafe {
+            result::all_reduce(
+                buffer,
+                buffer,
+                count,
+                sys::ncclDataType_t::ncclFloat32,
+                sys::ncclRedOp_t::ncclSum,
+                self.comm,
+                std::ptr::null_mut(),
+            )
+        }
+        .map(|_| ())
+        .map_err(|e| CollectiveError::Device {
+            rank: self.rank,
+            message: format!("NCCL allreduce of {count} values: {e:?}"),
+        })
+    }
+}
+
+impl Drop for Nccl {
+    /// Aborts rather than destroys: a job that ends well has waited for its last operation already (its
+    /// epoch's figures are read back from the device), and one that failed part-way must not wait for peers
+    /// that are gone.
+    fn drop(&mut self) {
+        // SAFETY: the communicator is this value's own and is used no more.
+        let _ = unsafe { result::comm_abort(self.comm) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nccl_is_chosen_only_when_every_rank_is_on_cuda_with_nccl() {
+        let ready = |ordinal| NcclVote::Ready { ordinal };
+        assert_eq!(nccl_choice(&[ready(0), ready(0), ready(1)]), Ok(()));
+        let cpu = NcclVote::of(None);
+        assert_eq!(
+            nccl_choice(&[ready(0), cpu.clone()]),
+            Err("rank 1 trains on the CPU".into())
+        );
+        assert_eq!(nccl_choice(&[cpu.clone(), cpu]), Err("rank 0 trains on the CPU".into()));
+        let missing = NcclVote::Not("found no NCCL library (libnccl.so) on the loader's path".into());
+        assert_eq!(
+            nccl_choice(&[missing, ready(1)]),
+            Err("rank 0 found no NCCL library (libnccl.so) on the loader's path".into())
+        );
+        assert!(nccl_choice(&[ready(0)]).is_err());
+    }
+
+    #[test]
+    fn votes_cross_the_wire_whole() {
+        for vote in [
+            NcclVote::Ready { ordinal: 3 },
+            NcclVote::Not("trains on the CPU".into()),
+        ] {
+            assert_eq!(NcclVote::from_bytes(&vote.to_bytes()), vote);
+        }
+        assert!(matches!(NcclVote::from_bytes(&[1, 2]), NcclVote::Not(_)));
+        assert!(matches!(NcclVote::from_bytes(&[]), NcclVote::Not(_)));
+    }
+
+    #[test]
+    fn ranks_on_the_cpu_keep_the_host_ring() {
+        let outcomes = crate::collective::LocalWorld::new(2)
+            .run(|mut comm| Nccl::join(&mut comm, &NcclVote::of(None)).map(|n| n.err()))
+            .unwrap();
+        for outcome in outcomes {
+            assert_eq!(outcome.unwrap(), Some("rank 0 trains on the CPU".to_string()));
+        }
+    }
+}

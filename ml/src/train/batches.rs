@@ -1,0 +1,127 @@
+//! A shard as tensors where its rank trains: moved to the rank's device once, each step's batch picked there.
+//!
+//! On a GPU the shard is copied to the device when training starts and every batch is an index into it, so a
+//! step copies nothing from the host (the epoch's row order goes over once an epoch). A shard too large for
+//! the device stays on the host, and each batch is picked there and copied over (the job's log says so once).
+//! On the CPU "the device" is where the rows already are.
+
+use tch::{Device, Tensor};
+
+use super::loss::label_tensor;
+use super::options::Loss;
+use crate::data::Shard;
+
+/// A shard's features, labels and sample weights as tensors.
+pub(super) struct ShardTensors<'a> {
+    shard: &'a Shard,
+    features: Tensor,
+    labels: Tensor,
+    weights: Option<Tensor>,
+    /// Where batches are wanted: the rank's device.
+    device: Device,
+}
+
+/// One step's rows: features, labels, sample weights (if the shard has them), on the rank's device.
+pub(super) struct Batch {
+    pub(super) features: Tensor,
+    pub(super) labels: Tensor,
+    pub(super) weights: Option<Tensor>,
+}
+
+impl<'a> ShardTensors<'a> {
+    /// `shard` as tensors, on `device` when they fit there (on the host otherwise).
+    pub(super) fn new(shard: &'a Shard, loss: Loss, device: Device, rank: usize) -> Self {
+        let host = Self {
+            shard,
+            features: Tensor::from_slice(shard.features()).view([shard.rows() as i64, shard.dim() as i64]),
+            labels: label_tensor(loss, shard.labels()),
+            weights: shard.weights().map(Tensor::from_slice),
+            device,
+        };
+        if device == Device::Cpu {
+            return host;
+        }
+        let moved = (|| -> Result<Self, tch::TchError> {
+            Ok(Self {
+                features: host.features.f_to_device(device)?,
+                labels: host.labels.f_to_device(device)?,
+                weights: host.weights.as_ref().map(|w| w.f_to_device(device)).transpose()?,
+                ..host.shallow()
+            })
+        })();
+        moved.unwrap_or_else(|e| {
+            log::warn!(
+                "rank {rank}: the shard's {} rows stay on the host and each batch is copied to {device:?} ({e})",
+                shard.rows()
+            );
+            host
+        })
+    }
+
+    fn shallow(&self) -> Self {
+        Self {
+            shard: self.shard,
+            features: self.features.shallow_clone(),
+            labels: self.labels.shallow_clone(),
+            weights: self.weights.as_ref().map(Tensor::shallow_clone),
+            device: self.device,
+        }
+    }
+
+    /// The shard's rows.
+    pub(super) fn shard(&self) -> &'a Shard {
+        self.shard
+    }
+
+    /// An epoch's row order, where the rows are.
+    pub(super) fn order(&self, order: &[i64]) -> Tensor {
+        Tensor::from_slice(order).to_device(self.features.device())
+    }
+
+    /// The rows `order[start..start + len]` (`shuffled`: else rows `start..start + len`, in place).
+    pub(super) fn batch(&self, order: &Tensor, start: usize, len: usize, shuffled: bool) -> Batch {
+        let (start, len) = (start as i64, len as i64);
+        let pick = |all: &Tensor| {
+            if shuffled {
+                all.index_select(0, &order.narrow(0, start, len))
+            } else {
+                all.narrow(0, start, len)
+            }
+            .to_device(self.device)
+        };
+        Batch {
+            features: pick(&self.features),
+            labels: pick(&self.labels),
+            weights: self.weights.as_ref().map(pick),
+        }
+    }
+
+    /// Every row, on the rank's device.
+    pub(super) fn all(&self) -> Batch {
+        Batch {
+            features: self.features.to_device(self.device),
+            labels: self.labels.to_device(self.device),
+            weights: self.weights.as_ref().map(|w| w.to_device(self.device)),
+        }
+    }
+
+    /// The weight of `rows`: their sample weights' sum, else their count (read on the host: no wait on the
+    /// device).
+    pub(super) fn weight_of(&self, rows: &[i64]) -> f64 {
+        match self.shard.weights() {
+            Some(weights) => rows.iter().map(|&row| f64::from(weights[row as usize])).sum(),
+            None => rows.len() as f64,
+        }
+    }
+
+    /// This rank's weight (rows, or their sample weights) at each of an epoch's `steps` of `batch` rows in
+    /// `order` (none after the shard runs out).
+    pub(super) fn step_weights(&self, order: &[i64], steps: usize, batch: usize) -> Vec<f32> {
+        (0..steps)
+            .map(|step| {
+                let start = (step * batch).min(order.len());
+                self.weight_of(&order[start..(start + batch).min(order.len())]) as f32
+            })
+            .collect()
+    }
+}
