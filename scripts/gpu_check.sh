@@ -51,10 +51,10 @@ if ! python3 -c 'import torch' 2>/dev/null; then
 fi
 echo "== machine"
 if [[ ${#cpu[@]} -eq 0 ]]; then
-    nvidia-smi -L
+    nvidia-smi -L || echo "(nvidia-smi did not answer)"
 fi
 python3 -c 'import torch; print("PyTorch", torch.__version__, "sees", torch.cuda.device_count(), "GPU(s)")'
 echo "$(nproc) CPU cores"
 echo
 echo "== hearth"
-timeout 290 "$program" "${cpu[@]}" "$@"
+timeout 290 "$program" ${cpu[@]+"${cpu[@]}"} "$@"

@@ -19,7 +19,10 @@ here="$(dirname "${BASH_SOURCE[0]}")"
 source "$here/torch_env.sh"
 
 has_nvidia_driver() {
-    command -v nvidia-smi >/dev/null 2>&1 || { command -v ldconfig >/dev/null 2>&1 && ldconfig -p | grep -q 'libcuda\.so\.1'; }
+    command -v nvidia-smi >/dev/null 2>&1 && return
+    local cache
+    cache="$( (ldconfig -p || /sbin/ldconfig -p) 2>/dev/null || true)"
+    [[ "$cache" == *libcuda.so.1* ]]
 }
 
 choice="${HEARTH_TORCH:-auto}"
@@ -38,7 +41,7 @@ if [[ "$choice" == cuda ]]; then
     # the NCCL wheel ships it as libnccl.so.2.
     libtorch="$(libtorch_of "$venv")"
     if [[ ! -e "$libtorch/lib/libnccl.so" && -f "$libtorch/../nvidia/nccl/lib/libnccl.so.2" ]]; then
-        ln -s ../../nvidia/nccl/lib/libnccl.so.2 "$libtorch/lib/libnccl.so"
+        ln -sfn ../../nvidia/nccl/lib/libnccl.so.2 "$libtorch/lib/libnccl.so"
     fi
 else
     venv="$hearth_cache/torch-$torch_version-cpu"

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 evcxr_version="0.22.0"
-source scripts/cache.sh
+source scripts/torch_env.sh
 cache="$hearth_cache/notebooks"
 venv="$cache/venv"
 kernel="$cache/evcxr-$evcxr_version"
@@ -40,14 +40,17 @@ sysroot_lib="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host:
 # metadata Rust 1.95 keeps in a file beside it: scripts/evcxr/ names that file to rustc for the kernel.
 export HEARTH_REAL_RUSTC="$(rustc --print sysroot)/bin/rustc"
 export PATH="$PWD/scripts/evcxr:$PATH"
-# Cells link libtorch too, from the directory ./dev named in LIBTORCH.
-torch_lib="$LIBTORCH/lib"
-export LD_LIBRARY_PATH="$sysroot_lib:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-"$kernel/bin/evcxr_jupyter" --install >/dev/null
-
 # The fleet notebook runs against a fleet of this checkout's `hearth`.
 cargo build --quiet --workspace --all-features --bin hearth  # the features ./dev test builds with: no rebuild
 target_dir="$(cargo metadata --format-version 1 --no-deps | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+
+# Cells link libtorch too: PyTorch's whole install (scripts/pytorch.sh), whatever the machine has. The kernel
+# links tch as a shared library, whose link names libtorch.so, which needs libtorch_cuda.so and every CUDA
+# library (hearth's own programs link only libtorch_cpu.so and load libtorch_cuda.so where it is there).
+LIBTORCH="$(libtorch_of "$(scripts/pytorch.sh)")"
+export LIBTORCH
+export LD_LIBRARY_PATH="$sysroot_lib:$LIBTORCH/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+"$kernel/bin/evcxr_jupyter" --install >/dev/null
 
 exec "$venv/bin/python" scripts/notebooks.py --work "$cache/work" --executed "$cache/executed" \
     --hearth "$target_dir/debug/hearth" notebooks/*.ipynb

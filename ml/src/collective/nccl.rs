@@ -30,15 +30,20 @@ pub enum NcclVote {
 }
 
 impl NcclVote {
-    /// This rank's vote: on `cuda_ordinal` (none on the CPU), and whether NCCL loads here.
+    /// This rank's vote: on `cuda_ordinal` (none on the CPU), whether NCCL loads here, and whether the device
+    /// can be made this thread's current one (NCCL joins the current device): anything that can fail before
+    /// NCCL's own set-up fails here, so that every rank knows of it before any waits in NCCL.
     pub fn of(cuda_ordinal: Option<usize>) -> Self {
-        match cuda_ordinal {
-            None => Self::Not("trains on the CPU".into()),
-            // SAFETY: only tries to load the library by its names; nothing is called in it.
-            Some(_) if !unsafe { sys::is_culib_present() } => {
-                Self::Not("found no NCCL library (libnccl.so) on the loader's path".into())
-            }
-            Some(ordinal) => Self::Ready { ordinal },
+        let Some(ordinal) = cuda_ordinal else {
+            return Self::Not("trains on the CPU".into());
+        };
+        // SAFETY: only tries to load the library by its names; nothing is called in it.
+        if !unsafe { sys::is_culib_present() } {
+            return Self::Not("found no NCCL library (libnccl.so) on the loader's path".into());
+        }
+        match cudarc::driver::CudaContext::new(ordinal).and_then(|context| context.bind_to_thread()) {
+            Ok(()) => Self::Ready { ordinal },
+            Err(e) => Self::Not(format!("could not make cuda:{ordinal} its current device: {e}")),
         }
     }
 
@@ -63,24 +68,33 @@ impl NcclVote {
     }
 }
 
-/// Whether NCCL carries the gradients, given every rank's vote in rank order: only when all are ready;
-/// otherwise the first rank that is not, and why.
+/// Whether NCCL carries the gradients, given every rank's host and vote in rank order: only when all are
+/// ready, each on a GPU of its own (NCCL refuses two ranks on one device); otherwise why not.
 ///
 /// ```
 /// use hearth_ml::collective::{NcclVote, nccl_choice};
-/// let ready = |ordinal| NcclVote::Ready { ordinal };
-/// assert_eq!(nccl_choice(&[ready(0), ready(1)]), Ok(()));
-/// let mixed = [ready(0), NcclVote::Not("trains on the CPU".into())];
+/// let ready = |host: &str, ordinal| (host.to_string(), NcclVote::Ready { ordinal });
+/// assert_eq!(nccl_choice(&[ready("a", 0), ready("a", 1), ready("b", 0)]), Ok(()));
+/// let mixed = [ready("a", 0), ("a".to_string(), NcclVote::Not("trains on the CPU".into()))];
 /// assert_eq!(nccl_choice(&mixed), Err("rank 1 trains on the CPU".to_string()));
 /// ```
-pub fn nccl_choice(votes: &[NcclVote]) -> std::result::Result<(), String> {
-    match votes.iter().enumerate().find_map(|(rank, vote)| match vote {
-        NcclVote::Ready { .. } => None,
-        NcclVote::Not(why) => Some(format!("rank {rank} {why}")),
-    }) {
-        Some(why) => Err(why),
-        None if votes.len() < 2 => Err("one rank has nothing to exchange".into()),
-        None => Ok(()),
+pub fn nccl_choice(votes: &[(String, NcclVote)]) -> std::result::Result<(), String> {
+    let mut devices = std::collections::HashMap::new();
+    for (rank, (host, vote)) in votes.iter().enumerate() {
+        match vote {
+            NcclVote::Not(why) => return Err(format!("rank {rank} {why}")),
+            NcclVote::Ready { ordinal } => {
+                if let Some(first) = devices.insert((host, ordinal), rank) {
+                    return Err(format!(
+                        "ranks {first} and {rank} share cuda:{ordinal} on host {host} (NCCL needs a GPU per rank)"
+                    ));
+                }
+            }
+        }
+    }
+    match votes.len() {
+        0 | 1 => Err("one rank has nothing to exchange".into()),
+        _ => Ok(()),
     }
 }
 
@@ -98,10 +112,12 @@ impl Nccl {
     /// Every rank of `comm` calls this with its vote: the NCCL communicator when every rank is ready, or why
     /// not (`Ok(Err(why))`: the job goes on with the host ring).
     pub fn join(comm: &mut Communicator, vote: &NcclVote) -> Result<std::result::Result<Self, String>> {
-        let votes: Vec<NcclVote> = comm
+        let hosts: Vec<String> = comm.peers().iter().map(|p| p.registration.host.clone()).collect();
+        let votes: Vec<(String, NcclVote)> = comm
             .allgather_bytes(&vote.to_bytes())?
             .iter()
-            .map(|bytes| NcclVote::from_bytes(bytes))
+            .zip(hosts)
+            .map(|(bytes, host)| (host, NcclVote::from_bytes(bytes)))
             .collect();
         if let Err(why) = nccl_choice(&votes) {
             return Ok(Err(why));
@@ -129,19 +145,15 @@ impl Nccl {
             rank,
             message: format!("{what} on cuda:{ordinal}: {e:?}"),
         };
-        // NCCL joins the calling thread's current device: make the rank's the current one.
-        let context = cudarc::driver::CudaContext::new(*ordinal).map_err(|e| CollectiveError::Device {
-            rank,
-            message: format!("cuda:{ordinal}: {e}"),
-        })?;
-        context.bind_to_thread().map_err(|e| CollectiveError::Device {
-            rank,
-            message: format!("cuda:{ordinal}: {e}"),
-        })?;
         let mut handle = std::ptr::null_mut();
         // SAFETY: `handle` receives the communicator; every rank of the vote calls this with the same id.
-        unsafe { result::comm_init_rank(&mut handle, world as i32, id, rank as i32) }
-            .map_err(|e| failed("joining NCCL", e))?;
+        if let Err(e) = unsafe { result::comm_init_rank(&mut handle, world as i32, id, rank as i32) } {
+            if !handle.is_null() {
+                // SAFETY: a communicator NCCL made before failing, used no more.
+                let _ = unsafe { result::comm_abort(handle) };
+            }
+            return Err(failed("joining NCCL", e));
+        }
         Ok(Ok(Self { comm: handle, rank }))
     }
 
@@ -188,20 +200,29 @@ mod tests {
 
     #[test]
     fn nccl_is_chosen_only_when_every_rank_is_on_cuda_with_nccl() {
-        let ready = |ordinal| NcclVote::Ready { ordinal };
-        assert_eq!(nccl_choice(&[ready(0), ready(0), ready(1)]), Ok(()));
+        let on = |host: &str, vote: NcclVote| (host.to_string(), vote);
+        let ready = |host, ordinal| on(host, NcclVote::Ready { ordinal });
+        assert_eq!(nccl_choice(&[ready("a", 0), ready("b", 0), ready("a", 1)]), Ok(()));
         let cpu = NcclVote::of(None);
         assert_eq!(
-            nccl_choice(&[ready(0), cpu.clone()]),
+            nccl_choice(&[ready("a", 0), on("b", cpu.clone())]),
             Err("rank 1 trains on the CPU".into())
         );
-        assert_eq!(nccl_choice(&[cpu.clone(), cpu]), Err("rank 0 trains on the CPU".into()));
+        assert_eq!(
+            nccl_choice(&[on("a", cpu.clone()), on("a", cpu)]),
+            Err("rank 0 trains on the CPU".into())
+        );
         let missing = NcclVote::Not("found no NCCL library (libnccl.so) on the loader's path".into());
         assert_eq!(
-            nccl_choice(&[missing, ready(1)]),
+            nccl_choice(&[on("a", missing), ready("a", 1)]),
             Err("rank 0 found no NCCL library (libnccl.so) on the loader's path".into())
         );
-        assert!(nccl_choice(&[ready(0)]).is_err());
+        // Two ranks on one GPU of one host (more ranks than GPUs): the host ring.
+        assert_eq!(
+            nccl_choice(&[ready("a", 0), ready("a", 1), ready("a", 0)]),
+            Err("ranks 0 and 2 share cuda:0 on host a (NCCL needs a GPU per rank)".into())
+        );
+        assert!(nccl_choice(&[ready("a", 0)]).is_err());
     }
 
     #[test]

@@ -22,12 +22,23 @@ pub(super) fn apply_dropout(xs: &Tensor, rate: f64, train: bool, draws: &Mutex<D
     let scale = if keep > 0.0 { 1.0 / keep } else { 0.0 };
     // A 32-bit draw below `threshold` keeps its value: probability keep, to 2⁻³².
     let threshold = (keep * 4_294_967_296.0) as u64;
+    // In fp32 the mask holds the scale (one multiply). In a narrower format (bfloat16) it holds 0 or 1 and the
+    // product is scaled after, computed in fp32 and rounded once, as PyTorch scales: a scale rounded into the
+    // mask would shrink every kept value (1/0.9 is 1.109 in bfloat16).
+    let (in_mask, after) = match xs.kind() {
+        Kind::Float => (scale, None),
+        _ => (1.0, Some(scale)),
+    };
     let mut draws = draws.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mask = match xs.device() {
-        Device::Cpu => host_mask(xs, threshold, scale as f32, &mut draws),
-        _ => device_mask(xs, threshold, scale, draws.next_u64()),
+        Device::Cpu => host_mask(xs, threshold, in_mask as f32, &mut draws),
+        _ => device_mask(xs, threshold, in_mask, draws.next_u64()),
     };
-    xs * mask
+    let dropped = xs * mask;
+    match after {
+        Some(scale) => dropped.g_mul_scalar(scale),
+        None => dropped,
+    }
 }
 
 /// The mask drawn on the host, two 32-bit lanes from each 64-bit draw.
@@ -104,6 +115,16 @@ mod tests {
         let bits = counter_hash(&index, 7);
         assert!(bits.min().int64_value(&[]) >= 0 && bits.max().int64_value(&[]) <= LOW_32);
         assert!(bits.equal(&counter_hash(&index, 7)));
+    }
+
+    #[test]
+    fn bfloat16_values_are_scaled_once_as_pytorch_scales_them() {
+        let xs = Tensor::randn([64, 32], (Kind::Float, Device::Cpu)).to_kind(Kind::BFloat16);
+        let draws = Mutex::new(Draws::new(5));
+        let dropped = apply_dropout(&xs, 0.1, true, &draws).to_kind(Kind::Float);
+        let exact = (xs.to_kind(Kind::Float) * (1.0 / 0.9)).to_kind(Kind::BFloat16).to_kind(Kind::Float);
+        let kept = dropped.ne(0.0);
+        assert!(dropped.masked_select(&kept).equal(&exact.masked_select(&kept)));
     }
 
     #[test]

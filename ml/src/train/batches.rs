@@ -96,13 +96,18 @@ impl<'a> ShardTensors<'a> {
         }
     }
 
-    /// Every row, on the rank's device.
-    pub(super) fn all(&self) -> Batch {
-        Batch {
-            features: self.features.to_device(self.device),
-            labels: self.labels.to_device(self.device),
-            weights: self.weights.as_ref().map(|w| w.to_device(self.device)),
-        }
+    /// Every row, `rows` at a time, each part on the rank's device.
+    pub(super) fn parts(&self, rows: usize) -> impl Iterator<Item = Batch> + '_ {
+        let total = self.shard.rows();
+        (0..total).step_by(rows.max(1)).map(move |start| {
+            let len = rows.min(total - start) as i64;
+            let part = |all: &Tensor| all.narrow(0, start as i64, len).to_device(self.device);
+            Batch {
+                features: part(&self.features),
+                labels: part(&self.labels),
+                weights: self.weights.as_ref().map(part),
+            }
+        })
     }
 
     /// The weight of `rows`: their sample weights' sum, else their count (read on the host: no wait on the

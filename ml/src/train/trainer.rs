@@ -163,6 +163,9 @@ impl<'a> RankTrainer<'a> {
     }
 }
 
+/// Validation rows scored at once.
+const EVALUATION_ROWS: usize = 65_536;
+
 /// A rank's training in progress: the network on its device, the optimizer, the shard as tensors, and
 /// the buffer gradients are allreduced in.
 struct Job<'a> {
@@ -554,17 +557,19 @@ impl<'a> Job<'a> {
         };
         let shard = validation.shard();
         if shard.rows() > 0 {
-            let Batch {
-                features: x,
-                labels: y,
-                weights: sampled,
-            } = validation.all();
-            let logits = tch::no_grad(|| self.forward(&x, false))?;
-            let loss = tch::no_grad(|| loss_of(loss_kind, &logits, &y, self.class_weights.as_ref(), sampled.as_ref()));
+            let (mut loss, mut hits) = (0.0, 0.0);
+            // A part at a time: a large validation set need not fit on the device at once.
+            for part in validation.parts(EVALUATION_ROWS) {
+                let (x, y, sampled) = (&part.features, &part.labels, part.weights.as_ref());
+                let logits = tch::no_grad(|| self.forward(x, false))?;
+                let part_loss = tch::no_grad(|| loss_of(loss_kind, &logits, y, self.class_weights.as_ref(), sampled));
+                loss += part_loss.double_value(&[]);
+                hits += hits_of(loss_kind, &logits, y, sampled).double_value(&[]);
+            }
             totals = [
                 shard.weights().map_or(shard.rows() as f32, |w| w.iter().sum()),
-                loss.double_value(&[]) as f32,
-                hits_of(loss_kind, &logits, &y, sampled.as_ref()).double_value(&[]) as f32,
+                loss as f32,
+                hits as f32,
             ];
         }
         comm.allreduce_sum(&mut totals)?;
