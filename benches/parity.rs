@@ -209,6 +209,7 @@ fn compare(
         shuffle: true,
         tensors: false,
         device: DeviceChoice::Cpu,
+        precision: Precision::Fp32,
     };
     // At N > 1, PyTorch's perfect scaling: N × a plain PyTorch loop on one rank's threads.
     let one_rank = Recipe {

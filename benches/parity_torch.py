@@ -13,6 +13,7 @@ CONFIG holds:
   threads        torch threads per process
   runs           [{"optimizer": hearth's OptimizerSpec as JSON, "seed": N}, ...]
   shuffle        optional, default true: each epoch in a new random order (else the rows' own order)
+  precision      optional, default "fp32"; "bf16": forward and loss under torch.autocast in bfloat16
   device         optional, default "cpu": where a plain loop trains ("cuda": the model, the rows and each epoch's
                  order moved to the GPU once, batches indexed there; epoch seconds end after the GPU finishes)
   tensors        optional, default false: also print every run's final tensors (small models)
@@ -135,6 +136,7 @@ def train(config, rank, world):
     features, labels = features[rank::world].contiguous(), labels[rank::world].contiguous()
     test_features, test_labels = load(config["test"], config["dim"])
     device = torch.device(config.get("device", "cpu"))
+    bf16 = config.get("precision", "fp32") == "bf16"
     features, labels = features.to(device), labels.to(device)
     test_features, test_labels = test_features.to(device), test_labels.to(device)
     batch, epochs = config["batch"], config["epochs"]
@@ -161,7 +163,9 @@ def train(config, rank, world):
             for start in range(0, labels.shape[0], batch):
                 index = order[start:start + batch]
                 opt.zero_grad()
-                loss_of(model(features[index].view(shape)), labels[index]).backward()
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    loss = loss_of(model(features[index].view(shape)), labels[index])
+                loss.backward()
                 opt.step()
             if world > 1:
                 dist.barrier()

@@ -118,6 +118,7 @@ fn ddp_seconds(train: &Shard, test: &Shard, rounds: usize) -> Result<f64, String
         shuffle: true,
         tensors: false,
         device: DeviceChoice::Cpu,
+        precision: Precision::Fp32,
     };
     let runs: Vec<(OptimizerSpec, u64)> = (0..rounds).map(|_| (OptimizerSpec::adam(1e-3), 0)).collect();
     Ok(recipe

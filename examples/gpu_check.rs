@@ -3,7 +3,7 @@
 //! 1. The main job's model on the GPU: German Credit preprocessed with the four Spark stages and an MLP
 //!    trained with `device = cuda` on one worker, scored on the held-out rows.
 //! 2. The dist-keras Higgs MLP (33-600-600-2, dropout 0.2, Adagrad 0.01) over 225,000 training rows, at batch
-//!    64 and batch 1,024, one rank: hearth on the GPU against a plain PyTorch loop on the same GPU
+//!    64 and batch 1,024 (and at 1,024 in bfloat16 mixed precision, PyTorch's under `torch.autocast`), one rank: hearth on the GPU against a plain PyTorch loop on the same GPU
 //!    (`benches/parity_torch.py`, rows on the device, batches indexed there) and against hearth on this
 //!    machine's CPU cores. Each side trains two epochs; the second, warm one is measured (the first includes
 //!    CUDA's start: kernels loaded, cuBLAS set up).
@@ -112,6 +112,7 @@ async fn higgs_speed(device: &DeviceChoice, events: usize) -> std::result::Resul
     let mut table = Table::new();
     table.set_titles(row![
         "batch",
+        "precision",
         format!("hearth {on} samples/s"),
         format!("PyTorch {on} samples/s"),
         "hearth / PyTorch",
@@ -119,7 +120,12 @@ async fn higgs_speed(device: &DeviceChoice, events: usize) -> std::result::Resul
         format!("hearth cpu ({cores} cores)"),
         format!("hearth {on} / cpu"),
     ]);
-    for (batch, goal) in [(64, 0.95), (1024, 0.9)] {
+    let runs = [
+        (64, Precision::Fp32, "≥ 0.95"),
+        (1024, Precision::Fp32, "≥ 0.9"),
+        (1024, Precision::Bf16, "-"),
+    ];
+    for (batch, precision, goal) in runs {
         let recipe = |device: DeviceChoice| Recipe {
             rows: &rows,
             model: model.clone(),
@@ -130,18 +136,24 @@ async fn higgs_speed(device: &DeviceChoice, events: usize) -> std::result::Resul
             shuffle: true,
             tensors: false,
             device,
+            precision,
         };
         // The second epoch: warm on both sides.
         let speed = |curve: &torch_peer::Curve| train.rows() as f64 / curve.seconds[1];
         let hearth = speed(&recipe(device.clone()).hearth(&adagrad, 1));
         let torch = speed(&recipe(device.clone()).torch(&[(adagrad.clone(), 1)])?[0]);
         let cpu = speed(&recipe(DeviceChoice::Cpu).hearth(&adagrad, 1));
+        let format = match precision {
+            Precision::Fp32 => "fp32",
+            Precision::Bf16 => "bf16 (PyTorch: autocast)",
+        };
         table.add_row(row![
             batch,
+            format,
             format!("{hearth:.0}"),
             format!("{torch:.0}"),
             format!("{:.2}", hearth / torch),
-            format!("≥ {goal}"),
+            goal,
             format!("{cpu:.0}"),
             format!("{:.1}×", hearth / cpu),
         ]);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use hearth::ml::collective::LocalWorld;
 use hearth::ml::data::Shard;
 use hearth::ml::model::ModelSpec;
-use hearth::ml::train::{DeviceChoice, OptimizerSpec, RankTrainer, TrainOptions, TrainSettings};
+use hearth::ml::train::{DeviceChoice, OptimizerSpec, Precision, RankTrainer, TrainOptions, TrainSettings};
 
 /// The longest PyTorch's side may take (its DDP ranks give up on a collective after 10 minutes themselves).
 const PEER_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -67,6 +67,8 @@ pub struct Recipe<'a> {
     pub tensors: bool,
     /// Where both sides train (PyTorch: `cuda` for any `cuda` choice, at one rank).
     pub device: DeviceChoice,
+    /// The passes' number format (PyTorch: bf16 under `torch.autocast`).
+    pub precision: Precision,
 }
 
 /// PyTorch's name of the device a choice trains on.
@@ -109,6 +111,7 @@ impl Recipe<'_> {
                 seed,
                 shuffle: self.shuffle,
                 device: self.device.clone(),
+                precision: self.precision,
                 threads: Some(self.threads),
                 ..TrainSettings::default()
             },
@@ -161,6 +164,7 @@ impl Recipe<'_> {
             "batch": self.batch, "epochs": self.epochs, "world": self.world, "threads": self.threads,
             "shuffle": self.shuffle, "tensors": self.tensors, "runs": runs,
             "device": torch_device(&self.device),
+            "precision": self.precision,
         });
         let config_path = dir.path().join("config.json");
         std::fs::write(&config_path, config.to_string()).map_err(|e| format!("{}: {e}", config_path.display()))?;

@@ -37,6 +37,7 @@ fn recipe<'a>(rows: &'a Rows<'a>, model: ModelSpec, epochs: usize, world: usize)
         shuffle: false,
         tensors: true,
         device: DeviceChoice::Cpu,
+        precision: Precision::Fp32,
     }
 }
 
@@ -187,6 +188,7 @@ async fn the_higgs_mlp_with_dropout_reaches_pytorchs_test_accuracy() {
         shuffle: true,
         tensors: false,
         device: DeviceChoice::Cpu,
+        precision: Precision::Fp32,
     };
     let adagrad = OptimizerSpec::adagrad(0.01);
     let theirs = recipe

@@ -122,7 +122,9 @@ mod tests {
         let xs = Tensor::randn([64, 32], (Kind::Float, Device::Cpu)).to_kind(Kind::BFloat16);
         let draws = Mutex::new(Draws::new(5));
         let dropped = apply_dropout(&xs, 0.1, true, &draws).to_kind(Kind::Float);
-        let exact = (xs.to_kind(Kind::Float) * (1.0 / 0.9)).to_kind(Kind::BFloat16).to_kind(Kind::Float);
+        let exact = (xs.to_kind(Kind::Float) * (1.0 / 0.9))
+            .to_kind(Kind::BFloat16)
+            .to_kind(Kind::Float);
         let kept = dropped.ne(0.0);
         assert!(dropped.masked_select(&kept).equal(&exact.masked_select(&kept)));
     }
