@@ -74,7 +74,7 @@ pub enum HearthError {
     },
     /// A barrier stage needs more GPUs at once than the session has where its tasks can run.
     #[error(
-        "a barrier stage of {workers} tasks needs {gpus} GPUs at once (one per task), but {master} can give {found} tasks a GPU at once; use device cpu, fewer workers or more GPUs"
+        "a barrier stage of {workers} tasks needs {gpus} GPUs at once (one per task), but {master} can give {found} tasks a GPU at once{why}; use device cpu, fewer workers or more GPUs"
     )]
     GangGpus {
         /// GPUs the stage needs.
@@ -83,6 +83,8 @@ pub enum HearthError {
         workers: usize,
         /// GPUs found where a task slot goes with each.
         found: usize,
+        /// Why there are none in this process, when there are none (` (libtorch: …)`), else empty.
+        why: String,
         /// The session's master.
         master: String,
     },

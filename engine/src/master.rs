@@ -187,6 +187,11 @@ impl SessionInfo {
         }
     }
 
+    /// Whether the session's tasks run in this process (local and standalone masters), not on a fleet.
+    pub fn runs_tasks_here(&self) -> bool {
+        matches!(self.master, Master::Local { .. } | Master::Standalone { .. })
+    }
+
     /// How many tasks holding a GPU each can run at once: as many as there are both task slots and GPUs —
     /// this process's for a master in it, each live executor's for a fleet.
     pub async fn gpu_slots(&self) -> Result<usize> {

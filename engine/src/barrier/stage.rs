@@ -98,10 +98,16 @@ pub(crate) async fn check_gpus(info: &SessionInfo, workers: usize, gpus_per_task
     }
     let found = info.gpu_slots().await?;
     if workers > found {
+        // Tasks of a session in this process see this process's GPUs: say why there are none.
+        let why = match (found, info.runs_tasks_here(), hearth_ml::train::why_no_gpus()) {
+            (0, true, Some(why)) => format!(" (libtorch: {why})"),
+            _ => String::new(),
+        };
         return Err(HearthError::GangGpus {
             gpus: workers,
             workers,
             found,
+            why,
             master: info.master().to_string(),
         });
     }

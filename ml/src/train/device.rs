@@ -91,6 +91,20 @@ pub fn cuda_device_count() -> usize {
     tch::Cuda::device_count().max(0) as usize
 }
 
+/// Why libtorch in this process sees no GPU: its CUDA library missing or failing to load (a CPU-only install),
+/// or no device or driver; `None` when it sees one.
+///
+/// ```
+/// use hearth_ml::train::{cuda_device_count, why_no_gpus};
+/// assert_eq!(why_no_gpus().is_none(), cuda_device_count() > 0);
+/// ```
+pub fn why_no_gpus() -> Option<String> {
+    match cuda_device_count() {
+        0 => Some(why_no_gpu(None, 0)),
+        _ => None,
+    }
+}
+
 /// Why libtorch has no CUDA device `wanted` (any one when `None`), given that it sees `gpus`.
 fn why_no_gpu(wanted: Option<usize>, gpus: usize) -> String {
     match (cuda_library(), wanted) {

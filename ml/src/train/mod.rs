@@ -19,7 +19,7 @@ mod trainer;
 
 pub use augment::Augmentation;
 pub use checkpoint::Checkpoint;
-pub use device::{CudaLibrary, cuda_device_count, cuda_library, prediction_device};
+pub use device::{CudaLibrary, cuda_device_count, cuda_library, prediction_device, why_no_gpus};
 pub use error::TrainError;
 pub use optimizer::{Optimizer, OptimizerSpec};
 pub use options::{DeviceChoice, Loss, LrSchedule, Precision, TrainOptions, TrainSettings};
