@@ -11,6 +11,10 @@
 //! that filled the buffer and before the optimizer step that reads it, with no wait on the host.
 
 use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+use cudarc::driver::result::{DriverError, event};
+use cudarc::driver::sys as sys_driver;
 
 use cudarc::nccl::{result, sys};
 
@@ -98,11 +102,14 @@ pub fn nccl_choice(votes: &[(String, NcclVote)]) -> std::result::Result<(), Stri
     }
 }
 
-/// A rank's NCCL communicator, destroyed with it.
+/// A rank's NCCL communicator, aborted with it.
 #[derive(Debug)]
 pub struct Nccl {
+    /// Null once aborted.
     comm: sys::ncclComm_t,
     rank: usize,
+    /// The last mark of the device's queue not yet waited for.
+    marked: Option<sys_driver::CUevent>,
 }
 
 // SAFETY: an NCCL communicator may be used from any thread, one call at a time; `Nccl` is used by its owner only.
@@ -154,7 +161,11 @@ impl Nccl {
             }
             return Err(failed("joining NCCL", e));
         }
-        Ok(Ok(Self { comm: handle, rank }))
+        Ok(Ok(Self {
+            comm: handle,
+            rank,
+            marked: None,
+        }))
     }
 
     /// Sums `count` f32 values at device address `buffer` over every rank, in place, queued on the device's
@@ -184,13 +195,109 @@ impl Nccl {
     }
 }
 
+impl Nccl {
+    /// Marks how far this rank's device queue reaches now, and waits, at most `within`, for the device to
+    /// reach the previous mark (none the first time): the device may run one mark behind the host, so the
+    /// queue stays full, but never further. NCCL's operations have no deadline of their own; past `within`,
+    /// NCCL is aborted — a peer is gone or stalled, and NCCL would wait for it forever — and the error says so.
+    /// A trainer marks every few steps (fewer than the device's queue of launches holds: a launch into a full
+    /// queue would wait without a deadline).
+    pub fn mark(&mut self, within: Duration) -> Result<()> {
+        let mark = self.new_mark()?;
+        match self.marked.replace(mark) {
+            Some(previous) => self.wait_for(previous, within),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits, at most `within`, until the device has done everything queued so far (as [`Nccl::mark`] does
+    /// for its previous mark).
+    pub fn wait(&mut self, within: Duration) -> Result<()> {
+        let now = self.new_mark()?;
+        let waited = self.wait_for(now, within);
+        if let Some(previous) = self.marked.take() {
+            // SAFETY: an event this value made and waits for no more.
+            let _ = unsafe { event::destroy(previous) };
+        }
+        waited
+    }
+
+    fn device_error(&self, what: &str, e: DriverError) -> CollectiveError {
+        CollectiveError::Device {
+            rank: self.rank,
+            message: format!("{what}: {e:?}"),
+        }
+    }
+
+    /// An event recorded on the default stream (libtorch's and NCCL's here).
+    fn new_mark(&self) -> Result<sys_driver::CUevent> {
+        if self.comm.is_null() {
+            return Err(CollectiveError::Device {
+                rank: self.rank,
+                message: "NCCL was aborted after an earlier failure".into(),
+            });
+        }
+        let mark = event::create(sys_driver::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| self.device_error("a CUDA event to wait on", e))?;
+        // SAFETY: `mark` is the event just made; the null stream is the default one.
+        match unsafe { event::record(mark, std::ptr::null_mut()) } {
+            Ok(()) => Ok(mark),
+            Err(e) => {
+                // SAFETY: as above, destroyed once.
+                let _ = unsafe { event::destroy(mark) };
+                Err(self.device_error("recording a CUDA event", e))
+            }
+        }
+    }
+
+    /// Waits for `mark` until `within` has passed (then aborts NCCL), and destroys it.
+    fn wait_for(&mut self, mark: sys_driver::CUevent, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        // SAFETY: `mark` is an event this value recorded; it is queried until done or the deadline, then
+        // destroyed once.
+        let outcome = unsafe {
+            let outcome = loop {
+                match event::query(mark) {
+                    Err(DriverError(sys_driver::CUresult::CUDA_ERROR_NOT_READY)) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                    other => break other,
+                }
+            };
+            let _ = event::destroy(mark);
+            outcome
+        };
+        match outcome {
+            Ok(()) => Ok(()),
+            Err(DriverError(sys_driver::CUresult::CUDA_ERROR_NOT_READY)) => {
+                // SAFETY: the communicator is this value's own; aborting ends its operations in flight.
+                let _ = unsafe { result::comm_abort(self.comm) };
+                self.comm = std::ptr::null_mut();
+                Err(CollectiveError::Device {
+                    rank: self.rank,
+                    message: format!(
+                        "NCCL's operations did not finish within {within:?}: a peer is gone or stalled (NCCL aborted)"
+                    ),
+                })
+            }
+            Err(e) => Err(self.device_error("waiting for the device", e)),
+        }
+    }
+}
+
 impl Drop for Nccl {
     /// Aborts rather than destroys: a job that ends well has waited for its last operation already (its
     /// epoch's figures are read back from the device), and one that failed part-way must not wait for peers
     /// that are gone.
     fn drop(&mut self) {
-        // SAFETY: the communicator is this value's own and is used no more.
-        let _ = unsafe { result::comm_abort(self.comm) };
+        if let Some(mark) = self.marked.take() {
+            // SAFETY: an event this value made; destroying one in flight releases it when it completes.
+            let _ = unsafe { event::destroy(mark) };
+        }
+        if !self.comm.is_null() {
+            // SAFETY: the communicator is this value's own and is used no more.
+            let _ = unsafe { result::comm_abort(self.comm) };
+        }
     }
 }
 

@@ -55,6 +55,23 @@ impl Averaging {
         matches!(self, Self::Nccl(_))
     }
 
+    /// Every few steps: lets the GPU run at most one mark behind, waiting at most `within` for this rank's
+    /// NCCL operations (a no-op for the others, whose operations end within their own deadlines).
+    pub(super) fn mark(&mut self, within: std::time::Duration) -> Result<(), TrainError> {
+        match self {
+            Self::Nccl(nccl) => Ok(nccl.mark(within)?),
+            _ => Ok(()),
+        }
+    }
+
+    /// At an epoch's end: waits at most `within` for the GPU to finish this rank's NCCL operations.
+    pub(super) fn settle(&mut self, within: std::time::Duration) -> Result<(), TrainError> {
+        match self {
+            Self::Nccl(nccl) => Ok(nccl.wait(within)?),
+            _ => Ok(()),
+        }
+    }
+
     /// Sums the optimizer's gradient over the ranks, in place, and returns the step's weight over all of them:
     /// `total` where it was summed beforehand, else `rows` summed with the gradient (this rank's own, not
     /// averaging).

@@ -163,6 +163,10 @@ impl<'a> RankTrainer<'a> {
     }
 }
 
+/// Steps between marks of a GPU's queue when NCCL averages (its operations have no deadline of their own):
+/// the device runs at most two marks behind, fewer launches than its queue holds.
+const MARK_EVERY: usize = 4;
+
 /// Validation rows scored at once.
 const EVALUATION_ROWS: usize = 65_536;
 
@@ -422,7 +426,11 @@ impl<'a> Job<'a> {
             });
             let total = step_weights.as_ref().map(|weights| weights[step]);
             self.step(comm, exchange, rows, total, &mut draws, &mut sums)?;
+            if step % MARK_EVERY == MARK_EVERY - 1 {
+                self.averaging.mark(comm.timeout())?;
+            }
         }
+        self.averaging.settle(comm.timeout())?;
         exchange.flush(comm, &mut self.optimizer.values(), sums.learning_rate)?;
         let mut totals = [
             sums.loss.double_value(&[]) as f32,
