@@ -22,6 +22,9 @@ use super::memory::{self, MemoryLink, MemoryLinks};
 use super::rendezvous::{Peer, Registration, register};
 use super::transfer::{self, Combine, HEADER_LEN, Plan, Receive, Side};
 
+/// How long a rank that could not send its header still waits for its left neighbour's, to name garbage there.
+const HEADER_GRACE: Duration = Duration::from_millis(200);
+
 /// How a rank joins the job.
 #[derive(Clone, Debug)]
 pub struct JoinOptions {
@@ -407,15 +410,23 @@ impl Communicator {
         else {
             return Ok(());
         };
-        if let Err(e) = right_link.write_message(&header.0, deadline) {
-            let error = self.peer_error(name, right, describe_io(&e));
-            return Err(self.fail(error));
-        }
-        if let Err(e) = header.read_from(left_link, name, deadline) {
-            let error = self.peer_error(name, left, describe_io(&e));
-            return Err(self.fail(error));
-        }
-        Ok(())
+        let sent = right_link.write_message(&header.0, deadline);
+        // The left's header is read even when sending failed, briefly: a left peer that sent garbage is the
+        // cause worth naming, and a right one that dropped the connection is often only its consequence (it
+        // failed on the same garbage first).
+        let read_until = match sent {
+            Ok(()) => deadline,
+            Err(_) => deadline.min(Instant::now() + HEADER_GRACE),
+        };
+        let received = header.read_from(left_link, name, read_until);
+        let (peer, e) = match (sent, received) {
+            (_, Err(e)) if e.kind() == io::ErrorKind::InvalidData => (left, e),
+            (Err(e), _) => (right, e),
+            (Ok(()), Err(e)) => (left, e),
+            (Ok(()), Ok(())) => return Ok(()),
+        };
+        let error = self.peer_error(name, peer, describe_io(&e));
+        Err(self.fail(error))
     }
 
     /// Sums `values` element-wise across all ranks; every rank ends with the sum.
