@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use hearth::datasets::{german_credit, higgs};
 use hearth::ml::data::Shard;
-use hearth::ml::train::{CudaLibrary, OptimizerSpec, cuda_device_count, cuda_library};
+use hearth::ml::train::{OptimizerSpec, why_no_gpus};
 use hearth::prelude::*;
 use prettytable::{Table, row};
 use torch_peer::{Recipe, Rows};
@@ -53,11 +53,7 @@ async fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let device = if args.cpu {
         DeviceChoice::Cpu
     } else {
-        if cuda_device_count() == 0 {
-            let why = match cuda_library() {
-                CudaLibrary::Missing(why) => why.clone(),
-                CudaLibrary::Loaded(path) => format!("{} loaded, and libtorch sees no GPU", path.display()),
-            };
+        if let Some(why) = why_no_gpus() {
             return Err(format!("no GPU for libtorch here ({why}); --cpu runs every step on the CPU").into());
         }
         DeviceChoice::Cuda(None)

@@ -41,30 +41,28 @@ impl<'a> ShardTensors<'a> {
         if device == Device::Cpu {
             return host;
         }
-        let moved = (|| -> Result<Self, tch::TchError> {
-            Ok(Self {
-                features: host.features.f_to_device(device)?,
-                labels: host.labels.f_to_device(device)?,
-                weights: host.weights.as_ref().map(|w| w.f_to_device(device)).transpose()?,
-                ..host.shallow()
-            })
+        let moved = (|| -> Result<_, tch::TchError> {
+            let weights = host.weights.as_ref().map(|w| w.f_to_device(device)).transpose()?;
+            Ok((
+                host.features.f_to_device(device)?,
+                host.labels.f_to_device(device)?,
+                weights,
+            ))
         })();
-        moved.unwrap_or_else(|e| {
-            log::warn!(
-                "rank {rank}: the shard's {} rows stay on the host and each batch is copied to {device:?} ({e})",
-                shard.rows()
-            );
-            host
-        })
-    }
-
-    fn shallow(&self) -> Self {
-        Self {
-            shard: self.shard,
-            features: self.features.shallow_clone(),
-            labels: self.labels.shallow_clone(),
-            weights: self.weights.as_ref().map(Tensor::shallow_clone),
-            device: self.device,
+        match moved {
+            Ok((features, labels, weights)) => Self {
+                features,
+                labels,
+                weights,
+                ..host
+            },
+            Err(e) => {
+                log::warn!(
+                    "rank {rank}: the shard's {} rows stay on the host and each batch is copied to {device:?} ({e})",
+                    shard.rows()
+                );
+                host
+            }
         }
     }
 
