@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use datafusion::prelude::DataFrame;
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::session::Session;
-use hearth_ml::model::Layer;
+use hearth_torch::model::Layer;
 
 /// One image: 3 channels (R, G, B) of 32 × 32 pixels.
 pub const IMAGE_SHAPE: [usize; 3] = [3, 32, 32];

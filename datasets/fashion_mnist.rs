@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use datafusion::prelude::DataFrame;
 use hearth_engine::error::Result;
 use hearth_engine::session::Session;
-use hearth_ml::model::Layer;
+use hearth_torch::model::Layer;
 
 /// One image: 1 channel of 28 × 28 pixels.
 pub const IMAGE_SHAPE: [usize; 3] = [1, 28, 28];

@@ -24,9 +24,9 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use hearth_engine::prelude::{
     OneHotEncoder, Pipeline, StandardScaler, StringIndexer, StringOrderType, VectorAssembler,
 };
-use hearth_ml::model::{Activation, ModelSpec};
-use hearth_ml::random::Draws;
-use hearth_ml::train::Strategy;
+use hearth_stats::random::Draws;
+use hearth_torch::model::{Activation, ModelSpec};
+use hearth_torch::train::Strategy;
 
 /// The 30 feature columns, in the challenge's order.
 pub const FEATURES: [&str; 30] = [

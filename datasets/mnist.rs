@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use datafusion::prelude::DataFrame;
 use hearth_engine::error::Result;
 use hearth_engine::session::Session;
-use hearth_ml::model::Layer;
+use hearth_torch::model::Layer;
 
 /// Where the repository keeps its data sets.
 fn repository(relative: &str) -> PathBuf {

@@ -24,7 +24,14 @@
 //! ```
 
 pub use hearth_engine as engine;
-pub use hearth_ml as ml;
+
+/// hearth's libtorch side and the crates under it, under one name: the trainer and models
+/// (`hearth-torch`), the collectives (`hearth-collective`) and the statistics (`hearth-stats`).
+pub mod ml {
+    pub use hearth_collective as collective;
+    pub use hearth_stats::{clustering, evaluation, random};
+    pub use hearth_torch::{LIBTORCH_VERSION, artifact, data, horovod, model, train};
+}
 
 pub mod datasets;
 

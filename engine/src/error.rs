@@ -113,8 +113,8 @@ pub enum HearthError {
 /// Result type of the engine.
 pub type Result<T, E = HearthError> = std::result::Result<T, E>;
 
-impl From<hearth_ml::files::WholeDirError> for HearthError {
-    fn from(error: hearth_ml::files::WholeDirError) -> Self {
+impl From<hearth_common::files::WholeDirError> for HearthError {
+    fn from(error: hearth_common::files::WholeDirError) -> Self {
         Self::Persistence {
             path: error.path,
             message: error.message,

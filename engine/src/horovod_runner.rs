@@ -1,7 +1,7 @@
 //! `HorovodRunner` (Databricks' runner of Horovod jobs on Spark barrier mode) over hearth's barrier stage:
 //! for people who write their own training loop in Rust with tch. `run` starts `np` tasks at once, each
 //! calling the main function with a [`Horovod`] handle (rank, size, local rank, allreduce, broadcast,
-//! allgather of tensors, [`DistributedOptimizer`](hearth_ml::horovod::DistributedOptimizer)), and returns rank
+//! allgather of tensors, [`DistributedOptimizer`](hearth_torch::horovod::DistributedOptimizer)), and returns rank
 //! 0's return value. `np < 0` runs `-np` ranks as threads of the driver alone, for debugging, as
 //! HorovodRunner's `np=-1` does.
 //!
@@ -35,8 +35,8 @@ use std::time::Duration;
 use datafusion::arrow::array::{Array, AsArray, BinaryArray, RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::error::DataFusionError;
-use hearth_ml::collective::LocalWorld;
-use hearth_ml::horovod::{Horovod, HorovodError};
+use hearth_collective::LocalWorld;
+use hearth_torch::horovod::{Horovod, HorovodError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

@@ -98,7 +98,7 @@ pub mod prelude {
         ClassificationModel, LinearClassifier, MlpClassifier, SequentialClassifier, TrainingSummary,
     };
     pub use datafusion::prelude::DataFrame;
-    pub use hearth_ml::collective::FrameProtection;
-    pub use hearth_ml::model::{Activation, Layer};
-    pub use hearth_ml::train::{DeviceChoice, LrSchedule, OptimizerSpec, Precision, Strategy, TrainSettings};
+    pub use hearth_collective::FrameProtection;
+    pub use hearth_torch::model::{Activation, Layer};
+    pub use hearth_torch::train::{DeviceChoice, LrSchedule, OptimizerSpec, Precision, Strategy, TrainSettings};
 }

@@ -26,7 +26,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use hearth_ml::collective::JobSecret;
+use hearth_collective::JobSecret;
 
 /// The environment variable that holds the secret itself.
 pub const SECRET_ENV: &str = "HEARTH_SECRET";

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use hearth_ml::collective::{CollectiveError, Communicator, JobSecret, JoinOptions, Peer, upload};
+use hearth_collective::{CollectiveError, Communicator, JobSecret, JoinOptions, Peer, upload};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::gpus::GpuLease;

@@ -20,7 +20,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
 };
 use futures::TryStreamExt;
-use hearth_ml::collective::{FrameProtection, JobSecret};
+use hearth_collective::{FrameProtection, JobSecret};
 use serde::{Deserialize, Serialize};
 
 use super::context::Joining;

@@ -35,7 +35,7 @@ pub fn offer_gpus(indices: Vec<usize>) {
 /// The CUDA device indices this process's barrier tasks may use.
 pub fn offered_gpus() -> Vec<usize> {
     let offered = pool().offered.clone();
-    offered.unwrap_or_else(|| (0..hearth_ml::train::cuda_device_count()).collect())
+    offered.unwrap_or_else(|| (0..hearth_torch::train::cuda_device_count()).collect())
 }
 
 /// Whether libtorch in this process can use CUDA devices `0..count` (what the driver lists); if not, why —
@@ -48,13 +48,13 @@ pub fn libtorch_sees_gpus(count: usize) -> Result<(), String> {
     if count == 0 {
         return Ok(());
     }
-    let sees = hearth_ml::train::cuda_device_count();
+    let sees = hearth_torch::train::cuda_device_count();
     if sees >= count {
         return Ok(());
     }
-    let why = match hearth_ml::train::cuda_library() {
-        hearth_ml::train::CudaLibrary::Missing(why) => why.clone(),
-        hearth_ml::train::CudaLibrary::Loaded(path) => format!("its CUDA library is {}", path.display()),
+    let why = match hearth_torch::train::cuda_library() {
+        hearth_torch::train::CudaLibrary::Missing(why) => why.clone(),
+        hearth_torch::train::CudaLibrary::Loaded(path) => format!("its CUDA library is {}", path.display()),
     };
     Err(format!(
         "the CUDA driver lists {count} GPU(s) but libtorch sees {sees}: {why}"

@@ -2,7 +2,7 @@
 //! Spark's barrier execution mode, which hearth trains with.
 //!
 //! A [`BarrierFunction`] is the code every task runs; it gets a [`BarrierTaskContext`] (rank, world size,
-//! peers, `barrier`, `all_gather`, and the ring [`Communicator`](hearth_ml::collective::Communicator) for
+//! peers, `barrier`, `all_gather`, and the ring [`Communicator`](hearth_collective::Communicator) for
 //! allreduce) and its partition's rows. Functions are registered by name ([`register_function`]) in every
 //! process that runs tasks, as SQL functions are, so a plan names its function and travels to executors as
 //! plain data. hearth's trainer is one such function ([`TRAIN_FUNCTION`](crate::train::TRAIN_FUNCTION)).

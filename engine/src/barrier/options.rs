@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use hearth_ml::collective::FrameProtection;
+use hearth_collective::FrameProtection;
 use serde::{Deserialize, Serialize};
 
 /// The settings of a barrier stage. `Default` is hearth's: one task, three attempts, a two-minute deadline

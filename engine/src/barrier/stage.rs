@@ -11,7 +11,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::collect;
 use datafusion::prelude::DataFrame;
-use hearth_ml::collective::{Coordinator, FrameProtection, JobSecret, Upload};
+use hearth_collective::{Coordinator, FrameProtection, JobSecret, Upload};
 use serde::{Deserialize, Serialize};
 
 use super::program::{ProgramRef, worker_function};
@@ -99,7 +99,7 @@ pub(crate) async fn check_gpus(info: &SessionInfo, workers: usize, gpus_per_task
     let found = info.gpu_slots().await?;
     if workers > found {
         // Tasks of a session in this process see this process's GPUs: say why there are none.
-        let why = match (found, info.runs_tasks_here(), hearth_ml::train::why_no_gpus()) {
+        let why = match (found, info.runs_tasks_here(), hearth_torch::train::why_no_gpus()) {
             (0, true, Some(why)) => format!(" (libtorch: {why})"),
             _ => String::new(),
         };

@@ -15,7 +15,7 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
     Signature, Volatility,
 };
-use hearth_ml::clustering::{Centers, ClusterSums, DistanceMeasure};
+use hearth_stats::clustering::{Centers, ClusterSums, DistanceMeasure};
 
 use crate::udf::args::{aggregate_constant, as_f64_list, as_string, constant};
 use crate::vector::{vector_dim, vector_values};

@@ -9,7 +9,7 @@ use datafusion::arrow::datatypes::Float64Type;
 use datafusion::functions_aggregate::expr_fn::sum;
 use datafusion::logical_expr::{Expr, col, ident, lit};
 use datafusion::prelude::DataFrame;
-use hearth_ml::clustering::{ClusterSums, DistanceMeasure, k_means_plus_plus};
+use hearth_stats::clustering::{ClusterSums, DistanceMeasure, k_means_plus_plus};
 
 use super::functions::{KMEANS_COST, KMEANS_SUMS};
 use crate::error::Result;

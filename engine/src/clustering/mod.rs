@@ -24,7 +24,7 @@
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{cast, ident, lit};
 use datafusion::prelude::DataFrame;
-use hearth_ml::clustering::DistanceMeasure;
+use hearth_stats::clustering::DistanceMeasure;
 use serde::{Deserialize, Serialize};
 
 pub(crate) mod functions;
@@ -269,7 +269,7 @@ impl KMeans {
         data: &DataFrame,
         centers: &[Vec<f64>],
         measure: DistanceMeasure,
-    ) -> Result<hearth_ml::clustering::ClusterSums> {
+    ) -> Result<hearth_stats::clustering::ClusterSums> {
         let call = KMEANS_SUMS.call(vec![
             ident(&self.features_col),
             ident(self.weight_name()),

@@ -2,7 +2,7 @@
 
 use datafusion::logical_expr::{ident, lit};
 use datafusion::prelude::DataFrame;
-use hearth_ml::clustering::{Centers, DistanceMeasure};
+use hearth_stats::clustering::{Centers, DistanceMeasure};
 use serde::{Deserialize, Serialize};
 
 use super::{KMEANS_ASSIGN, KMeans};

@@ -2,7 +2,7 @@
 
 use datafusion::prelude::DataFrame;
 
-use hearth_ml::evaluation::{BinaryState, MulticlassState};
+use hearth_stats::evaluation::{BinaryState, MulticlassState};
 
 use super::plot::{SPARK_NUM_BINS, Svg, confusion_matrix, pr_curve, roc_curve};
 use super::{Grid, Rich};

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use hearth_ml::evaluation::{BinaryState, MulticlassState};
-use hearth_ml::train::EpochStats;
+use hearth_stats::evaluation::{BinaryState, MulticlassState};
+use hearth_torch::train::EpochStats;
 use plotters::prelude::*;
 
 use super::{Rich, escape};
@@ -147,7 +147,7 @@ fn curves_panel(
 ///
 /// ```
 /// use hearth_engine::display::plot::training_curves;
-/// use hearth_ml::train::EpochStats;
+/// use hearth_torch::train::EpochStats;
 /// let epoch = EpochStats {
 ///     epoch: 1,
 ///     loss: 0.7,

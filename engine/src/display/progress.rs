@@ -31,7 +31,7 @@ use std::io::IsTerminal;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use hearth_ml::train::EpochStats;
+use hearth_torch::train::EpochStats;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::train::TrainingProgress;

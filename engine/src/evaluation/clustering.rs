@@ -18,8 +18,8 @@ use datafusion::logical_expr::{
     Signature, Volatility, col, ident, lit,
 };
 use datafusion::prelude::DataFrame;
-use hearth_ml::clustering::{DistanceMeasure, SilhouetteStats};
-use hearth_ml::evaluation::ClusteringState;
+use hearth_stats::clustering::{DistanceMeasure, SilhouetteStats};
+use hearth_stats::evaluation::ClusteringState;
 
 use super::{Evaluation, decode, state_bytes, unknown_metric, weighted};
 use crate::error::{HearthError, Result};

@@ -10,7 +10,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, lit,
 };
-use hearth_ml::evaluation::{BinaryState, MulticlassState, RegressionState};
+use hearth_stats::evaluation::{BinaryState, MulticlassState, RegressionState};
 
 use super::{BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator};
 use crate::udf::args::{as_string, constant};

@@ -19,7 +19,7 @@
 use datafusion::logical_expr::{Expr, ident, lit};
 use datafusion::prelude::DataFrame;
 use futures::future::BoxFuture;
-use hearth_ml::evaluation::{BinaryState, MulticlassState, RegressionState};
+use hearth_stats::evaluation::{BinaryState, MulticlassState, RegressionState};
 
 mod clustering;
 mod metric;
@@ -113,7 +113,7 @@ fn unknown_metric(evaluator: &str, metric: &str, known: &[&str]) -> HearthError 
     }
 }
 
-fn decode<T>(evaluator: &str, state: Result<T, hearth_ml::evaluation::StateDecodeError>) -> Result<T> {
+fn decode<T>(evaluator: &str, state: Result<T, hearth_stats::evaluation::StateDecodeError>) -> Result<T> {
     state.map_err(|e| HearthError::InvalidData {
         stage: evaluator.to_string(),
         column: "state".to_string(),

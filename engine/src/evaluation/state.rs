@@ -11,7 +11,7 @@ use datafusion::common::{ScalarValue, exec_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Expr, Signature, Volatility};
-use hearth_ml::evaluation::{BinaryState, ClusteringState, MulticlassState, RegressionState};
+use hearth_stats::evaluation::{BinaryState, ClusteringState, MulticlassState, RegressionState};
 
 use crate::vector::{vector_dim, vector_values};
 
@@ -151,7 +151,7 @@ impl State {
     }
 
     fn merge_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        let error = |e: hearth_ml::evaluation::StateDecodeError| DataFusionError::Execution(e.to_string());
+        let error = |e: hearth_stats::evaluation::StateDecodeError| DataFusionError::Execution(e.to_string());
         match self {
             State::Multiclass(s) => s.merge(&MulticlassState::from_bytes(bytes).map_err(error)?),
             State::Binary(s) => s.merge(&BinaryState::from_bytes(bytes).map_err(error)?),

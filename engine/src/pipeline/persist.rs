@@ -234,7 +234,7 @@ pub(crate) struct Document {
 /// assert!(hearth_engine::pipeline::refuse_existing(dir.path()).is_err());
 /// ```
 pub fn refuse_existing(dir: &Path) -> Result<()> {
-    Ok(hearth_ml::files::refuse_occupied(
+    Ok(hearth_common::files::refuse_occupied(
         dir,
         "replace it with .write().overwrite().save(dir)",
     )?)

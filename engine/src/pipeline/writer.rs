@@ -6,7 +6,7 @@ use std::path::Path;
 use super::persist::{refuse_existing, write_document};
 use super::{Pipeline, PipelineModel, PipelineStage};
 use crate::error::Result;
-use hearth_ml::files::write_dir_whole;
+use hearth_common::files::write_dir_whole;
 
 /// Saves a [`Pipeline`], a [`PipelineModel`] or a trained network's model: `model.write().overwrite().save(dir)`,
 /// as in Spark.

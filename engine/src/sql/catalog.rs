@@ -25,7 +25,7 @@ use super::table_functions::Trained;
 use crate::error::{HearthError, Result};
 use crate::feature::StringIndexerModel;
 use crate::pipeline::PipelineModel;
-use hearth_ml::files::write_dir_whole;
+use hearth_common::files::write_dir_whole;
 
 /// The file of an entry that describes it.
 pub const ENTRY_FILE: &str = "catalog.json";

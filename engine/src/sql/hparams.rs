@@ -16,7 +16,7 @@
 use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, SqlOption};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
-use hearth_ml::random::Draws;
+use hearth_stats::random::Draws;
 
 use crate::error::{HearthError, Result};
 

@@ -20,7 +20,7 @@ use datafusion::functions_aggregate::expr_fn::avg;
 use datafusion::functions_nested::expr_fn::make_array;
 use datafusion::logical_expr::{Expr, LogicalPlan, cast, ident, lit, when};
 use datafusion::prelude::DataFrame;
-use hearth_ml::clustering::DistanceMeasure;
+use hearth_stats::clustering::DistanceMeasure;
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{CatalogModel, ModelEntry, now_ms};

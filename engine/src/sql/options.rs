@@ -6,8 +6,8 @@ use std::fmt;
 use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast::{Expr, SqlOption, UnaryOperator, Value};
-use hearth_ml::model::Activation;
-use hearth_ml::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
+use hearth_torch::model::Activation;
+use hearth_torch::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
 
 use crate::error::{HearthError, Result};
 

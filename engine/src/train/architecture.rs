@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use hearth_ml::model::{Activation, Layer, ModelSpec};
+use hearth_torch::model::{Activation, Layer, ModelSpec};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 

@@ -2,8 +2,8 @@
 //! as a whole from rank 0's last checkpoint), its progress, and what it reports.
 
 use datafusion::prelude::DataFrame;
-use hearth_ml::artifact::ModelArtifact;
-use hearth_ml::train::RankReport;
+use hearth_torch::artifact::ModelArtifact;
+use hearth_torch::train::RankReport;
 use serde::{Deserialize, Serialize};
 
 use super::function::{TRAIN_FUNCTION, TrainArgs, read_outcome};

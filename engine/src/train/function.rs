@@ -10,9 +10,9 @@ use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, St
 use datafusion::arrow::compute::{concat_batches, filter_record_batch, not, prep_null_mask_filter, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
-use hearth_ml::artifact::ModelArtifact;
-use hearth_ml::data::Shard;
-use hearth_ml::train::{Checkpoint, DeviceChoice, RankReport, RankTrainer, TrainOptions};
+use hearth_torch::artifact::ModelArtifact;
+use hearth_torch::data::Shard;
+use hearth_torch::train::{Checkpoint, DeviceChoice, RankReport, RankTrainer, TrainOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::barrier::{BarrierFunction, BarrierTaskContext, register_builtin, row_hashes};

@@ -38,7 +38,7 @@ mod trained;
 pub use architecture::{Architecture, Linear, Mlp, Sequential};
 pub use fit::TrainingSummary;
 pub use function::{TRAIN_FUNCTION, TrainArgs, TrainFunction, register_barrier_functions};
-pub use hearth_ml::train::EpochStats;
+pub use hearth_torch::train::EpochStats;
 pub use network::{
     Classifier, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor, Network, Regressor,
     SequentialClassifier, SequentialRegressor,

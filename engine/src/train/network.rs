@@ -6,9 +6,9 @@ use std::time::Duration;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{Expr, cast, ident};
 use datafusion::prelude::DataFrame;
-use hearth_ml::collective::FrameProtection;
-use hearth_ml::model::{Activation, Layer};
-use hearth_ml::train::{
+use hearth_collective::FrameProtection;
+use hearth_torch::model::{Activation, Layer};
+use hearth_torch::train::{
     Augmentation, DeviceChoice, LrSchedule, OptimizerSpec, Precision, Strategy, TrainOptions, TrainSettings,
 };
 use serde::{Deserialize, Serialize};
@@ -88,7 +88,7 @@ pub type SequentialRegressor = Regressor<Sequential>;
 ///
 /// ```
 /// use hearth_engine::train::SequentialClassifier;
-/// use hearth_ml::model::Layer;
+/// use hearth_torch::model::Layer;
 /// let cnn = SequentialClassifier::new(
 ///     [1, 8, 8],
 ///     vec![

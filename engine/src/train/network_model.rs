@@ -8,8 +8,8 @@ use std::path::Path;
 use datafusion::functions::core::expr_fn::get_field;
 use datafusion::logical_expr::{Expr, ident};
 use datafusion::prelude::DataFrame;
-use hearth_ml::artifact::ModelArtifact;
-use hearth_ml::train::EpochStats;
+use hearth_torch::artifact::ModelArtifact;
+use hearth_torch::train::EpochStats;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 

@@ -12,8 +12,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
-use hearth_ml::artifact::{ModelArtifact, Predictor};
-use hearth_ml::train::Loss;
+use hearth_torch::artifact::{ModelArtifact, Predictor};
+use hearth_torch::train::Loss;
 
 use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
 
@@ -82,9 +82,9 @@ impl NetworkUdf {
     ///
     /// ```
     /// use hearth_engine::train::NetworkUdf;
-    /// use hearth_ml::artifact::ModelArtifact;
-    /// use hearth_ml::model::{ModelSpec, NamedTensor};
-    /// use hearth_ml::train::{TrainOptions, TrainSettings};
+    /// use hearth_torch::artifact::ModelArtifact;
+    /// use hearth_torch::model::{ModelSpec, NamedTensor};
+    /// use hearth_torch::train::{TrainOptions, TrainSettings};
     ///
     /// let spec = ModelSpec::Linear { inputs: 2, outputs: 3 };
     /// let tensors = vec![

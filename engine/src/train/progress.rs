@@ -5,15 +5,15 @@ use std::fmt;
 use std::sync::Arc;
 
 use datafusion::prelude::DataFrame;
-use hearth_ml::collective::Upload;
-use hearth_ml::train::{Checkpoint, EpochStats};
+use hearth_collective::Upload;
+use hearth_torch::train::{Checkpoint, EpochStats};
 
 /// Receives the progress of training stages, on the driver, as each epoch ends.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use hearth_engine::train::TrainingProgress;
-/// use hearth_ml::train::EpochStats;
+/// use hearth_torch::train::EpochStats;
 ///
 /// #[derive(Debug)]
 /// struct Print;

@@ -9,7 +9,7 @@ use datafusion::arrow::datatypes::Float64Type;
 use datafusion::functions_aggregate::expr_fn::{count, max, min};
 use datafusion::logical_expr::{ident, lit};
 use datafusion::prelude::DataFrame;
-use hearth_ml::train::Loss;
+use hearth_torch::train::Loss;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::logical_expr::{Expr, ScalarUDF};
-use hearth_ml::artifact::{ArtifactError, ModelArtifact};
-use hearth_ml::model::ModelSpec;
-use hearth_ml::train::{EpochStats, Strategy};
+use hearth_torch::artifact::{ArtifactError, ModelArtifact};
+use hearth_torch::model::ModelSpec;
+use hearth_torch::train::{EpochStats, Strategy};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 

@@ -39,7 +39,7 @@ use datafusion::common::config::TableParquetOptions;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::functions_nested::expr_fn::array_element;
 use datafusion::prelude::{DataFrame, Expr, col, lit};
-use hearth_ml::files::{StagingDir, move_into_place, parent_of, sibling, sync};
+use hearth_common::files::{StagingDir, move_into_place, parent_of, sibling, sync};
 
 use crate::error::{HearthError, Result};
 use crate::master::{Master, SessionInfo};

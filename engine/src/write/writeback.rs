@@ -77,7 +77,7 @@ impl Write for WritebackFile {
 
 #[cfg(test)]
 mod tests {
-    use hearth_ml::files::sync;
+    use hearth_common::files::sync;
 
     use super::*;
 

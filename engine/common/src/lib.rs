@@ -1,0 +1,16 @@
+//! # hearth-common
+//!
+//! What every hearth crate shares and none owns: [`files`] writes a directory whole — a model, a pipeline, a
+//! frame's part files — so that a reader never meets one half-written.
+//!
+//! ```
+//! use hearth_common::files::{WholeDirError, write_dir_whole};
+//!
+//! let dest = std::env::temp_dir().join(format!("hearth-doc-common-{}", std::process::id()));
+//! let written: Result<(), WholeDirError> = write_dir_whole(&dest, |dir| Ok(std::fs::write(dir.join("a.json"), "{}")?));
+//! written.unwrap();
+//! assert_eq!(std::fs::read_to_string(dest.join("a.json")).unwrap(), "{}");
+//! # std::fs::remove_dir_all(&dest).unwrap();
+//! ```
+
+pub mod files;

@@ -1,0 +1,28 @@
+//! Data-parallel training: what a run is ([`TrainOptions`] = model + loss + [`TrainSettings`]), the
+//! optimizers, how ranks combine what they learn ([`Strategy`]), and one rank's loop ([`RankTrainer`]) with
+//! its checkpoints and reports.
+
+mod augment;
+mod averaging;
+mod batches;
+mod checkpoint;
+mod device;
+mod error;
+mod exchange;
+mod loss;
+mod optimizer;
+mod options;
+mod precision;
+mod report;
+mod strategy;
+mod trainer;
+
+pub use augment::Augmentation;
+pub use checkpoint::Checkpoint;
+pub use device::{CudaLibrary, cuda_device_count, cuda_library, prediction_device, why_no_gpus};
+pub use error::TrainError;
+pub use optimizer::{Optimizer, OptimizerSpec};
+pub use options::{DeviceChoice, Loss, LrSchedule, Precision, TrainOptions, TrainSettings};
+pub use report::{EpochStats, RankOutcome, RankReport};
+pub use strategy::{Strategy, pushed_change};
+pub use trainer::RankTrainer;
