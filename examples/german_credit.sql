@@ -2,7 +2,7 @@
 -- `./dev run` (StringIndexer → OneHotEncoder → VectorAssembler → StandardScaler, then an MLP 32-16 with
 -- dropout 0.1 on two workers, seed 7), evaluated on the held-out rows. The same seeds give the same metrics.
 --
---   ./dev cargo run -p hearth-executors -- sql examples/german_credit.sql
+--   ./dev cargo run -p hearth-cli -- sql examples/german_credit.sql
 
 CREATE EXTERNAL TABLE credit STORED AS CSV LOCATION 'datasets/german_credit/credit-g.csv'
 OPTIONS ('format.has_header' 'true');

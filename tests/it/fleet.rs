@@ -22,7 +22,7 @@ fn hearth_program() -> PathBuf {
     let program = dir.join("hearth");
     assert!(
         program.exists(),
-        "{} is missing: build it with `cargo build -p hearth-executors` (./dev test does)",
+        "{} is missing: build it with `cargo build -p hearth-cli` (./dev test does)",
         program.display()
     );
     program

@@ -83,7 +83,7 @@ pub fn detect_gpus() -> Result<Vec<GpuInfo>, String> {
 /// The GPUs to offer for `request` out of `found` (what [`detect_gpus`] answered).
 ///
 /// ```
-/// # use hearth_executors::fleet::{GpuRequest, choose_gpus};
+/// # use hearth_fleet::{GpuRequest, choose_gpus};
 /// assert_eq!(choose_gpus(GpuRequest::Auto, Ok(vec![])).unwrap(), vec![]);
 /// let error = choose_gpus(GpuRequest::Count(2), Ok(vec![])).unwrap_err();
 /// assert_eq!(error, "--gpus 2: this host has 0 GPUs (the CUDA driver lists none)");

@@ -2,6 +2,7 @@
 
 mod certs;
 mod cluster;
+mod fleet_record;
 mod jobs;
 mod output;
 mod pipelines;
@@ -18,9 +19,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls};
 
-pub use output::Format;
-
-use crate::fleet::{self, ExecutorOptions, GpuRequest, SchedulerOptions};
+use hearth_fleet::{ExecutorOptions, GpuRequest, SchedulerOptions};
 
 /// A subcommand's outcome: its error is printed for the user.
 pub type CommandResult = Result<(), Box<dyn Error>>;
@@ -211,9 +210,9 @@ impl Cli {
             end_on_closed_pipe();
         }
         // Clients of the fleet `hearth cluster start` started find its secret and TLS by themselves.
-        if !daemon && let Some(dir) = cluster::recorded_fleet_dir(master.as_deref()) {
-            ClusterSecret::use_default_file(dir.join(cluster::SECRET_FILE));
-            FleetTls::use_default_dir(dir.join(cluster::TLS_DIR));
+        if !daemon && let Some(dir) = fleet_record::recorded_fleet_dir(master.as_deref()) {
+            ClusterSecret::use_default_file(dir.join(fleet_record::SECRET_FILE));
+            FleetTls::use_default_dir(dir.join(fleet_record::TLS_DIR));
         }
         match self.command {
             Command::Sql(args) => sql::run(&local(), args).await,
@@ -247,16 +246,17 @@ impl Cli {
                 work_dir,
                 access,
             } => {
-                fleet::scheduler(SchedulerOptions {
+                hearth_fleet::scheduler(SchedulerOptions {
                     bind,
                     advertise,
                     work_dir,
                     access: access.access()?,
                 })
-                .await
+                .await?;
+                Ok(())
             }
             Command::Executor(args) => {
-                fleet::executor(ExecutorOptions {
+                hearth_fleet::executor(ExecutorOptions {
                     scheduler: args.scheduler,
                     slots: args.slots.unwrap_or_else(cores),
                     gpus: args.gpus,
@@ -266,7 +266,8 @@ impl Cli {
                     work_dir: args.work_dir,
                     access: args.access.access()?,
                 })
-                .await
+                .await?;
+                Ok(())
             }
         }
     }

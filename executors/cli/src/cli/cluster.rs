@@ -16,21 +16,20 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use hearth_engine::ballista::{
-    CA_FILE, CERT_FILE, ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetTls, KEY_FILE,
-    SECRET_FILE_ENV, SchedulerRest, TLS_DIR_ENV, now_ms,
+    CA_FILE, CERT_FILE, ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetTls, KEY_FILE, SECRET_FILE_ENV,
+    SchedulerRest, TLS_DIR_ENV, now_ms,
 };
 use hearth_engine::host::address_towards;
-use serde::{Deserialize, Serialize};
 
 use super::certs::CertsArgs;
+use super::fleet_record::{
+    ClusterRecord, SECRET_FILE, StateDir, TLS_DIR, fleet_access, read_record, record_file, write_record,
+};
 use super::processes::{Started, spawn_local, spawn_remote};
 use super::status::print_executors;
 use super::tables::{add_row, table};
-use super::{CommandResult, cache_dir, cores};
-use crate::fleet::{GpuRequest, gpu_shares};
-
-/// The environment variable that moves the state directory.
-const STATE_DIR_ENV: &str = "HEARTH_CLUSTER_DIR";
+use super::{CommandResult, cores};
+use hearth_fleet::{GpuRequest, gpu_shares};
 
 /// How long processes have to stop before they are killed.
 const STOP_GRACE: Duration = Duration::from_secs(15);
@@ -46,53 +45,6 @@ pub enum ClusterCommand {
     Status(StateDir),
     /// Make TLS certificates for a fleet: a new authority and a certificate for its hosts (for --tls-dir).
     Certs(CertsArgs),
-}
-
-/// Where a fleet started by `hearth cluster start` is recorded.
-#[derive(Clone, Debug, Args)]
-pub struct StateDir {
-    /// The fleet's state directory (default: `cluster` in hearth's cache, ~/.cache/hearth).
-    #[arg(long = "state-dir", env = STATE_DIR_ENV)]
-    state_dir: Option<PathBuf>,
-}
-
-impl StateDir {
-    fn path(&self) -> Result<PathBuf, String> {
-        self.state_dir
-            .clone()
-            .or_else(default_state_dir)
-            .ok_or_else(|| format!("no state directory: pass --state-dir or set {STATE_DIR_ENV}"))
-    }
-}
-
-/// The state directory of the fleet recorded in the default one, for a client of `master` (none: the
-/// recorded fleet): its secret and TLS are this client's. Another master gets none: one fleet's secret is
-/// never sent to another scheduler.
-pub fn recorded_fleet_dir(master: Option<&str>) -> Option<PathBuf> {
-    let dir = default_state_dir()?;
-    let record = read_record(&dir).ok()??;
-    master.is_none_or(|master| master == record.master).then_some(dir)
-}
-
-/// The fleet's secret in its state directory.
-pub const SECRET_FILE: &str = "secret";
-
-/// How the `hearth` commands reach the fleet recorded in `dir`: with its secret, and its TLS when it has.
-fn fleet_access(dir: &Path) -> Result<FleetAccess, String> {
-    let tls = dir.join(TLS_DIR);
-    Ok(FleetAccess {
-        secret: ClusterSecret::read(&dir.join(SECRET_FILE)).ok(),
-        tls: tls.exists().then(|| FleetTls::read(&tls)).transpose()?,
-    })
-}
-
-/// The copy of the fleet's TLS certificates in its state directory (`--tls-dir`'s).
-pub const TLS_DIR: &str = "tls";
-
-fn default_state_dir() -> Option<PathBuf> {
-    std::env::var_os(STATE_DIR_ENV)
-        .map(PathBuf::from)
-        .or_else(|| Some(cache_dir()?.join("cluster")))
 }
 
 /// `hearth cluster start`'s arguments.
@@ -127,68 +79,6 @@ pub struct StartArgs {
     /// must be at the same path on every host.
     #[arg(long = "tls-dir")]
     tls_dir: Option<PathBuf>,
-}
-
-/// What `hearth cluster start` recorded.
-#[derive(Debug, Serialize, Deserialize)]
-struct ClusterRecord {
-    /// The master URL (empty until the scheduler listens).
-    master: String,
-    started_ms: u64,
-    scheduler: Started,
-    executors: Vec<Started>,
-}
-
-impl ClusterRecord {
-    fn processes(&self) -> impl Iterator<Item = &Started> {
-        std::iter::once(&self.scheduler).chain(&self.executors)
-    }
-}
-
-fn record_file(dir: &Path) -> PathBuf {
-    dir.join("cluster.json")
-}
-
-fn read_record(dir: &Path) -> Result<Option<ClusterRecord>, String> {
-    let file = record_file(dir);
-    match std::fs::read_to_string(&file) {
-        Ok(json) => serde_json::from_str(&json)
-            .map(Some)
-            .map_err(|e| format!("{}: not a fleet's record: {e}", file.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", file.display())),
-    }
-}
-
-fn write_record(dir: &Path, record: &ClusterRecord) -> Result<(), String> {
-    let file = record_file(dir);
-    let temporary = dir.join("cluster.json.tmp");
-    let json = serde_json::to_string_pretty(record).map_err(|e| e.to_string())?;
-    std::fs::write(&temporary, json)
-        .and_then(|()| std::fs::rename(&temporary, &file))
-        .map_err(|e| format!("{}: {e}", file.display()))
-}
-
-/// The master the fleet's commands talk to: `--master` (a `df://` URL), else the fleet `hearth cluster
-/// start` recorded, when it runs.
-pub fn fleet_master(explicit: Option<&str>) -> Result<String, String> {
-    if let Some(master) = explicit {
-        return match master.starts_with("df://") {
-            true => Ok(master.to_string()),
-            false => Err(format!(
-                "--master {master}: this command talks to a fleet's scheduler, df://HOST:PORT"
-            )),
-        };
-    }
-    let no_fleet = || {
-        "no fleet: pass --master df://HOST:PORT (or set HEARTH_MASTER), or start one with `hearth cluster start`"
-            .to_string()
-    };
-    let dir = default_state_dir().ok_or_else(no_fleet)?;
-    match read_record(&dir)? {
-        Some(record) if !record.master.is_empty() && record.scheduler.alive() => Ok(record.master),
-        _ => Err(no_fleet()),
-    }
 }
 
 /// `hearth cluster …`.

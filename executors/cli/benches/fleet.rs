@@ -7,7 +7,7 @@
 //! `cluster start` takes until every executor has registered, `hearth status`, and `cluster stop`.
 //!
 //! ```text
-//! ./dev bench -p hearth-executors --bench fleet
+//! ./dev bench -p hearth-cli --bench fleet
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -15,14 +15,14 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use hearth_engine::ballista::{ClusterSecret, SchedulerRest};
-use hearth_executors::fleet::{JobRecord, JobState};
+use hearth_fleet::{JobRecord, JobState};
 use prettytable::{Table, row};
 
 /// Alternated rounds of each way to run the job.
 const ROUNDS: usize = 5;
 
 fn repository() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// `hearth args…` in the repository with the fleet's state directory; fails on a non-zero exit.

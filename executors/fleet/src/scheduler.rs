@@ -31,7 +31,7 @@ use super::jobs::JobBoard;
 use super::routes::{FleetState, Scheduler, routes};
 use super::stopped;
 use super::tls::{FleetListener, Peer};
-use crate::cli::CommandResult;
+use crate::error::{FleetError, Result};
 
 /// How long the scheduler waits for an executor's heartbeat before it counts it as lost and stops placing
 /// tasks on it (executors beat every 5 s).
@@ -58,11 +58,11 @@ pub struct SchedulerOptions {
 
 /// `hearth scheduler --bind HOST:PORT`. The line `hearth scheduler listening on HOST:PORT` says where it
 /// listens; it runs until it is stopped (SIGTERM or Ctrl-C), and then stops the drivers it started.
-pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
+pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(options.bind)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", options.bind))?;
-    let address = listener.local_addr()?;
+        .map_err(|e| FleetError::listen(options.bind, e))?;
+    let address = listener.local_addr().map_err(|e| FleetError::listen(options.bind, e))?;
     let temporary = options.work_dir.is_none();
     let work_dir = match options.work_dir {
         Some(dir) => dir,
@@ -79,12 +79,9 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
             true => host_name(),
             false => address.ip().to_string(),
         });
-    let jobs = Arc::new(JobBoard::open(
-        &work_dir,
-        format!("df://{local}"),
-        options.access.clone(),
-    )?);
-    let tls = options.access.tls.as_ref().map(FleetTls::server_config).transpose()?;
+    let jobs =
+        Arc::new(JobBoard::open(&work_dir, format!("df://{local}"), options.access.clone()).map_err(FleetError::Jobs)?);
+    let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::Tls)?;
     let book = Arc::new(FleetBook::default());
     let config = SchedulerConfig {
         bind_host: address.ip().to_string(),
@@ -103,9 +100,13 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
         override_create_grpc_client_endpoint: options.access.endpoint_override(),
         ..SchedulerConfig::default()
     };
-    config.validate()?;
-    let cluster = BallistaCluster::new_from_config(&config).await?;
-    let scheduler = create_scheduler::<LogicalPlanNode, PhysicalPlanNode>(cluster, Arc::new(config)).await?;
+    config.validate().map_err(FleetError::scheduler)?;
+    let cluster = BallistaCluster::new_from_config(&config)
+        .await
+        .map_err(FleetError::scheduler)?;
+    let scheduler = create_scheduler::<LogicalPlanNode, PhysicalPlanNode>(cluster, Arc::new(config))
+        .await
+        .map_err(FleetError::scheduler)?;
     let fleet = FleetState {
         scheduler: Arc::new(scheduler),
         book,
@@ -144,9 +145,13 @@ pub async fn scheduler(options: SchedulerOptions) -> CommandResult {
             asked_to_stop.notify_one();
         }
     };
-    let serving = axum::serve(FleetListener::new(listener, tls)?, app).with_graceful_shutdown(stopping);
+    let serving = axum::serve(
+        FleetListener::new(listener, tls).map_err(|e| FleetError::listen(address, e))?,
+        app,
+    )
+    .with_graceful_shutdown(stopping);
     tokio::select! {
-        served = serving => served?,
+        served = serving => served.map_err(|source| FleetError::Served { server: "the scheduler's REST and gRPC server", source })?,
         () = async {
             asked_to_stop.notified().await;
             tokio::time::sleep(SHUTDOWN_DEADLINE).await;

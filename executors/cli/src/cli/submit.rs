@@ -14,8 +14,8 @@ use hearth_engine::session::APP_NAME_ENV;
 use hearth_engine::sql::parse_statements;
 
 use super::CommandResult;
-use super::cluster::fleet_master;
-use crate::fleet::{JobRecord, SubmitRequest};
+use super::fleet_record::fleet_master;
+use hearth_fleet::{JobRecord, SubmitRequest};
 
 /// Where the driver runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -9,7 +9,7 @@ use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, GpuInfo, Sched
 use serde::Serialize;
 
 use super::CommandResult;
-use super::cluster::fleet_master;
+use super::fleet_record::fleet_master;
 use super::tables::{add_row, ago, bytes, count, duration, table};
 
 /// `hearth status`'s arguments.

@@ -16,13 +16,15 @@
 //! `standalone[N]` or `df://host:port`; the default is `local`, and the fleet's commands default to the
 //! fleet `hearth cluster start` started.
 
+mod cli;
+
 use std::process::ExitCode;
 
 use clap::Parser;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = hearth_executors::cli::Cli::parse();
+    let cli = cli::Cli::parse();
     match cli.run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

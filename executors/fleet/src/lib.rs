@@ -1,8 +1,10 @@
 //! The fleet's processes — a Ballista scheduler and executors that carry hearth's codec and SQL functions —
 //! and what the scheduler adds to Ballista's: the gang policy for barrier stages, the book of executors'
-//! resources (slots, memory, GPUs), cluster-mode jobs, and the REST routes that show them.
+//! resources (slots, memory, GPUs), cluster-mode jobs, and the REST routes that show them. The `hearth`
+//! program (`hearth-cli`) starts them as `hearth scheduler` and `hearth executor`.
 
 mod book;
+mod error;
 mod executor;
 mod flight;
 mod gang;
@@ -12,6 +14,7 @@ mod routes;
 mod scheduler;
 pub mod tls;
 
+pub use error::{FleetError, Result};
 pub use executor::{ExecutorOptions, executor};
 pub use jobs::{JobRecord, JobState, LogChunk, SubmitRequest};
 pub use resources::{GpuRequest, GpuShare, choose_gpus, detect_gpus, gpu_shares};

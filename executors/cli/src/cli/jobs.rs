@@ -8,9 +8,9 @@ use clap::{Args, Subcommand};
 use hearth_engine::ballista::{SchedulerRest, now_ms};
 
 use super::CommandResult;
-use super::cluster::fleet_master;
+use super::fleet_record::fleet_master;
 use super::tables::{add_row, duration, table};
-use crate::fleet::{JobRecord, JobState, LogChunk};
+use hearth_fleet::{JobRecord, JobState, LogChunk};
 
 /// `hearth jobs`' arguments.
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! # async fn serve() -> std::io::Result<()> {
-//! use hearth_executors::fleet::tls::FleetListener;
+//! use hearth_fleet::tls::FleetListener;
 //!
 //! let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! let listener = FleetListener::new(tcp, None)?; // plain TCP: no TLS configured

@@ -15,7 +15,7 @@ pub fn hearth() -> Command {
 
 /// The repository's root: the examples' relative paths start there.
 pub fn repository() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// A file of the repository's datasets.

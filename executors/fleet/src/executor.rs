@@ -22,7 +22,7 @@ use super::flight::guarded_flight_server;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory, usable_gpus};
 use super::stopped;
 use super::tls::{behind_relays, relay};
-use crate::cli::CommandResult;
+use crate::error::{FleetError, Result};
 
 /// How often an executor tells the scheduler it is alive, and what it offers.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -57,29 +57,26 @@ fn free_port(host: IpAddr) -> std::io::Result<u16> {
 }
 
 /// `hearth executor --scheduler HOST:PORT --slots N --gpus auto|N|none`.
-pub async fn executor(options: ExecutorOptions) -> CommandResult {
+pub async fn executor(options: ExecutorOptions) -> Result<()> {
     let (scheduler_host, scheduler_port) = options
         .scheduler
         .rsplit_once(':')
         .and_then(|(host, port)| Some((host.to_string(), port.parse::<u16>().ok()?)))
-        .ok_or_else(|| format!("--scheduler must be HOST:PORT, got {:?}", options.scheduler))?;
+        .ok_or_else(|| FleetError::option("--scheduler", format!("must be HOST:PORT, got {:?}", options.scheduler)))?;
     if options.slots == 0 {
-        return Err("--slots must be at least 1".into());
+        return Err(FleetError::option("--slots", "must be at least 1"));
     }
-    let gpus = usable_gpus(
-        options.gpus,
-        choose_gpus(options.gpus, detect_gpus())?,
-        libtorch_sees_gpus,
-    )?;
+    let chosen = choose_gpus(options.gpus, detect_gpus()).map_err(FleetError::Gpus)?;
+    let gpus = usable_gpus(options.gpus, chosen, libtorch_sees_gpus).map_err(FleetError::Gpus)?;
     offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
     let reached_at = match options.bind.is_unspecified() {
         true => host_name(),
         false => options.bind.to_string(),
     };
     // With TLS, Ballista's servers listen on a loopback address, behind TLS relays on the one advertised.
-    let tls = options.access.tls.as_ref().map(FleetTls::server_config).transpose()?;
+    let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::Tls)?;
     let ballista_bind = match tls {
-        Some(_) => behind_relays(options.bind)?,
+        Some(_) => behind_relays(options.bind).map_err(FleetError::Tls)?,
         None => options.bind,
     };
     let state = hearth_state(SessionConfig::new_with_ballista());
@@ -97,11 +94,11 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
         // A free port is found by binding and letting go: another process may take it before Ballista binds
         // it again, so a port taken in between is picked afresh.
         let port = match options.port {
-            0 => free_port(options.bind)?,
+            0 => free_port(options.bind).map_err(|e| FleetError::listen(options.bind, e))?,
             port => port,
         };
         let grpc_port = match options.grpc_port {
-            0 => free_port(options.bind)?,
+            0 => free_port(options.bind).map_err(|e| FleetError::listen(options.bind, e))?,
             port => port,
         };
         relays.drain(..).for_each(|relay| relay.abort());
@@ -112,7 +109,7 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
                     log::warn!("a port picked for this executor was taken before it listened ({e}); picking others");
                     continue;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         let mut config = ExecutorProcessConfig {
@@ -183,19 +180,26 @@ pub async fn executor(options: ExecutorOptions) -> CommandResult {
                 }
             }
             Ok(()) if stopped_itself => {
-                return Err("the executor's services stopped by themselves: its log says why".into());
+                return Err(FleetError::Stopped(
+                    "the executor's services stopped by themselves: its log says why".into(),
+                ));
             }
             served => {
                 if let Some(reporting) = reporting {
                     reporting.abort();
                 }
                 relays.drain(..).for_each(|relay| relay.abort());
-                served?;
+                served.map_err(|source| FleetError::Ballista {
+                    part: "executor",
+                    source,
+                })?;
                 return Ok(());
             }
         }
     }
-    Err("no free ports to listen on".into())
+    Err(FleetError::Stopped(format!(
+        "no free ports to listen on: the ports picked were taken {BIND_ATTEMPTS} times"
+    )))
 }
 
 /// How the sessions of this executor's tasks reach the fleet (none: Ballista's default).
@@ -213,14 +217,14 @@ async fn start_relays(
     ballista: IpAddr,
     ports: [u16; 2],
     tls: &Arc<rustls::ServerConfig>,
-) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
+) -> Result<Vec<tokio::task::JoinHandle<()>>> {
     let mut relays = Vec::new();
     for port in ports {
         let listener = match tokio::net::TcpListener::bind((advertised, port)).await {
             Ok(listener) => listener,
             Err(e) => {
                 relays.iter().for_each(tokio::task::JoinHandle::abort);
-                return Err(format!("cannot listen on {advertised}:{port}: {e}"));
+                return Err(FleetError::listen(SocketAddr::new(advertised, port), e));
             }
         };
         let inner = SocketAddr::new(ballista, port);
