@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use hearth::datasets::higgs;
-use hearth::engine::display::plot::{SPARK_NUM_BINS, confusion_matrix, pr_curve, roc_curve, training_curves};
+use hearth::display::plot::{SPARK_NUM_BINS, confusion_matrix, pr_curve, roc_curve, training_curves};
 use hearth::ml::evaluation::{BinaryState, MulticlassState};
 use hearth::ml::train::EpochStats;
 use hearth::prelude::*;

@@ -23,6 +23,7 @@
 //! # });
 //! ```
 
+pub use hearth_display as display;
 pub use hearth_engine as engine;
 
 /// hearth's libtorch side and the crates under it, under one name: the trainer and models
@@ -37,6 +38,7 @@ pub mod datasets;
 
 /// What a pipeline author writes.
 pub mod prelude {
+    pub use hearth_display::{CatalogPlots, FrameDisplay, Metrics, PreviewExt, Rich, SessionView, TrainingCurves};
     pub use hearth_engine::prelude::*;
 }
 

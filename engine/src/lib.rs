@@ -47,7 +47,6 @@ pub mod barrier;
 pub mod cache;
 pub mod clustering;
 pub mod codec;
-pub mod display;
 pub mod error;
 pub mod evaluation;
 pub mod exchange;
@@ -76,7 +75,6 @@ pub mod write;
 pub mod prelude {
     pub use crate::barrier::{BarrierOptions, BarrierStage, BarrierTaskContext, FnBarrier, register_function};
     pub use crate::clustering::{KMeans, KMeansModel};
-    pub use crate::display::{FrameDisplay, Metrics, PreviewExt, Rich, SessionView};
     pub use crate::error::{HearthError, Result};
     pub use crate::evaluation::{
         BinaryClassificationEvaluator, ClusteringEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use datafusion::arrow::array::{ArrayRef, Int32Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use hearth::engine::display::plot::training_curves;
-use hearth::engine::display::{FramePreview, Grid, Rich};
+use hearth::display::plot::training_curves;
+use hearth::display::{FramePreview, Grid, Rich};
 use hearth::prelude::*;
 
 /// Each of these tags opens as often as it closes in `html`.
@@ -53,7 +53,7 @@ async fn a_frame_shows_its_first_rows_types_and_escaped_values() {
 
 #[test]
 fn a_frame_ending_a_cell_shows_its_first_rows_with_or_without_a_runtime() {
-    use hearth::engine::display::{FrameDisplay, SHOWN_ROWS};
+    use hearth::display::{FrameDisplay, SHOWN_ROWS};
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

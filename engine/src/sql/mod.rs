@@ -61,7 +61,7 @@ pub use relation::MlRelationPlanner;
 pub use transform::{TransformPlan, plan_transform};
 pub use trials::{TRIALS_FILE, TrialRecord, TrialsRecord};
 
-pub(crate) use table_functions::{Trained, held_out_rows};
+pub use table_functions::{Trained, held_out_rows};
 
 use crate::error::{HearthError, Result};
 use crate::session::Session;

@@ -38,9 +38,9 @@ fn failed(function: &str, model: &CatalogModel, message: impl std::fmt::Display)
     }
 }
 
-/// The trained network ending a pipeline.
+/// The trained network ending a pipeline: a classifier or a regressor, read the same way.
 #[derive(Clone, Copy)]
-pub(crate) enum Trained<'a> {
+pub enum Trained<'a> {
     /// A classifier.
     Classifier(&'a ClassificationModel),
     /// A regressor.
@@ -49,14 +49,15 @@ pub(crate) enum Trained<'a> {
 
 impl<'a> Trained<'a> {
     /// The network ending `pipeline`, if it ends with one.
-    pub(crate) fn of(pipeline: &'a PipelineModel) -> Option<Self> {
+    pub fn of(pipeline: &'a PipelineModel) -> Option<Self> {
         pipeline
             .last_stage::<ClassificationModel>()
             .map(Trained::Classifier)
             .or_else(|| pipeline.last_stage::<RegressionModel>().map(Trained::Regressor))
     }
 
-    pub(crate) fn history(self) -> &'a [EpochStats] {
+    /// Its training history, one entry per epoch.
+    pub fn history(self) -> &'a [EpochStats] {
         match self {
             Trained::Classifier(m) => m.history(),
             Trained::Regressor(m) => m.history(),
@@ -231,7 +232,7 @@ pub(crate) fn evaluate(model: &CatalogModel, input: DataFrame) -> Result<Logical
 }
 
 /// The rows a model held out for evaluation when it was trained, as a scan of its parquet file.
-pub(crate) fn held_out_rows(model: &CatalogModel) -> Result<LogicalPlan> {
+pub fn held_out_rows(model: &CatalogModel) -> Result<LogicalPlan> {
     let Some(file) = model.evaluation_file() else {
         return Err(failed(
             "EVALUATE",

@@ -32,6 +32,7 @@ mod network;
 mod network_model;
 mod network_udf;
 mod progress;
+mod progress_bar;
 mod task;
 mod trained;
 
@@ -48,5 +49,6 @@ pub use network_model::{
 };
 pub use network_udf::{CLASSIFY, NetworkUdf, REGRESS};
 pub use progress::TrainingProgress;
+pub use progress_bar::{TrainingBar, epoch_line};
 pub use task::{Classification, Regression, Task};
 pub use trained::{TRAINING_FILE, TrainedNetwork};

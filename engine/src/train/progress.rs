@@ -34,13 +34,13 @@ pub trait TrainingProgress: fmt::Debug + Send + Sync {
 pub(crate) struct ProgressReceiver(pub Arc<dyn TrainingProgress>);
 
 /// The progress receiver of `df`'s session, else what this process shows by default (a bar on a terminal,
-/// lines in a notebook: [`TrainingBar::for_this_process`](crate::display::progress::TrainingBar::for_this_process)).
+/// lines in a notebook: [`TrainingBar::for_this_process`](super::TrainingBar::for_this_process)).
 pub(crate) fn progress_of(df: &DataFrame) -> Option<Arc<dyn TrainingProgress>> {
     df.task_ctx()
         .session_config()
         .get_extension::<ProgressReceiver>()
         .map(|receiver| Arc::clone(&receiver.0))
-        .or_else(crate::display::progress::default_progress)
+        .or_else(super::progress_bar::default_progress)
 }
 
 /// What a barrier stage calls with each new upload: the epoch's figures from rank 0's checkpoint, passed on.

@@ -9,7 +9,7 @@ use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext
 use datafusion::prelude::DataFrame;
 
 use super::{Grid, Rich};
-use crate::error::Result;
+use hearth_engine::error::Result;
 
 /// The most columns a preview shows; the rest are named in its note.
 pub const MAX_COLUMNS: usize = 50;
@@ -36,7 +36,7 @@ pub trait PreviewExt {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
-    /// use hearth_engine::display::{PreviewExt, Rich};
+    /// use hearth_display::{PreviewExt, Rich};
     /// let session = hearth_engine::session::Session::local(2);
     /// let df = session.sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
     /// let preview = df.preview(3).await.unwrap();
@@ -66,7 +66,7 @@ pub trait FrameDisplay {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
-    /// use hearth_engine::display::FrameDisplay;
+    /// use hearth_display::FrameDisplay;
     /// let session = hearth_engine::session::Session::local(2);
     /// let df = session.sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
     /// assert_eq!(df.preview_now(3).unwrap().rows().len(), 3);
@@ -86,7 +86,7 @@ pub trait FrameDisplay {
 impl FrameDisplay for DataFrame {
     fn preview_now(&self, rows: usize) -> Result<FramePreview> {
         use tokio::runtime::{Builder, Handle, RuntimeFlavor};
-        let failed = |message: String| crate::error::HearthError::InvalidParam {
+        let failed = |message: String| hearth_engine::error::HearthError::InvalidParam {
             stage: "FrameDisplay".to_string(),
             param: "runtime",
             message,

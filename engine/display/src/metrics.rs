@@ -6,14 +6,16 @@ use hearth_stats::evaluation::{BinaryState, MulticlassState};
 
 use super::plot::{SPARK_NUM_BINS, Svg, confusion_matrix, pr_curve, roc_curve};
 use super::{Grid, Rich};
-use crate::error::Result;
-use crate::evaluation::{BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator};
-use crate::train::{ClassificationModel, RegressionModel};
+use hearth_engine::error::Result;
+use hearth_engine::evaluation::{
+    BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
+};
+use hearth_engine::train::{ClassificationModel, RegressionModel};
 
 /// Named metric values with a caption, e.g. what [`Metrics::of_classifier`] computes.
 ///
 /// ```
-/// use hearth_engine::display::{Metrics, Rich};
+/// use hearth_display::{Metrics, Rich};
 /// let metrics = Metrics::new("Evaluation").with("f1", 0.7766);
 /// assert_eq!(metrics.get("f1"), Some(0.7766));
 /// assert!(metrics.to_text().contains("| f1     | 0.7766 |"));

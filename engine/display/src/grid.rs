@@ -9,7 +9,7 @@ use super::Rich;
 /// `text` safe inside HTML: `&`, `<`, `>`, `"` and `'` as entities.
 ///
 /// ```
-/// assert_eq!(hearth_engine::display::escape("<script>\"x\" & 'y'"), "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;");
+/// assert_eq!(hearth_display::escape("<script>\"x\" & 'y'"), "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;");
 /// ```
 pub fn escape(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
@@ -29,7 +29,7 @@ pub fn escape(text: &str) -> String {
 /// A table: an optional caption, a header, rows, and an optional note under it (what was left out).
 ///
 /// ```
-/// use hearth_engine::display::{Grid, Rich};
+/// use hearth_display::{Grid, Rich};
 /// let grid = Grid::new(["label"]).caption("Labels").row(["<b>"]).note("1 of 3 rows");
 /// let html = grid.to_html();
 /// assert!(html.contains("<caption>Labels</caption>") && html.contains("left\">&lt;b&gt;</td>"));

@@ -9,7 +9,7 @@ use hearth_torch::train::EpochStats;
 use plotters::prelude::*;
 
 use super::{Rich, escape};
-use crate::error::{HearthError, Result};
+use hearth_engine::error::{HearthError, Result};
 
 /// The size of a plot, in pixels.
 const SIZE: (u32, u32) = (720, 400);
@@ -146,7 +146,7 @@ fn curves_panel(
 /// Loss and accuracy per epoch (training, and validation when the model held rows out), side by side.
 ///
 /// ```
-/// use hearth_engine::display::plot::training_curves;
+/// use hearth_display::plot::training_curves;
 /// use hearth_torch::train::EpochStats;
 /// let epoch = EpochStats {
 ///     epoch: 1,

@@ -9,8 +9,7 @@
 //! it, e.g. with `Arc::new(TrainingBar::lines())` to log epochs from a batch job.
 //!
 //! ```
-//! use hearth_engine::display::progress::epoch_line;
-//! use hearth_engine::train::EpochStats;
+//! use hearth_engine::train::{EpochStats, epoch_line};
 //!
 //! let stats = EpochStats {
 //!     epoch: 3,
@@ -34,7 +33,7 @@ use std::time::{Duration, Instant};
 use hearth_torch::train::EpochStats;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::train::TrainingProgress;
+use super::progress::TrainingProgress;
 
 /// What evcxr sets in the process that runs a notebook's cells.
 const EVCXR_RUNTIME: &str = "EVCXR_IS_RUNTIME";
@@ -86,7 +85,7 @@ enum Shown {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use hearth_engine::display::progress::TrainingBar;
+/// use hearth_engine::train::TrainingBar;
 /// use hearth_engine::session::Session;
 ///
 /// let session = Session::local(2).with_progress(Arc::new(TrainingBar::lines()));

@@ -6,7 +6,7 @@
 //! ([`progress`]). Plots are SVG ([`plot`]), also saved to files.
 //!
 //! ```
-//! use hearth_engine::display::{Grid, Rich};
+//! use hearth_display::{Grid, Rich};
 //! let grid = Grid::new(["metric", "value"]).row(["f1", "0.7766"]);
 //! assert!(grid.to_html().contains("<td>0.7766</td>"));
 //! assert!(grid.to_text().contains("| f1     | 0.7766 |"));
@@ -18,12 +18,12 @@ mod grid;
 mod metrics;
 mod models;
 pub mod plot;
-pub mod progress;
 
+pub use catalog::CatalogPlots;
 pub use frame::{FrameDisplay, FramePreview, PreviewExt, SHOWN_ROWS};
 pub use grid::{Grid, escape};
 pub use metrics::Metrics;
-pub use models::SessionView;
+pub use models::{SessionView, TrainingCurves};
 pub use plot::Svg;
 
 /// A value that shows itself as HTML in a notebook and as text anywhere else.

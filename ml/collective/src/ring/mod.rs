@@ -10,17 +10,21 @@
 //! failure travels around the ring.
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener};
 use std::ops::Range;
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
-use super::auth::{JobSecret, prove_as_client, prove_as_server};
-use super::error::{CollectiveError, Result, describe_io};
-use super::link::Link;
-use super::memory::{self, MemoryLink, MemoryLinks};
-use super::rendezvous::{Peer, Registration, register};
-use super::transfer::{self, Combine, HEADER_LEN, Plan, Receive, Side};
+use crate::auth::JobSecret;
+use crate::error::{CollectiveError, Result, describe_io};
+use crate::memory;
+use crate::rendezvous::{Peer, Registration, register};
+use crate::transfer::{self, Combine, HEADER_LEN, Plan, Receive, Side};
+use header::{Header, Op};
+use links::{Links, Place};
+
+mod header;
+mod links;
 
 /// How long a rank that could not send its header still waits for its left neighbour's, to name garbage there.
 const HEADER_GRACE: Duration = Duration::from_millis(200);
@@ -53,25 +57,6 @@ impl Default for JoinOptions {
             position: 0,
             timeout: Duration::from_secs(60),
             share_memory: true,
-        }
-    }
-}
-
-/// What an operation is, as written in its header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
-    Allreduce = 1,
-    Broadcast = 2,
-    Allgather = 3,
-}
-
-impl Op {
-    fn name(code: u64) -> &'static str {
-        match code {
-            1 => "allreduce",
-            2 => "broadcast",
-            3 => "allgather",
-            _ => "an unknown operation",
         }
     }
 }
@@ -133,7 +118,7 @@ impl Communicator {
         };
         let (rank, peers) = register(coordinator, secret, &registration, options.timeout)?;
         let mut comm = Self::unlinked(rank, peers, secret, options.timeout);
-        comm.link_ring(&listener)?;
+        comm.links = links::link_ring(comm.place(), &listener, secret, options.timeout)?;
         Ok(comm)
     }
 
@@ -148,43 +133,6 @@ impl Communicator {
             failure: None,
             secret: secret.clone(),
         }
-    }
-
-    /// Opens the ring's links: accepts the left neighbour's on `listener` while connecting to the right one.
-    /// When every rank registered from this process, each link then hands over a mailbox and closes.
-    fn link_ring(&mut self, listener: &TcpListener) -> Result<()> {
-        if self.world_size() == 1 {
-            return Ok(());
-        }
-        let in_memory = self.shares_process();
-        let deadline = Instant::now() + self.timeout;
-        let (left, right) = std::thread::scope(|s| {
-            let accepting = s.spawn(|| self.accept_left(listener, &self.secret, in_memory, deadline));
-            let right = self.connect_right(&self.secret, in_memory, deadline);
-            let left = accepting.join().unwrap_or_else(|_| {
-                Err(CollectiveError::Local {
-                    what: "accepting the left link".to_string(),
-                    source: io::Error::other("the accepting thread panicked"),
-                })
-            });
-            (left, right)
-        });
-        // The connecting side's error says more (e.g. why a handshake failed) than "never connected".
-        self.links = match (left, right?) {
-            (Ok(Linked::Tcp(left)), Linked::Tcp(right)) => Links::Tcp { left, right },
-            (Ok(Linked::Memory(left)), Linked::Memory(right)) => Links::Memory(MemoryLinks { left, right }),
-            (Err(e), _) => return Err(e),
-            _ => unreachable!("both links are set up the same way, from the same peer table"),
-        };
-        Ok(())
-    }
-
-    /// Whether every rank registered from this very process (and agreed to share memory).
-    fn shares_process(&self) -> bool {
-        let this = memory::process_id();
-        self.peers
-            .iter()
-            .all(|peer| peer.registration.process.as_deref() == Some(this))
     }
 
     /// This rank, `0..world_size`.
@@ -215,12 +163,20 @@ impl Communicator {
         &self.peers
     }
 
+    /// This rank's place in the ring.
+    fn place(&self) -> Place<'_> {
+        Place {
+            rank: self.rank,
+            peers: &self.peers,
+        }
+    }
+
     fn left_rank(&self) -> usize {
-        (self.rank + self.world_size() - 1) % self.world_size()
+        self.place().left_rank()
     }
 
     fn right_rank(&self) -> usize {
-        (self.rank + 1) % self.world_size()
+        self.place().right_rank()
     }
 
     /// The job's secret.
@@ -234,139 +190,11 @@ impl Communicator {
     }
 
     pub(crate) fn host(&self, rank: usize) -> String {
-        self.peers
-            .get(rank)
-            .map_or_else(|| "unknown host".to_string(), |p| p.registration.host.clone())
+        self.place().host(rank)
     }
 
     pub(crate) fn peer_error(&self, op: &str, peer: usize, cause: String) -> CollectiveError {
-        CollectiveError::Peer {
-            op: op.to_string(),
-            rank: self.rank,
-            peer,
-            host: self.host(peer),
-            cause,
-        }
-    }
-
-    fn connect_right(&self, secret: &JobSecret, in_memory: bool, deadline: Instant) -> Result<Linked> {
-        let right = self.right_rank();
-        let address = self.peers[right].registration.listen;
-        let fail = |cause: String| self.peer_error("connecting the ring", right, cause);
-        let stream = loop {
-            match TcpStream::connect_timeout(&address, Duration::from_secs(1)) {
-                Ok(stream) => break stream,
-                Err(e) if Instant::now() < deadline => {
-                    log::debug!("rank {}: connecting to {address}: {e}; retrying", self.rank);
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(fail(format!("cannot be reached at {address}: {e}"))),
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let _ = stream.set_read_timeout(Some(
-            deadline
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1)),
-        ));
-        let mut link = prove_as_client(stream, secret)?;
-        let mut hello = (self.rank as u64).to_le_bytes().to_vec();
-        if !in_memory {
-            link.write_message(&hello, deadline)
-                .map_err(|e| fail(describe_io(&e)))?;
-            return Ok(Linked::Tcp(link));
-        }
-        // The mailbox's key travels on the authenticated link; the neighbour says whether it took it.
-        let (mailbox, key) = memory::offer();
-        hello.extend_from_slice(&key);
-        let answer = link
-            .write_message(&hello, deadline)
-            .and_then(|()| link.read_message(deadline));
-        memory::withdraw(&key);
-        match answer {
-            Ok(taken) if taken == [1] => Ok(Linked::Memory(mailbox)),
-            Ok(_) => Err(fail("registered from this process but is not in it".to_string())),
-            Err(e) => Err(fail(describe_io(&e))),
-        }
-    }
-
-    fn accept_left(
-        &self,
-        listener: &TcpListener,
-        secret: &JobSecret,
-        in_memory: bool,
-        deadline: Instant,
-    ) -> Result<Linked> {
-        let left = self.left_rank();
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| CollectiveError::Local {
-                what: "polling the collective listener".to_string(),
-                source,
-            })?;
-        loop {
-            if Instant::now() >= deadline {
-                return Err(self.peer_error("connecting the ring", left, "never connected".to_string()));
-            }
-            let (stream, from) = match listener.accept() {
-                Ok(accepted) => accepted,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                }
-                Err(source) => {
-                    return Err(CollectiveError::Local {
-                        what: "accepting a ring link".to_string(),
-                        source,
-                    });
-                }
-            };
-            let _ = stream.set_nonblocking(false);
-            let _ = stream.set_nodelay(true);
-            let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
-            let _ = stream.set_read_timeout(Some(
-                handshake
-                    .saturating_duration_since(Instant::now())
-                    .max(Duration::from_millis(1)),
-            ));
-            let mut link = match prove_as_server(stream, secret) {
-                Ok(link) => link,
-                Err(e) => {
-                    log::warn!("rank {}: refused a ring connection from {from}: {e}", self.rank);
-                    continue;
-                }
-            };
-            let hello = match link.read_message(handshake) {
-                Ok(hello) if hello.get(..8) == Some(&(left as u64).to_le_bytes()[..]) => hello,
-                Ok(hello) => {
-                    log::warn!(
-                        "rank {}: refused {from}: it says it is rank {}, expected rank {left}",
-                        self.rank,
-                        hello
-                            .get(..8)
-                            .and_then(|b| b.try_into().ok())
-                            .map_or(u64::MAX, u64::from_le_bytes)
-                    );
-                    continue;
-                }
-                Err(e) => {
-                    log::warn!("rank {}: refused {from}: {}", self.rank, describe_io(&e));
-                    continue;
-                }
-            };
-            if !in_memory {
-                return Ok(Linked::Tcp(link));
-            }
-            let mailbox = memory::take(&hello[8..]);
-            let _ = link.write_message(&[u8::from(mailbox.is_some())], handshake);
-            return mailbox.map(Linked::Memory).ok_or_else(|| {
-                self.peer_error(
-                    "connecting the ring",
-                    left,
-                    "registered from this process but is not in it".to_string(),
-                )
-            });
-        }
+        self.place().peer_error(op, peer, cause)
     }
 
     /// Fails fast if an earlier operation failed; otherwise numbers the next operation.
@@ -603,81 +431,18 @@ impl Communicator {
     }
 }
 
-/// A rank's links to its neighbours.
-#[derive(Debug)]
-enum Links {
-    /// A world of one rank has none.
-    Solo,
-    /// Authenticated TCP connections, each frame protected.
-    Tcp { left: Link, right: Link },
-    /// Mailboxes, when every rank shares this process.
-    Memory(MemoryLinks),
-}
-
-/// One ring link once set up: the connection, or the mailbox it handed over.
-enum Linked {
-    Tcp(Link),
-    Memory(MemoryLink),
-}
-
-/// An operation's header: its kind, sequence number and length. Each rank sends its own to the right and
-/// reads the left neighbour's; a neighbour doing something else is garbage.
-struct Header([u8; HEADER_LEN]);
-
-impl Header {
-    fn new(op: Op, sequence: u64, len: usize) -> Self {
-        let mut header = [0u8; HEADER_LEN];
-        header[..8].copy_from_slice(&(op as u64).to_le_bytes());
-        header[8..16].copy_from_slice(&sequence.to_le_bytes());
-        header[16..].copy_from_slice(&(len as u64).to_le_bytes());
-        Self(header)
-    }
-
-    /// Reads the neighbour's header from `link`: an error unless it is this one.
-    fn read_from(&self, link: &mut Link, name: &str, deadline: Instant) -> io::Result<()> {
-        let message = link.read_message(deadline)?;
-        let theirs: [u8; HEADER_LEN] = message.as_slice().try_into().map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("sent garbage: a header of {} bytes", message.len()),
-            )
-        })?;
-        self.check(&theirs, name)
-    }
-
-    /// An error unless `theirs` is this header.
-    fn check(&self, theirs: &[u8; HEADER_LEN], name: &str) -> io::Result<()> {
-        if *theirs == self.0 {
-            return Ok(());
-        }
-        let word = |bytes: &[u8; HEADER_LEN], i: usize| {
-            u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or_default())
-        };
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "sent garbage: expected {name} of {} values, got {} #{} of {} values",
-                word(&self.0, 2),
-                Op::name(word(theirs, 0)),
-                word(theirs, 1),
-                word(theirs, 2)
-            ),
-        ))
-    }
-}
-
 #[cfg(test)]
 impl Communicator {
     /// A rank of a ring formed without a coordinator: `peers[r]` is where rank `r` is reached, which need not
     /// be where it listens (a test may put something between two ranks).
-    pub(super) fn link_by_hand(
+    pub(crate) fn link_by_hand(
         rank: usize,
         peers: Vec<Peer>,
         listener: &TcpListener,
         secret: &JobSecret,
     ) -> Result<Self> {
         let mut comm = Self::unlinked(rank, peers, secret, Duration::from_secs(5));
-        comm.link_ring(listener)?;
+        comm.links = links::link_ring(comm.place(), listener, secret, Duration::from_secs(5))?;
         Ok(comm)
     }
 }

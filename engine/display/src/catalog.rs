@@ -1,0 +1,71 @@
+//! The plots of a model in the catalog, as `hearth sql --plots DIR` saves them after `CREATE MODEL`: its
+//! training curves and, when it held rows out, its evaluation on them — a classifier's confusion matrix, and a
+//! binary one's ROC and precision-recall curves (BigQuery ML's console shows the same after training).
+
+use std::path::{Path, PathBuf};
+
+use datafusion::prelude::DataFrame;
+
+use super::Metrics;
+use super::plot::{Svg, training_curves};
+use hearth_engine::error::Result;
+use hearth_engine::session::Session;
+use hearth_engine::sql::{CatalogModel, Trained, held_out_rows};
+use hearth_engine::stage::Transformer;
+use hearth_engine::train::ClassificationModel;
+
+/// The plots of a model in the catalog: what `hearth sql --plots DIR` saves.
+#[allow(async_fn_in_trait)]
+pub trait CatalogPlots {
+    /// Its plots: the training curves of its network (when it kept a history), then the evaluation plots on
+    /// the rows it held out (when it held any), computed in `session`.
+    async fn plots(&self, session: &Session) -> Result<Vec<Svg>>;
+
+    /// Saves [`plots`](Self::plots) into `dir` (created when missing) as `<model>_<plot>.svg` and returns the
+    /// files written.
+    ///
+    /// ```no_run
+    /// use hearth_display::CatalogPlots;
+    /// # async fn show(session: &hearth_engine::session::Session) -> hearth_engine::error::Result<()> {
+    /// let model = session.models().get("credit_risk")?;
+    /// for file in model.save_plots(session, "plots").await? {
+    ///     println!("{}", file.display()); // plots/credit_risk_training_curves.svg, …
+    /// }
+    /// # Ok(()) }
+    /// ```
+    async fn save_plots(&self, session: &Session, dir: impl AsRef<Path>) -> Result<Vec<PathBuf>>;
+}
+
+impl CatalogPlots for CatalogModel {
+    /// Its plots: the training curves of its network (when it kept a history), then the evaluation plots on
+    /// the rows it held out (when it held any), computed in `session`.
+    async fn plots(&self, session: &Session) -> Result<Vec<Svg>> {
+        let history = Trained::of(&self.pipeline).map_or(&[][..], Trained::history);
+        let mut plots = Vec::new();
+        if !history.is_empty() {
+            plots.push(training_curves(history)?);
+        }
+        let classifier = self.pipeline.last_stage::<ClassificationModel>();
+        if let (Some(classifier), Some(_)) = (classifier, self.evaluation_file()) {
+            let held_out = DataFrame::new(session.context().state(), held_out_rows(self)?);
+            let scored = self.pipeline.transform(&held_out)?;
+            plots.extend(Metrics::of_classifier(classifier, &scored).await?.plots()?);
+        }
+        Ok(plots)
+    }
+
+    async fn save_plots(&self, session: &Session, dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|e| hearth_engine::error::HearthError::Persistence {
+            path: dir.to_path_buf(),
+            message: format!("cannot create the plots' directory: {e}"),
+        })?;
+        let mut files = Vec::new();
+        for plot in self.plots(session).await? {
+            let file = dir.join(format!("{}_{}.svg", self.entry.name, plot.file_stem()));
+            plot.save(&file)?;
+            files.push(file);
+        }
+        Ok(files)
+    }
+}
