@@ -125,7 +125,7 @@ fn gloo(sizes: &[usize]) -> Result<HashMap<usize, f64>, String> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/gloo_allreduce.py");
     let output = Command::new("python3")
         .arg(script)
-        .args(sizes.iter().map(|s| s.to_string()))
+        .args(sizes.iter().map(ToString::to_string))
         .output()
         .map_err(|e| format!("python3 could not run: {e}"))?;
     if !output.status.success() {

@@ -52,7 +52,13 @@ async fn main() -> Result<()> {
         let started = Instant::now();
         let batches = prepared.clone().limit(0, Some(21))?.collect().await?;
         bare.push(started.elapsed().as_secs_f64() * 1e3);
-        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 21);
+        assert_eq!(
+            batches
+                .iter()
+                .map(datafusion::arrow::array::RecordBatch::num_rows)
+                .sum::<usize>(),
+            21
+        );
         let started = Instant::now();
         let preview = prepared.preview(20).await?;
         html_bytes = preview.to_html().len();
@@ -127,7 +133,12 @@ async fn polars_rounds(session: &Session, prepared: &DataFrame) -> Result<()> {
         let started = Instant::now();
         let back = DataFrame::from_polars(session, &frame)?.collect().await?;
         from.push(started.elapsed().as_secs_f64() * 1e3);
-        assert_eq!(back.iter().map(|b| b.num_rows()).sum::<usize>(), shape.0);
+        assert_eq!(
+            back.iter()
+                .map(datafusion::arrow::array::RecordBatch::num_rows)
+                .sum::<usize>(),
+            shape.0
+        );
     }
     let (collected, to, from) = (median(collected), median(to), median(from));
     let mut table = Table::new();

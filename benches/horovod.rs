@@ -61,9 +61,9 @@ fn network(store: &nn::VarStore) -> nn::Sequential {
     let root = store.root();
     nn::seq()
         .add(nn::linear(&root / "h1", 784, HIDDEN[0], Default::default()))
-        .add_fn(|t| t.relu())
+        .add_fn(Tensor::relu)
         .add(nn::linear(&root / "h2", HIDDEN[0], HIDDEN[1], Default::default()))
-        .add_fn(|t| t.relu())
+        .add_fn(Tensor::relu)
         .add(nn::linear(&root / "out", HIDDEN[1], 10, Default::default()))
 }
 

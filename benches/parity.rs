@@ -191,7 +191,7 @@ fn compare(
     table: &mut Table,
     verdict: &mut Verdict,
 ) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let rows = match Rows::new(&data.train, &data.test) {
         Ok(rows) => rows,
         Err(why) => {
@@ -320,7 +320,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             other => return Err(format!("HEARTH_PARITY_DATA: unknown dataset {other:?} (higgs, fashion)").into()),
         });
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     println!(
         "Training parity: batch {BATCH} per rank, {epochs} epochs, {cores} cores (N = 1: {cores} \
          threads; N = 2: {} per rank), CPU",

@@ -136,7 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(100_000);
     let (train_rows, test) = prepare(rows).await?;
     let samples = (train_rows.rows() * EPOCHS) as f64;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     println!(
         "{rows} generated Higgs events ({} train / {} test), MLP 600-600, {EPOCHS} epochs, batches of {BATCH}, {cores} cores",
         train_rows.rows(),

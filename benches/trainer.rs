@@ -61,9 +61,9 @@ fn bare_step_seconds(shard: &Shard, threads: usize) -> f64 {
     let root = store.root();
     let net = nn::seq()
         .add(nn::linear(&root / "0", DIM as i64, HIDDEN, Default::default()))
-        .add_fn(|x| x.relu())
+        .add_fn(Tensor::relu)
         .add(nn::linear(&root / "2", HIDDEN, HIDDEN, Default::default()))
-        .add_fn(|x| x.relu())
+        .add_fn(Tensor::relu)
         .add(nn::linear(&root / "4", HIDDEN, 2, Default::default()));
     let mut adam = nn::Adam::default().build(&store, 1e-3).expect("adam");
     let x = Tensor::from_slice(shard.features()).view([ROWS as i64, DIM as i64]);

@@ -58,8 +58,7 @@ async fn run() -> Result<()> {
 
     let out = std::env::args()
         .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("hearth-german-credit"));
+        .map_or_else(|| std::env::temp_dir().join("hearth-german-credit"), PathBuf::from);
     model.write().overwrite().save(&out)?;
     println!("\nSaved the fitted pipeline, model included, to {}", out.display());
     Ok(())

@@ -97,7 +97,7 @@ async fn higgs_speed(device: &DeviceChoice, events: usize) -> std::result::Resul
         shard(&parts[1].clone().collect().await?)?,
     );
     let rows = Rows::new(&train, &test)?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let model = higgs::dist_keras_mlp(train.dim());
     let adagrad = OptimizerSpec::adagrad(0.01);
     let on = if matches!(device, DeviceChoice::Cpu) {

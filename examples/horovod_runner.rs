@@ -93,7 +93,7 @@ fn train(
     let root = store.root();
     let net = nn::seq()
         .add(nn::linear(&root / "hidden", 784, 128, Default::default()))
-        .add_fn(|t| t.relu())
+        .add_fn(Tensor::relu)
         .add(nn::linear(&root / "out", 128, 10, Default::default()));
     hvd.broadcast_parameters(&store.trainable_variables(), 0)?;
     // Horovod's recipe: the learning rate scaled by the number of ranks.

@@ -141,7 +141,7 @@ impl BarrierFunction for UClusterEmbedding {
         let root = store.root();
         let encoder = nn::seq()
             .add(nn::linear(&root / "encoder1", 784, 256, Default::default()))
-            .add_fn(|t| t.relu())
+            .add_fn(Tensor::relu)
             .add(nn::linear(
                 &root / "encoder2",
                 256,

@@ -90,7 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "best"
     ]);
     for trial in tuned.trials() {
-        let param = |name: &str| trial.params.get(name).map(|v| v.to_string()).unwrap_or_default();
+        let param = |name: &str| trial.params.get(name).map(ToString::to_string).unwrap_or_default();
         table.add_row(row![
             trial.index,
             param("hiddenLayers"),
@@ -98,7 +98,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .params
                 .get("training.optimizer")
                 .and_then(|o| o.get("learning_rate"))
-                .map(|v| v.to_string())
+                .map(ToString::to_string)
                 .unwrap_or_default(),
             param("training.epochs"),
             format!("{:.4}", trial.metric),

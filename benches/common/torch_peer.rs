@@ -209,7 +209,7 @@ impl Recipe<'_> {
         let floats = |values: &serde_json::Value| -> Vec<f64> {
             values
                 .as_array()
-                .map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_f64()).collect())
+                .map_or(Vec::new(), |a| a.iter().filter_map(serde_json::Value::as_f64).collect())
         };
         Ok(results
             .iter()

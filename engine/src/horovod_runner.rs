@@ -124,7 +124,7 @@ impl HorovodRunner {
                 Ok(value) if rank == 0 => first = Some(value),
                 Ok(_) => {}
                 Err(e) if matches!(e.downcast_ref(), Some(HorovodError::Collective(_))) => {
-                    consequences.push(format!("rank {rank}: {e}"))
+                    consequences.push(format!("rank {rank}: {e}"));
                 }
                 Err(e) => causes.push(format!("rank {rank}: {e}")),
             }

@@ -51,7 +51,7 @@ pub enum Master {
 }
 
 pub(crate) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 /// `N` of `prefix[N]` (`prefix` and `prefix[*]` mean the cores).
@@ -154,17 +154,17 @@ impl SessionInfo {
     pub fn of(df: &DataFrame) -> Self {
         let ctx = df.task_ctx();
         let config = ctx.session_config();
-        config
-            .get_extension::<SessionInfo>()
-            .map(|info| SessionInfo::clone(&info))
-            .unwrap_or_else(|| {
+        config.get_extension::<SessionInfo>().map_or_else(
+            || {
                 SessionInfo::new(
                     Master::Local {
                         partitions: config.target_partitions(),
                     },
                     None,
                 )
-            })
+            },
+            |info| SessionInfo::clone(&info),
+        )
     }
 
     /// The master.

@@ -89,7 +89,7 @@ fn column_array(column: &Value) -> (Field, ArrayRef) {
                 .map(|v| (!v.is_null()).then(|| number(v)))
                 .collect::<Float64Array>(),
         ),
-        "long" => Arc::new(values.iter().map(|v| v.as_i64()).collect::<Int64Array>()),
+        "long" => Arc::new(values.iter().map(Value::as_i64).collect::<Int64Array>()),
         "vector" => {
             let dim = values.iter().find_map(|v| v.as_array()).map_or(0, Vec::len);
             let mut flat = Vec::new();

@@ -153,7 +153,7 @@ async fn a_trained_pipeline_its_model_and_its_metrics_show_with_plots() {
     assert_eq!(metrics.get("accuracy"), Some(accuracy));
     assert!(metrics.get("areaUnderROC").is_some());
     let plots = metrics.plots().unwrap();
-    let titles: Vec<&str> = plots.iter().map(|p| p.title()).collect();
+    let titles: Vec<&str> = plots.iter().map(hearth::display::Svg::title).collect();
     assert_eq!(titles.len(), 3, "{titles:?}");
     assert!(titles[1].starts_with("ROC curve, areaUnderROC") && titles[2].starts_with("Precision-recall"));
     let html = metrics.to_html();

@@ -272,7 +272,7 @@ async fn an_empty_csv_file_is_named_as_empty() {
 #[tokio::test]
 async fn an_empty_input_cannot_be_fitted() {
     let session = Session::local(2);
-    let df = credit(&session).await.filter(datafusion::prelude::lit(false)).unwrap();
+    let df = credit(&session).await.filter(lit(false)).unwrap();
     let assembled = VectorAssembler::new()
         .input_cols(["age"])
         .output_col("f")
@@ -394,7 +394,7 @@ async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
         .unwrap();
     let fit = MlpClassifier::new()
         .workers(2)
-        .device(hearth::ml::train::DeviceChoice::Cuda(None))
+        .device(DeviceChoice::Cuda(None))
         .fit(&df)
         .await;
     if gpus >= 2 {
@@ -430,7 +430,7 @@ async fn device_auto_without_a_gpu_trains_on_the_cpu_and_the_ranks_table_says_so
     let model = MlpClassifier::new()
         .workers(2)
         .epochs(1)
-        .device(hearth::ml::train::DeviceChoice::Auto)
+        .device(DeviceChoice::Auto)
         .fit(&df)
         .await
         .unwrap();

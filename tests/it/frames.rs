@@ -117,7 +117,7 @@ async fn repartition_rows_gives_exactly_n_even_partitions() {
         .unwrap();
     assert_eq!(partitions.len(), 3);
     for part in &partitions {
-        let rows: usize = part.iter().map(|b| b.num_rows()).sum();
+        let rows: usize = part.iter().map(datafusion::arrow::array::RecordBatch::num_rows).sum();
         assert!((800..1200).contains(&rows), "{rows}");
     }
     let total = spread.filter(ident("x").gt(lit(0))).unwrap().count().await.unwrap();

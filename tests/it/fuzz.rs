@@ -109,7 +109,7 @@ fn pointers(value: &Value, at: String, all: &mut Vec<String>) {
     match value {
         Value::Object(map) => map.iter().for_each(|(k, v)| {
             let key = k.replace('~', "~0").replace('/', "~1");
-            pointers(v, format!("{at}/{key}"), all)
+            pointers(v, format!("{at}/{key}"), all);
         }),
         Value::Array(items) => items
             .iter()

@@ -170,7 +170,7 @@ async fn string_indexer_unseen_and_null_under_each_handle_invalid() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|v| v.as_f64())
+                .map(Value::as_f64)
                 .collect();
             assert_eq!(doubles(&out, column).await, want, "{name}: {column}");
         }

@@ -179,10 +179,7 @@ pub fn sibling(parent: &Path, dest: &Path, doing: &str) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     parent.join(format!(".{name}.{doing}-{}-{nanos}", std::process::id()))
 }
 

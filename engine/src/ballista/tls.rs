@@ -71,7 +71,7 @@ impl FleetTls {
             owner_only(&metadata).map_err(|e| format!("TLS: {} {e}", key_file.display()))?;
         }
         let tls = Self {
-            dir: dir.to_path_buf(),
+            dir: dir.clone(),
             ca: read(CA_FILE)?,
             cert: read(CERT_FILE)?,
             key: read(KEY_FILE)?,
@@ -149,7 +149,7 @@ impl FleetTls {
         let endpoint = match endpoint.uri().scheme_str() {
             Some("https") => endpoint,
             _ => {
-                let authority = endpoint.uri().authority().map(|a| a.to_string()).unwrap_or_default();
+                let authority = endpoint.uri().authority().map(ToString::to_string).unwrap_or_default();
                 create_grpc_client_endpoint(format!("https://{authority}"), Some(&GrpcClientConfig::default()))?
             }
         };

@@ -91,7 +91,7 @@ static FUNCTIONS: LazyLock<Registry> = LazyLock::new(Registry::default);
 pub fn register_function(function: impl BarrierFunction + 'static) {
     let function: Arc<dyn BarrierFunction> = Arc::new(function);
     {
-        let mut functions = FUNCTIONS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut functions = FUNCTIONS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         let registered = Registered {
             function: Arc::clone(&function),
             builtin: false,
@@ -104,7 +104,7 @@ pub fn register_function(function: impl BarrierFunction + 'static) {
 /// Registers one of hearth's own functions unless a function of its name is registered already, so a
 /// replacement registered by the user stays.
 pub(crate) fn register_builtin(function: impl BarrierFunction + 'static) {
-    let mut functions = FUNCTIONS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut functions = FUNCTIONS.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     functions
         .entry(function.name().to_string())
         .or_insert_with(|| Registered {
@@ -115,7 +115,7 @@ pub(crate) fn register_builtin(function: impl BarrierFunction + 'static) {
 
 /// Whether `name` is a function this program registered itself, which a fleet's executors do not have.
 pub(crate) fn is_user_function(name: &str) -> bool {
-    let functions = FUNCTIONS.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let functions = FUNCTIONS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     functions.get(name).is_some_and(|registered| !registered.builtin)
 }
 
@@ -131,7 +131,7 @@ pub(crate) fn is_user_function(name: &str) -> bool {
 /// assert!(function("nope").is_err());
 /// ```
 pub fn function(name: &str) -> Result<Arc<dyn BarrierFunction>> {
-    let functions = FUNCTIONS.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let functions = FUNCTIONS.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     functions.get(name).map(|r| Arc::clone(&r.function)).ok_or_else(|| {
         let mut known: Vec<&str> = functions.keys().map(String::as_str).collect();
         known.sort_unstable();

@@ -19,7 +19,7 @@ static POOL: LazyLock<Mutex<Pool>> = LazyLock::new(Mutex::default);
 static RETURNED: Condvar = Condvar::new();
 
 fn pool() -> MutexGuard<'static, Pool> {
-    POOL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    POOL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Offers exactly these CUDA device indices to this process's barrier tasks (an executor's `--gpus`).
@@ -107,8 +107,7 @@ pub(crate) fn lease(patience: Duration) -> Option<GpuLease> {
         }
         pool = RETURNED
             .wait_timeout(pool, left)
-            .map(|(guard, _)| guard)
-            .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+            .map_or_else(|poisoned| poisoned.into_inner().0, |(guard, _)| guard);
     }
 }
 

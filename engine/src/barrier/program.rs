@@ -164,14 +164,18 @@ fn check_program(program: &ProgramRef, function: &str) -> Result<()> {
         metadata.modified().map_err(|e| unusable(e.to_string()))?,
         metadata.len(),
     );
-    let known = HASHED.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
+    let known = HASHED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&key)
+        .cloned();
     let sha256 = match known {
         Some(sha256) => sha256,
         None => {
             let (_, sha256) = identify(&program.path).map_err(unusable)?;
             HASHED
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .insert(key, sha256.clone());
             sha256
         }

@@ -195,8 +195,8 @@ impl AggregateUDFImpl for KMeansSumsUdaf {
         )?;
         Ok(Box::new(SumsAccumulator {
             sums: ClusterSums::new(centers.len(), dim),
-            features: args.expr_fields[0].name().to_string(),
-            weight: args.expr_fields[1].name().to_string(),
+            features: args.expr_fields[0].name().clone(),
+            weight: args.expr_fields[1].name().clone(),
             centers,
             measure,
             dim,

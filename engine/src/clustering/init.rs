@@ -62,8 +62,7 @@ impl Init<'_> {
             let total = total
                 .iter()
                 .find(|b| b.num_rows() > 0)
-                .map(|b| b.column(0).as_primitive::<Float64Type>().value(0))
-                .unwrap_or(0.0);
+                .map_or(0.0, |b| b.column(0).as_primitive::<Float64Type>().value(0));
             if total <= 0.0 {
                 break;
             }

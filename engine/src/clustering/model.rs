@@ -123,8 +123,7 @@ impl KMeansModel {
     /// The cluster of one point (as wide as the centers).
     pub fn predict(&self, point: &[f64]) -> usize {
         Centers::from_rows(self.width(), &self.cluster_centers)
-            .map(|centers| self.distance_measure.closest(&centers, point).0)
-            .unwrap_or(0)
+            .map_or(0, |centers| self.distance_measure.closest(&centers, point).0)
     }
 
     /// The centers' width.

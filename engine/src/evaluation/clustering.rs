@@ -299,7 +299,7 @@ impl AggregateUDFImpl for SilhouetteStatsUdaf {
         let Some(measure) = DistanceMeasure::parse(&name) else {
             return exec_err!("{STATS}: measure must be 'euclidean' or 'cosine', got {name:?}");
         };
-        let names = [0, 1, 2].map(|i| args.expr_fields[i].name().to_string());
+        let names = [0, 1, 2].map(|i| args.expr_fields[i].name().clone());
         Ok(Box::new(StatsAccumulator {
             stats: SilhouetteStats::new(measure),
             names,

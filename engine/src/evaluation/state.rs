@@ -114,7 +114,7 @@ impl AggregateUDFImpl for EvaluationStateUdaf {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let columns: Vec<String> = args.expr_fields.iter().map(|f| f.name().to_string()).collect();
+        let columns: Vec<String> = args.expr_fields.iter().map(|f| f.name().clone()).collect();
         Ok(Box::new(StateAccumulator {
             evaluation: self.evaluation,
             columns,

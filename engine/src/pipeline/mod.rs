@@ -36,8 +36,7 @@ pub(crate) fn reads_files(plan: &LogicalPlan) -> bool {
     let _ = plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node {
             let in_memory = source_as_provider(&scan.source)
-                .map(|provider| provider.is::<MemTable>() || provider.is::<CachedTable>())
-                .unwrap_or(false);
+                .is_ok_and(|provider| provider.is::<MemTable>() || provider.is::<CachedTable>());
             files |= !in_memory;
         }
         Ok(TreeNodeRecursion::Continue)

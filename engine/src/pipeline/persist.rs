@@ -200,9 +200,8 @@ pub(crate) fn load_entries(entries: Vec<Value>, dir: &Path, file: &Path) -> Resu
             let Value::Object(mut params) = entry else {
                 return Err(at(format!("expected an object, got {entry}")));
             };
-            let class = match params.remove("class") {
-                Some(Value::String(class)) => class,
-                _ => return Err(at("no \"class\" naming its type".to_string())),
+            let Some(Value::String(class)) = params.remove("class") else {
+                return Err(at("no \"class\" naming its type".to_string()));
             };
             let uid = params
                 .get("uid")

@@ -137,7 +137,7 @@ impl ModelCatalog {
     }
 
     fn loaded(&self) -> std::sync::MutexGuard<'_, HashMap<String, (SystemTime, CatalogModel)>> {
-        self.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Remembers `model`, written with its entry file at `file`.

@@ -274,7 +274,7 @@ fn string(option: &str, value: &Expr) -> Result<String> {
 fn number(option: &str, value: &Expr) -> Result<f64> {
     let parsed = match value {
         Expr::Value(v) => match &v.value {
-            Value::Number(n, _) => n.to_string().parse::<f64>().ok(),
+            Value::Number(n, _) => n.clone().parse::<f64>().ok(),
             _ => None,
         },
         Expr::UnaryOp {

@@ -81,7 +81,7 @@ pub fn plan_transform(items: &[SelectItem], input: &DataFrame) -> Result<Transfo
     for item in items {
         match item {
             SelectItem::UnnamedExpr(Expr::Identifier(ident)) => {
-                outputs.push(builder.expr(&Expr::Identifier(ident.clone()), None)?)
+                outputs.push(builder.expr(&Expr::Identifier(ident.clone()), None)?);
             }
             SelectItem::UnnamedExpr(expr) => {
                 return Err(invalid(format!("{expr} needs a name: write `{expr} AS name`")));

@@ -154,7 +154,7 @@ fn new_bar(model: &str, epochs: usize) -> ProgressBar {
 impl TrainingProgress for TrainingBar {
     fn epoch(&self, model: &str, stats: &EpochStats, epochs: usize) {
         let last = stats.epoch >= epochs;
-        let mut shown = self.shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut shown = self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match (self.target, shown.get(model)) {
             (Target::Terminal, current) => {
                 let bar = match current {

@@ -115,7 +115,7 @@ fn list_elements(function: &str, value: &ScalarValue, element: &DataType, what: 
 /// A list of numbers, as `f64`.
 pub(crate) fn as_f64_list(function: &str, value: &ScalarValue, what: &str) -> Result<Vec<f64>> {
     let values = list_elements(function, value, &DataType::Float64, what)?;
-    let values = values.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+    let values = values.as_primitive::<arrow::datatypes::Float64Type>();
     if values.null_count() > 0 {
         return exec_err!("{function}: {what} must not contain nulls");
     }

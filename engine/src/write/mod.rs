@@ -214,7 +214,7 @@ impl FrameWriter {
         }
         let bytes = staged
             .iter()
-            .map(|file| fs::metadata(file).map(|m| m.len()).unwrap_or(0))
+            .map(|file| fs::metadata(file).map_or(0, |m| m.len()))
             .sum();
         let files = if exists && self.mode == SaveMode::Append {
             staging.append_into(dest, &staged)?

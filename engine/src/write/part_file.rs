@@ -291,7 +291,12 @@ mod tests {
         }
         let bytes = Bytes::from(file.into_inner().unwrap());
         let reader = ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap();
-        let groups = reader.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+        let groups = reader
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(datafusion::parquet::file::metadata::RowGroupMetaData::num_rows)
+            .collect();
         let read: Vec<RecordBatch> = reader.build().unwrap().map(|b| b.unwrap()).collect();
         (concat_batches(&batches[0].schema(), &read).unwrap(), groups)
     }

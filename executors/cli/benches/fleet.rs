@@ -153,11 +153,11 @@ async fn main() {
         let job = "examples/german_credit.sql";
         let dir = model_dir(&format!("local-{round}"));
         local.push(timed(|| {
-            drop(hearth(state, &["--master", "local", "sql", "--models", &dir, job]))
+            drop(hearth(state, &["--master", "local", "sql", "--models", &dir, job]));
         }));
         let dir = model_dir(&format!("direct-{round}"));
         direct.push(timed(|| {
-            drop(hearth(state, &["--master", &master, "sql", "--models", &dir, job]))
+            drop(hearth(state, &["--master", &master, "sql", "--models", &dir, job]));
         }));
         let dir = model_dir(&format!("client-{round}"));
         client.push(timed(|| drop(hearth(state, &["submit", "--models", &dir, job]))));

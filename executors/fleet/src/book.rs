@@ -20,7 +20,7 @@ pub struct FleetBook {
 
 impl FleetBook {
     fn executors(&self) -> MutexGuard<'_, HashMap<String, ExecutorResources>> {
-        self.executors.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.executors.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records an executor's report, seen now.

@@ -148,7 +148,7 @@ fn bind_one(
         .options()
         .extensions
         .get::<BallistaConfig>()
-        .map(|c| c.max_partitions_per_task())
+        .map(BallistaConfig::max_partitions_per_task)
         .filter(|&n| n > 0)
         .unwrap_or(usize::MAX);
     let max = match (collapse, one_each) {

@@ -158,7 +158,7 @@ impl JobBoard {
     }
 
     fn running(&self) -> MutexGuard<'_, HashMap<String, StopReason>> {
-        self.running.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The folder of job `id`, when `id` is a job id.
@@ -239,7 +239,7 @@ impl JobBoard {
         let started = record.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
-            let reason = *stop_reason.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let reason = *stop_reason.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let record = board.ended(started, status, reason);
             log::info!("job {}: {}", record.id, record.state.as_str());
             if let Err(e) = board.save(&record) {
@@ -364,7 +364,7 @@ impl JobBoard {
         };
         stop_reason
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get_or_insert(reason);
         let pid = Pid::from_raw(pid as i32);
         match kill(pid, Signal::SIGTERM) {

@@ -25,9 +25,8 @@ async fn stopped() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(terminate) => terminate,
-            Err(_) => return std::future::pending().await,
+        let Ok(mut terminate) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+            return std::future::pending().await;
         };
         tokio::select! {
             _ = interrupt => {}

@@ -53,7 +53,7 @@ impl Mailbox {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         // A rank that panicked while holding the lock left a queue that is still whole (pushes and pops are
         // single calls), so the poison is ignored.
-        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A copy of `values` to send through this mailbox, in a spare buffer where one is kept.
@@ -98,7 +98,7 @@ impl Mailbox {
             queue = self
                 .arrived
                 .wait_timeout(queue, left)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
     }
@@ -134,7 +134,7 @@ fn offered() -> MutexGuard<'static, HashMap<Key, Arc<Mailbox>>> {
     OFFERED
         .get_or_init(Mutex::default)
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A new mailbox towards the right neighbour and the key it is offered under.

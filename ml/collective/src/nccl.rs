@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn ranks_on_the_cpu_keep_the_host_ring() {
         let outcomes = crate::LocalWorld::new(2)
-            .run(|mut comm| Nccl::join(&mut comm, &NcclVote::of(None)).map(|n| n.err()))
+            .run(|mut comm| Nccl::join(&mut comm, &NcclVote::of(None)).map(std::result::Result::err))
             .unwrap();
         for outcome in outcomes {
             assert_eq!(outcome.unwrap(), Some("rank 0 trains on the CPU".to_string()));

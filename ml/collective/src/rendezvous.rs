@@ -254,7 +254,7 @@ impl Service {
                     log::warn!(
                         "rendezvous at {}: rank {rank} uploaded before the ring formed",
                         self.address
-                    )
+                    );
                 }
                 None => {}
             }

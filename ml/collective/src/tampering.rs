@@ -225,7 +225,7 @@ fn ends_that_protect_frames_differently_are_refused_in_the_handshake() {
     });
     let errors: Vec<String> = outcomes
         .into_iter()
-        .filter_map(|o| o.err())
+        .filter_map(Result::err)
         .map(|e| e.to_string())
         .collect();
     assert!(

@@ -152,7 +152,7 @@ impl Moments {
 
     /// The moments of one batch of input.
     fn of_batch(&self, values: &[ArrayRef]) -> Result<SlotMoments> {
-        let rows = values.first().map_or(0, |v| v.len());
+        let rows = values.first().map_or(0, Array::len);
         if let Some(fields) = &self.assembled_from {
             if rows == 0 {
                 return Ok(SlotMoments::default());

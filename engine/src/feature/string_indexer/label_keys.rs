@@ -81,12 +81,12 @@ impl KeyedValues {
         let (kind, keys, not_nan) = match array.data_type() {
             DataType::Float64 => {
                 let values = array.as_primitive::<Float64Type>().values();
-                (KeyKind::Double, as_keys(values), not_nan(values, |x| x.is_nan()))
+                (KeyKind::Double, as_keys(values), not_nan(values, f64::is_nan))
             }
             DataType::Float32 => {
                 let values = array.as_primitive::<Float32Type>().values();
                 let keys = values.iter().map(|x| u64::from(x.to_bits())).collect();
-                (KeyKind::Float, keys, not_nan(values, |x| x.is_nan()))
+                (KeyKind::Float, keys, not_nan(values, f32::is_nan))
             }
             t if t.is_integer() && *t != DataType::UInt64 => {
                 let ints = cast(array, &DataType::Int64).ok()?;
@@ -111,7 +111,7 @@ fn as_keys<T: ArrowNativeType>(values: &ScalarBuffer<T>) -> ScalarBuffer<u64> {
         assert!(
             size_of::<T>() == size_of::<u64>(),
             "only 64-bit values are their own keys"
-        )
+        );
     };
     values.inner().clone().into()
 }
@@ -351,7 +351,7 @@ mod tests {
     use super::*;
 
     fn labels(values: &[&str]) -> Vec<String> {
-        values.iter().map(|s| s.to_string()).collect()
+        values.iter().map(ToString::to_string).collect()
     }
 
     fn positions(labels: &[String], array: ArrayRef) -> Vec<Option<f64>> {

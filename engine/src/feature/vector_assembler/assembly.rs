@@ -73,7 +73,7 @@ impl<'a> Columns<'a> {
     /// Reads the columns `arrays` (described by `fields`), failing under `error` (`keep == false`) at the
     /// first null.
     pub(crate) fn read(arrays: &[ArrayRef], fields: &'a [FieldRef], keep: bool) -> Result<Self> {
-        let rows = arrays.first().map_or(0, |a| a.len());
+        let rows = arrays.first().map_or(0, Array::len);
         let mut inputs = Vec::with_capacity(arrays.len());
         for (array, field) in arrays.iter().zip(fields) {
             let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);

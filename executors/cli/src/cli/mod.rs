@@ -193,7 +193,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 /// The cores of this machine.
 fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 impl Cli {

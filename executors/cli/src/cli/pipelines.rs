@@ -43,7 +43,7 @@ impl OutputArgs {
     }
 
     /// The transformed rows' columns to write.
-    fn selected(&self, df: DataFrame) -> hearth_engine::error::Result<DataFrame> {
+    fn selected(&self, df: DataFrame) -> Result<DataFrame> {
         if self.select.is_empty() {
             return Ok(df);
         }
@@ -54,7 +54,7 @@ impl OutputArgs {
 
 /// Reads `data`: Parquet when it ends in `.parquet` or is a directory of Parquet files, CSV with a header
 /// otherwise.
-async fn read_input(session: &Session, data: &Path) -> hearth_engine::error::Result<DataFrame> {
+async fn read_input(session: &Session, data: &Path) -> Result<DataFrame> {
     if is_parquet(data) {
         session.read_parquet(data).await
     } else {
@@ -70,7 +70,7 @@ fn is_parquet(data: &Path) -> bool {
 }
 
 /// Saves `fitted` to `model`, replacing what is there only when `overwrite`.
-fn save_model(fitted: &PipelineModel, model: &Path, overwrite: bool) -> hearth_engine::error::Result<()> {
+fn save_model(fitted: &PipelineModel, model: &Path, overwrite: bool) -> Result<()> {
     match overwrite {
         true => fitted.write().overwrite().save(model),
         false => fitted.save(model),

@@ -191,9 +191,10 @@ impl Started {
     pub fn log_tail(&self, lines: usize) -> String {
         if let Some(host) = &self.ssh_host {
             let command = format!("tail -n {lines} {}", quoted(&self.log.display().to_string()));
-            return ssh(host, &command, None)
-                .map(|text| text.trim_end().to_string())
-                .unwrap_or_else(|e| format!("(its log is {} on {host}; {e})", self.log.display()));
+            return ssh(host, &command, None).map_or_else(
+                |e| format!("(its log is {} on {host}; {e})", self.log.display()),
+                |text| text.trim_end().to_string(),
+            );
         }
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();

@@ -198,17 +198,22 @@ impl Progress {
         );
         bar.set_prefix(what.to_string());
         bar.enable_steady_tick(Duration::from_millis(120));
-        *self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(bar);
+        *self.bar.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(bar);
     }
 
     fn message(&self, text: &str) {
-        if let Some(bar) = &*self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+        if let Some(bar) = &*self.bar.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
             bar.set_message(text.to_string());
         }
     }
 
     fn finish(&self) {
-        if let Some(bar) = self.bar.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take() {
+        if let Some(bar) = self
+            .bar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
             bar.finish_and_clear();
         }
     }

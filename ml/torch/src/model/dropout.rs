@@ -29,7 +29,7 @@ pub(super) fn apply_dropout(xs: &Tensor, rate: f64, train: bool, draws: &Mutex<D
         Kind::Float => (scale, None),
         _ => (1.0, Some(scale)),
     };
-    let mut draws = draws.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut draws = draws.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let mask = match xs.device() {
         Device::Cpu => host_mask(xs, threshold, in_mask as f32, &mut draws),
         _ => device_mask(xs, threshold, in_mask, draws.next_u64()),

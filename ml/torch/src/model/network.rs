@@ -72,7 +72,7 @@ impl Network {
         // libtorch's generator is global to the process: ranks that share a process (local masters) build
         // their networks one at a time, so each gets exactly the parameters its seed gives.
         static BUILDING: Mutex<()> = Mutex::new(());
-        let _one_at_a_time = BUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _one_at_a_time = BUILDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         tch::manual_seed(seed as i64);
         // Drawn on the CPU, as PyTorch builds a model before `.to(device)`: a seed gives the same network on
         // every device.
@@ -126,9 +126,9 @@ impl Network {
                     let (rate, draws) = (*rate, Arc::clone(&dropout));
                     net.add_fn_t(move |xs, train| apply_dropout(xs, rate, train, &draws))
                 }
-                Layer::Relu => net.add_fn(|xs| xs.relu()),
-                Layer::Tanh => net.add_fn(|xs| xs.tanh()),
-                Layer::Sigmoid => net.add_fn(|xs| xs.sigmoid()),
+                Layer::Relu => net.add_fn(Tensor::relu),
+                Layer::Tanh => net.add_fn(Tensor::tanh),
+                Layer::Sigmoid => net.add_fn(Tensor::sigmoid),
                 Layer::Softmax => net.add_fn(|xs| xs.softmax(-1, Kind::Float)),
             };
             previous = shape.clone();
@@ -144,7 +144,7 @@ impl Network {
 
     /// Restarts the dropout layers' draws from `draws` (a trainer gives each rank and epoch its own stream).
     pub fn seed_dropout(&self, draws: Draws) {
-        *self.dropout.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = draws;
+        *self.dropout.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = draws;
     }
 
     /// The outputs (logits) for a `[n, features]` batch, reshaped to the spec's input shape first.

@@ -228,7 +228,7 @@ impl<'a> Job<'a> {
             rank,
             message: format!("on host {host}: {why}"),
         })?;
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         tch::set_num_threads(settings.threads.unwrap_or((cores / local_ranks.len().max(1)).max(1)) as i32);
 
         let inputs = options.model.input_features();

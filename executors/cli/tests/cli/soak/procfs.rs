@@ -69,7 +69,7 @@ pub(super) fn sockets() -> Vec<Socket> {
 pub(super) fn socket_inodes(pids: &BTreeSet<u64>) -> HashSet<u64> {
     pids.iter()
         .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok())
-        .flat_map(|fds| fds.flatten())
+        .flat_map(Iterator::flatten)
         .filter_map(|fd| {
             let target = std::fs::read_link(fd.path()).ok()?;
             let target = target.to_str()?;
