@@ -1,7 +1,6 @@
 //! `BarrierExec`: the operator that runs a barrier function on every input partition at once.
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -20,53 +19,13 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
 };
 use futures::TryStreamExt;
-use hearth_collective::{FrameProtection, JobSecret};
-use serde::{Deserialize, Serialize};
 
 use super::context::Joining;
 use super::gpus::{lease, offered_gpus};
-use super::program::{ProgramRef, run_in_program};
-use super::{BarrierFunction, BarrierTaskContext, ResumePoint, function};
-
-/// Everything a barrier task needs besides its rows; it travels inside the plan.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BarrierSpec {
-    /// The registered [`BarrierFunction`] every task runs.
-    pub function: String,
-    /// The function's argument string, the same for every task.
-    pub args: String,
-    /// The number of tasks, which is the input's partition count.
-    pub world_size: usize,
-    /// The driver's rendezvous coordinator.
-    pub coordinator: SocketAddr,
-    /// The job secret, hex; every connection of the stage proves it.
-    pub secret: String,
-    /// Seconds any one collective (the rendezvous included) may take.
-    pub timeout_secs: f64,
-    /// The job's name in messages.
-    pub job: String,
-    /// What a retried stage's tasks resume from.
-    #[serde(default)]
-    pub resume: Option<ResumePoint>,
-    /// GPUs each task holds while it runs (0 or 1): the scheduler places the stage only where its tasks
-    /// find them, and a task trains on the one it holds.
-    #[serde(default)]
-    pub gpus_per_task: usize,
-    /// How the stage's links protect their frames.
-    #[serde(default)]
-    pub frame_protection: FrameProtection,
-    /// The driver program holding the function, when the function is the program's own and the stage runs
-    /// on a fleet, whose executors run it in copies of the program.
-    #[serde(default)]
-    pub program: Option<ProgramRef>,
-}
-
-impl BarrierSpec {
-    /// The job's secret with the protection its frames get; `None` if the plan's secret is not hex.
-    pub(crate) fn job_secret(&self) -> Option<JobSecret> {
-        JobSecret::from_hex(&self.secret).map(|secret| secret.with_protection(self.frame_protection))
-    }
-}
+use super::program::run_in_program;
+use super::spec::BarrierSpec;
+use super::spec::ProgramRef;
+use super::{BarrierFunction, BarrierTaskContext, function};
 
 /// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
 /// its partition, joins the stage's ring at the driver's coordinator (ranks follow the partitions' contents,

@@ -44,14 +44,16 @@ mod function;
 mod gpus;
 mod options;
 pub mod program;
+mod spec;
 mod stage;
 
 pub use context::{BarrierTaskContext, DriverChannel, ResumePoint};
+pub use exec::BarrierExec;
 pub(crate) use exec::row_hashes;
-pub use exec::{BarrierExec, BarrierSpec};
 pub use function::{BarrierFunction, FnBarrier, function, register_function};
 pub(crate) use function::{is_user_function, register_builtin};
 pub use gpus::{GpuLease, libtorch_sees_gpus, offer_gpus, offered_gpus};
 pub use options::BarrierOptions;
+pub use spec::BarrierSpec;
 pub(crate) use stage::check_slots;
 pub use stage::{AttemptReport, BarrierStage, StageRun};

@@ -32,7 +32,9 @@ use sha2::{Digest, Sha256};
 
 use super::context::Joining;
 use super::gpus::GpuLease;
-use super::{BarrierFunction, BarrierSpec, BarrierTaskContext};
+use super::spec::BarrierSpec;
+pub use super::spec::ProgramRef;
+use super::{BarrierFunction, BarrierTaskContext};
 use crate::host::host_name;
 
 /// The environment variable that makes a program a barrier task's worker: the directory holding the task.
@@ -40,24 +42,6 @@ const TASK_DIR_ENV: &str = "HEARTH_BARRIER_TASK";
 
 /// How often an executor looks whether its worker ended or its stage was cancelled.
 const POLL: Duration = Duration::from_millis(20);
-
-/// A driver program as a stage's plan names it, for executors that must run its functions.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProgramRef {
-    /// The executable's absolute path on the driver's host.
-    pub path: PathBuf,
-    /// Its arguments, which lead a copy to the same registrations.
-    pub args: Vec<String>,
-    /// The driver's working directory, which a copy starts in where the executor's host has it.
-    pub dir: Option<PathBuf>,
-    /// The executable's size in bytes.
-    pub size: u64,
-    /// Its SHA-256, hex.
-    pub sha256: String,
-    /// The function's output schema, as an Arrow IPC stream without batches (base64), for the plan's
-    /// schema on hosts without the function.
-    pub schema: String,
-}
 
 /// What an executor hands its worker besides the rows.
 #[derive(Debug, Serialize, Deserialize)]
