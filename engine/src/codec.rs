@@ -1,7 +1,7 @@
 //! hearth's codecs: Ballista's own nodes and hearth's barrier operator in an explicit envelope, and
-//! functions bound to a model (`ml_classify`, `ml_regress`) with their model.
+//! functions bound to data (a trained model's `ml_classify`, `ml_regress`) through the [`UdfCodec`]s their
+//! owners submit.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use ballista_core::serde::{BallistaLogicalExtensionCodec, BallistaPhysicalExtensionCodec};
@@ -21,21 +21,42 @@ use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
 use crate::barrier::{BarrierExec, BarrierSpec};
-use crate::train::{CLASSIFY, NetworkUdf, REGRESS};
 
-/// Writes a model-bound function's model; other functions travel by name (nothing written).
+/// How a function bound to data that travels with it (a trained model) crosses the wire between driver and
+/// executors. The module that owns such functions submits one with `inventory::submit!`; every other function
+/// travels by name, and the executor finds it among its registered functions.
+#[derive(Debug)]
+pub struct UdfCodec {
+    /// The names of the functions it rebuilds.
+    pub names: &'static [&'static str],
+    /// Writes `udf`'s bound data into the buffer and says `true`, or says `false` when `udf` is not one of its
+    /// functions.
+    pub encode: fn(&ScalarUDF, &mut Vec<u8>) -> bool,
+    /// Rebuilds one of its functions from the bytes `encode` wrote.
+    pub decode: fn(&[u8]) -> Result<Arc<ScalarUDF>>,
+}
+
+inventory::collect!(UdfCodec);
+
+/// Writes a bound function's data; other functions travel by name (nothing written).
 fn encode_udf(node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
-    let inner: &dyn Any = node.inner().as_ref();
-    if let Some(classify) = inner.downcast_ref::<NetworkUdf>() {
-        buf.extend_from_slice(classify.model());
+    for codec in inventory::iter::<UdfCodec> {
+        if (codec.encode)(node, buf) {
+            break;
+        }
     }
     Ok(())
 }
 
-/// Rebuilds a model-bound function from its model, or `None` for a function this codec does not own.
+/// Rebuilds a bound function from its data, or `None` for a function no submitted codec owns.
 fn decode_udf(name: &str, buf: &[u8]) -> Option<Result<Arc<ScalarUDF>>> {
-    ((name == CLASSIFY || name == REGRESS) && !buf.is_empty())
-        .then(|| Ok(Arc::new(ScalarUDF::from(NetworkUdf::new(buf.to_vec())?))))
+    if buf.is_empty() {
+        return None;
+    }
+    inventory::iter::<UdfCodec>
+        .into_iter()
+        .find(|codec| codec.names.contains(&name))
+        .map(|codec| (codec.decode)(buf))
 }
 
 /// The first byte of an encoded node: whose node it is.

@@ -1,6 +1,6 @@
 //! The registry of hearth's SQL functions: the transforms of fitted stages (scalar functions taking the
 //! fitted state as literal arguments) and the aggregates that fit them. All are registered by name in every
-//! [`Session`], so they are callable from SQL and resolve on any executor. Each function lives with its
+//! [`Session`] and executor (a [`SessionExtension`]), so they are callable from SQL and resolve on any executor. Each function lives with its
 //! stage (`ml_string_index` and `ml_label_counts` in [`feature::string_indexer`](crate::feature::string_indexer),
 //! …); this module only lists them.
 //!
@@ -14,7 +14,6 @@
 //! | `ml_vector_summary(vector)` (aggregate) | fits `StandardScaler` |
 //! | `ml_assembled_summary(handle_invalid, col, ...)` (aggregate) | fits `StandardScaler` on a `VectorAssembler`'s columns |
 //! | `ml_label_counts(column)` (aggregate) | fits `StringIndexer` |
-//! | `ml_row_uniform(seed, col, ...)` | `random_split`'s key |
 //! | `ml_kmeans_assign(features, centers, measure)` | `KMeansModel`'s prediction |
 //! | `ml_kmeans_cost(features, centers, measure)` | k-means\|\|'s sampling weight |
 //! | `ml_kmeans_sums(features, weight, centers, measure)` (aggregate) | one iteration of fitting `KMeans` |
@@ -35,11 +34,11 @@ use datafusion::prelude::SessionContext;
 
 use crate::clustering::{KMEANS_ASSIGN, KMEANS_COST, KMEANS_SUMS};
 use crate::evaluation::{EVALUATION_STATES, METRIC, SILHOUETTE, SILHOUETTE_STATS};
+use crate::extension::SessionExtension;
 use crate::feature::one_hot_encoder::ONE_HOT;
 use crate::feature::standard_scaler::{ASSEMBLED_SUMMARY, SCALED_ASSEMBLE, STANDARD_SCALE, VECTOR_SUMMARY};
 use crate::feature::string_indexer::{LABEL_COUNTS, STRING_INDEX};
 use crate::feature::vector_assembler::VECTOR_ASSEMBLE;
-use crate::frame::ROW_UNIFORM;
 
 /// Registers every hearth SQL function in `ctx`, so SQL can call them by name, and makes hearth's
 /// trainer runnable by barrier stages in this process.
@@ -53,13 +52,12 @@ use crate::frame::ROW_UNIFORM;
 /// assert!(hearth_engine::barrier::function(hearth_engine::train::TRAIN_FUNCTION).is_ok());
 /// ```
 pub fn register_all(ctx: &SessionContext) {
-    let scalars: [&Arc<ScalarUDF>; 10] = [
+    let scalars: [&Arc<ScalarUDF>; 9] = [
         &VECTOR_ASSEMBLE,
         &STANDARD_SCALE,
         &SCALED_ASSEMBLE,
         &STRING_INDEX,
         &ONE_HOT,
-        &ROW_UNIFORM,
         &METRIC,
         &KMEANS_ASSIGN,
         &KMEANS_COST,
@@ -79,4 +77,12 @@ pub fn register_all(ctx: &SessionContext) {
         ctx.register_udaf(AggregateUDF::clone(udaf));
     }
     crate::train::register_barrier_functions();
+}
+
+inventory::submit! {
+    SessionExtension {
+        name: "hearth_engine::functions",
+        functions: register_all,
+        session: SessionExtension::nothing,
+    }
 }

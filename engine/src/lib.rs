@@ -41,23 +41,22 @@
 //! # });
 //! ```
 
-pub mod attribute;
+pub use hearth_common::{attribute, error, host, params, vector};
+
 pub mod ballista;
 pub mod barrier;
 pub mod cache;
 pub mod clustering;
 pub mod codec;
-pub mod error;
 pub mod evaluation;
 pub mod exchange;
+pub mod extension;
 pub mod feature;
 pub mod frame;
 pub mod functions;
 pub mod horovod_runner;
-pub mod host;
 pub mod images;
 pub mod master;
-pub mod params;
 pub mod pipeline;
 #[cfg(feature = "polars")]
 pub mod polars;
@@ -68,7 +67,6 @@ pub mod stage;
 pub mod train;
 pub mod tuning;
 mod udf;
-pub mod vector;
 pub mod write;
 
 /// What a pipeline author writes: sessions, stages, pipelines and their traits.

@@ -9,19 +9,21 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use datafusion::execution::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
 use crate::ballista::FleetAccess;
 use crate::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use crate::error::{HearthError, Result};
 use crate::exchange::HearthQueryPlanner;
-use crate::functions;
+use crate::extension;
+use crate::frame::ROW_UNIFORM;
 use crate::master::{Master, SessionInfo, cores};
 use crate::read::LocatedCsvFactory;
-use crate::sql::{ModelCatalog, default_models_dir, relation_planner};
 
 /// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
-/// functions and query planner, and hearth's codecs, configured by `config`.
+/// functions (the core's and every [`extension`]'s) and query planner, and hearth's codecs, configured by
+/// `config`.
 ///
 /// ```
 /// use datafusion::execution::FunctionRegistry;
@@ -42,8 +44,14 @@ pub fn hearth_state(config: SessionConfig) -> SessionState {
         .with_query_planner(Arc::new(HearthQueryPlanner))
         .build();
     let ctx = SessionContext::new_with_state(state);
-    functions::register_all(&ctx);
+    install_functions(&ctx);
     ctx.state()
+}
+
+/// Registers the core's own functions and every extension's in `ctx`.
+fn install_functions(ctx: &SessionContext) {
+    ctx.register_udf(ScalarUDF::clone(&ROW_UNIFORM));
+    extension::install_functions(ctx);
 }
 
 /// A hearth session: a DataFusion context with hearth's functions registered, configured for its master.
@@ -64,7 +72,6 @@ pub fn hearth_state(config: SessionConfig) -> SessionState {
 pub struct Session {
     master: Master,
     pub(crate) ctx: SessionContext,
-    pub(crate) models: ModelCatalog,
 }
 
 impl fmt::Debug for Session {
@@ -152,17 +159,10 @@ impl Session {
         Self::with_context(master, SessionContext::new_with_state(state))
     }
 
-    /// A session of `ctx`, with the models in [`default_models_dir`](crate::sql::default_models_dir).
+    /// A session of `ctx`, with every extension's session additions (the model catalog, its planner).
     fn with_context(master: Master, ctx: SessionContext) -> Self {
-        let models = ModelCatalog::new(default_models_dir());
-        let state = SessionStateBuilder::new_from_existing(ctx.state())
-            .with_relation_planners(vec![relation_planner(models.clone())])
-            .build();
-        Self {
-            master,
-            ctx: SessionContext::new_with_state(state),
-            models,
-        }
+        extension::install_session(&ctx);
+        Self { master, ctx }
     }
 
     /// An embedded session with `partitions` partitions, `local[partitions]`.
@@ -185,7 +185,7 @@ impl Session {
             state.table_factories_mut().insert("CSV".to_string(), located);
         }
         let ctx = SessionContext::new_with_state(state);
-        functions::register_all(&ctx);
+        install_functions(&ctx);
         Self::with_context(master, ctx)
     }
 

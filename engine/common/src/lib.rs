@@ -1,7 +1,9 @@
 //! # hearth-common
 //!
-//! What every hearth crate shares and none owns: [`files`] writes a directory whole — a model, a pipeline, a
-//! frame's part files — so that a reader never meets one half-written.
+//! What every hearth crate shares and none owns: the error type ([`error::HearthError`]), Spark's parameter
+//! vocabulary ([`params`]), the vector column type ([`vector`]) and its attribute metadata ([`attribute`]),
+//! this host's name and address ([`host`]), and [`files`], which writes a directory whole — a model, a
+//! pipeline, a frame's part files — so that a reader never meets one half-written.
 //!
 //! ```
 //! use hearth_common::files::{WholeDirError, write_dir_whole};
@@ -13,4 +15,9 @@
 //! # std::fs::remove_dir_all(&dest).unwrap();
 //! ```
 
+pub mod attribute;
+pub mod error;
 pub mod files;
+pub mod host;
+pub mod params;
+pub mod vector;

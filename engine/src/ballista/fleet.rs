@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::access::FleetAccess;
 use super::secret::ClusterSecret;
+use crate::error::RestError;
 
 /// The route of hearth's scheduler that lists (GET) and records (POST) executors' resources.
 pub const EXECUTORS_ROUTE: &str = "/hearth/executors";
@@ -69,27 +70,6 @@ pub fn alive(last_seen_ms: u64) -> bool {
 
 fn seen_within(last_seen_ms: u64, window: Duration) -> bool {
     now_ms().saturating_sub(last_seen_ms) < window.as_millis() as u64
-}
-
-/// A REST request to a scheduler that failed: which scheduler, which request, and why.
-#[derive(Debug, thiserror::Error)]
-#[error("scheduler {url}: {request}: {message}")]
-pub struct RestError {
-    /// The scheduler's base URL.
-    pub url: String,
-    /// The request, as `GET /path`.
-    pub request: String,
-    /// The HTTP status it answered, when it answered.
-    pub status: Option<u16>,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl RestError {
-    /// Whether the scheduler answered 404: it has no such route (a plain Ballista scheduler) or no such item.
-    pub fn is_not_found(&self) -> bool {
-        self.status == Some(StatusCode::NOT_FOUND.as_u16())
-    }
 }
 
 /// A client of a scheduler's REST API over HTTP (HTTPS when [`FleetTls::find`](super::FleetTls::find) finds the fleet's TLS): JSON in and out, a connection within 3 seconds and an

@@ -15,12 +15,11 @@ mod fleet;
 mod secret;
 mod tls;
 
+pub use crate::error::RestError;
 pub use access::FleetAccess;
 pub use cluster::{DEFAULT_SCHEDULER_PORT, submit_physical};
 pub(crate) use cluster::{connect_remote, start_standalone};
 pub(crate) use fleet::task_slots;
-pub use fleet::{
-    ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, RestError, SchedulerRest, alive, fleet_resources, now_ms,
-};
+pub use fleet::{ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, alive, fleet_resources, now_ms};
 pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV};
 pub use tls::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, TLS_DIR_ENV};

@@ -333,6 +333,8 @@ impl Estimator for KMeans {
     }
 }
 
+crate::stage_class!(estimator KMeans);
+
 impl KMeans {
     /// What [`Stage::describe`](crate::stage::Stage::describe) says.
     fn summary(&self) -> String {

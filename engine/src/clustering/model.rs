@@ -169,6 +169,16 @@ impl Transformer for KMeansModel {
     }
 }
 
+// A loaded model must hold usable centers.
+crate::stage_class!(transformer KMeansModel, |params, dir| {
+    let model = crate::pipeline::from_params::<KMeansModel>(params, dir)?;
+    let model = model.checked().map_err(|message| HearthError::Persistence {
+        path: dir.to_path_buf(),
+        message,
+    })?;
+    Ok(crate::pipeline::PipelineStage::transformer(model))
+});
+
 impl KMeansModel {
     /// What [`Stage::describe`](crate::stage::Stage::describe) says.
     fn describe_line(&self) -> String {

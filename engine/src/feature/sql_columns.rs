@@ -91,4 +91,6 @@ impl Transformer for SqlColumns {
     }
 }
 
+crate::stage_class!(transformer SqlColumns);
+
 serde_stage!(SqlColumns, "SqlColumns", summary);

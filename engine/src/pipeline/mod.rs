@@ -1,6 +1,7 @@
 //! `Pipeline` and `PipelineModel`: sequences of stages, fitted with Spark's rule and saved as readable JSON.
 //! A pipeline is itself an [`Estimator`] and its model a [`Transformer`], so pipelines nest.
 
+mod classes;
 mod persist;
 mod stage;
 mod writer;
@@ -14,11 +15,12 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::DataFrame;
 use serde::Deserialize;
 
-pub(crate) use persist::rebuild_stage;
-pub use persist::refuse_existing;
-pub use persist::{
-    FORMAT_VERSION, PIPELINE_FILE, StageLoader, load_serde_estimator, load_serde_transformer, register_stage_class,
+pub(crate) use classes::rebuild_stage;
+pub use classes::{
+    StageClass, StageLoader, from_params, is_stage_class, load_serde_estimator, load_serde_transformer,
+    register_stage_class, stage_classes,
 };
+pub use persist::{FORMAT_VERSION, PIPELINE_FILE, refuse_existing};
 pub use stage::{EstimatorStage, PipelineStage};
 pub use writer::MlWriter;
 
@@ -210,6 +212,8 @@ impl Estimator for Pipeline {
     }
 }
 
+crate::stage_class!(estimator Pipeline, |params, dir| Ok(Pipeline::from_entry(params, dir)?.into()));
+
 impl Stage for Pipeline {
     fn class(&self) -> &'static str {
         "Pipeline"
@@ -366,3 +370,5 @@ impl Transformer for PipelineModel {
             .try_fold(df.clone(), |current, stage| stage.transform(&current))
     }
 }
+
+crate::stage_class!(transformer PipelineModel, |params, dir| Ok(PipelineModel::from_entry(params, dir)?.into()));

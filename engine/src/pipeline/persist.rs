@@ -1,6 +1,5 @@
 //! Saving and loading pipelines: a versioned, readable `pipeline.json` holding each stage as
-//! `{"class": …, …params}`, the data of stages that have any (a trained network) in `stages/<index>_<uid>/`,
-//! and the registry of stage classes that loading looks classes up in.
+//! `{"class": …, …params}`, and the data of stages that have any (a trained network) in `stages/<index>_<uid>/`.
 //!
 //! ```text
 //! model/
@@ -9,28 +8,16 @@
 //!     model.safetensors  model.json  training.json
 //! ```
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, RwLock};
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::classes::loader;
 use super::stage::PipelineStage;
-use super::{Pipeline, PipelineModel};
-use crate::clustering::{KMeans, KMeansModel};
 use crate::error::{HearthError, Result};
-use crate::feature::{
-    OneHotEncoder, OneHotEncoderModel, SqlColumns, StandardScaler, StandardScalerModel, StringIndexer,
-    StringIndexerModel, VectorAssembler,
-};
-use crate::stage::{Estimator, Stage, Transformer};
-use crate::train::{
-    ClassificationModel, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor, RegressionModel,
-    SequentialClassifier, SequentialRegressor,
-};
+use crate::stage::Stage;
 
 /// The version of the JSON layout this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -41,102 +28,11 @@ pub const PIPELINE_FILE: &str = "pipeline.json";
 /// The folder of a saved pipeline that holds its stages' data.
 const STAGES_DIR: &str = "stages";
 
-/// Rebuilds a stage from its entry in `pipeline.json` (without `"class"`) and its data directory (which
-/// exists only for a stage that saved data).
-pub type StageLoader = fn(Value, &Path) -> Result<PipelineStage>;
-
-/// Loads an estimator whose serde form is its parameters.
-pub fn load_serde_estimator<E: Estimator + DeserializeOwned>(params: Value, dir: &Path) -> Result<PipelineStage> {
-    Ok(PipelineStage::estimator(from_params::<E>(params, dir)?))
-}
-
-/// Loads a transformer whose serde form is its parameters.
-pub fn load_serde_transformer<T: Transformer + DeserializeOwned>(params: Value, dir: &Path) -> Result<PipelineStage> {
-    Ok(PipelineStage::transformer(from_params::<T>(params, dir)?))
-}
-
-fn from_params<T: DeserializeOwned>(params: Value, dir: &Path) -> Result<T> {
-    serde_json::from_value(params).map_err(|e| failed(dir, e))
-}
-
 fn failed(path: &Path, message: impl ToString) -> HearthError {
     HearthError::Persistence {
         path: path.to_path_buf(),
         message: message.to_string(),
     }
-}
-
-static CLASSES: LazyLock<RwLock<HashMap<String, StageLoader>>> = LazyLock::new(|| {
-    let builtin: [(&str, StageLoader); 20] = [
-        ("StringIndexer", load_serde_estimator::<StringIndexer>),
-        ("StringIndexerModel", load_serde_transformer::<StringIndexerModel>),
-        ("OneHotEncoder", load_serde_estimator::<OneHotEncoder>),
-        ("OneHotEncoderModel", load_serde_transformer::<OneHotEncoderModel>),
-        ("StandardScaler", load_serde_estimator::<StandardScaler>),
-        ("StandardScalerModel", load_serde_transformer::<StandardScalerModel>),
-        ("VectorAssembler", load_serde_transformer::<VectorAssembler>),
-        ("KMeans", load_serde_estimator::<KMeans>),
-        ("KMeansModel", |params, dir| {
-            let model = from_params::<KMeansModel>(params, dir)?;
-            Ok(PipelineStage::transformer(model.checked().map_err(|e| failed(dir, e))?))
-        }),
-        ("SqlColumns", load_serde_transformer::<SqlColumns>),
-        ("MlpClassifier", load_serde_estimator::<MlpClassifier>),
-        ("LinearClassifier", load_serde_estimator::<LinearClassifier>),
-        ("SequentialClassifier", load_serde_estimator::<SequentialClassifier>),
-        ("MlpRegressor", load_serde_estimator::<MlpRegressor>),
-        ("LinearRegressor", load_serde_estimator::<LinearRegressor>),
-        ("SequentialRegressor", load_serde_estimator::<SequentialRegressor>),
-        ("ClassificationModel", |params, dir| {
-            Ok(PipelineStage::transformer(ClassificationModel::load_stage(
-                params, dir,
-            )?))
-        }),
-        ("RegressionModel", |params, dir| {
-            Ok(PipelineStage::transformer(RegressionModel::load_stage(params, dir)?))
-        }),
-        ("Pipeline", |params, dir| Ok(Pipeline::from_entry(params, dir)?.into())),
-        ("PipelineModel", |params, dir| {
-            Ok(PipelineModel::from_entry(params, dir)?.into())
-        }),
-    ];
-    RwLock::new(
-        builtin
-            .into_iter()
-            .map(|(class, load)| (class.to_string(), load))
-            .collect(),
-    )
-});
-
-/// Makes saved stages of `class` loadable (a stage type of your own); replaces a loader of the same class.
-///
-/// ```
-/// use hearth_engine::feature::VectorAssembler;
-/// use hearth_engine::pipeline::{load_serde_transformer, register_stage_class};
-/// register_stage_class("MyAssembler", load_serde_transformer::<VectorAssembler>);
-/// ```
-pub fn register_stage_class(class: &str, loader: StageLoader) {
-    let mut classes = CLASSES.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-    classes.insert(class.to_string(), loader);
-}
-
-fn loader(class: &str) -> std::result::Result<StageLoader, String> {
-    let classes = CLASSES.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-    classes.get(class).copied().ok_or_else(|| {
-        let mut known: Vec<&str> = classes.keys().map(String::as_str).collect();
-        known.sort_unstable();
-        format!("unknown class {class:?} (known: {})", known.join(", "))
-    })
-}
-
-/// A stage of `class` rebuilt from its saved parameters (and its data directory `dir`, for a stage with data).
-pub(crate) fn rebuild_stage(class: &str, params: Value, dir: &Path) -> Result<PipelineStage> {
-    let load = loader(class).map_err(|message| HearthError::InvalidParam {
-        stage: class.to_string(),
-        param: "class",
-        message,
-    })?;
-    load(params, dir)
 }
 
 /// Where the data of stage `index` of a pipeline saved in `dir` lives.

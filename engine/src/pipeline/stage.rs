@@ -7,14 +7,8 @@ use std::sync::Arc;
 use datafusion::prelude::DataFrame;
 use futures::future::BoxFuture;
 
-use crate::clustering::{KMeans, KMeansModel};
 use crate::error::Result;
-use crate::feature::{
-    OneHotEncoder, OneHotEncoderModel, SqlColumns, StandardScaler, StandardScalerModel, StringIndexer,
-    StringIndexerModel, VectorAssembler,
-};
 use crate::stage::{Estimator, Stage, Transformer};
-use crate::train::{Architecture, Network, NetworkModel, Outputs, Task};
 
 /// An estimator as a pipeline holds it: fitting gives a transformer of any type. Every [`Estimator`] is one.
 pub trait EstimatorStage: Stage {
@@ -90,39 +84,5 @@ pub(crate) fn same_stage(a: &dyn Stage, b: &dyn Stage) -> bool {
 impl PartialEq for PipelineStage {
     fn eq(&self, other: &Self) -> bool {
         self.is_estimator() == other.is_estimator() && same_stage(self.as_stage(), other.as_stage())
-    }
-}
-
-/// `From` conversions of hearth's stages into pipeline stages.
-macro_rules! stage_from {
-    (estimators: $($estimator:ty),*; transformers: $($transformer:ty),*) => {
-        $(impl From<$estimator> for PipelineStage {
-            fn from(stage: $estimator) -> Self {
-                PipelineStage::estimator(stage)
-            }
-        })*
-        $(impl From<$transformer> for PipelineStage {
-            fn from(stage: $transformer) -> Self {
-                PipelineStage::transformer(stage)
-            }
-        })*
-    };
-}
-
-stage_from!(
-    estimators: StringIndexer, OneHotEncoder, StandardScaler, KMeans, super::Pipeline;
-    transformers: VectorAssembler, SqlColumns, StringIndexerModel, OneHotEncoderModel, StandardScalerModel,
-        KMeansModel, super::PipelineModel
-);
-
-impl<A: Architecture, T: Task> From<Network<A, T>> for PipelineStage {
-    fn from(stage: Network<A, T>) -> Self {
-        PipelineStage::estimator(stage)
-    }
-}
-
-impl<O: Outputs> From<NetworkModel<O>> for PipelineStage {
-    fn from(stage: NetworkModel<O>) -> Self {
-        PipelineStage::transformer(stage)
     }
 }

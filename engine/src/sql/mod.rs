@@ -47,6 +47,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::ScalarValue;
+use datafusion::execution::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{DataFrame, SessionContext};
@@ -64,6 +65,7 @@ pub use trials::{TRIALS_FILE, TrialRecord, TrialsRecord};
 pub use table_functions::{Trained, held_out_rows};
 
 use crate::error::{HearthError, Result};
+use crate::extension::SessionExtension;
 use crate::session::Session;
 
 /// Where a session keeps its models unless told otherwise: `$HEARTH_MODELS`, else `models` in the working
@@ -72,23 +74,39 @@ pub fn default_models_dir() -> PathBuf {
     std::env::var_os("HEARTH_MODELS").map_or_else(|| PathBuf::from("models"), PathBuf::from)
 }
 
-/// The relation planner of `catalog`'s models, as sessions register it.
-pub(crate) fn relation_planner(catalog: ModelCatalog) -> Arc<dyn datafusion::logical_expr::planner::RelationPlanner> {
-    relation::planner(catalog)
+/// Gives a driver's session the models in [`default_models_dir`]: the catalog, kept as an extension of the
+/// session's configuration, and the planner of `ML.` table functions over it.
+fn install_catalog(ctx: &SessionContext) {
+    let state = with_catalog(ctx.state(), ModelCatalog::new(default_models_dir()));
+    *ctx.state_ref().write() = state;
+}
+
+/// `state` with its models in `catalog`.
+fn with_catalog(mut state: SessionState, catalog: ModelCatalog) -> SessionState {
+    state.config_mut().set_extension(Arc::new(catalog.clone()));
+    SessionStateBuilder::new_from_existing(state)
+        .with_relation_planners(vec![relation::planner(catalog)])
+        .build()
+}
+
+inventory::submit! {
+    SessionExtension {
+        name: "hearth_engine::sql",
+        functions: SessionExtension::nothing,
+        session: install_catalog,
+    }
 }
 
 impl Session {
     /// The catalog `CREATE MODEL` saves to and `ML.` functions read from.
-    pub fn models(&self) -> &ModelCatalog {
-        &self.models
+    pub fn models(&self) -> Arc<ModelCatalog> {
+        let config = self.ctx.state_ref().read().config().get_extension::<ModelCatalog>();
+        config.unwrap_or_else(|| Arc::new(ModelCatalog::new(default_models_dir())))
     }
 
     /// The session with its models kept in `dir`.
     pub fn with_models(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.models = ModelCatalog::new(dir);
-        let state = SessionStateBuilder::new_from_existing(self.ctx.state())
-            .with_relation_planners(vec![relation_planner(self.models.clone())])
-            .build();
+        let state = with_catalog(self.ctx.state(), ModelCatalog::new(dir));
         self.ctx = SessionContext::new_with_state(state);
         self
     }
@@ -119,15 +137,15 @@ impl Session {
                 self.rows(created_rows(&created))
             }
             Statement::DropModel { name, if_exists } => {
-                if !self.models.drop_model(name)? && !*if_exists {
+                if !self.models().drop_model(name)? && !*if_exists {
                     return Err(HearthError::Persistence {
-                        path: self.models.dir().to_path_buf(),
+                        path: self.models().dir().to_path_buf(),
                         message: format!("no model named {name:?} to drop; DROP MODEL IF EXISTS ignores that"),
                     });
                 }
                 self.rows(empty_rows())
             }
-            Statement::ShowModels => self.rows(model_rows(&self.models.list()?)),
+            Statement::ShowModels => self.rows(model_rows(&self.models().list()?)),
             Statement::Sql(statement) => {
                 let plan = self
                     .ctx

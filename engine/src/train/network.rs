@@ -23,6 +23,7 @@ use crate::barrier::{BarrierOptions, check_slots};
 use crate::error::{HearthError, Result};
 use crate::master::SessionInfo;
 use crate::params::new_uid;
+use crate::pipeline::{PipelineStage, StageClass, load_serde_estimator};
 use crate::stage::{Estimator, Stage, to_params};
 use crate::vector::vector_dim;
 
@@ -431,6 +432,30 @@ impl<A: Architecture, T: Task> Stage for Network<A, T> {
         )
     }
 }
+
+impl<A: Architecture, T: Task> From<Network<A, T>> for PipelineStage {
+    fn from(stage: Network<A, T>) -> Self {
+        PipelineStage::estimator(stage)
+    }
+}
+
+/// Submits the classes of saved networks, each loaded through its serde form.
+macro_rules! network_classes {
+    ($($network:ident),*) => {
+        $(inventory::submit! {
+            StageClass::new(stringify!($network), load_serde_estimator::<$network>)
+        })*
+    };
+}
+
+network_classes!(
+    MlpClassifier,
+    LinearClassifier,
+    SequentialClassifier,
+    MlpRegressor,
+    LinearRegressor,
+    SequentialRegressor
+);
 
 impl<A: Architecture> Classifier<A> {
     /// The class probability vector column the model adds.

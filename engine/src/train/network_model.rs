@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::fit::TrainingSummary;
 use super::trained::{TrainedNetwork, persistence};
 use crate::error::{HearthError, Result};
-use crate::pipeline::MlWriter;
+use crate::pipeline::{MlWriter, PipelineStage, StageClass};
 use crate::stage::{Stage, Transformer, to_params};
 
 /// The columns every fitted network reads or adds (pyspark.ml's param names).
@@ -244,4 +244,22 @@ impl<O: Outputs> Stage for NetworkModel<O> {
     fn save_data(&self, dir: &Path) -> Result<()> {
         self.network.write_into(dir, &self.columns)
     }
+}
+
+impl<O: Outputs> From<NetworkModel<O>> for PipelineStage {
+    fn from(stage: NetworkModel<O>) -> Self {
+        PipelineStage::transformer(stage)
+    }
+}
+
+inventory::submit! {
+    StageClass::new("ClassificationModel", |params, dir| {
+        Ok(PipelineStage::transformer(ClassificationModel::load_stage(params, dir)?))
+    })
+}
+
+inventory::submit! {
+    StageClass::new("RegressionModel", |params, dir| {
+        Ok(PipelineStage::transformer(RegressionModel::load_stage(params, dir)?))
+    })
 }

@@ -10,11 +10,12 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use hearth_torch::artifact::{ModelArtifact, Predictor};
 use hearth_torch::train::Loss;
 
+use crate::codec::UdfCodec;
 use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
 
 /// The function's name for a classifier.
@@ -236,6 +237,22 @@ impl ScalarUDFImpl for NetworkUdf {
         ];
         let result = StructArray::try_new(output_fields(classes), columns, nulls)?;
         Ok(ColumnarValue::Array(Arc::new(result)))
+    }
+}
+
+// A trained model's functions travel to the executors with their model.
+inventory::submit! {
+    UdfCodec {
+        names: &[CLASSIFY, REGRESS],
+        encode: |udf, buf| {
+            let inner: &dyn std::any::Any = udf.inner().as_ref();
+            let network = inner.downcast_ref::<NetworkUdf>();
+            if let Some(network) = network {
+                buf.extend_from_slice(network.model());
+            }
+            network.is_some()
+        },
+        decode: |model| Ok(Arc::new(ScalarUDF::from(NetworkUdf::new(model.to_vec())?))),
     }
 }
 

@@ -226,6 +226,8 @@ impl Estimator for OneHotEncoder {
     }
 }
 
+crate::stage_class!(estimator OneHotEncoder);
+
 /// A fitted [`OneHotEncoder`]: the number of categories of each input column.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -277,6 +279,8 @@ impl Transformer for OneHotEncoderModel {
         Ok(out)
     }
 }
+
+crate::stage_class!(transformer OneHotEncoderModel);
 
 impl OneHotEncoder {
     /// What [`Stage::describe`] says.

@@ -138,6 +138,8 @@ impl Estimator for StandardScaler {
     }
 }
 
+crate::stage_class!(estimator StandardScaler);
+
 impl StandardScaler {
     fn empty_input(&self) -> HearthError {
         HearthError::InvalidData {
@@ -228,6 +230,8 @@ impl Transformer for StandardScalerModel {
         Ok(df.clone().with_column(&self.output_col, scaled)?)
     }
 }
+
+crate::stage_class!(transformer StandardScalerModel);
 
 impl StandardScaler {
     /// What [`Stage::describe`] says.

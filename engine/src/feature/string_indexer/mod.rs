@@ -186,6 +186,8 @@ impl Estimator for StringIndexer {
     }
 }
 
+crate::stage_class!(estimator StringIndexer);
+
 /// A fitted [`StringIndexer`]: the ordered labels of each input column (Spark's `labelsArray`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -252,6 +254,8 @@ impl Transformer for StringIndexerModel {
         Ok(out)
     }
 }
+
+crate::stage_class!(transformer StringIndexerModel);
 
 impl StringIndexer {
     /// What [`Stage::describe`] says.

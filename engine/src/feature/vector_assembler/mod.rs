@@ -143,6 +143,8 @@ impl Transformer for VectorAssembler {
     }
 }
 
+crate::stage_class!(transformer VectorAssembler);
+
 impl VectorAssembler {
     /// What [`Stage::describe`] says.
     fn summary(&self) -> String {

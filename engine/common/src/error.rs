@@ -1,9 +1,9 @@
-//! The engine's error type.
+//! hearth's error type, and the failed REST request to a fleet's scheduler that it can hold.
 
 use std::path::PathBuf;
 
-use datafusion::arrow::error::ArrowError;
-use datafusion::error::DataFusionError;
+use datafusion_common::DataFusionError;
+use datafusion_common::arrow::error::ArrowError;
 
 /// Everything that can go wrong in hearth's engine. Each message names what was wrong and where.
 #[derive(Debug, thiserror::Error)]
@@ -90,7 +90,7 @@ pub enum HearthError {
     },
     /// A fleet's scheduler did not answer a REST request as expected.
     #[error(transparent)]
-    Fleet(#[from] crate::ballista::RestError),
+    Fleet(#[from] RestError),
 
     /// A plot that cannot be drawn (nothing to draw, or the drawing failed).
     #[error("plot {plot}: {message}")]
@@ -113,8 +113,29 @@ pub enum HearthError {
 /// Result type of the engine.
 pub type Result<T, E = HearthError> = std::result::Result<T, E>;
 
-impl From<hearth_common::files::WholeDirError> for HearthError {
-    fn from(error: hearth_common::files::WholeDirError) -> Self {
+/// A REST request to a scheduler that failed: which scheduler, which request, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("scheduler {url}: {request}: {message}")]
+pub struct RestError {
+    /// The scheduler's base URL.
+    pub url: String,
+    /// The request, as `GET /path`.
+    pub request: String,
+    /// The HTTP status it answered, when it answered.
+    pub status: Option<u16>,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl RestError {
+    /// Whether the scheduler answered 404: it has no such route (a plain Ballista scheduler) or no such item.
+    pub fn is_not_found(&self) -> bool {
+        self.status == Some(404)
+    }
+}
+
+impl From<crate::files::WholeDirError> for HearthError {
+    fn from(error: crate::files::WholeDirError) -> Self {
         Self::Persistence {
             path: error.path,
             message: error.message,

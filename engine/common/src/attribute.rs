@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use datafusion::arrow::datatypes::Field;
+use datafusion_common::arrow::datatypes::Field;
 use serde::{Deserialize, Serialize};
 
 /// The Arrow field metadata key, as Spark's column metadata key.
@@ -12,8 +12,8 @@ pub const ML_ATTR_KEY: &str = "ml_attr";
 /// A nominal (categorical) column's values, index `i` naming category `i`.
 ///
 /// ```
-/// use datafusion::arrow::datatypes::{DataType, Field};
-/// use hearth_engine::attribute::NominalAttribute;
+/// use datafusion_common::arrow::datatypes::{DataType, Field};
+/// use hearth_common::attribute::NominalAttribute;
 ///
 /// let field = NominalAttribute::new(vec!["a".into(), "b".into()]).attach(Field::new("x", DataType::Float64, false));
 /// assert_eq!(NominalAttribute::from_field(&field).unwrap().values(), ["a", "b"]);

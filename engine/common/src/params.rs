@@ -32,7 +32,7 @@ impl HandleInvalid {
     /// Parses Spark's spelling (case-insensitive, as Spark's params are).
     ///
     /// ```
-    /// use hearth_engine::params::HandleInvalid;
+    /// use hearth_common::params::HandleInvalid;
     /// assert_eq!(HandleInvalid::parse("KEEP"), Some(HandleInvalid::Keep));
     /// assert_eq!(HandleInvalid::parse("drop"), None);
     /// ```
@@ -70,7 +70,7 @@ pub enum StringOrderType {
 /// A fresh stage uid in Spark's shape, `<Class>_<12 hex digits>`.
 ///
 /// ```
-/// let uid = hearth_engine::params::new_uid("StandardScaler");
+/// let uid = hearth_common::params::new_uid("StandardScaler");
 /// assert!(uid.starts_with("StandardScaler_") && uid.len() == "StandardScaler_".len() + 12);
 /// ```
 pub fn new_uid(class: &str) -> String {
@@ -83,7 +83,7 @@ pub fn new_uid(class: &str) -> String {
 }
 
 /// One step of the SplitMix64 generator: a cheap, well-mixed 64-bit hash.
-pub(crate) fn splitmix64(x: u64) -> u64 {
+pub fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 /// This machine's host name (`localhost` when it cannot be read).
 ///
 /// ```
-/// assert!(!hearth_engine::host::host_name().is_empty());
+/// assert!(!hearth_common::host::host_name().is_empty());
 /// ```
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -22,7 +22,7 @@ pub fn host_name() -> String {
 /// ```
 /// use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 /// let loopback = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9);
-/// assert_eq!(hearth_engine::host::address_towards(loopback), Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+/// assert_eq!(hearth_common::host::address_towards(loopback), Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
 /// ```
 pub fn address_towards(peer: SocketAddr) -> Option<IpAddr> {
     let unspecified = if peer.is_ipv4() {

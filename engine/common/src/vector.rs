@@ -2,17 +2,17 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, FixedSizeListArray, Float32Array};
-use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field};
-use datafusion::common::cast::{as_fixed_size_list_array, as_float32_array};
-use datafusion::error::Result;
+use datafusion_common::Result;
+use datafusion_common::arrow::array::{Array, ArrayRef, FixedSizeListArray, Float32Array};
+use datafusion_common::arrow::buffer::NullBuffer;
+use datafusion_common::arrow::compute::cast;
+use datafusion_common::arrow::datatypes::{DataType, Field};
+use datafusion_common::cast::{as_fixed_size_list_array, as_float32_array};
 
 /// The Arrow type of a `dim`-dimensional vector column.
 ///
 /// ```
-/// use hearth_engine::vector::{vector_dim, vector_type};
+/// use hearth_common::vector::{vector_dim, vector_type};
 /// assert_eq!(vector_dim(&vector_type(3)), Some(3));
 /// ```
 pub fn vector_type(dim: usize) -> DataType {
@@ -29,7 +29,7 @@ pub fn vector_dim(data_type: &DataType) -> Option<usize> {
 
 /// The values of a vector array as one row-major `f32` buffer of `len × dim` values (converted when the
 /// elements are not `f32`), plus the row validity.
-pub(crate) fn vector_values(array: &ArrayRef) -> Result<(Float32Array, Option<NullBuffer>)> {
+pub fn vector_values(array: &ArrayRef) -> Result<(Float32Array, Option<NullBuffer>)> {
     let list = as_fixed_size_list_array(array)?;
     let values = cast(list.values(), &DataType::Float32)?;
     let values = as_float32_array(&values)?.clone();
@@ -38,7 +38,7 @@ pub(crate) fn vector_values(array: &ArrayRef) -> Result<(Float32Array, Option<Nu
 
 /// Builds a vector array of `rows` rows from a row-major buffer of `rows × dim` values (`dim` may be 0: Spark's
 /// empty vectors).
-pub(crate) fn vector_array(rows: usize, dim: usize, values: Vec<f32>, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+pub fn vector_array(rows: usize, dim: usize, values: Vec<f32>, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
     let item = Arc::new(Field::new_list_field(DataType::Float32, true));
     let values = Arc::new(Float32Array::from(values));
     let list = FixedSizeListArray::try_new_with_length(item, dim as i32, values, nulls, rows)?;

@@ -1,0 +1,148 @@
+//! The registry of stage classes that loading a saved pipeline looks each stage's `"class"` up in. The module
+//! that owns a stage submits its class with [`stage_class!`](crate::stage_class) (or `inventory::submit!` of a
+//! [`StageClass`]), so this registry names no stage; a program adds its own stage types at run time with
+//! [`register_stage_class`].
+//!
+//! ```
+//! use hearth_engine::pipeline::{is_stage_class, register_stage_class, load_serde_transformer};
+//! use hearth_engine::feature::VectorAssembler;
+//!
+//! assert!(is_stage_class("StringIndexerModel")); // submitted by feature::string_indexer
+//! register_stage_class("MyAssembler", load_serde_transformer::<VectorAssembler>);
+//! assert!(is_stage_class("MyAssembler"));
+//! ```
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{LazyLock, PoisonError, RwLock};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::stage::PipelineStage;
+use crate::error::{HearthError, Result};
+use crate::stage::{Estimator, Transformer};
+
+/// Rebuilds a stage from its entry in `pipeline.json` (without `"class"`) and its data directory (which
+/// exists only for a stage that saved data).
+pub type StageLoader = fn(Value, &Path) -> Result<PipelineStage>;
+
+/// A stage class that saved pipelines can hold: its name (the stage's [`Stage::class`](crate::stage::Stage::class))
+/// and how to rebuild it. Submitted with `inventory::submit!` by the module that owns the stage.
+#[derive(Debug)]
+pub struct StageClass {
+    /// The class name as `pipeline.json` spells it.
+    pub class: &'static str,
+    /// How a saved stage of this class is rebuilt.
+    pub load: StageLoader,
+}
+
+impl StageClass {
+    /// The class `class`, rebuilt by `load`.
+    pub const fn new(class: &'static str, load: StageLoader) -> Self {
+        Self { class, load }
+    }
+}
+
+inventory::collect!(StageClass);
+
+/// Makes a stage type a pipeline stage: `From<T> for PipelineStage`, and its class (the type's name) loadable
+/// from saved pipelines through its serde form, or through `load` when given.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! stage_class {
+    (estimator $stage:ident) => {
+        $crate::stage_class!(estimator $stage, $crate::pipeline::load_serde_estimator::<$stage>);
+    };
+    (transformer $stage:ident) => {
+        $crate::stage_class!(transformer $stage, $crate::pipeline::load_serde_transformer::<$stage>);
+    };
+    ($kind:ident $stage:ident, $load:expr) => {
+        impl ::std::convert::From<$stage> for $crate::pipeline::PipelineStage {
+            fn from(stage: $stage) -> Self {
+                $crate::pipeline::PipelineStage::$kind(stage)
+            }
+        }
+        ::inventory::submit! {
+            $crate::pipeline::StageClass::new(stringify!($stage), $load)
+        }
+    };
+}
+
+/// Loads an estimator whose serde form is its parameters.
+pub fn load_serde_estimator<E: Estimator + DeserializeOwned>(params: Value, dir: &Path) -> Result<PipelineStage> {
+    Ok(PipelineStage::estimator(from_params::<E>(params, dir)?))
+}
+
+/// Loads a transformer whose serde form is its parameters.
+pub fn load_serde_transformer<T: Transformer + DeserializeOwned>(params: Value, dir: &Path) -> Result<PipelineStage> {
+    Ok(PipelineStage::transformer(from_params::<T>(params, dir)?))
+}
+
+/// `T` from its saved parameters; a failure names the stage's data directory.
+pub fn from_params<T: DeserializeOwned>(params: Value, dir: &Path) -> Result<T> {
+    serde_json::from_value(params).map_err(|e| HearthError::Persistence {
+        path: dir.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+/// The submitted classes, then those registered at run time.
+static CLASSES: LazyLock<RwLock<HashMap<String, StageLoader>>> = LazyLock::new(|| {
+    let submitted = inventory::iter::<StageClass>
+        .into_iter()
+        .map(|class| (class.class.to_string(), class.load));
+    RwLock::new(submitted.collect())
+});
+
+/// Makes saved stages of `class` loadable (a stage type of your own); replaces a loader of the same class.
+///
+/// ```
+/// use hearth_engine::feature::VectorAssembler;
+/// use hearth_engine::pipeline::{load_serde_transformer, register_stage_class};
+/// register_stage_class("MyAssembler", load_serde_transformer::<VectorAssembler>);
+/// ```
+pub fn register_stage_class(class: &str, loader: StageLoader) {
+    let mut classes = CLASSES.write().unwrap_or_else(PoisonError::into_inner);
+    classes.insert(class.to_string(), loader);
+}
+
+/// Whether saved stages of `class` can be loaded in this program.
+pub fn is_stage_class(class: &str) -> bool {
+    CLASSES
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains_key(class)
+}
+
+/// Every class saved stages can have in this program, sorted.
+pub fn stage_classes() -> Vec<String> {
+    let mut known: Vec<String> = CLASSES
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .keys()
+        .cloned()
+        .collect();
+    known.sort_unstable();
+    known
+}
+
+/// The loader of `class`, or an error listing the known classes.
+pub(super) fn loader(class: &str) -> std::result::Result<StageLoader, String> {
+    let found = CLASSES
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(class)
+        .copied();
+    found.ok_or_else(|| format!("unknown class {class:?} (known: {})", stage_classes().join(", ")))
+}
+
+/// A stage of `class` rebuilt from its saved parameters (and its data directory `dir`, for a stage with data).
+pub(crate) fn rebuild_stage(class: &str, params: Value, dir: &Path) -> Result<PipelineStage> {
+    let load = loader(class).map_err(|message| HearthError::InvalidParam {
+        stage: class.to_string(),
+        param: "class",
+        message,
+    })?;
+    load(params, dir)
+}
