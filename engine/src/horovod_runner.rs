@@ -164,6 +164,7 @@ impl HorovodRunner {
         }));
         let tasks: Vec<String> = (0..self.np).map(|task| format!("({task})")).collect();
         let input = session
+            .context()
             .sql(&format!("SELECT * FROM (VALUES {}) AS t(task)", tasks.join(", ")))
             .await?;
         let batches = BarrierStage::new(name, "")

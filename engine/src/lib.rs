@@ -1,6 +1,8 @@
 //! # hearth-engine
 //!
-//! hearth's DataFusion side: everything from data frames to a trained model.
+//! hearth's ML layer on DataFusion: everything from data frames to a trained model. The execution core it
+//! stands on (sessions, reading and writing, the barrier stage, Ballista) is `hearth-exec`, re-exported here
+//! at its old paths.
 //!
 //! - [`Session`](session::Session)s on three [masters](master::Master) (`local[N]`, `standalone[N]`,
 //!   `df://host:port`), CSV and Parquet [reading](read), Spark's `randomSplit` and `repartition(n)`
@@ -42,32 +44,23 @@
 //! ```
 
 pub use hearth_common::{attribute, error, host, params, vector};
+#[cfg(feature = "polars")]
+pub use hearth_exec::polars;
+use hearth_exec::udf;
+pub use hearth_exec::{
+    ballista, barrier, cache, codec, exchange, extension, frame, images, master, read, session, write,
+};
 
-pub mod ballista;
-pub mod barrier;
-pub mod cache;
 pub mod clustering;
-pub mod codec;
 pub mod evaluation;
-pub mod exchange;
-pub mod extension;
 pub mod feature;
-pub mod frame;
 pub mod functions;
 pub mod horovod_runner;
-pub mod images;
-pub mod master;
 pub mod pipeline;
-#[cfg(feature = "polars")]
-pub mod polars;
-pub mod read;
-pub mod session;
 pub mod sql;
 pub mod stage;
 pub mod train;
 pub mod tuning;
-mod udf;
-pub mod write;
 
 /// What a pipeline author writes: sessions, stages, pipelines and their traits.
 pub mod prelude {
@@ -89,9 +82,10 @@ pub mod prelude {
     pub use crate::polars::{FromPolars, ToPolars};
     pub use crate::read::CsvOptions;
     pub use crate::session::Session;
+    pub use crate::sql::SqlSessionExt;
     pub use crate::stage::{Estimator, Stage, Transformer};
     pub use crate::train::{
-        ClassificationModel, LinearClassifier, MlpClassifier, SequentialClassifier, TrainingSummary,
+        ClassificationModel, LinearClassifier, MlpClassifier, ProgressSessionExt, SequentialClassifier, TrainingSummary,
     };
     pub use datafusion::prelude::DataFrame;
     pub use hearth_collective::FrameProtection;

@@ -26,6 +26,7 @@ pub trait CatalogPlots {
     ///
     /// ```no_run
     /// use hearth_display::CatalogPlots;
+    /// use hearth_engine::sql::SqlSessionExt;
     /// # async fn show(session: &hearth_engine::session::Session) -> hearth_engine::error::Result<()> {
     /// let model = session.models().get("credit_risk")?;
     /// for file in model.save_plots(session, "plots").await? {

@@ -38,7 +38,7 @@ pub trait PreviewExt {
     /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
     /// use hearth_display::{PreviewExt, Rich};
     /// let session = hearth_engine::session::Session::local(2);
-    /// let df = session.sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
+    /// let df = session.context().sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
     /// let preview = df.preview(3).await.unwrap();
     /// assert_eq!(preview.rows().len(), 3);
     /// assert!(preview.to_text().contains("x: Int64"));
@@ -68,7 +68,7 @@ pub trait FrameDisplay {
     /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
     /// use hearth_display::FrameDisplay;
     /// let session = hearth_engine::session::Session::local(2);
-    /// let df = session.sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
+    /// let df = session.context().sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
     /// assert_eq!(df.preview_now(3).unwrap().rows().len(), 3);
     /// # });
     /// ```

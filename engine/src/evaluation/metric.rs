@@ -102,7 +102,7 @@ impl ScalarUDFImpl for MetricUdf {
         let evaluation = as_string(NAME, &constant(NAME, &args.args, 0, "evaluation")?, "evaluation")?;
         let name = as_string(NAME, &constant(NAME, &args.args, 2, "metric")?, "metric")?;
         let states = args.args[1].to_array(args.number_rows)?;
-        let states = arrow::compute::cast(&states, &DataType::Binary)?;
+        let states = datafusion::arrow::compute::cast(&states, &DataType::Binary)?;
         let states = states.as_binary::<i32>();
         let values = (0..states.len())
             .map(|row| {

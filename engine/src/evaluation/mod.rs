@@ -5,6 +5,7 @@
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use hearth_engine::evaluation::MulticlassClassificationEvaluator;
 //! use hearth_engine::session::Session;
+//! use hearth_engine::sql::SqlSessionExt;
 //!
 //! let session = Session::local(2);
 //! let scored = session

@@ -14,6 +14,7 @@ use datafusion::logical_expr::{col, ident};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
+use super::SqlSessionExt;
 use super::catalog::{EVALUATION_FILE, ModelEntry, now_ms};
 use super::hparams::{TrialValues, split_tuning, with_values};
 use super::kmeans::create_kmeans;
@@ -141,7 +142,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         }
     }
     let started = Instant::now();
-    let input = session.plan_query(&create.query).await?;
+    let input = super::plan_query(session, &create.query).await?;
     if !options.model_type.is_network() {
         let tuning = tuning.as_ref().map(|tuning| (tuning, trials));
         return create_kmeans(session, create, &options, &input, tuning, started).await;

@@ -23,6 +23,7 @@ use datafusion::prelude::DataFrame;
 use hearth_stats::clustering::DistanceMeasure;
 use serde::{Deserialize, Serialize};
 
+use super::SqlSessionExt;
 use super::catalog::{CatalogModel, ModelEntry, now_ms};
 use super::create_model::{
     BestTrial, CreatedModel, FEATURES, NUMBERS, SCALED_NUMBERS, automatic_transform, invalid, kept_options, list_text,
@@ -130,7 +131,7 @@ pub(super) async fn create_kmeans(
             mean_squared_distance: trial.metrics.get("mean_squared_distance").copied(),
         },
         None => {
-            let rows = DataFrame::new(session.ctx.state(), evaluate(&scored, input.clone())?)
+            let rows = DataFrame::new(session.context().state(), evaluate(&scored, input.clone())?)
                 .collect()
                 .await?;
             TrainingFigures {

@@ -97,24 +97,48 @@ inventory::submit! {
     }
 }
 
-impl Session {
+/// hearth's SQL on a [`Session`]: BigQuery ML's statements beside DataFusion's, over the session's model
+/// catalog. In `hearth_engine::prelude`.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use hearth_engine::session::Session;
+/// use hearth_engine::sql::SqlSessionExt;
+///
+/// let models = std::env::temp_dir().join(format!("hearth-doc-sql-ext-{}", std::process::id()));
+/// let session = Session::local(1).with_models(&models);
+/// assert_eq!(session.models().dir(), models.as_path());
+/// assert_eq!(session.sql("SHOW MODELS").await.unwrap().count().await.unwrap(), 0);
+/// # });
+/// ```
+pub trait SqlSessionExt: Sized {
     /// The catalog `CREATE MODEL` saves to and `ML.` functions read from.
-    pub fn models(&self) -> Arc<ModelCatalog> {
-        let config = self.ctx.state_ref().read().config().get_extension::<ModelCatalog>();
-        config.unwrap_or_else(|| Arc::new(ModelCatalog::new(default_models_dir())))
-    }
+    fn models(&self) -> Arc<ModelCatalog>;
 
     /// The session with its models kept in `dir`.
-    pub fn with_models(mut self, dir: impl Into<PathBuf>) -> Self {
-        let state = with_catalog(self.ctx.state(), ModelCatalog::new(dir));
-        self.ctx = SessionContext::new_with_state(state);
-        self
-    }
+    fn with_models(self, dir: impl Into<PathBuf>) -> Self;
 
     /// Runs one SQL statement — a query (hearth's `ml_*` and `ML.` functions included), DataFusion's DDL,
     /// or `CREATE MODEL`, `DROP MODEL`, `SHOW MODELS` — and returns its rows as a data frame. Queries are
     /// lazy; everything else has run when this returns.
-    pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
+    fn sql(&self, sql: &str) -> impl Future<Output = Result<DataFrame>> + Send;
+
+    /// Runs a parsed statement (see [`parse_statements`]).
+    fn execute(&self, statement: &Statement) -> impl Future<Output = Result<DataFrame>> + Send;
+}
+
+impl SqlSessionExt for Session {
+    fn models(&self) -> Arc<ModelCatalog> {
+        let catalog = self.context().copied_config().get_extension::<ModelCatalog>();
+        catalog.unwrap_or_else(|| Arc::new(ModelCatalog::new(default_models_dir())))
+    }
+
+    fn with_models(self, dir: impl Into<PathBuf>) -> Self {
+        let state = with_catalog(self.context().state(), ModelCatalog::new(dir));
+        self.with_state(state)
+    }
+
+    async fn sql(&self, sql: &str) -> Result<DataFrame> {
         let mut statements = parse_statements(sql)?;
         if statements.len() != 1 {
             return Err(HearthError::InvalidParam {
@@ -129,46 +153,45 @@ impl Session {
         self.execute(&statements.remove(0)).await
     }
 
-    /// Runs a parsed statement (see [`parse_statements`]).
-    pub async fn execute(&self, statement: &Statement) -> Result<DataFrame> {
+    async fn execute(&self, statement: &Statement) -> Result<DataFrame> {
         match statement {
             Statement::CreateModel(create) => {
                 let created = create_model::create_model(self, create).await?;
-                self.rows(created_rows(&created))
+                literal_frame(self, created_rows(&created))
             }
             Statement::DropModel { name, if_exists } => {
-                if !self.models().drop_model(name)? && !*if_exists {
+                let models = self.models();
+                if !models.drop_model(name)? && !*if_exists {
                     return Err(HearthError::Persistence {
-                        path: self.models().dir().to_path_buf(),
+                        path: models.dir().to_path_buf(),
                         message: format!("no model named {name:?} to drop; DROP MODEL IF EXISTS ignores that"),
                     });
                 }
-                self.rows(empty_rows())
+                literal_frame(self, empty_rows())
             }
-            Statement::ShowModels => self.rows(model_rows(&self.models().list()?)),
-            Statement::Sql(statement) => {
-                let plan = self
-                    .ctx
-                    .state()
-                    .statement_to_plan(DFStatement::clone(statement))
-                    .await?;
-                Ok(self.ctx.execute_logical_plan(plan).await?)
-            }
+            Statement::ShowModels => literal_frame(self, model_rows(&self.models().list()?)),
+            Statement::Sql(statement) => run_statement(self, DFStatement::clone(statement)).await,
         }
     }
+}
 
-    /// The rows of a query parsed from SQL.
-    pub(crate) async fn plan_query(&self, query: &Query) -> Result<DataFrame> {
-        let statement = DFStatement::Statement(Box::new(SqlStatement::Query(Box::new(query.clone()))));
-        let plan = self.ctx.state().statement_to_plan(statement).await?;
-        Ok(self.ctx.execute_logical_plan(plan).await?)
-    }
+/// Plans and runs one of DataFusion's statements in `session`.
+async fn run_statement(session: &Session, statement: DFStatement) -> Result<DataFrame> {
+    let ctx = session.context();
+    let plan = ctx.state().statement_to_plan(statement).await?;
+    Ok(ctx.execute_logical_plan(plan).await?)
+}
 
-    /// A data frame of literal rows.
-    fn rows(&self, (schema, rows): (Schema, Vec<Vec<ScalarValue>>)) -> Result<DataFrame> {
-        let plan = literal_rows(schema, rows)?;
-        Ok(DataFrame::new(self.ctx.state(), plan))
-    }
+/// The rows of a query parsed from SQL.
+pub(crate) async fn plan_query(session: &Session, query: &Query) -> Result<DataFrame> {
+    let statement = DFStatement::Statement(Box::new(SqlStatement::Query(Box::new(query.clone()))));
+    run_statement(session, statement).await
+}
+
+/// A data frame of literal rows.
+fn literal_frame(session: &Session, (schema, rows): (Schema, Vec<Vec<ScalarValue>>)) -> Result<DataFrame> {
+    let plan = literal_rows(schema, rows)?;
+    Ok(DataFrame::new(session.context().state(), plan))
 }
 
 /// A plan of literal rows: `schema`'s columns, `rows` of values in that order.

@@ -332,7 +332,7 @@ async fn trial(inputs: &TrialInputs<'_>, estimator: PipelineStage) -> Result<Sco
         Scoring::Clustering => kmeans::evaluate(&scored, inputs.scored_on.clone())?,
         _ => evaluate(&scored, inputs.scored_on.clone())?,
     };
-    let rows = DataFrame::new(inputs.session.ctx.state(), plan).collect().await?;
+    let rows = DataFrame::new(inputs.session.context().state(), plan).collect().await?;
     let metrics = inputs
         .scoring
         .metrics()

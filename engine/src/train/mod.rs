@@ -48,7 +48,7 @@ pub use network_model::{
     ClassificationModel, ClassificationOutputs, ModelColumns, NetworkModel, Outputs, RegressionModel, RegressionOutputs,
 };
 pub use network_udf::{CLASSIFY, NetworkUdf, REGRESS};
-pub use progress::TrainingProgress;
+pub use progress::{ProgressSessionExt, TrainingProgress};
 pub use progress_bar::{TrainingBar, epoch_line};
 pub use task::{Classification, Regression, Task};
 pub use trained::{TRAINING_FILE, TrainedNetwork};

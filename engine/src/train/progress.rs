@@ -8,11 +8,13 @@ use datafusion::prelude::DataFrame;
 use hearth_collective::Upload;
 use hearth_torch::train::{Checkpoint, EpochStats};
 
+use crate::session::Session;
+
 /// Receives the progress of training stages, on the driver, as each epoch ends.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use hearth_engine::train::TrainingProgress;
+/// use hearth_engine::train::{ProgressSessionExt, TrainingProgress};
 /// use hearth_torch::train::EpochStats;
 ///
 /// #[derive(Debug)]
@@ -59,18 +61,14 @@ pub(crate) fn on_checkpoint(
     })
 }
 
-impl crate::session::Session {
+/// Where a [`Session`] sends the epochs of the models trained through it. In `hearth_engine::prelude`.
+pub trait ProgressSessionExt {
     /// The session with `progress` receiving the epochs of every model trained through it.
-    pub fn with_progress(mut self, progress: Arc<dyn TrainingProgress>) -> Self {
-        let state = self.ctx.state();
-        let config = state
-            .config()
-            .clone()
-            .with_extension(Arc::new(ProgressReceiver(progress)));
-        let state = datafusion::execution::session_state::SessionStateBuilder::new_from_existing(state)
-            .with_config(config)
-            .build();
-        self.ctx = datafusion::prelude::SessionContext::new_with_state(state);
-        self
+    fn with_progress(self, progress: Arc<dyn TrainingProgress>) -> Self;
+}
+
+impl ProgressSessionExt for Session {
+    fn with_progress(self, progress: Arc<dyn TrainingProgress>) -> Self {
+        self.with_config_extension(Arc::new(ProgressReceiver(progress)))
     }
 }

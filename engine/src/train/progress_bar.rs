@@ -85,7 +85,7 @@ enum Shown {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use hearth_engine::train::TrainingBar;
+/// use hearth_engine::train::{ProgressSessionExt, TrainingBar};
 /// use hearth_engine::session::Session;
 ///
 /// let session = Session::local(2).with_progress(Arc::new(TrainingBar::lines()));

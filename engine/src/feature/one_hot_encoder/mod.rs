@@ -31,7 +31,7 @@ use crate::stage::{
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::{feature::OneHotEncoder, session::Session, stage::Estimator};
+/// use hearth_engine::{feature::OneHotEncoder, session::Session, sql::SqlSessionExt, stage::Estimator};
 /// let session = Session::local(1);
 /// let df = session.sql("SELECT * FROM (VALUES (0.0), (2.0), (1.0)) AS t(i)").await.unwrap();
 /// let model = OneHotEncoder::new().input_col("i").output_col("v").fit(&df).await.unwrap();

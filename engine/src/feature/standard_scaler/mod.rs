@@ -28,7 +28,7 @@ use crate::vector::vector_dim;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::{feature::{StandardScaler, VectorAssembler}, session::Session, stage::{Estimator, Transformer}};
+/// use hearth_engine::{feature::{StandardScaler, VectorAssembler}, session::Session, sql::SqlSessionExt, stage::{Estimator, Transformer}};
 /// let session = Session::local(1);
 /// let df = session.sql("SELECT * FROM (VALUES (1.0), (2.0), (3.0), (4.0)) AS t(x)").await.unwrap();
 /// let df = VectorAssembler::new().input_cols(["x"]).output_col("v").transform(&df).unwrap();

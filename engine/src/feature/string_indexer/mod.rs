@@ -38,7 +38,7 @@ use crate::udf::args::string_list_literal;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::{feature::StringIndexer, session::Session, stage::Estimator};
+/// use hearth_engine::{feature::StringIndexer, session::Session, sql::SqlSessionExt, stage::Estimator};
 /// let session = Session::local(1);
 /// let df = session.sql("SELECT * FROM (VALUES ('b'), ('a'), ('b'), ('a'), ('c')) AS t(x)").await.unwrap();
 /// let model = StringIndexer::new().input_col("x").output_col("i").fit(&df).await.unwrap();

@@ -24,7 +24,7 @@ use crate::vector::vector_dim;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::{feature::VectorAssembler, session::Session, stage::Transformer};
+/// use hearth_engine::{feature::VectorAssembler, session::Session, sql::SqlSessionExt, stage::Transformer};
 /// let session = Session::local(1);
 /// let df = session.sql("SELECT 1 AS a, 2.5 AS b, true AS c").await.unwrap();
 /// let assembled = VectorAssembler::new().input_cols(["a", "b", "c"]).output_col("features").transform(&df).unwrap();

@@ -1,0 +1,76 @@
+//! How a process reaches the fleet: the secret it presents ([`ClusterSecret`]) and the TLS it speaks
+//! ([`FleetTls`]), both on every Ballista channel, Flight fetch and REST call it makes.
+//!
+//! ```
+//! use hearth_exec::ballista::{ClusterSecret, FleetAccess};
+//!
+//! let access = FleetAccess { secret: Some(ClusterSecret::parse("0123456789abcdef0123456789abcdef").unwrap()), tls: None };
+//! assert!(access.endpoint_override().is_some());
+//! assert_eq!(access.environment()[0].0, "HEARTH_SECRET");
+//! ```
+
+use ballista_core::extension::{EndpointOverrideFn, SessionConfigExt};
+use datafusion::prelude::SessionConfig;
+
+use super::secret::{ClusterSecret, SECRET_ENV};
+use super::tls::{FleetTls, TLS_DIR_ENV};
+
+/// The secret and the TLS a process reaches the fleet with (either may be absent).
+#[derive(Clone, Debug, Default)]
+pub struct FleetAccess {
+    /// The fleet's secret, presented with every request.
+    pub secret: Option<ClusterSecret>,
+    /// The fleet's TLS, spoken on every connection.
+    pub tls: Option<FleetTls>,
+}
+
+impl FleetAccess {
+    /// What this process has: [`ClusterSecret::find`]'s secret and [`FleetTls::find`]'s TLS.
+    pub fn find() -> Result<Self, String> {
+        Ok(Self {
+            secret: ClusterSecret::find()?,
+            tls: FleetTls::find()?,
+        })
+    }
+
+    /// What a Ballista channel needs to reach the fleet: TLS when there is TLS, the secret in its user agent
+    /// when there is a secret (Ballista gives some of its clients no other way to add it); none for neither.
+    pub fn endpoint_override(&self) -> Option<EndpointOverrideFn> {
+        if self.secret.is_none() && self.tls.is_none() {
+            return None;
+        }
+        let agent = self.secret.as_ref().map(ClusterSecret::user_agent);
+        let tls = self.tls.clone();
+        Some(std::sync::Arc::new(move |endpoint: tonic::transport::Endpoint| {
+            let endpoint = match &tls {
+                Some(tls) => tls.secure(endpoint)?,
+                None => endpoint,
+            };
+            Ok(match &agent {
+                Some(agent) => endpoint.user_agent(agent.clone())?,
+                None => endpoint,
+            })
+        }))
+    }
+
+    /// `config` reaching the fleet: the secret in the metadata of its calls to the scheduler, every channel
+    /// it opens through [`FleetAccess::endpoint_override`], and its Flight fetches over TLS when there is TLS.
+    pub fn present_in(&self, mut config: SessionConfig) -> SessionConfig {
+        if let Some(secret) = &self.secret {
+            let metadata = [("authorization".to_string(), secret.bearer())].into_iter().collect();
+            config = config.with_ballista_grpc_metadata(metadata);
+        }
+        if let Some(endpoint) = self.endpoint_override() {
+            config = config.with_ballista_override_create_grpc_client_endpoint(endpoint);
+        }
+        config.with_ballista_use_tls(self.tls.is_some())
+    }
+
+    /// The variables that hand this access to a process this one starts (its environment, never its command
+    /// line, which other users can read).
+    pub fn environment(&self) -> Vec<(&'static str, String)> {
+        let secret = self.secret.iter().map(|s| (SECRET_ENV, s.expose().to_string()));
+        let tls = self.tls.iter().map(|t| (TLS_DIR_ENV, t.dir().display().to_string()));
+        secret.chain(tls).collect()
+    }
+}

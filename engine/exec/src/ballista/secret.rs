@@ -1,0 +1,166 @@
+//! The fleet's shared secret, as Spark's `spark.authenticate.secret` and Ray's cluster token: the scheduler
+//! refuses every request that does not carry it, so an executor without it cannot register and a client
+//! without it cannot submit a job or read one. Clients send it as `authorization: Bearer <secret>` (drivers'
+//! gRPC metadata, REST) or, where Ballista gives no way to add a header (an executor's scheduler client), in
+//! the user agent of their gRPC channel.
+//!
+//! It is found in `HEARTH_SECRET`, or in the file `HEARTH_SECRET_FILE` names, which must be readable by its
+//! owner alone; else in the program's default file (the `hearth` program's is the `secret` that `hearth
+//! cluster start` writes into the fleet's state directory).
+//!
+//! ```
+//! use hearth_exec::ballista::ClusterSecret;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let file = dir.path().join("secret");
+//! let secret = ClusterSecret::create(&file).unwrap();
+//! assert_eq!(ClusterSecret::read(&file).unwrap(), secret);
+//! assert!(secret.admits(Some(&secret.bearer()), None));
+//! assert!(secret.admits(None, Some(&format!("{} tonic/0.14", secret.user_agent()))));
+//! assert!(!secret.admits(Some("Bearer guess"), None));
+//! ```
+
+use std::fmt;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use hearth_collective::JobSecret;
+
+/// The environment variable that holds the secret itself.
+pub const SECRET_ENV: &str = "HEARTH_SECRET";
+/// The environment variable that names a file holding the secret.
+pub const SECRET_FILE_ENV: &str = "HEARTH_SECRET_FILE";
+
+/// What a client's user agent starts with when it carries the secret.
+const USER_AGENT_PREFIX: &str = "hearth-secret/";
+
+/// The shortest secret accepted: 128 bits in hexadecimal.
+const SHORTEST: usize = 32;
+
+/// Where [`ClusterSecret::find`] looks when the environment names no secret.
+static DEFAULT_FILE: OnceLock<PathBuf> = OnceLock::new();
+
+/// The fleet's shared secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClusterSecret(String);
+
+impl fmt::Debug for ClusterSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClusterSecret(…)")
+    }
+}
+
+impl ClusterSecret {
+    /// A new random secret, written to `file` readable by its owner alone (what `hearth cluster start` does).
+    pub fn create(file: &Path) -> Result<Self, String> {
+        let secret = Self(JobSecret::generate().to_hex());
+        let staging = file.with_extension("writing");
+        let written = (|| {
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&staging)?;
+            out.write_all(format!("{}\n", secret.0).as_bytes())?;
+            out.sync_all()?;
+            std::fs::rename(&staging, file)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&staging);
+            return Err(format!("{}: {e}", file.display()));
+        }
+        Ok(secret)
+    }
+
+    /// The secret in `file`, which must be readable by its owner alone.
+    pub fn read(file: &Path) -> Result<Self, String> {
+        let failed = |message: String| format!("the cluster secret {}: {message}", file.display());
+        let metadata = std::fs::metadata(file).map_err(|e| failed(e.to_string()))?;
+        owner_only(&metadata).map_err(failed)?;
+        let text = std::fs::read_to_string(file).map_err(|e| failed(e.to_string()))?;
+        Self::parse(text.trim()).map_err(failed)
+    }
+
+    /// The secret given as text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.len() < SHORTEST || !text.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(format!(
+                "a cluster secret is at least {SHORTEST} letters and digits, without spaces"
+            ));
+        }
+        Ok(Self(text.to_string()))
+    }
+
+    /// The secret from `HEARTH_SECRET`, or from the file `HEARTH_SECRET_FILE` names; `None` when neither is set.
+    pub fn from_env() -> Result<Option<Self>, String> {
+        if let Ok(text) = std::env::var(SECRET_ENV) {
+            return Self::parse(text.trim())
+                .map(Some)
+                .map_err(|e| format!("{SECRET_ENV}: {e}"));
+        }
+        match std::env::var_os(SECRET_FILE_ENV) {
+            Some(file) => Self::read(Path::new(&file)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Sets where [`ClusterSecret::find`] looks when the environment names no secret (once a process).
+    pub fn use_default_file(file: PathBuf) {
+        let _ = DEFAULT_FILE.set(file);
+    }
+
+    /// The secret from the environment ([`ClusterSecret::from_env`]), else from the default file if it
+    /// exists; `None` when there is none — a fleet without a secret.
+    pub fn find() -> Result<Option<Self>, String> {
+        if let Some(secret) = Self::from_env()? {
+            return Ok(Some(secret));
+        }
+        match DEFAULT_FILE.get() {
+            Some(file) if file.exists() => Self::read(file).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The value of an `authorization` header that carries it.
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.0)
+    }
+
+    /// A user agent that carries it.
+    pub fn user_agent(&self) -> String {
+        format!("{USER_AGENT_PREFIX}{}", self.0)
+    }
+
+    /// The secret itself, to hand to a process this one starts (through its environment, never its command
+    /// line, which other users can read).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether a request with these headers carries the secret (compared in constant time).
+    pub fn admits(&self, authorization: Option<&str>, user_agent: Option<&str>) -> bool {
+        let presented = authorization.and_then(|a| a.strip_prefix("Bearer ")).or_else(|| {
+            user_agent
+                .and_then(|a| a.strip_prefix(USER_AGENT_PREFIX))
+                .map(|rest| rest.split(' ').next().unwrap_or(rest))
+        });
+        presented.is_some_and(|token| same(token.as_bytes(), self.0.as_bytes()))
+    }
+}
+
+/// An error unless a file of secrets is readable by its owner alone.
+pub(super) fn owner_only(metadata: &std::fs::Metadata) -> Result<(), String> {
+    let mode = metadata.permissions().mode() & 0o777;
+    match mode & 0o077 {
+        0 => Ok(()),
+        _ => Err(format!("is readable by others (mode {mode:03o}); `chmod 600` it")),
+    }
+}
+
+/// Equality whose time does not depend on where the bytes differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && std::hint::black_box(a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y))) == 0
+}

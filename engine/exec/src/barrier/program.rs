@@ -1,0 +1,446 @@
+//! Barrier functions of a driver program on a fleet. A fleet's executors know hearth's own functions; one
+//! that a program registered (a [`FnBarrier`](super::FnBarrier), a
+//! `HorovodRunner` main function) exists only in that program. So its
+//! stage's plan names the program — its path, arguments, working directory and SHA-256 — and each task runs in
+//! a copy of the program that the executor starts with the task's rows, as Spark's executors run a
+//! PySpark job's functions in Python workers they start. The copy runs `main` as the driver did until it
+//! registers the task's function, then runs the task and exits: the same program on every rank, as
+//! `torchrun` and `horovodrun` start it. Until then sessions it connects are embedded ones, and running
+//! another barrier stage is an error that says to register functions first.
+//!
+//! The executor's host must hold the same build of the program at the same path (one machine, a shared file
+//! system, or a copy): a task fails naming the host and the path otherwise.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::ipc::reader::{FileReader, StreamReader};
+use datafusion::arrow::ipc::writer::{FileWriter, StreamWriter};
+use datafusion::error::{DataFusionError, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::context::Joining;
+use super::gpus::GpuLease;
+use super::spec::BarrierSpec;
+pub use super::spec::ProgramRef;
+use super::{BarrierFunction, BarrierTaskContext};
+use crate::host::host_name;
+
+/// The environment variable that makes a program a barrier task's worker: the directory holding the task.
+const TASK_DIR_ENV: &str = "HEARTH_BARRIER_TASK";
+
+/// How often an executor looks whether its worker ended or its stage was cancelled.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What an executor hands its worker besides the rows.
+#[derive(Debug, Serialize, Deserialize)]
+struct WorkerTask {
+    spec: BarrierSpec,
+    /// The task's place among its host's tasks (see [`Joining`]).
+    position: usize,
+    /// The CUDA device the executor leased for the task.
+    gpu: Option<usize>,
+}
+
+impl ProgramRef {
+    /// This process's program, naming `schema` as the function's output.
+    pub(crate) fn of_this_process(schema: &SchemaRef) -> Result<Self> {
+        static THIS: OnceLock<std::result::Result<(PathBuf, u64, String), String>> = OnceLock::new();
+        let (path, size, sha256) = THIS
+            .get_or_init(|| {
+                let path = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+                let (size, sha256) = identify(&path)?;
+                Ok((path, size, sha256))
+            })
+            .clone()
+            .map_err(DataFusionError::Execution)?;
+        let args = std::env::args_os()
+            .skip(1)
+            .enumerate()
+            .map(|(i, arg)| {
+                arg.into_string().map_err(|arg| {
+                    DataFusionError::Execution(format!(
+                        "argument {} of this program ({arg:?}) is not UTF-8, so a fleet's executors cannot \
+                         start the program with it",
+                        i + 1
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            path,
+            args,
+            dir: std::env::current_dir().ok(),
+            size,
+            sha256,
+            schema: encode_schema(schema)?,
+        })
+    }
+
+    /// The function's output schema.
+    pub(crate) fn schema(&self) -> Result<SchemaRef> {
+        let bytes = STANDARD
+            .decode(&self.schema)
+            .map_err(|e| DataFusionError::Internal(format!("the plan's function schema is not base64: {e}")))?;
+        Ok(StreamReader::try_new(bytes.as_slice(), None)?.schema())
+    }
+}
+
+/// The size and SHA-256 of the file at `path`.
+fn identify(path: &Path) -> std::result::Result<(u64, String), String> {
+    let mut file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let read = file.read(&mut buffer).map_err(|e| format!("{}: {e}", path.display()))?;
+        if read == 0 {
+            break;
+        }
+        size += read as u64;
+        hasher.update(&buffer[..read]);
+    }
+    let sha256 = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok((size, sha256))
+}
+
+fn encode_schema(schema: &SchemaRef) -> Result<String> {
+    let mut bytes = Vec::new();
+    StreamWriter::try_new(&mut bytes, schema)?.finish()?;
+    Ok(STANDARD.encode(bytes))
+}
+
+/// A file as last hashed: its path, modification time and size.
+type FileKey = (PathBuf, SystemTime, u64);
+
+/// Checks that this host holds the driver's build of `program`, remembering files already hashed.
+fn check_program(program: &ProgramRef, function: &str) -> Result<()> {
+    static HASHED: LazyLock<Mutex<HashMap<FileKey, String>>> = LazyLock::new(Default::default);
+    let unusable = |why: String| {
+        DataFusionError::Execution(format!(
+            "barrier function {function:?} is in the driver program {}, which host {} cannot run: {why}; put the \
+             driver's build at that path on every executor host (one machine, a shared file system, or a copy)",
+            program.path.display(),
+            host_name()
+        ))
+    };
+    let metadata = fs::metadata(&program.path).map_err(|e| unusable(e.to_string()))?;
+    if metadata.len() != program.size {
+        return Err(unusable(format!(
+            "the file here has {} bytes, the driver's {}",
+            metadata.len(),
+            program.size
+        )));
+    }
+    let key = (
+        program.path.clone(),
+        metadata.modified().map_err(|e| unusable(e.to_string()))?,
+        metadata.len(),
+    );
+    let known = HASHED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&key)
+        .cloned();
+    let sha256 = match known {
+        Some(sha256) => sha256,
+        None => {
+            let (_, sha256) = identify(&program.path).map_err(unusable)?;
+            HASHED
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(key, sha256.clone());
+            sha256
+        }
+    };
+    if sha256 != program.sha256 {
+        return Err(unusable(format!(
+            "the file here is another build (SHA-256 {}…, the driver's {}…)",
+            &sha256[..12],
+            &program.sha256[..12.min(program.sha256.len())]
+        )));
+    }
+    Ok(())
+}
+
+/// A task's directory on the executor's host, removed with everything in it when dropped.
+struct TaskDir(PathBuf);
+
+impl TaskDir {
+    fn create(job: &str) -> Result<Self> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "hearth-{job}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        fs::create_dir(&path).map_err(|e| DataFusionError::Execution(format!("{}: {e}", path.display())))?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for TaskDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+const TASK_FILE: &str = "task.json";
+const INPUT_FILE: &str = "input.arrow";
+const OUTPUT_FILE: &str = "output.arrow";
+const ERROR_FILE: &str = "error.txt";
+const LOG_FILE: &str = "program.log";
+
+fn write_batches(path: &Path, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<()> {
+    let partial = path.with_extension("partial");
+    let mut writer = FileWriter::try_new(BufWriter::new(File::create(&partial)?), schema)?;
+    for batch in batches {
+        writer.write(batch)?;
+    }
+    writer.finish()?;
+    drop(writer);
+    fs::rename(&partial, path)?;
+    Ok(())
+}
+
+fn read_batches(path: &Path) -> Result<Vec<RecordBatch>> {
+    let reader = FileReader::try_new(File::open(path)?, None)?;
+    Ok(reader.collect::<std::result::Result<_, _>>()?)
+}
+
+/// Runs one task of `spec` in a copy of the driver program: on the executor's blocking thread, until the
+/// copy exits or the stage is cancelled (which kills it).
+pub(crate) fn run_in_program(
+    spec: &BarrierSpec,
+    program: &ProgramRef,
+    joining: Joining,
+    input_schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> Result<RecordBatch> {
+    check_program(program, &spec.function)?;
+    let dir = TaskDir::create(&spec.job)?;
+    write_batches(&dir.0.join(INPUT_FILE), input_schema, &batches)?;
+    drop(batches);
+    let task = WorkerTask {
+        spec: spec.clone(),
+        position: joining.position,
+        gpu: joining.gpu.as_ref().map(GpuLease::index),
+    };
+    fs::write(
+        dir.0.join(TASK_FILE),
+        serde_json::to_vec(&task).map_err(|e| DataFusionError::External(e.into()))?,
+    )?;
+    let log = File::create(dir.0.join(LOG_FILE))?;
+    let working_dir = program
+        .dir
+        .as_ref()
+        .filter(|dir| dir.is_dir())
+        .cloned()
+        .unwrap_or_else(std::env::temp_dir);
+    let mut child = Command::new(&program.path)
+        .args(&program.args)
+        .current_dir(working_dir)
+        .env(TASK_DIR_ENV, &dir.0)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| {
+            DataFusionError::Execution(format!(
+                "barrier stage {}: starting the driver program {} on host {}: {e}",
+                spec.job,
+                program.path.display(),
+                host_name()
+            ))
+        })?;
+    let status = wait_or_kill(&mut child, &joining.cancelled)?;
+    // What the copy printed goes to this executor's log, as horovodrun shows each rank's output.
+    let log = fs::read_to_string(dir.0.join(LOG_FILE)).unwrap_or_default();
+    for line in log.lines() {
+        log::info!(
+            "barrier stage {} ({}), task {}: {line}",
+            spec.job,
+            spec.function,
+            task.position
+        );
+    }
+    let output = dir.0.join(OUTPUT_FILE);
+    if output.exists() {
+        return read_batches(&output)?.into_iter().next().ok_or_else(|| {
+            DataFusionError::Execution(format!("barrier stage {}: the program's task wrote no rows", spec.job))
+        });
+    }
+    if let Ok(message) = fs::read_to_string(dir.0.join(ERROR_FILE)) {
+        return Err(DataFusionError::Execution(message));
+    }
+    let tail: Vec<&str> = log.lines().rev().take(20).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    Err(DataFusionError::Execution(format!(
+        "barrier stage {} ({}): the driver program {} on host {} ended ({status}) without running the task: it \
+         must register the function as the driver did (with the same arguments); its output ended with:\n{}",
+        spec.job,
+        spec.function,
+        program.path.display(),
+        host_name(),
+        tail.join("\n")
+    )))
+}
+
+fn wait_or_kill(child: &mut std::process::Child, cancelled: &Arc<AtomicBool>) -> Result<ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if cancelled.load(Ordering::Relaxed) {
+            let _ = child.kill();
+            let status = child.wait()?;
+            return Err(DataFusionError::Execution(format!(
+                "the stage was cancelled; its driver program's task was stopped ({status})"
+            )));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The task this process was started for, when an executor started it as a barrier task's worker.
+fn worker_task() -> Option<&'static std::result::Result<(PathBuf, WorkerTask), String>> {
+    static TASK: OnceLock<Option<std::result::Result<(PathBuf, WorkerTask), String>>> = OnceLock::new();
+    TASK.get_or_init(|| {
+        let dir = PathBuf::from(std::env::var_os(TASK_DIR_ENV)?);
+        let task = fs::read(dir.join(TASK_FILE))
+            .map_err(|e| format!("{}: {e}", dir.join(TASK_FILE).display()))
+            .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| format!("{TASK_FILE}: {e}")));
+        Some(task.map(|task| (dir, task)))
+    })
+    .as_ref()
+}
+
+/// Whether this process is a copy of a driver program that an executor started for a barrier task.
+pub fn in_barrier_worker() -> bool {
+    worker_task().is_some()
+}
+
+/// In a barrier task's worker, the function it was started for.
+pub(crate) fn worker_function() -> Option<String> {
+    match worker_task()? {
+        Ok((_, task)) => Some(task.spec.function.clone()),
+        Err(e) => Some(format!("(unreadable task: {e})")),
+    }
+}
+
+/// In a barrier task's worker, runs the task when `function` is the one it was started for, and ends the
+/// process; otherwise returns at once.
+pub(crate) fn serve_if_worker(function: &dyn BarrierFunction) {
+    let Some(found) = worker_task() else {
+        return;
+    };
+    let (dir, task) = match found {
+        Ok((dir, task)) => (dir, task),
+        Err(e) => {
+            eprintln!("hearth barrier task: {e}");
+            std::process::exit(2);
+        }
+    };
+    if task.spec.function != function.name() {
+        return;
+    }
+    let outcome = serve(dir, task, function);
+    let written = match outcome {
+        Ok(batch) => write_batches(&dir.join(OUTPUT_FILE), &batch.schema(), &[batch]).map_err(|e| e.to_string()),
+        Err(message) => Err(message),
+    };
+    match written {
+        Ok(()) => std::process::exit(0),
+        Err(message) => {
+            let _ = fs::write(dir.join(ERROR_FILE), &message);
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Joins the stage's ring and runs `function` over the task's rows; a failure as the message the executor
+/// passes on.
+fn serve(dir: &Path, task: &WorkerTask, function: &dyn BarrierFunction) -> std::result::Result<RecordBatch, String> {
+    let spec = &task.spec;
+    let failed = |who: &str, doing: &str, error: &dyn std::fmt::Display| {
+        format!(
+            "barrier stage {} ({}), {who}, {doing}: {error}",
+            spec.job, spec.function
+        )
+    };
+    let batches = read_batches(&dir.join(INPUT_FILE)).map_err(|e| failed("a task", "reading its rows", &e))?;
+    let secret = spec
+        .job_secret()
+        .ok_or_else(|| failed("a task", "starting", &"the job secret is not hex"))?;
+    let joining = Joining {
+        position: task.position,
+        resume: spec.resume.clone(),
+        gpu: task.gpu.map(GpuLease::held_by_executor),
+        cancelled: Arc::new(AtomicBool::new(false)),
+    };
+    let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
+    let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, joining)
+        .map_err(|e| failed("a task", "joining", &e))?;
+    let rank = context.rank();
+    function
+        .run(&mut context, &spec.args, batches)
+        .map_err(|e| failed(&format!("rank {rank}"), "running", &e.message()))
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn program_at(path: &Path, schema: &SchemaRef) -> ProgramRef {
+        let (size, sha256) = identify(path).unwrap();
+        ProgramRef {
+            path: path.to_path_buf(),
+            args: vec![],
+            dir: None,
+            size,
+            sha256,
+            schema: encode_schema(schema).unwrap(),
+        }
+    }
+
+    #[test]
+    fn an_executor_runs_only_the_drivers_build_and_says_why_not() {
+        let dir = std::env::temp_dir().join(format!("hearth-program-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("driver");
+        fs::write(&path, b"build one").unwrap();
+        let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new("rank", DataType::UInt64, false)]));
+        let program = program_at(&path, &schema);
+        assert_eq!(program.schema().unwrap(), schema);
+        check_program(&program, "f").unwrap();
+
+        // A new modification time (the kernel's file clock ticks every few milliseconds), so not the hash kept.
+        std::thread::sleep(Duration::from_millis(50));
+        fs::write(&path, b"build two").unwrap();
+        let error = check_program(&program, "f").unwrap_err().to_string();
+        assert!(error.contains("another build") && error.contains("driver"), "{error}");
+        fs::write(&path, b"a longer build").unwrap();
+        let error = check_program(&program, "f").unwrap_err().to_string();
+        assert!(error.contains("14 bytes, the driver's 9"), "{error}");
+        fs::remove_dir_all(&dir).unwrap();
+        let error = check_program(&program, "f").unwrap_err().to_string();
+        assert!(
+            error.contains("cannot run") && error.contains(&path.display().to_string()),
+            "{error}"
+        );
+    }
+}

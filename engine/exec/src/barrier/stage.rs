@@ -1,0 +1,376 @@
+//! The driver's side of a barrier stage: the gang check, the exact repartition, the rendezvous, the run,
+//! and whole-stage retries.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ballista_core::extension::SessionConfigExt;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::physical_plan::collect;
+use datafusion::prelude::DataFrame;
+use hearth_collective::{Coordinator, FrameProtection, JobSecret, Upload};
+use serde::{Deserialize, Serialize};
+
+use super::program::{ProgramRef, worker_function};
+use super::{BarrierExec, BarrierOptions, BarrierSpec, ResumePoint, function, is_user_function};
+use crate::ballista::submit_physical;
+use crate::error::{HearthError, Result};
+use crate::exchange::{HearthQueryPlanner, into_shuffles};
+use crate::frame::exact_repartition;
+use crate::master::{Master, SessionInfo};
+
+/// A barrier stage to run from the driver: `workers` tasks of a registered function over a data frame's
+/// rows, redistributed into exactly `workers` partitions (see the [module](super) example). A failed run is
+/// retried as a whole, up to `max_attempts` runs, each retry resuming from the last bytes a task sent the
+/// driver.
+#[derive(Clone, Debug)]
+pub struct BarrierStage {
+    function: String,
+    args: String,
+    options: BarrierOptions,
+    on_upload: Option<UploadObserver>,
+}
+
+/// Called on the driver with each new upload of a running stage (a checkpoint after an epoch).
+#[derive(Clone)]
+struct UploadObserver(Arc<dyn Fn(&Upload) + Send + Sync>);
+
+impl fmt::Debug for UploadObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("UploadObserver")
+    }
+}
+
+/// How often a running stage looks for new uploads to pass on.
+const UPLOAD_POLL: Duration = Duration::from_millis(200);
+
+/// One run of a barrier stage, as the driver saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttemptReport {
+    /// 1 for the first run.
+    pub attempt: usize,
+    /// The epoch of the bytes it resumed from (0 when it started afresh).
+    pub resumed_from_epoch: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Why it failed; none when it succeeded.
+    pub error: Option<String>,
+}
+
+/// What a barrier stage returned: every task's rows, and every run it took.
+#[derive(Debug)]
+pub struct StageRun {
+    /// Every task's rows (one batch per task, in partition order) from the run that succeeded.
+    pub batches: Vec<RecordBatch>,
+    /// Each run of the stage; the last one succeeded.
+    pub attempts: Vec<AttemptReport>,
+}
+
+/// Fails fast, naming both numbers, when the session has fewer task slots than a stage of `workers` tasks.
+pub async fn check_slots(info: &SessionInfo, workers: usize) -> Result<()> {
+    let slots = info.task_slots().await?;
+    if workers > slots {
+        return Err(HearthError::Gang {
+            workers,
+            slots,
+            master: info.master().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Fails fast, naming both numbers, when a stage of `workers` tasks that each hold a GPU could never run
+/// at once in the session; a task holds one GPU at most.
+pub(crate) async fn check_gpus(info: &SessionInfo, workers: usize, gpus_per_task: usize) -> Result<()> {
+    match gpus_per_task {
+        0 => return Ok(()),
+        1 => {}
+        _ => {
+            return Err(HearthError::InvalidParam {
+                stage: "barrier stage".to_string(),
+                param: "gpus_per_task",
+                message: format!("a task holds one GPU at most, got {gpus_per_task}"),
+            });
+        }
+    }
+    let found = info.gpu_slots().await?;
+    if workers > found {
+        // Tasks of a session in this process see this process's GPUs: say why there are none.
+        let why = match (found, info.runs_tasks_here(), hearth_torch::train::why_no_gpus()) {
+            (0, true, Some(why)) => format!(" (libtorch: {why})"),
+            _ => String::new(),
+        };
+        return Err(HearthError::GangGpus {
+            gpus: workers,
+            workers,
+            found,
+            why,
+            master: info.master().to_string(),
+        });
+    }
+    Ok(())
+}
+
+impl BarrierStage {
+    /// A stage running the function registered as `function` with argument string `args`, with
+    /// [`BarrierOptions`]' defaults.
+    pub fn new(function: impl Into<String>, args: impl Into<String>) -> Self {
+        Self {
+            function: function.into(),
+            args: args.into(),
+            options: BarrierOptions::default(),
+            on_upload: None,
+        }
+    }
+
+    /// Calls `observer` on the driver with each new upload the tasks send while the stage runs (as a
+    /// checkpoint reaches the driver after each epoch), for progress reports.
+    pub fn on_upload(mut self, observer: Arc<dyn Fn(&Upload) + Send + Sync>) -> Self {
+        self.on_upload = Some(UploadObserver(observer));
+        self
+    }
+
+    /// All the settings at once.
+    pub fn options(mut self, options: BarrierOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// How many tasks run at once (one per partition).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.options.workers = workers;
+        self
+    }
+
+    /// Runs of the whole stage before giving up.
+    pub fn max_attempts(mut self, attempts: usize) -> Self {
+        self.options.max_attempts = attempts;
+        self
+    }
+
+    /// The longest any one collective may take before every task fails.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = timeout;
+        self
+    }
+
+    /// GPUs each task needs (0 or 1).
+    pub fn gpus_per_task(mut self, gpus: usize) -> Self {
+        self.options.gpus_per_task = gpus;
+        self
+    }
+
+    /// How long the driver waits for all tasks to register before failing the stage, naming who is missing.
+    pub fn rendezvous_timeout(mut self, timeout: Duration) -> Self {
+        self.options.rendezvous_timeout = timeout;
+        self
+    }
+
+    /// How the links between tasks protect their frames: integrity-checked (default) or encrypted too.
+    pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
+        self.options.frame_protection = protection;
+        self
+    }
+
+    /// Runs the stage over `df` and returns every task's rows.
+    pub async fn run(&self, df: &DataFrame) -> Result<Vec<RecordBatch>> {
+        Ok(self.run_reporting(df).await?.batches)
+    }
+
+    /// Runs the stage over `df`, retrying a failed run as a whole, and returns the rows with a report of
+    /// every run. Errors no retry could change (too few slots, a bad parameter) end it at once.
+    pub async fn run_reporting(&self, df: &DataFrame) -> Result<StageRun> {
+        if let Some(serving) = worker_function() {
+            return Err(HearthError::Barrier {
+                job: self.function.clone(),
+                message: format!(
+                    "this process is a copy of the driver program that an executor started for a task of barrier \
+                     function {serving:?}, and it reached this stage before registering that function: on a \
+                     fleet, register a program's barrier functions before it runs any stage"
+                ),
+            });
+        }
+        let attempts = self.options.max_attempts.max(1);
+        let mut reports = Vec::new();
+        let mut resume: Option<ResumePoint> = None;
+        for attempt in 1..=attempts {
+            let started = Instant::now();
+            let resumed_from_epoch = resume.as_ref().map_or(0, |r| r.epoch);
+            let mut coordinator = None;
+            let result = self.execute(df, resume.clone(), &mut coordinator).await;
+            let mut report = AttemptReport {
+                attempt,
+                resumed_from_epoch,
+                seconds: started.elapsed().as_secs_f64(),
+                error: None,
+            };
+            match result {
+                Ok(batches) => {
+                    reports.push(report);
+                    return Ok(StageRun {
+                        batches,
+                        attempts: reports,
+                    });
+                }
+                Err(
+                    e @ (HearthError::Gang { .. } | HearthError::GangGpus { .. } | HearthError::InvalidParam { .. }),
+                ) => {
+                    return Err(e);
+                }
+                Err(e) => {
+                    if let Some(upload) = coordinator.as_ref().and_then(Coordinator::latest_upload) {
+                        resume = Some(ResumePoint {
+                            epoch: upload.epoch,
+                            bytes: upload.bytes,
+                        });
+                    }
+                    let next = match (attempt < attempts, &resume) {
+                        (false, _) => String::new(),
+                        (true, Some(point)) => format!("; retrying from the checkpoint of epoch {}", point.epoch),
+                        (true, None) => "; retrying from the start".to_string(),
+                    };
+                    log::warn!(
+                        "barrier stage {}: attempt {attempt} of {attempts} failed: {e}{next}",
+                        self.function
+                    );
+                    report.error = Some(e.to_string());
+                    reports.push(report);
+                }
+            }
+        }
+        let lines: Vec<String> = reports
+            .iter()
+            .map(|a| {
+                format!(
+                    "attempt {} (from epoch {}): {}",
+                    a.attempt,
+                    a.resumed_from_epoch,
+                    a.error.as_deref().unwrap_or("ok")
+                )
+            })
+            .collect();
+        Err(HearthError::Barrier {
+            job: self.function.clone(),
+            message: format!("failed {attempts} times:\n  {}", lines.join("\n  ")),
+        })
+    }
+
+    /// This program, for a fleet's executors to run the stage's function in, when the function is the
+    /// program's own and `master` is a fleet.
+    async fn program(&self, master: &Master) -> Result<Option<ProgramRef>> {
+        if !matches!(master, Master::Remote { .. }) || !is_user_function(&self.function) {
+            return Ok(None);
+        }
+        let schema = function(&self.function)?.schema(&self.args)?;
+        let program = tokio::task::spawn_blocking(move || ProgramRef::of_this_process(&schema))
+            .await
+            .map_err(|e| HearthError::Barrier {
+                job: self.function.clone(),
+                message: format!("identifying this program: {e}"),
+            })??;
+        Ok(Some(program))
+    }
+
+    /// One run: the rendezvous (kept in `coordinator`, which holds what the tasks sent the driver), the
+    /// exact repartition, and the plan, collected here or submitted to the cluster.
+    async fn execute(
+        &self,
+        df: &DataFrame,
+        resume: Option<ResumePoint>,
+        coordinator: &mut Option<Coordinator>,
+    ) -> Result<Vec<RecordBatch>> {
+        let info = SessionInfo::of(df);
+        let workers = self.options.workers;
+        if workers == 0 {
+            return Err(HearthError::InvalidParam {
+                stage: format!("barrier stage {}", self.function),
+                param: "workers",
+                message: "must be at least 1".to_string(),
+            });
+        }
+        check_slots(&info, workers).await?;
+        check_gpus(&info, workers, self.options.gpus_per_task).await?;
+        let program = self.program(info.master()).await?;
+        // On a fleet that speaks TLS, the job's frames between ranks are encrypted as well.
+        let protection = match df.task_ctx().session_config().ballista_use_tls() {
+            true => FrameProtection::Encryption,
+            false => self.options.frame_protection,
+        };
+        let secret = JobSecret::generate().with_protection(protection);
+        let job = format!("job-{}", &JobSecret::generate().to_hex()[..12]);
+        let started = coordinator.insert(
+            Coordinator::start(
+                SocketAddr::new(info.driver_host(), 0),
+                workers,
+                secret.clone(),
+                self.options.rendezvous_timeout,
+            )
+            .map_err(|e| HearthError::Barrier {
+                job: job.clone(),
+                message: e.to_string(),
+            })?,
+        );
+        let spec = BarrierSpec {
+            function: self.function.clone(),
+            args: self.args.clone(),
+            world_size: workers,
+            coordinator: started.address(),
+            secret: secret.to_hex(),
+            timeout_secs: self.options.timeout.as_secs_f64(),
+            job,
+            resume,
+            gpus_per_task: self.options.gpus_per_task,
+            frame_protection: protection,
+            program,
+        };
+        let partitioned = exact_repartition(df, workers);
+        let running = async {
+            match info.scheduler() {
+                None => {
+                    let input = partitioned.create_physical_plan().await?;
+                    let stage = Arc::new(BarrierExec::try_new(input, spec)?);
+                    Ok(collect(stage, Arc::new(df.task_ctx())).await?)
+                }
+                Some(scheduler) => {
+                    // Planned here, as a physical plan: the exact repartition becomes Ballista's shuffle stage.
+                    let (state, logical) = partitioned.into_parts();
+                    let session_id = state.session_id().to_string();
+                    let config = state.config().clone().with_ballista_adaptive_query_planner(false);
+                    let planner = SessionStateBuilder::new_from_existing(state)
+                        .with_query_planner(Arc::new(HearthQueryPlanner))
+                        .build();
+                    let input = into_shuffles(planner.create_physical_plan(&logical).await?)?;
+                    let stage = Arc::new(BarrierExec::try_new(input, spec)?);
+                    Ok(submit_physical(scheduler, stage, session_id, config).await?)
+                }
+            }
+        };
+        let Some(observer) = &self.on_upload else {
+            return running.await;
+        };
+        // Pass each new upload on while the stage runs, and the last one when it ends.
+        let mut seen = None;
+        let mut report = |coordinator: &Coordinator| {
+            if let Some(upload) = coordinator.latest_upload()
+                && seen != Some(upload.epoch)
+            {
+                seen = Some(upload.epoch);
+                (observer.0)(&upload);
+            }
+        };
+        tokio::pin!(running);
+        let mut ticks = tokio::time::interval(UPLOAD_POLL);
+        loop {
+            tokio::select! {
+                result = &mut running => {
+                    report(started);
+                    return result;
+                }
+                _ = ticks.tick() => report(started),
+            }
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Sessions: a DataFusion context with hearth's functions, planner and codecs, configured for its master.
+
+use std::fmt;
+use std::sync::Arc;
+
+use ballista_core::extension::SessionConfigExt;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::datasource::MemTable;
+use datafusion::execution::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::ScalarUDF;
+use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
+
+use crate::ballista::FleetAccess;
+use crate::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
+use crate::error::{HearthError, Result};
+use crate::exchange::HearthQueryPlanner;
+use crate::extension;
+use crate::frame::ROW_UNIFORM;
+use crate::master::{Master, SessionInfo, cores};
+use crate::read::LocatedCsvFactory;
+
+/// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
+/// functions (the core's and every [`extension`]'s) and query planner, and hearth's codecs, configured by
+/// `config`.
+///
+/// ```
+/// use datafusion::execution::FunctionRegistry;
+/// use datafusion::prelude::SessionConfig;
+/// use ballista_core::extension::SessionConfigExt;
+///
+/// let state = hearth_exec::session::hearth_state(SessionConfig::new_with_ballista());
+/// assert!(state.udf("ml_row_uniform").is_ok());
+/// ```
+pub fn hearth_state(config: SessionConfig) -> SessionState {
+    let config = config
+        .with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::default()))
+        .with_ballista_logical_extension_codec(Arc::new(HearthLogicalCodec::default()))
+        .with_ballista_grpc_client_max_message_size(FLEET_MESSAGE_BYTES);
+    let state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .with_query_planner(Arc::new(HearthQueryPlanner))
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    install_functions(&ctx);
+    ctx.state()
+}
+
+/// Registers the core's own functions and every extension's in `ctx`.
+fn install_functions(ctx: &SessionContext) {
+    ctx.register_udf(ScalarUDF::clone(&ROW_UNIFORM));
+    extension::install_functions(ctx);
+}
+
+/// A hearth session: a DataFusion context with hearth's functions registered, configured for its master.
+///
+/// ```
+/// # tokio_test_block(async {
+/// use hearth_exec::session::Session;
+///
+/// let session = Session::new("local[2]").unwrap();
+/// let df = session.context().sql("SELECT ml_row_uniform(7, 1.5) AS u").await.unwrap();
+/// assert_eq!(df.count().await.unwrap(), 1);
+/// # });
+/// # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    master: Master,
+    ctx: SessionContext,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("master", &self.master)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// An embedded session for a `local` master URL (see [`Master`]); Ballista masters need
+    /// [`Session::connect`].
+    pub fn new(master: &str) -> Result<Self> {
+        match master.parse()? {
+            Master::Local { partitions } => Ok(Self::local(partitions)),
+            other => Err(HearthError::Master {
+                master: other.to_string(),
+                message: "a Ballista master starts or reaches a scheduler: use Session::connect(master).await"
+                    .to_string(),
+            }),
+        }
+    }
+
+    /// A session for any master: embedded for `local`, a Ballista cluster started in this process for
+    /// `standalone`, the scheduler at the address for `df://`.
+    ///
+    /// In a copy of a driver program that a fleet's executor started for a barrier task (see
+    /// [`barrier::program`](crate::barrier::program)), every master gives an embedded `local[1]` session:
+    /// the copy only prepares what its function needs.
+    pub async fn connect(master: &str) -> Result<Self> {
+        let master: Master = master.parse()?;
+        if crate::barrier::program::in_barrier_worker() {
+            return Ok(Self::local(1));
+        }
+        let failed = |e: datafusion::error::DataFusionError| HearthError::Master {
+            master: master.to_string(),
+            message: e.message().into_owned(),
+        };
+        match &master {
+            Master::Local { partitions } => Ok(Self::local(*partitions)),
+            Master::Standalone { partitions } => {
+                let info = SessionInfo::new(master.clone(), None);
+                let config = ballista_config(*partitions).with_ballista_standalone_parallelism(*partitions);
+                let state = hearth_state(config.with_extension(Arc::new(info)));
+                let (ctx, url) = crate::ballista::start_standalone(state).await.map_err(failed)?;
+                Ok(Self::with_scheduler(master, ctx, url))
+            }
+            Master::Remote { host, port } => {
+                let info = SessionInfo::new(master.clone(), None);
+                let mut config = ballista_config(cores())
+                    .with_ballista_job_name(&app_name())
+                    .with_extension(Arc::new(info));
+                // The fleet's secret, when there is one, goes with every request to it, over TLS when the
+                // fleet speaks it.
+                let access = FleetAccess::find().map_err(|message| HearthError::Master {
+                    master: master.to_string(),
+                    message,
+                })?;
+                config = access.present_in(config);
+                let mut state = SessionStateBuilder::new_from_existing(hearth_state(config));
+                // A driver `hearth submit` started in cluster mode runs its queries in a Ballista session
+                // named after its job, so the scheduler knows which queries `hearth job kill` cancels.
+                if let Ok(job) = std::env::var(JOB_ID_ENV) {
+                    state = state.with_session_id(job);
+                }
+                let (ctx, url) = crate::ballista::connect_remote(host, *port, state.build())
+                    .await
+                    .map_err(failed)?;
+                Ok(Self::with_scheduler(master, ctx, url))
+            }
+        }
+    }
+
+    /// A session on a Ballista cluster whose scheduler answers at `url`: the context's `SessionInfo` learns
+    /// the URL.
+    fn with_scheduler(master: Master, ctx: SessionContext, url: String) -> Self {
+        let info = SessionInfo::new(master.clone(), Some(url));
+        let state = ctx.state();
+        let mut config = state.config().clone();
+        config = config.with_extension(Arc::new(info));
+        let state = SessionStateBuilder::new_from_existing(state)
+            .with_config(config)
+            .build();
+        Self::with_context(master, SessionContext::new_with_state(state))
+    }
+
+    /// A session of `ctx`, with every extension's session additions (the model catalog, its planner).
+    fn with_context(master: Master, ctx: SessionContext) -> Self {
+        extension::install_session(&ctx);
+        Self { master, ctx }
+    }
+
+    /// An embedded session with `partitions` partitions, `local[partitions]`.
+    pub fn local(partitions: usize) -> Self {
+        let master = Master::Local {
+            partitions: partitions.max(1),
+        };
+        let config = SessionConfig::new()
+            .with_target_partitions(partitions.max(1))
+            .with_information_schema(true)
+            .with_extension(Arc::new(SessionInfo::new(master.clone(), None)));
+        let mut state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .with_query_planner(Arc::new(HearthQueryPlanner))
+            .build();
+        // CSV tables made in SQL name the file and line of a row that fails to read.
+        if let Some(inner) = state.table_factories().get("CSV").cloned() {
+            let located = Arc::new(LocatedCsvFactory { inner });
+            state.table_factories_mut().insert("CSV".to_string(), located);
+        }
+        let ctx = SessionContext::new_with_state(state);
+        install_functions(&ctx);
+        Self::with_context(master, ctx)
+    }
+
+    /// Whether plans run on a Ballista cluster.
+    pub fn is_distributed(&self) -> bool {
+        !matches!(self.master, Master::Local { .. })
+    }
+
+    /// The master this session runs on.
+    pub fn master(&self) -> &Master {
+        &self.master
+    }
+
+    /// How many partitions scans, aggregates and repartitions use.
+    pub fn partitions(&self) -> usize {
+        self.ctx.copied_config().target_partitions()
+    }
+
+    /// The underlying DataFusion context, for anything DataFusion offers.
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// The session with `extension` kept in its configuration, where the crates above find what they keep
+    /// per session (the model catalog, a training progress receiver) with
+    /// [`SessionConfig::get_extension`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let session = hearth_exec::session::Session::local(1).with_config_extension(Arc::new(7u32));
+    /// assert_eq!(session.context().copied_config().get_extension::<u32>().as_deref(), Some(&7));
+    /// ```
+    pub fn with_config_extension<T: Send + Sync + 'static>(self, extension: Arc<T>) -> Self {
+        let mut state = self.ctx.state();
+        state.config_mut().set_extension(extension);
+        self.with_state(state)
+    }
+
+    /// The session on `state` (same master): for a crate above that replaces the state's planners.
+    pub fn with_state(mut self, state: SessionState) -> Self {
+        self.ctx = SessionContext::new_with_state(state);
+        self
+    }
+
+    /// Makes `df` queryable from SQL as `name`.
+    pub fn register(&self, name: &str, df: &DataFrame) -> Result<()> {
+        self.ctx.register_table(name, df.clone().into_view())?;
+        Ok(())
+    }
+
+    /// A data frame over record batches held in memory, spread evenly over the session's partitions.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use datafusion::arrow::array::{Float64Array, RecordBatch};
+    /// use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    ///
+    /// let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
+    /// let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Float64Array::from(vec![1.0, 2.0]))]).unwrap();
+    /// let df = hearth_exec::session::Session::local(2).read_batches(schema, vec![batch]).unwrap();
+    /// ```
+    pub fn read_batches(&self, schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<DataFrame> {
+        let partitions = self.partitions();
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let chunk = rows.div_ceil(partitions).clamp(1, 8192);
+        let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions];
+        let mut next = 0;
+        for batch in batches {
+            let mut offset = 0;
+            while offset < batch.num_rows() {
+                let len = chunk.min(batch.num_rows() - offset);
+                parts[next % partitions].push(batch.slice(offset, len));
+                next += 1;
+                offset += len;
+            }
+        }
+        let table = MemTable::try_new(schema, parts)?;
+        Ok(self.ctx.read_table(Arc::new(table))?)
+    }
+}
+
+/// The environment variable that names a driver's job in the fleet (`hearth submit --name`, as Spark's
+/// `spark.app.name`): the name Ballista's jobs carry. Without it, `hearth`.
+pub const APP_NAME_ENV: &str = "HEARTH_APP_NAME";
+
+/// The environment variable `hearth submit --deploy-mode cluster` gives the driver it starts: the id of the
+/// job, which its Ballista session takes as its id.
+pub const JOB_ID_ENV: &str = "HEARTH_JOB_ID";
+
+/// The name of this driver's jobs on a fleet: `$HEARTH_APP_NAME`, else `hearth`.
+fn app_name() -> String {
+    std::env::var(APP_NAME_ENV)
+        .ok()
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| "hearth".to_string())
+}
+
+/// The configuration of a Ballista client session with `partitions` target partitions.
+fn ballista_config(partitions: usize) -> SessionConfig {
+    SessionConfig::new_with_ballista()
+        .with_target_partitions(partitions)
+        .with_information_schema(true)
+}
