@@ -1,6 +1,7 @@
 //! Sessions: a DataFusion context with hearth's functions, planner and codecs, configured for its master.
 
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use ballista_core::extension::SessionConfigExt;
@@ -19,7 +20,7 @@ use crate::exchange::HearthQueryPlanner;
 use crate::extension;
 use crate::frame::ROW_UNIFORM;
 use crate::master::{Master, SessionInfo, cores};
-use crate::read::LocatedCsvFactory;
+use crate::read::{CsvOptions, LocatedCsvFactory, Reader};
 
 /// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
 /// functions (the core's and every [`extension`]'s) and query planner, and hearth's codecs, configured by
@@ -234,6 +235,28 @@ impl Session {
     pub fn register(&self, name: &str, df: &DataFrame) -> Result<()> {
         self.ctx.register_table(name, df.clone().into_view())?;
         Ok(())
+    }
+
+    /// Reads a CSV file, or a directory of them: a local path, or on a `local[N]` session an object store's
+    /// URL (`s3://bucket/key.csv`, `gs://…`, `az://…`, `https://…`; credentials from the store's environment
+    /// variables, such as `AWS_ACCESS_KEY_ID`).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> hearth_exec::error::Result<()> {
+    /// use hearth_exec::{read::CsvOptions, session::Session};
+    /// let df = Session::local(2).read_csv("datasets/german_credit/credit-g.csv", &CsvOptions::new()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn read_csv(&self, path: impl AsRef<Path>, options: &CsvOptions) -> Result<DataFrame> {
+        Reader::new(&self.ctx, &self.master)
+            .read_csv(path.as_ref(), options)
+            .await
+    }
+
+    /// Reads a Parquet file, or a directory of them: a local path or an object store's URL, as
+    /// [`read_csv`](Self::read_csv) reads.
+    pub async fn read_parquet(&self, path: impl AsRef<Path>) -> Result<DataFrame> {
+        Reader::new(&self.ctx, &self.master).read_parquet(path.as_ref()).await
     }
 
     /// A data frame over record batches held in memory, spread evenly over the session's partitions.

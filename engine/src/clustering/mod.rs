@@ -321,7 +321,7 @@ impl Estimator for KMeans {
         }
         let sizes = self.lloyd_pass(&data, &centers, measure).await?;
         Ok(KMeansModel::new(
-            self,
+            (&self.uid, &self.features_col, &self.prediction_col),
             measure,
             centers,
             KMeansSummary {

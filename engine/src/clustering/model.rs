@@ -5,7 +5,7 @@ use datafusion::prelude::DataFrame;
 use hearth_stats::clustering::{Centers, DistanceMeasure};
 use serde::{Deserialize, Serialize};
 
-use super::{KMEANS_ASSIGN, KMeans};
+use super::functions::KMEANS_ASSIGN;
 use crate::error::{HearthError, Result};
 use crate::stage::{Transformer, ensure_new_column, input_field, serde_stage};
 use crate::udf::args::f64_list_literal;
@@ -24,7 +24,7 @@ pub struct KMeansSummary {
     pub num_iter: usize,
 }
 
-/// A fitted [`KMeans`]: its centers (`clusterCenters`) and summary; `transform` adds the index of each row's
+/// A fitted [`KMeans`](super::KMeans): its centers (`clusterCenters`) and summary; `transform` adds the index of each row's
 /// nearest center as an `Int32` column (null for a null vector). Saved and loaded with pipelines, summary
 /// included.
 ///
@@ -46,16 +46,17 @@ pub struct KMeansModel {
 }
 
 impl KMeansModel {
+    /// The model a `KMeans` of `uid` fitted, reading `features_col` and writing `prediction_col`.
     pub(super) fn new(
-        kmeans: &KMeans,
+        (uid, features_col, prediction_col): (&str, &str, &str),
         measure: DistanceMeasure,
         centers: Vec<Vec<f64>>,
         summary: KMeansSummary,
     ) -> Self {
         Self {
-            uid: kmeans.uid.clone(),
-            features_col: kmeans.features_col.clone(),
-            prediction_col: kmeans.prediction_col.clone(),
+            uid: uid.to_string(),
+            features_col: features_col.to_string(),
+            prediction_col: prediction_col.to_string(),
             distance_measure: measure,
             cluster_centers: centers,
             summary: Some(summary),
@@ -65,13 +66,17 @@ impl KMeansModel {
     /// A model of given centers (all of one width) and measure, without a summary — as Spark's
     /// `KMeans.setInitialModel` takes, or to cluster with centers found elsewhere.
     pub fn from_centers(centers: Vec<Vec<f64>>, distance_measure: &str) -> Result<Self> {
-        let kmeans = KMeans::new().distance_measure(distance_measure);
         let uid = crate::params::new_uid("KMeansModel");
+        let measure = DistanceMeasure::parse(distance_measure).ok_or_else(|| HearthError::InvalidParam {
+            stage: uid.clone(),
+            param: "distanceMeasure",
+            message: format!("must be \"euclidean\" or \"cosine\", got {distance_measure:?}"),
+        })?;
         Self {
-            distance_measure: kmeans.checked_measure()?,
+            distance_measure: measure,
             uid: uid.clone(),
-            features_col: kmeans.features_col,
-            prediction_col: kmeans.prediction_col,
+            features_col: "features".to_string(),
+            prediction_col: "prediction".to_string(),
             cluster_centers: centers,
             summary: None,
         }

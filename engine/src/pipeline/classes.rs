@@ -46,8 +46,8 @@ impl StageClass {
 
 inventory::collect!(StageClass);
 
-/// Makes a stage type a pipeline stage: `From<T> for PipelineStage`, and its class (the type's name) loadable
-/// from saved pipelines through its serde form, or through `load` when given.
+/// Makes a stage type a pipeline stage ([`IntoPipelineStage`](crate::pipeline::IntoPipelineStage)), and its class
+/// (the type's name) loadable from saved pipelines through its serde form, or through `load` when given.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! stage_class {
@@ -58,9 +58,9 @@ macro_rules! stage_class {
         $crate::stage_class!(transformer $stage, $crate::pipeline::load_serde_transformer::<$stage>);
     };
     ($kind:ident $stage:ident, $load:expr) => {
-        impl ::std::convert::From<$stage> for $crate::pipeline::PipelineStage {
-            fn from(stage: $stage) -> Self {
-                $crate::pipeline::PipelineStage::$kind(stage)
+        impl $crate::pipeline::IntoPipelineStage for $stage {
+            fn into_stage(self) -> $crate::pipeline::PipelineStage {
+                $crate::pipeline::PipelineStage::$kind(self)
             }
         }
         ::inventory::submit! {

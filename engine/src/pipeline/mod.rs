@@ -21,7 +21,7 @@ pub use classes::{
     register_stage_class, stage_classes,
 };
 pub use persist::{FORMAT_VERSION, PIPELINE_FILE, refuse_existing};
-pub use stage::{EstimatorStage, PipelineStage};
+pub use stage::{EstimatorStage, IntoPipelineStage, PipelineStage};
 pub use writer::MlWriter;
 
 use crate::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, cache};
@@ -29,7 +29,7 @@ use crate::error::{HearthError, Result};
 use crate::master::{Master, SessionInfo};
 use crate::params::new_uid;
 use crate::stage::{Estimator, Stage, Transformer};
-use persist::{Document, load_entries, read_document, save_stage_data, stage_entries};
+use persist::{Document, load_entries, read_document, save_stage_data, stage_entries, write_document};
 use stage::same_stage;
 
 /// Whether a plan scans anything other than in-memory tables (which caching would only copy).
@@ -170,7 +170,10 @@ impl Pipeline {
 
     /// A writer of this pipeline, as Spark's `pipeline.write()`: see [`MlWriter`].
     pub fn write(&self) -> MlWriter<'_> {
-        MlWriter::pipeline(self)
+        MlWriter::files(|dir| {
+            let stages = self.stages.iter().map(PipelineStage::as_stage);
+            write_document(dir, "Pipeline", &self.uid, Some(self.cache_input), stages)
+        })
     }
 
     /// Loads a pipeline saved by [`Pipeline::save`], or written by hand: `path` is the directory or the JSON
@@ -287,7 +290,7 @@ impl PipelineModel {
 
     /// A writer of this model, as Spark's `model.write()`: see [`MlWriter`].
     pub fn write(&self) -> MlWriter<'_> {
-        MlWriter::model(self)
+        MlWriter::files(|dir| write_document(dir, "PipelineModel", &self.uid, None, self.fitted()))
     }
 
     /// Loads a model saved by [`PipelineModel::save`] (the directory or the JSON file).

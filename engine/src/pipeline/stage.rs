@@ -76,6 +76,19 @@ impl fmt::Debug for PipelineStage {
     }
 }
 
+/// A stage type that enters a pipeline as an estimator to fit or a transformer used as is: what
+/// [`Pipeline::stage`](super::Pipeline::stage) takes. Each stage's own module implements it.
+pub trait IntoPipelineStage {
+    /// The stage as a pipeline holds it.
+    fn into_stage(self) -> PipelineStage;
+}
+
+impl<S: IntoPipelineStage> From<S> for PipelineStage {
+    fn from(stage: S) -> Self {
+        stage.into_stage()
+    }
+}
+
 /// Two stages are the same when their class and parameters are.
 pub(crate) fn same_stage(a: &dyn Stage, b: &dyn Stage) -> bool {
     a.class() == b.class() && matches!((a.params(), b.params()), (Ok(x), Ok(y)) if x == y)

@@ -3,12 +3,11 @@
 
 use std::path::Path;
 
-use super::persist::{refuse_existing, write_document};
-use super::{Pipeline, PipelineModel, PipelineStage};
+use super::persist::refuse_existing;
 use crate::error::Result;
 use hearth_common::files::write_dir_whole;
 
-/// Saves a [`Pipeline`], a [`PipelineModel`] or a trained network's model: `model.write().overwrite().save(dir)`,
+/// Saves a [`Pipeline`](super::Pipeline), a [`PipelineModel`](super::PipelineModel) or a trained network's model: `model.write().overwrite().save(dir)`,
 /// as in Spark.
 ///
 /// The files are written into a hidden sibling of `dir`, synced and renamed into place, so a crash, a full
@@ -26,39 +25,18 @@ use hearth_common::files::write_dir_whole;
 /// ```
 #[must_use = "a writer saves nothing until .save(dir)"]
 pub struct MlWriter<'a> {
-    target: Target<'a>,
+    write: WriteFiles<'a>,
     overwrite: bool,
-}
-
-enum Target<'a> {
-    Pipeline(&'a Pipeline),
-    Model(&'a PipelineModel),
-    /// Whatever writes its files into the directory it is given.
-    Files(WriteFiles<'a>),
 }
 
 /// Writes a saved thing's files into the directory it is given.
 type WriteFiles<'a> = Box<dyn Fn(&Path) -> Result<()> + 'a>;
 
 impl<'a> MlWriter<'a> {
-    pub(super) fn pipeline(pipeline: &'a Pipeline) -> Self {
-        Self {
-            target: Target::Pipeline(pipeline),
-            overwrite: false,
-        }
-    }
-
-    pub(super) fn model(model: &'a PipelineModel) -> Self {
-        Self {
-            target: Target::Model(model),
-            overwrite: false,
-        }
-    }
-
     /// A writer of the files `write` puts into the directory it is given.
     pub(crate) fn files(write: impl Fn(&Path) -> Result<()> + 'a) -> Self {
         Self {
-            target: Target::Files(Box::new(write)),
+            write: Box::new(write),
             overwrite: false,
         }
     }
@@ -81,16 +59,6 @@ impl<'a> MlWriter<'a> {
     /// Writes the files into `dir`, an empty directory that a caller moves into place itself (the model
     /// catalog, whose entries hold more files beside them).
     pub(crate) fn write_into(&self, dir: &Path) -> Result<()> {
-        match &self.target {
-            Target::Pipeline(pipeline) => write_document(
-                dir,
-                "Pipeline",
-                &pipeline.uid,
-                Some(pipeline.cache_input),
-                pipeline.stages.iter().map(PipelineStage::as_stage),
-            ),
-            Target::Model(model) => write_document(dir, "PipelineModel", &model.uid, None, model.fitted()),
-            Target::Files(write) => write(dir),
-        }
+        (self.write)(dir)
     }
 }

@@ -21,10 +21,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::table_functions::Trained;
+use super::trained::Trained;
 use crate::error::{HearthError, Result};
 use crate::feature::StringIndexerModel;
 use crate::pipeline::PipelineModel;
+use crate::session::Session;
 use hearth_common::files::write_dir_whole;
 
 /// The file of an entry that describes it.
@@ -308,5 +309,20 @@ impl ModelCatalog {
         fs::rename(&dir, &retired).map_err(|e| persistence(&dir, e))?;
         fs::remove_dir_all(&retired).map_err(|e| persistence(&retired, e))?;
         Ok(true)
+    }
+}
+
+/// Where a session keeps its models unless told otherwise: `$HEARTH_MODELS`, else `models` in the working
+/// directory.
+pub fn default_models_dir() -> PathBuf {
+    std::env::var_os("HEARTH_MODELS").map_or_else(|| PathBuf::from("models"), PathBuf::from)
+}
+
+impl ModelCatalog {
+    /// The catalog `session` keeps (see [`SqlSessionExt::models`](super::SqlSessionExt::models)): the one
+    /// installed with it, else one over [`default_models_dir`].
+    pub fn of(session: &Session) -> Arc<ModelCatalog> {
+        let catalog = session.context().copied_config().get_extension::<ModelCatalog>();
+        catalog.unwrap_or_else(|| Arc::new(ModelCatalog::new(default_models_dir())))
     }
 }

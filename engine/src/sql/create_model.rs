@@ -14,13 +14,12 @@ use datafusion::logical_expr::{col, ident};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
-use super::SqlSessionExt;
-use super::catalog::{EVALUATION_FILE, ModelEntry, now_ms};
+use super::catalog::{EVALUATION_FILE, ModelCatalog, ModelEntry, now_ms};
 use super::hparams::{TrialValues, split_tuning, with_values};
 use super::kmeans::create_kmeans;
 use super::options::{ClassWeights, DataSplit, ModelOptions, ModelType};
 use super::parser::CreateModel;
-use super::table_functions::Trained;
+use super::trained::Trained;
 use super::transform::{TransformPlan, plan_transform};
 use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, check_objective, run_trials};
 use crate::error::{HearthError, Result};
@@ -118,7 +117,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         }
         None => Vec::new(),
     };
-    let catalog = session.models();
+    let catalog = ModelCatalog::of(session);
     if catalog.contains(&create.name) {
         if create.if_not_exists {
             return Ok(CreatedModel {
@@ -142,7 +141,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         }
     }
     let started = Instant::now();
-    let input = super::plan_query(session, &create.query).await?;
+    let input = super::rows::plan_query(session, &create.query).await?;
     if !options.model_type.is_network() {
         let tuning = tuning.as_ref().map(|tuning| (tuning, trials));
         return create_kmeans(session, create, &options, &input, tuning, started).await;

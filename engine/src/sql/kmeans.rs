@@ -23,16 +23,15 @@ use datafusion::prelude::DataFrame;
 use hearth_stats::clustering::DistanceMeasure;
 use serde::{Deserialize, Serialize};
 
-use super::SqlSessionExt;
-use super::catalog::{CatalogModel, ModelEntry, now_ms};
+use super::catalog::{CatalogModel, ModelCatalog, ModelEntry, now_ms};
 use super::create_model::{
     BestTrial, CreatedModel, FEATURES, NUMBERS, SCALED_NUMBERS, automatic_transform, invalid, kept_options, list_text,
     one_hot_column, write_json,
 };
 use super::hparams::{TrialValues, Tuning};
-use super::literal_rows;
 use super::options::ModelOptions;
 use super::parser::CreateModel;
+use super::rows::literal_rows;
 use super::transform::plan_transform;
 use super::trials::{Scoring, TRIALS_FILE, TrialInputs, metric_value, run_trials};
 use crate::clustering::{KMEANS_COST, KMeans, KMeansModel};
@@ -141,7 +140,7 @@ pub(super) async fn create_kmeans(
         }
     };
     let model = scored.pipeline;
-    let catalog = session.models();
+    let catalog = ModelCatalog::of(session);
     catalog.save(&entry, &model, create.or_replace, |dir| {
         write_json(&dir.join(TRAINING_FIGURES_FILE), &figures)?;
         match &tuned {

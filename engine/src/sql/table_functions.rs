@@ -23,73 +23,17 @@ use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, cast, iden
 use datafusion::prelude::DataFrame;
 
 use super::catalog::CatalogModel;
-use super::literal_rows;
+use super::rows::literal_rows;
+use super::trained::Trained;
 use crate::error::{HearthError, Result};
 use crate::evaluation::{Evaluation, evaluation_state, metric};
-use crate::pipeline::PipelineModel;
 use crate::stage::{Transformer, quoted_columns};
-use crate::train::{ClassificationModel, EpochStats, RegressionModel, TrainingSummary};
 
 fn failed(function: &str, model: &CatalogModel, message: impl std::fmt::Display) -> HearthError {
     HearthError::InvalidParam {
         stage: format!("ML.{function}(MODEL {})", model.entry.name),
         param: "rows",
         message: message.to_string(),
-    }
-}
-
-/// The trained network ending a pipeline: a classifier or a regressor, read the same way.
-#[derive(Clone, Copy)]
-pub enum Trained<'a> {
-    /// A classifier.
-    Classifier(&'a ClassificationModel),
-    /// A regressor.
-    Regressor(&'a RegressionModel),
-}
-
-impl<'a> Trained<'a> {
-    /// The network ending `pipeline`, if it ends with one.
-    pub fn of(pipeline: &'a PipelineModel) -> Option<Self> {
-        pipeline
-            .last_stage::<ClassificationModel>()
-            .map(Trained::Classifier)
-            .or_else(|| pipeline.last_stage::<RegressionModel>().map(Trained::Regressor))
-    }
-
-    /// Its training history, one entry per epoch.
-    pub fn history(self) -> &'a [EpochStats] {
-        match self {
-            Trained::Classifier(m) => m.history(),
-            Trained::Regressor(m) => m.history(),
-        }
-    }
-
-    pub(crate) fn summary(self) -> &'a TrainingSummary {
-        match self {
-            Trained::Classifier(m) => m.summary(),
-            Trained::Regressor(m) => m.summary(),
-        }
-    }
-
-    pub(crate) fn features_col(self) -> &'a str {
-        match self {
-            Trained::Classifier(m) => m.features_col(),
-            Trained::Regressor(m) => m.features_col(),
-        }
-    }
-
-    pub(crate) fn label_col(self) -> &'a str {
-        match self {
-            Trained::Classifier(m) => m.label_col(),
-            Trained::Regressor(m) => m.label_col(),
-        }
-    }
-
-    fn prediction_col(self) -> &'a str {
-        match self {
-            Trained::Classifier(m) => m.prediction_col(),
-            Trained::Regressor(m) => m.prediction_col(),
-        }
     }
 }
 

@@ -23,7 +23,7 @@ use crate::barrier::{BarrierOptions, check_slots};
 use crate::error::{HearthError, Result};
 use crate::master::SessionInfo;
 use crate::params::new_uid;
-use crate::pipeline::{PipelineStage, StageClass, load_serde_estimator};
+use crate::pipeline::{IntoPipelineStage, PipelineStage, StageClass, load_serde_estimator};
 use crate::stage::{Estimator, Stage, to_params};
 use crate::vector::vector_dim;
 
@@ -433,9 +433,9 @@ impl<A: Architecture, T: Task> Stage for Network<A, T> {
     }
 }
 
-impl<A: Architecture, T: Task> From<Network<A, T>> for PipelineStage {
-    fn from(stage: Network<A, T>) -> Self {
-        PipelineStage::estimator(stage)
+impl<A: Architecture, T: Task> IntoPipelineStage for Network<A, T> {
+    fn into_stage(self) -> PipelineStage {
+        PipelineStage::estimator(self)
     }
 }
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::fit::TrainingSummary;
 use super::trained::{TrainedNetwork, persistence};
 use crate::error::{HearthError, Result};
-use crate::pipeline::{MlWriter, PipelineStage, StageClass};
+use crate::pipeline::{IntoPipelineStage, MlWriter, PipelineStage, StageClass};
 use crate::stage::{Stage, Transformer, to_params};
 
 /// The columns every fitted network reads or adds (pyspark.ml's param names).
@@ -246,9 +246,9 @@ impl<O: Outputs> Stage for NetworkModel<O> {
     }
 }
 
-impl<O: Outputs> From<NetworkModel<O>> for PipelineStage {
-    fn from(stage: NetworkModel<O>) -> Self {
-        PipelineStage::transformer(stage)
+impl<O: Outputs> IntoPipelineStage for NetworkModel<O> {
+    fn into_stage(self) -> PipelineStage {
+        PipelineStage::transformer(self)
     }
 }
 

@@ -14,11 +14,10 @@ use datafusion::common::ScalarValue;
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::{Expr, LogicalPlan, cast, ident, lit, when};
-use datafusion::prelude::{CsvReadOptions, DataFrame, ParquetReadOptions};
+use datafusion::prelude::{CsvReadOptions, DataFrame, ParquetReadOptions, SessionContext};
 
 use crate::error::{HearthError, Result};
 use crate::master::Master;
-use crate::session::Session;
 pub(crate) use located_table::LocatedCsvFactory;
 use located_table::{CsvFiles, LocatedCsvTable};
 
@@ -199,20 +198,20 @@ fn as_strings(schema: &Schema) -> Schema {
 }
 
 /// The location DataFusion reads for `path`: a local path that exists, or an object store's URL, its store
-/// registered with `session` (see `object_stores`).
-fn path_str<'p>(session: &Session, path: &'p Path) -> Result<&'p str> {
+/// registered with `ctx` (see `object_stores`).
+fn path_str<'p>(ctx: &SessionContext, master: &Master, path: &'p Path) -> Result<&'p str> {
     if let Some(location) = path.to_str().filter(|location| object_stores::is_remote(location)) {
         let refused = |message: String| HearthError::Persistence {
             path: path.to_path_buf(),
             message,
         };
-        if !matches!(session.master(), Master::Local { .. }) {
+        if !matches!(master, Master::Local { .. }) {
             return Err(refused(
                 "an object store's files are read on local[N] sessions; a fleet's executors read paths they see"
                     .to_string(),
             ));
         }
-        object_stores::register(session.context(), location).map_err(refused)?;
+        object_stores::register(ctx, location).map_err(refused)?;
         return Ok(location);
     }
     if !path.exists() {
@@ -227,20 +226,21 @@ fn path_str<'p>(session: &Session, path: &'p Path) -> Result<&'p str> {
     })
 }
 
-impl Session {
-    /// Reads a CSV file, or a directory of them: a local path, or on a `local[N]` session an object store's
-    /// URL (`s3://bucket/key.csv`, `gs://…`, `az://…`, `https://…`; credentials from the store's environment
-    /// variables, such as `AWS_ACCESS_KEY_ID`).
-    ///
-    /// ```no_run
-    /// # async fn demo() -> hearth_exec::error::Result<()> {
-    /// use hearth_exec::{read::CsvOptions, session::Session};
-    /// let df = Session::local(2).read_csv("datasets/german_credit/credit-g.csv", &CsvOptions::new()).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn read_csv(&self, path: impl AsRef<Path>, options: &CsvOptions) -> Result<DataFrame> {
-        let path = path.as_ref();
-        let location = path_str(self, path)?;
+/// Reads files for a session: through its context, on its master (object stores are read on `local[N]` only).
+pub(crate) struct Reader<'a> {
+    ctx: &'a SessionContext,
+    master: &'a Master,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader for the session of `ctx` on `master`.
+    pub(crate) fn new(ctx: &'a SessionContext, master: &'a Master) -> Self {
+        Self { ctx, master }
+    }
+
+    /// Reads a CSV file, or a directory of them.
+    pub(crate) async fn read_csv(&self, path: &Path, options: &CsvOptions) -> Result<DataFrame> {
+        let location = path_str(self.ctx, self.master, path)?;
         let extension = extension_of(path, ".csv");
         let read = options.datafusion_options(location, &extension);
         let csv = Arc::new(CsvFiles {
@@ -295,8 +295,8 @@ impl Session {
     /// DataFusion's CSV scan of `path`; on an embedded session its read errors name the file and line (a
     /// fleet's plans carry DataFusion's own table).
     async fn scan_csv(&self, path: &Path, read: CsvReadOptions<'_>, csv: &Arc<CsvFiles>) -> Result<DataFrame> {
-        let location = path_str(self, path)?;
-        let df = match self.context().read_csv(location, read).await {
+        let location = path_str(self.ctx, self.master, path)?;
+        let df = match self.ctx.read_csv(location, read).await {
             Ok(df) => df,
             Err(e) if object_stores::is_remote(location) => return Err(remote_error(path, e)),
             Err(e) => return Err(csv.located(e).into()),
@@ -311,7 +311,7 @@ impl Session {
                 },
             });
         }
-        let (Master::Local { .. }, LogicalPlan::TableScan(scan)) = (self.master(), df.logical_plan()) else {
+        let (Master::Local { .. }, LogicalPlan::TableScan(scan)) = (self.master, df.logical_plan()) else {
             return Ok(df);
         };
         if object_stores::is_remote(location) {
@@ -321,17 +321,15 @@ impl Session {
             inner: source_as_provider(&scan.source)?,
             files: Arc::clone(csv),
         };
-        Ok(self.context().read_table(Arc::new(table))?)
+        Ok(self.ctx.read_table(Arc::new(table))?)
     }
 
-    /// Reads a Parquet file, or a directory of them: a local path or an object store's URL, as
-    /// [`read_csv`](Self::read_csv) reads.
-    pub async fn read_parquet(&self, path: impl AsRef<Path>) -> Result<DataFrame> {
-        let path = path.as_ref();
-        let location = path_str(self, path)?;
+    /// Reads a Parquet file, or a directory of them.
+    pub(crate) async fn read_parquet(&self, path: &Path) -> Result<DataFrame> {
+        let location = path_str(self.ctx, self.master, path)?;
         let extension = extension_of(path, ".parquet");
         let options = ParquetReadOptions::default().file_extension(&extension);
-        match self.context().read_parquet(location, options).await {
+        match self.ctx.read_parquet(location, options).await {
             Err(e) if object_stores::is_remote(location) => Err(remote_error(path, e)),
             read => Ok(read?),
         }

@@ -1,0 +1,58 @@
+//! Running DataFusion's statements for the SQL front end, and plans of literal rows.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::Schema;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
+use datafusion::prelude::DataFrame;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{Query, Statement as SqlStatement};
+
+use crate::error::Result;
+use crate::session::Session;
+
+/// Plans and runs one of DataFusion's statements in `session`.
+pub(super) async fn run_statement(session: &Session, statement: DFStatement) -> Result<DataFrame> {
+    let ctx = session.context();
+    let plan = ctx.state().statement_to_plan(statement).await?;
+    Ok(ctx.execute_logical_plan(plan).await?)
+}
+
+/// The rows of a query parsed from SQL.
+pub(crate) async fn plan_query(session: &Session, query: &Query) -> Result<DataFrame> {
+    let statement = DFStatement::Statement(Box::new(SqlStatement::Query(Box::new(query.clone()))));
+    run_statement(session, statement).await
+}
+
+/// A data frame of literal rows.
+pub(super) fn literal_frame(session: &Session, (schema, rows): (Schema, Vec<Vec<ScalarValue>>)) -> Result<DataFrame> {
+    let plan = literal_rows(schema, rows)?;
+    Ok(DataFrame::new(session.context().state(), plan))
+}
+
+/// A plan of literal rows: `schema`'s columns, `rows` of values in that order.
+pub(crate) fn literal_rows(schema: Schema, rows: Vec<Vec<ScalarValue>>) -> Result<LogicalPlan> {
+    use datafusion::common::{Column, DFSchema};
+    use datafusion::logical_expr::{EmptyRelation, Expr};
+
+    if rows.is_empty() {
+        return Ok(LogicalPlan::EmptyRelation(EmptyRelation {
+            produce_one_row: false,
+            schema: Arc::new(DFSchema::try_from(schema)?),
+        }));
+    }
+    let exprs: Vec<Vec<Expr>> = rows
+        .into_iter()
+        .map(|row| row.into_iter().map(|v| Expr::Literal(v, None)).collect())
+        .collect();
+    let plan = LogicalPlanBuilder::values(exprs)?.build()?;
+    let renamed: Vec<Expr> = plan
+        .schema()
+        .columns()
+        .into_iter()
+        .zip(schema.fields())
+        .map(|(column, field)| Expr::Column(Column::from_name(column.name)).alias(field.name()))
+        .collect();
+    Ok(LogicalPlanBuilder::from(plan).project(renamed)?.build()?)
+}

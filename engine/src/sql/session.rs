@@ -1,0 +1,158 @@
+//! `session.sql(…)`: hearth's SQL on a [`Session`], and the rows its statements answer.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::ScalarValue;
+use datafusion::prelude::DataFrame;
+use datafusion::sql::parser::Statement as DFStatement;
+
+use super::catalog::{ModelCatalog, ModelEntry};
+use super::create_model::{CreatedModel, create_model};
+use super::install::with_catalog;
+use super::parser::{Statement, parse_statements};
+use super::rows::{literal_frame, run_statement};
+use crate::error::{HearthError, Result};
+use crate::session::Session;
+
+/// hearth's SQL on a [`Session`]: BigQuery ML's statements beside DataFusion's, over the session's model
+/// catalog. In `hearth_engine::prelude`.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use hearth_engine::session::Session;
+/// use hearth_engine::sql::SqlSessionExt;
+///
+/// let models = std::env::temp_dir().join(format!("hearth-doc-sql-ext-{}", std::process::id()));
+/// let session = Session::local(1).with_models(&models);
+/// assert_eq!(session.models().dir(), models.as_path());
+/// assert_eq!(session.sql("SHOW MODELS").await.unwrap().count().await.unwrap(), 0);
+/// # });
+/// ```
+pub trait SqlSessionExt: Sized {
+    /// The catalog `CREATE MODEL` saves to and `ML.` functions read from.
+    fn models(&self) -> Arc<ModelCatalog>;
+
+    /// The session with its models kept in `dir`.
+    fn with_models(self, dir: impl Into<PathBuf>) -> Self;
+
+    /// Runs one SQL statement — a query (hearth's `ml_*` and `ML.` functions included), DataFusion's DDL,
+    /// or `CREATE MODEL`, `DROP MODEL`, `SHOW MODELS` — and returns its rows as a data frame. Queries are
+    /// lazy; everything else has run when this returns.
+    fn sql(&self, sql: &str) -> impl Future<Output = Result<DataFrame>> + Send;
+
+    /// Runs a parsed statement (see [`parse_statements`]).
+    fn execute(&self, statement: &Statement) -> impl Future<Output = Result<DataFrame>> + Send;
+}
+
+impl SqlSessionExt for Session {
+    fn models(&self) -> Arc<ModelCatalog> {
+        ModelCatalog::of(self)
+    }
+
+    fn with_models(self, dir: impl Into<PathBuf>) -> Self {
+        let state = with_catalog(self.context().state(), ModelCatalog::new(dir));
+        self.with_state(state)
+    }
+
+    async fn sql(&self, sql: &str) -> Result<DataFrame> {
+        let mut statements = parse_statements(sql)?;
+        if statements.len() != 1 {
+            return Err(HearthError::InvalidParam {
+                stage: "Session::sql".to_string(),
+                param: "sql",
+                message: format!(
+                    "expected one statement, got {}; run a script with parse_statements and Session::execute",
+                    statements.len()
+                ),
+            });
+        }
+        self.execute(&statements.remove(0)).await
+    }
+
+    async fn execute(&self, statement: &Statement) -> Result<DataFrame> {
+        match statement {
+            Statement::CreateModel(create) => {
+                let created = create_model(self, create).await?;
+                literal_frame(self, created_rows(&created))
+            }
+            Statement::DropModel { name, if_exists } => {
+                let models = self.models();
+                if !models.drop_model(name)? && !*if_exists {
+                    return Err(HearthError::Persistence {
+                        path: models.dir().to_path_buf(),
+                        message: format!("no model named {name:?} to drop; DROP MODEL IF EXISTS ignores that"),
+                    });
+                }
+                literal_frame(self, empty_rows())
+            }
+            Statement::ShowModels => literal_frame(self, model_rows(&self.models().list()?)),
+            Statement::Sql(statement) => run_statement(self, DFStatement::clone(statement)).await,
+        }
+    }
+}
+
+fn empty_rows() -> (Schema, Vec<Vec<ScalarValue>>) {
+    (Schema::empty(), Vec::new())
+}
+
+/// What `CREATE MODEL` prints.
+fn created_rows(created: &CreatedModel) -> (Schema, Vec<Vec<ScalarValue>>) {
+    let schema = Schema::new(vec![
+        Field::new("model", DataType::Utf8, false),
+        Field::new("status", DataType::Utf8, false),
+        Field::new("training_rows", DataType::UInt64, true),
+        Field::new("evaluation_rows", DataType::UInt64, true),
+        Field::new("loss", DataType::Float64, true),
+        Field::new("seconds", DataType::Float64, true),
+        Field::new("attempts", DataType::UInt64, true),
+        Field::new("path", DataType::Utf8, false),
+    ]);
+    let entry = created.entry.as_ref();
+    let row = vec![
+        ScalarValue::from(created.name.as_str()),
+        ScalarValue::from(match (&created.best_trial, created.trained) {
+            (Some(best), _) => format!(
+                "trained: trial {} of {} kept ({} {:.4})",
+                best.trial_id, best.trials, best.objective, best.value
+            ),
+            (None, true) => "trained".to_string(),
+            (None, false) => "exists; not replaced".to_string(),
+        }),
+        ScalarValue::UInt64(entry.map(|e| e.training_rows)),
+        ScalarValue::UInt64(entry.map(|e| e.evaluation_rows)),
+        ScalarValue::Float64(created.loss),
+        ScalarValue::Float64(entry.map(|e| e.training_seconds)),
+        ScalarValue::UInt64(created.attempts.map(|n| n as u64)),
+        ScalarValue::from(created.path.display().to_string()),
+    ];
+    (schema, vec![row])
+}
+
+/// What `SHOW MODELS` prints.
+fn model_rows(entries: &[ModelEntry]) -> (Schema, Vec<Vec<ScalarValue>>) {
+    let schema = Schema::new(vec![
+        Field::new("model", DataType::Utf8, false),
+        Field::new("model_type", DataType::Utf8, false),
+        Field::new("label", DataType::Utf8, false),
+        Field::new("training_rows", DataType::UInt64, false),
+        Field::new("evaluation_rows", DataType::UInt64, false),
+        Field::new("created_ms", DataType::UInt64, false),
+    ]);
+    let rows = entries
+        .iter()
+        .map(|e| {
+            vec![
+                ScalarValue::from(e.name.as_str()),
+                ScalarValue::from(e.model_type.as_str()),
+                ScalarValue::from(e.label.as_str()),
+                ScalarValue::UInt64(Some(e.training_rows)),
+                ScalarValue::UInt64(Some(e.evaluation_rows)),
+                ScalarValue::UInt64(Some(e.created_ms)),
+            ]
+        })
+        .collect();
+    (schema, rows)
+}
