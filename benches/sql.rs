@@ -10,8 +10,8 @@
 use std::time::{Duration, Instant};
 
 use hearth::datasets::german_credit;
-use hearth::engine::sql::{Statement, parse_statements, plan_transform};
 use hearth::prelude::*;
+use hearth::sql::{Statement, parse_statements, plan_transform};
 use prettytable::{Table, row};
 
 /// Alternated rounds of each job.

@@ -25,6 +25,7 @@
 
 pub use hearth_display as display;
 pub use hearth_engine as engine;
+pub use hearth_sql as sql;
 
 /// hearth's libtorch side and the crates under it, under one name: the trainer and models
 /// (`hearth-torch`), the collectives (`hearth-collective`) and the statistics (`hearth-stats`).
@@ -40,6 +41,7 @@ pub mod datasets;
 pub mod prelude {
     pub use hearth_display::{CatalogPlots, FrameDisplay, Metrics, PreviewExt, Rich, SessionView, TrainingCurves};
     pub use hearth_engine::prelude::*;
+    pub use hearth_sql::SqlSessionExt;
 }
 
 /// The README's Rust examples, compiled and run as doctests so the README stays true.

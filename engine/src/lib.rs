@@ -28,6 +28,7 @@
 //!
 //! let session = Session::new("local[2]").unwrap();
 //! let df = session
+//!     .context()
 //!     .sql("SELECT * FROM (VALUES ('x', 1.0, 0.0), ('y', 3.0, 1.0), ('x', 2.0, 0.0)) AS t(c, v, label)")
 //!     .await
 //!     .unwrap();
@@ -57,7 +58,6 @@ pub mod feature;
 pub mod functions;
 pub mod horovod_runner;
 pub mod pipeline;
-pub mod sql;
 pub mod stage;
 pub mod train;
 pub mod tuning;
@@ -82,7 +82,6 @@ pub mod prelude {
     pub use crate::polars::{FromPolars, ToPolars};
     pub use crate::read::CsvOptions;
     pub use crate::session::Session;
-    pub use crate::sql::SqlSessionExt;
     pub use crate::stage::{Estimator, Stage, Transformer};
     pub use crate::train::{
         ClassificationModel, LinearClassifier, MlpClassifier, ProgressSessionExt, SequentialClassifier, TrainingSummary,

@@ -7,7 +7,7 @@
 //! use hearth_engine::prelude::*;
 //!
 //! let session = Session::local(1);
-//! let df = session.sql("SELECT * FROM (VALUES ('b'), ('a'), ('b')) AS t(x)").await.unwrap();
+//! let df = session.context().sql("SELECT * FROM (VALUES ('b'), ('a'), ('b')) AS t(x)").await.unwrap();
 //! let indexer = StringIndexer::new().input_col("x").output_col("i");
 //! let model = indexer.fit(&df).await.unwrap();            // Estimator::fit
 //! assert_eq!(model.class(), "StringIndexerModel");       // Stage
@@ -103,7 +103,7 @@ pub(crate) fn input_field<'a>(stage: &str, df: &'a DataFrame, column: &str) -> R
 }
 
 /// `df`'s column names, quoted and separated by commas, for messages.
-pub(crate) fn quoted_columns(df: &DataFrame) -> String {
+pub fn quoted_columns(df: &DataFrame) -> String {
     df.schema()
         .fields()
         .iter()

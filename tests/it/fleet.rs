@@ -323,7 +323,7 @@ async fn two_barrier_jobs_that_each_need_the_whole_fleet_both_finish() {
 /// areaUnderROC.
 async fn sql_main_job(session: &Session) -> [f64; 3] {
     let script = std::fs::read_to_string(german_credit::sql_path()).unwrap();
-    let statements = hearth::engine::sql::parse_statements(&script).unwrap();
+    let statements = hearth::sql::parse_statements(&script).unwrap();
     let mut last = Vec::new();
     for statement in &statements[..4] {
         last = session.execute(statement).await.unwrap().collect().await.unwrap();

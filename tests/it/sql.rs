@@ -8,8 +8,8 @@ use std::path::Path;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Float64Type, Int64Type, UInt64Type};
 use hearth::datasets::german_credit;
-use hearth::engine::sql::{ModelCatalog, parse_statements};
 use hearth::prelude::*;
+use hearth::sql::{ModelCatalog, parse_statements};
 
 /// Runs every statement of `script` and returns the last one's rows.
 pub async fn run_script(session: &Session, script: &str) -> Result<Vec<RecordBatch>> {

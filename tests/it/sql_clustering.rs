@@ -7,8 +7,8 @@
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
-use hearth::engine::sql::ModelCatalog;
 use hearth::prelude::*;
+use hearth::sql::ModelCatalog;
 
 use crate::sql::run_script;
 

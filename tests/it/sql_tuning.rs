@@ -4,7 +4,7 @@
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Float64Type, Int64Type};
-use hearth::engine::sql::{ModelCatalog, SqlSessionExt};
+use hearth::sql::{ModelCatalog, SqlSessionExt};
 
 use crate::sql::{credit_session, run_script};
 

@@ -10,9 +10,9 @@ use super::Metrics;
 use super::plot::{Svg, training_curves};
 use hearth_engine::error::Result;
 use hearth_engine::session::Session;
-use hearth_engine::sql::{CatalogModel, Trained, held_out_rows};
 use hearth_engine::stage::Transformer;
 use hearth_engine::train::ClassificationModel;
+use hearth_sql::{CatalogModel, Trained, held_out_rows};
 
 /// The plots of a model in the catalog: what `hearth sql --plots DIR` saves.
 #[allow(async_fn_in_trait)]
@@ -26,7 +26,7 @@ pub trait CatalogPlots {
     ///
     /// ```no_run
     /// use hearth_display::CatalogPlots;
-    /// use hearth_engine::sql::SqlSessionExt;
+    /// use hearth_sql::SqlSessionExt;
     /// # async fn show(session: &hearth_engine::session::Session) -> hearth_engine::error::Result<()> {
     /// let model = session.models().get("credit_risk")?;
     /// for file in model.save_plots(session, "plots").await? {

@@ -56,7 +56,7 @@ pub(crate) static KMEANS_ASSIGN: LazyLock<Arc<ScalarUDF>> =
     LazyLock::new(|| Arc::new(ScalarUDF::from(KMeansRowUdf::new(PerRow::Assign))));
 
 /// `ml_kmeans_cost`, built once.
-pub(crate) static KMEANS_COST: LazyLock<Arc<ScalarUDF>> =
+pub static KMEANS_COST: LazyLock<Arc<ScalarUDF>> =
     LazyLock::new(|| Arc::new(ScalarUDF::from(KMeansRowUdf::new(PerRow::Cost))));
 
 /// `ml_kmeans_sums`, built once.

@@ -9,6 +9,7 @@
 //!
 //! let session = Session::local(2);
 //! let df = session
+//!     .context()
 //!     .sql("SELECT * FROM (VALUES (0.0, 0.0), (0.0, 1.0), (9.0, 9.0), (9.0, 10.0)) AS t(x, y)")
 //!     .await
 //!     .unwrap();
@@ -31,7 +32,8 @@ pub(crate) mod functions;
 mod init;
 mod model;
 
-pub(crate) use functions::{KMEANS_ASSIGN, KMEANS_COST, KMEANS_SUMS};
+pub use functions::KMEANS_COST;
+pub(crate) use functions::{KMEANS_ASSIGN, KMEANS_SUMS};
 pub use functions::{KMeansRowUdf, KMeansSumsUdaf, PerRow};
 pub use model::{KMeansModel, KMeansSummary};
 

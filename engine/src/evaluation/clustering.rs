@@ -41,6 +41,7 @@ const SCORE: &str = "ml_silhouette";
 /// use hearth_engine::prelude::*;
 /// let session = Session::local(2);
 /// let df = session
+///     .context()
 ///     .sql("SELECT * FROM (VALUES (0.0, 0.0, 1), (0.0, 1.0, 1), (5.0, 5.0, 0), (5.0, 6.0, 0)) AS t(x, y, label)")
 ///     .await
 ///     .unwrap();

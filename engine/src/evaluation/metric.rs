@@ -43,7 +43,7 @@ impl Default for MetricUdf {
 pub(crate) static METRIC: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(MetricUdf::default())));
 
 /// `ml_metric(evaluation, state, metric)` as an expression.
-pub(crate) fn metric(evaluation: &str, state: Expr, name: &str) -> Expr {
+pub fn metric(evaluation: &str, state: Expr, name: &str) -> Expr {
     METRIC.call(vec![lit(evaluation), state, lit(name)])
 }
 

@@ -5,10 +5,10 @@
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use hearth_engine::evaluation::MulticlassClassificationEvaluator;
 //! use hearth_engine::session::Session;
-//! use hearth_engine::sql::SqlSessionExt;
 //!
 //! let session = Session::local(2);
 //! let scored = session
+//!     .context()
 //!     .sql("SELECT * FROM (VALUES (0.0, 0.0), (0.0, 1.0), (1.0, 1.0), (1.0, 1.0)) AS t(label, prediction)")
 //!     .await
 //!     .unwrap();
@@ -28,9 +28,11 @@ mod state;
 
 pub use clustering::{ClusteringEvaluator, SilhouetteStatsUdaf, SilhouetteUdf};
 pub(crate) use clustering::{SILHOUETTE, SILHOUETTE_STATS};
+pub(crate) use metric::METRIC;
 pub use metric::MetricUdf;
-pub(crate) use metric::{METRIC, metric};
-pub(crate) use state::{EVALUATION_STATES, evaluation_state};
+pub use metric::metric;
+pub(crate) use state::EVALUATION_STATES;
+pub use state::evaluation_state;
 pub use state::{Evaluation, EvaluationStateUdaf};
 
 use crate::error::{HearthError, Result};

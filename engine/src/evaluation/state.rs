@@ -82,7 +82,7 @@ pub(crate) static EVALUATION_STATES: LazyLock<[Arc<AggregateUDF>; 4]> = LazyLock
 });
 
 /// The evaluation aggregate `ml_*_state(args...)`.
-pub(crate) fn evaluation_state(evaluation: Evaluation, args: Vec<Expr>) -> Expr {
+pub fn evaluation_state(evaluation: Evaluation, args: Vec<Expr>) -> Expr {
     let index = match evaluation {
         Evaluation::Multiclass => 0,
         Evaluation::Binary => 1,

@@ -24,7 +24,7 @@ pub struct SqlColumn {
 /// use hearth_engine::prelude::*;
 /// use hearth_engine::feature::SqlColumns;
 /// let session = Session::local(1);
-/// let df = session.sql("SELECT * FROM (VALUES (1.0, 2.0)) AS t(a, b)").await.unwrap();
+/// let df = session.context().sql("SELECT * FROM (VALUES (1.0, 2.0)) AS t(a, b)").await.unwrap();
 /// let out = SqlColumns::new().column("ratio", "a / b").transform(&df).unwrap();
 /// assert_eq!(out.schema().field_with_unqualified_name("ratio").unwrap().name(), "ratio");
 /// # });

@@ -59,7 +59,7 @@ pub(crate) fn reads_files(plan: &LogicalPlan) -> bool {
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_engine::prelude::*;
 /// let session = Session::local(2);
-/// let df = session.sql("SELECT * FROM (VALUES ('a', 1.0), ('b', 2.0), ('a', 4.0)) AS t(c, x)").await.unwrap();
+/// let df = session.context().sql("SELECT * FROM (VALUES ('a', 1.0), ('b', 2.0), ('a', 4.0)) AS t(c, x)").await.unwrap();
 /// let pipeline = Pipeline::new()
 ///     .stage(StringIndexer::new().input_col("c").output_col("c_idx"))
 ///     .stage(OneHotEncoder::new().input_col("c_idx").output_col("c_vec"))

@@ -58,7 +58,7 @@ impl<'a> MlWriter<'a> {
 
     /// Writes the files into `dir`, an empty directory that a caller moves into place itself (the model
     /// catalog, whose entries hold more files beside them).
-    pub(crate) fn write_into(&self, dir: &Path) -> Result<()> {
+    pub fn write_into(&self, dir: &Path) -> Result<()> {
         (self.write)(dir)
     }
 }

@@ -15,6 +15,7 @@
 //!
 //! let session = Session::local(2);
 //! let df = session
+//!     .context()
 //!     .sql("SELECT ml_vector_assemble('error', x) AS features, CAST(x > 50 AS DOUBLE) AS label FROM generate_series(1, 100) AS t(x)")
 //!     .await
 //!     .unwrap();

@@ -252,7 +252,7 @@ async fn cached(df: &DataFrame) -> Result<DataFrame> {
 ///
 /// let session = Session::local(2);
 /// // Three groups of distinct values: around 0, 10 and 20.
-/// let df = session.sql("SELECT CAST(x % 3 AS DOUBLE) * 10 + x * 0.01 AS v FROM generate_series(1, 60) AS t(x)").await.unwrap();
+/// let df = session.context().sql("SELECT CAST(x % 3 AS DOUBLE) * 10 + x * 0.01 AS v FROM generate_series(1, 60) AS t(x)").await.unwrap();
 /// let df = VectorAssembler::new().input_cols(["v"]).output_col("features").transform(&df).unwrap();
 /// let grid = ParamGridBuilder::new().add_grid("k", [2, 3]).build().unwrap();
 /// let tuned = TrainValidationSplit::new(KMeans::new(), grid, ClusteringEvaluator::new())

@@ -31,9 +31,9 @@ use crate::stage::{
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::{feature::OneHotEncoder, session::Session, sql::SqlSessionExt, stage::Estimator};
+/// use hearth_engine::{feature::OneHotEncoder, session::Session, stage::Estimator};
 /// let session = Session::local(1);
-/// let df = session.sql("SELECT * FROM (VALUES (0.0), (2.0), (1.0)) AS t(i)").await.unwrap();
+/// let df = session.context().sql("SELECT * FROM (VALUES (0.0), (2.0), (1.0)) AS t(i)").await.unwrap();
 /// let model = OneHotEncoder::new().input_col("i").output_col("v").fit(&df).await.unwrap();
 /// assert_eq!(model.category_sizes(), [3]);
 /// # });
@@ -165,13 +165,13 @@ impl OneHotEncoder {
 
 impl OneHotEncoder {
     /// The input and output columns.
-    pub(crate) fn columns(&self) -> (&[String], &[String]) {
+    pub fn columns(&self) -> (&[String], &[String]) {
         (&self.input_cols, &self.output_cols)
     }
 
     /// Takes `other`'s columns into this encoder when both encode alike (the same `drop_last` and
     /// `handle_invalid`).
-    pub(crate) fn absorb(&mut self, other: &OneHotEncoder) -> bool {
+    pub fn absorb(&mut self, other: &OneHotEncoder) -> bool {
         let alike = self.drop_last == other.drop_last && self.handle_invalid == other.handle_invalid;
         if alike {
             self.input_cols.extend(other.input_cols.iter().cloned());

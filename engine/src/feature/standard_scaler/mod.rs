@@ -28,9 +28,9 @@ use crate::vector::vector_dim;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::{feature::{StandardScaler, VectorAssembler}, session::Session, sql::SqlSessionExt, stage::{Estimator, Transformer}};
+/// use hearth_engine::{feature::{StandardScaler, VectorAssembler}, session::Session, stage::{Estimator, Transformer}};
 /// let session = Session::local(1);
-/// let df = session.sql("SELECT * FROM (VALUES (1.0), (2.0), (3.0), (4.0)) AS t(x)").await.unwrap();
+/// let df = session.context().sql("SELECT * FROM (VALUES (1.0), (2.0), (3.0), (4.0)) AS t(x)").await.unwrap();
 /// let df = VectorAssembler::new().input_cols(["x"]).output_col("v").transform(&df).unwrap();
 /// let model = StandardScaler::new().input_col("v").output_col("scaled").fit(&df).await.unwrap();
 /// assert!((model.std()[0] - (5.0_f64 / 3.0).sqrt()).abs() < 1e-12);
@@ -84,7 +84,7 @@ impl StandardScaler {
     }
 
     /// The input and output columns.
-    pub(crate) fn columns(&self) -> (&str, &str) {
+    pub fn columns(&self) -> (&str, &str) {
         (&self.input_col, &self.output_col)
     }
 

@@ -38,9 +38,9 @@ use crate::udf::args::string_list_literal;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::{feature::StringIndexer, session::Session, sql::SqlSessionExt, stage::Estimator};
+/// use hearth_engine::{feature::StringIndexer, session::Session, stage::Estimator};
 /// let session = Session::local(1);
-/// let df = session.sql("SELECT * FROM (VALUES ('b'), ('a'), ('b'), ('a'), ('c')) AS t(x)").await.unwrap();
+/// let df = session.context().sql("SELECT * FROM (VALUES ('b'), ('a'), ('b'), ('a'), ('c')) AS t(x)").await.unwrap();
 /// let model = StringIndexer::new().input_col("x").output_col("i").fit(&df).await.unwrap();
 /// assert_eq!(model.labels()[0], ["a", "b", "c"]);
 /// # });
@@ -90,13 +90,13 @@ impl StringIndexer {
 
 impl StringIndexer {
     /// The input and output columns.
-    pub(crate) fn columns(&self) -> (&[String], &[String]) {
+    pub fn columns(&self) -> (&[String], &[String]) {
         (&self.input_cols, &self.output_cols)
     }
 
     /// Takes `other`'s columns into this indexer when both index alike (the same `handle_invalid` and order):
     /// one multi-column indexer fits in one query what two would fit in two, with the same labels.
-    pub(crate) fn absorb(&mut self, other: &StringIndexer) -> bool {
+    pub fn absorb(&mut self, other: &StringIndexer) -> bool {
         let alike = self.handle_invalid == other.handle_invalid && self.string_order_type == other.string_order_type;
         if alike {
             self.input_cols.extend(other.input_cols.iter().cloned());

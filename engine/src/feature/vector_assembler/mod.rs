@@ -24,9 +24,9 @@ use crate::vector::vector_dim;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::{feature::VectorAssembler, session::Session, sql::SqlSessionExt, stage::Transformer};
+/// use hearth_engine::{feature::VectorAssembler, session::Session, stage::Transformer};
 /// let session = Session::local(1);
-/// let df = session.sql("SELECT 1 AS a, 2.5 AS b, true AS c").await.unwrap();
+/// let df = session.context().sql("SELECT 1 AS a, 2.5 AS b, true AS c").await.unwrap();
 /// let assembled = VectorAssembler::new().input_cols(["a", "b", "c"]).output_col("features").transform(&df).unwrap();
 /// assert!(assembled.schema().field_with_unqualified_name("features").is_ok());
 /// # });

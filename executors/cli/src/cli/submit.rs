@@ -11,7 +11,7 @@ use std::process::Command;
 use clap::{Args, ValueEnum};
 use hearth_engine::ballista::{FleetAccess, SchedulerRest};
 use hearth_engine::session::APP_NAME_ENV;
-use hearth_engine::sql::parse_statements;
+use hearth_sql::parse_statements;
 
 use super::CommandResult;
 use super::fleet_record::fleet_master;

@@ -23,12 +23,12 @@ use datafusion::sql::sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, Value,
 };
 
-use crate::error::{HearthError, Result};
-use crate::feature::{OneHotEncoder, SqlColumns, StandardScaler, StringIndexer, VectorAssembler};
-use crate::params::{HandleInvalid, StringOrderType};
-use crate::pipeline::PipelineStage;
-use crate::stage::quoted_columns;
-use crate::vector::vector_dim;
+use hearth_engine::error::{HearthError, Result};
+use hearth_engine::feature::{OneHotEncoder, SqlColumns, StandardScaler, StringIndexer, VectorAssembler};
+use hearth_engine::params::{HandleInvalid, StringOrderType};
+use hearth_engine::pipeline::PipelineStage;
+use hearth_engine::stage::quoted_columns;
+use hearth_engine::vector::vector_dim;
 
 /// The stages of a TRANSFORM clause and the columns it outputs, in order.
 #[derive(Debug)]

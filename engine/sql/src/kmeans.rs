@@ -34,13 +34,13 @@ use super::parser::CreateModel;
 use super::rows::literal_rows;
 use super::transform::plan_transform;
 use super::trials::{Scoring, TRIALS_FILE, TrialInputs, metric_value, run_trials};
-use crate::clustering::{KMEANS_COST, KMeans, KMeansModel};
-use crate::error::{HearthError, Result};
-use crate::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel, VectorAssembler};
-use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
-use crate::session::Session;
-use crate::stage::{Estimator, Transformer};
-use crate::udf::args::f64_list_literal;
+use hearth_engine::clustering::{KMEANS_COST, KMeans, KMeansModel};
+use hearth_engine::error::{HearthError, Result};
+use hearth_engine::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel, VectorAssembler};
+use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
+use hearth_engine::session::Session;
+use hearth_engine::stage::{Estimator, Transformer};
+use hearth_exec::udf::args::f64_list_literal;
 
 /// The column the fitted pipeline writes each row's cluster (0-based) to.
 const CLUSTER: &str = "__cluster";

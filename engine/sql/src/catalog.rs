@@ -22,11 +22,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::trained::Trained;
-use crate::error::{HearthError, Result};
-use crate::feature::StringIndexerModel;
-use crate::pipeline::PipelineModel;
-use crate::session::Session;
 use hearth_common::files::write_dir_whole;
+use hearth_engine::error::{HearthError, Result};
+use hearth_engine::feature::StringIndexerModel;
+use hearth_engine::pipeline::PipelineModel;
+use hearth_engine::session::Session;
 
 /// The file of an entry that describes it.
 pub const ENTRY_FILE: &str = "catalog.json";
@@ -99,7 +99,7 @@ impl CatalogModel {
 /// A directory of models, one folder each.
 ///
 /// ```
-/// use hearth_engine::sql::ModelCatalog;
+/// use hearth_sql::ModelCatalog;
 /// let dir = std::env::temp_dir().join(format!("hearth-doc-catalog-{}", std::process::id()));
 /// let catalog = ModelCatalog::new(&dir);
 /// assert!(catalog.list().unwrap().is_empty());
@@ -319,7 +319,7 @@ pub fn default_models_dir() -> PathBuf {
 }
 
 impl ModelCatalog {
-    /// The catalog `session` keeps (see [`SqlSessionExt::models`](super::SqlSessionExt::models)): the one
+    /// The catalog `session` keeps (see [`SqlSessionExt::models`](crate::SqlSessionExt::models)): the one
     /// installed with it, else one over [`default_models_dir`].
     pub fn of(session: &Session) -> Arc<ModelCatalog> {
         let catalog = session.context().copied_config().get_extension::<ModelCatalog>();

@@ -63,7 +63,7 @@ pub struct CreateModel {
 /// Parses a script of `;`-separated statements. A syntax error names the line and column.
 ///
 /// ```
-/// use hearth_engine::sql::{Statement, parse_statements};
+/// use hearth_sql::{Statement, parse_statements};
 /// let statements = parse_statements(
 ///     "CREATE MODEL m OPTIONS (model_type = 'mlp_classifier', input_label_cols = ['y']) AS SELECT * FROM t;
 ///      SELECT * FROM ML.PREDICT(MODEL m, TABLE t);

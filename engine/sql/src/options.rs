@@ -9,18 +9,18 @@ use datafusion::sql::sqlparser::ast::{Expr, SqlOption, UnaryOperator, Value};
 use hearth_torch::model::Activation;
 use hearth_torch::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
 
-use crate::error::{HearthError, Result};
+use hearth_engine::error::{HearthError, Result};
 
 /// What `CREATE MODEL` trains (`model_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelType {
-    /// `'mlp_classifier'` (alias `'dnn_classifier'`): [`MlpClassifier`](crate::train::MlpClassifier).
+    /// `'mlp_classifier'` (alias `'dnn_classifier'`): [`MlpClassifier`](hearth_engine::train::MlpClassifier).
     MlpClassifier,
-    /// `'logistic_reg'`: softmax regression, [`LinearClassifier`](crate::train::LinearClassifier).
+    /// `'logistic_reg'`: softmax regression, [`LinearClassifier`](hearth_engine::train::LinearClassifier).
     LogisticReg,
-    /// `'mlp_regressor'` (alias `'dnn_regressor'`): [`MlpRegressor`](crate::train::MlpRegressor).
+    /// `'mlp_regressor'` (alias `'dnn_regressor'`): [`MlpRegressor`](hearth_engine::train::MlpRegressor).
     MlpRegressor,
-    /// `'kmeans'`: [`KMeans`](crate::clustering::KMeans) clustering, no label.
+    /// `'kmeans'`: [`KMeans`](hearth_engine::clustering::KMeans) clustering, no label.
     KMeans,
 }
 
@@ -77,7 +77,7 @@ pub enum DataSplit {
 /// The typed `OPTIONS (…)` of a `CREATE MODEL`.
 ///
 /// ```
-/// use hearth_engine::sql::{ModelOptions, ModelType, parse_statements, Statement};
+/// use hearth_sql::{ModelOptions, ModelType, parse_statements, Statement};
 /// let statements = parse_statements(
 ///     "CREATE MODEL m OPTIONS (model_type = 'dnn_classifier', input_label_cols = ['y'], hidden_units = [32, 16])
 ///      AS SELECT * FROM t",

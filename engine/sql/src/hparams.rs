@@ -18,7 +18,7 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use hearth_stats::random::Draws;
 
-use crate::error::{HearthError, Result};
+use hearth_engine::error::{HearthError, Result};
 
 /// How the trials' values are chosen (`hparam_tuning_algorithm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -445,7 +445,7 @@ pub(crate) fn with_values(fixed: &[SqlOption], values: &TrialValues) -> Vec<SqlO
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sql::{Statement, parse_statements};
+    use crate::{Statement, parse_statements};
 
     fn options(text: &str) -> Vec<SqlOption> {
         let sql = format!("CREATE MODEL m OPTIONS ({text}) AS SELECT 1");

@@ -15,7 +15,7 @@ use super::catalog::ModelCatalog;
 use super::kmeans;
 use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
 use super::trials::trial_info;
-use crate::functions;
+use hearth_engine::functions;
 
 /// The `ML.` table functions, in messages.
 const FUNCTIONS: &str =
@@ -143,9 +143,9 @@ impl RelationPlanner for MlRelationPlanner {
 }
 
 /// A hearth error inside DataFusion's planning.
-fn external(error: crate::error::HearthError) -> DataFusionError {
+fn external(error: hearth_engine::error::HearthError) -> DataFusionError {
     match error {
-        crate::error::HearthError::DataFusion(e) => e,
+        hearth_engine::error::HearthError::DataFusion(e) => e,
         other => DataFusionError::Plan(other.to_string()),
     }
 }

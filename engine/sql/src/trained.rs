@@ -1,8 +1,8 @@
 //! The trained network that ends a model's pipeline, a classifier or a regressor, read the same way by the
 //! catalog and the `ML.` table functions.
 
-use crate::pipeline::PipelineModel;
-use crate::train::{ClassificationModel, EpochStats, RegressionModel, TrainingSummary};
+use hearth_engine::pipeline::PipelineModel;
+use hearth_engine::train::{ClassificationModel, EpochStats, RegressionModel, TrainingSummary};
 
 /// The trained network ending a pipeline: a classifier or a regressor, read the same way.
 #[derive(Clone, Copy)]

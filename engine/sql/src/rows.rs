@@ -9,8 +9,8 @@ use datafusion::prelude::DataFrame;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{Query, Statement as SqlStatement};
 
-use crate::error::Result;
-use crate::session::Session;
+use hearth_engine::error::Result;
+use hearth_engine::session::Session;
 
 /// Plans and runs one of DataFusion's statements in `session`.
 pub(super) async fn run_statement(session: &Session, statement: DFStatement) -> Result<DataFrame> {

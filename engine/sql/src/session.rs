@@ -14,16 +14,16 @@ use super::create_model::{CreatedModel, create_model};
 use super::install::with_catalog;
 use super::parser::{Statement, parse_statements};
 use super::rows::{literal_frame, run_statement};
-use crate::error::{HearthError, Result};
-use crate::session::Session;
+use hearth_engine::error::{HearthError, Result};
+use hearth_engine::session::Session;
 
 /// hearth's SQL on a [`Session`]: BigQuery ML's statements beside DataFusion's, over the session's model
-/// catalog. In `hearth_engine::prelude`.
+/// catalog. In `hearth::prelude`.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_engine::session::Session;
-/// use hearth_engine::sql::SqlSessionExt;
+/// use hearth_sql::SqlSessionExt;
 ///
 /// let models = std::env::temp_dir().join(format!("hearth-doc-sql-ext-{}", std::process::id()));
 /// let session = Session::local(1).with_models(&models);

@@ -22,15 +22,15 @@ use super::parser::CreateModel;
 use super::trained::Trained;
 use super::transform::{TransformPlan, plan_transform};
 use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, check_objective, run_trials};
-use crate::error::{HearthError, Result};
-use crate::feature::{OneHotEncoder, StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
-use crate::frame::DataFrameExt;
-use crate::params::HandleInvalid;
-use crate::pipeline::{Pipeline, PipelineStage};
-use crate::session::Session;
-use crate::stage::{Estimator, quoted_columns};
-use crate::train::{Architecture, Classifier, LinearClassifier, MlpClassifier, MlpRegressor};
-use crate::vector::vector_dim;
+use hearth_engine::error::{HearthError, Result};
+use hearth_engine::feature::{OneHotEncoder, StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
+use hearth_engine::frame::DataFrameExt;
+use hearth_engine::params::HandleInvalid;
+use hearth_engine::pipeline::{Pipeline, PipelineStage};
+use hearth_engine::session::Session;
+use hearth_engine::stage::{Estimator, quoted_columns};
+use hearth_engine::train::{Architecture, Classifier, LinearClassifier, MlpClassifier, MlpRegressor};
+use hearth_engine::vector::vector_dim;
 
 /// The column the pipeline's assembled features go to.
 pub(super) const FEATURES: &str = "__features";

@@ -9,7 +9,7 @@ use datafusion::prelude::SessionContext;
 
 use super::catalog::{ModelCatalog, default_models_dir};
 use super::relation;
-use crate::extension::SessionExtension;
+use hearth_engine::extension::SessionExtension;
 
 /// Gives a driver's session the models in [`default_models_dir`]: the catalog, kept as an extension of the
 /// session's configuration, and the planner of `ML.` table functions over it.

@@ -1,3 +1,5 @@
+//! # hearth-sql
+//!
 //! SQL with models, in BigQuery ML's shape: `CREATE MODEL … OPTIONS (…) TRANSFORM (…) AS SELECT …` trains
 //! through the barrier stage and saves the fitted pipeline in the session's [`ModelCatalog`];
 //! `ML.PREDICT`, `ML.EVALUATE`, `ML.TRANSFORM`, `ML.TRAINING_INFO`, `ML.FEATURE_INFO` and `ML.TRIAL_INFO` are table functions
@@ -7,6 +9,7 @@
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_engine::prelude::*;
+//! use hearth_sql::SqlSessionExt;
 //!
 //! let models = std::env::temp_dir().join(format!("hearth-doc-sql-{}", std::process::id()));
 //! let session = Session::local(2).with_models(&models);

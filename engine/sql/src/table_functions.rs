@@ -25,9 +25,9 @@ use datafusion::prelude::DataFrame;
 use super::catalog::CatalogModel;
 use super::rows::literal_rows;
 use super::trained::Trained;
-use crate::error::{HearthError, Result};
-use crate::evaluation::{Evaluation, evaluation_state, metric};
-use crate::stage::{Transformer, quoted_columns};
+use hearth_engine::error::{HearthError, Result};
+use hearth_engine::evaluation::{Evaluation, evaluation_state, metric};
+use hearth_engine::stage::{Transformer, quoted_columns};
 
 fn failed(function: &str, model: &CatalogModel, message: impl std::fmt::Display) -> HearthError {
     HearthError::InvalidParam {

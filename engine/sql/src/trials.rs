@@ -24,10 +24,10 @@ use super::options::{ModelOptions, ModelType};
 use super::rows::literal_rows;
 use super::table_functions::evaluate;
 use super::trained::Trained;
-use crate::error::{HearthError, Result};
-use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
-use crate::session::Session;
-use crate::stage::Estimator;
+use hearth_engine::error::{HearthError, Result};
+use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
+use hearth_engine::session::Session;
+use hearth_engine::stage::Estimator;
 
 /// The file of a tuned model's entry holding its trials.
 pub const TRIALS_FILE: &str = "trials.json";
