@@ -14,6 +14,7 @@ mod optimizer;
 mod options;
 mod precision;
 mod report;
+mod setup;
 mod strategy;
 mod trainer;
 

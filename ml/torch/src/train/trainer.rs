@@ -31,17 +31,18 @@ use tch::{Device, Kind, Tensor};
 use super::averaging::Averaging;
 use super::batches::{Batch, ShardTensors};
 use super::checkpoint::Checkpoint;
-use super::device::{device_name, pick_device};
+use super::device::device_name;
 use super::error::TrainError;
 use super::exchange::{Exchange, set, swap_in};
 use super::loss::{check_shard, hits_of, loss_of};
 use super::optimizer::Optimizer;
-use super::options::{Loss, Precision, TrainOptions};
+use super::options::{Loss, TrainOptions};
 use super::precision::{Bf16Compute, computing, for_loss};
 use super::report::{EpochStats, RankOutcome, RankReport};
+use super::setup::{Placement, image_shape, precision_split};
 use super::strategy::Strategy;
 use crate::data::Shard;
-use crate::model::{Layer, ModelSpec, NamedTensor, Network, host_copies, load_into};
+use crate::model::{NamedTensor, Network, host_copies, load_into};
 use hearth_collective::Communicator;
 use hearth_stats::random::Draws;
 
@@ -215,21 +216,7 @@ impl<'a> Job<'a> {
     fn start(trainer: &RankTrainer<'a>, comm: &mut Communicator) -> Result<Self, TrainError> {
         let (options, shard) = (trainer.options, trainer.shard);
         let settings = &options.settings;
-        let rank = comm.rank();
-        let host = comm.peers()[rank].registration.host.clone();
-        let local_ranks: Vec<usize> = comm
-            .peers()
-            .iter()
-            .filter(|p| p.registration.host == host)
-            .map(|p| p.rank)
-            .collect();
-        let local_rank = local_ranks.iter().position(|&r| r == rank).unwrap_or(0);
-        let device = pick_device(&settings.device, local_rank).map_err(|why| TrainError::Options {
-            rank,
-            message: format!("on host {host}: {why}"),
-        })?;
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        tch::set_num_threads(settings.threads.unwrap_or((cores / local_ranks.len().max(1)).max(1)) as i32);
+        let Placement { rank, host, device } = Placement::of(comm, settings)?;
 
         let inputs = options.model.input_features();
         let outputs = options.model.outputs()?;
@@ -243,25 +230,8 @@ impl<'a> Job<'a> {
             .check()
             .map_err(|e| invalid(format!("optimizer {e}")))?;
         let network = Network::new(&options.model, device, settings.seed)?;
-        let named = network.named_tensors();
         let optimizer = Optimizer::new(settings.optimizer.clone(), network.parameters());
-        let (named, bf16) = match settings.precision {
-            Precision::Fp32 => (named, None),
-            Precision::Bf16 if options.model.layers().1.contains(&Layer::BatchNorm) => {
-                return Err(invalid(
-                    "precision bf16 is not available for networks with batch normalisation yet; use fp32".into(),
-                ));
-            }
-            Precision::Bf16 => {
-                // The names keep the fp32 master tensors (new handles on their memory); the network's own
-                // parameters move to the bfloat16 copy.
-                let master = named.iter().map(|(name, t)| (name.clone(), t.detach())).collect();
-                (
-                    master,
-                    Some(Bf16Compute::new(&mut network.parameters(), &optimizer.values())),
-                )
-            }
-        };
+        let (named, bf16) = precision_split(options, &network, &optimizer).map_err(invalid)?;
         let world = comm.world_size();
         let strategy = &settings.strategy;
         strategy
@@ -276,19 +246,7 @@ impl<'a> Job<'a> {
             true => Averaging::start(comm, device)?,
             false => Averaging::Not,
         };
-        let image_shape = match (&options.model, settings.augmentation.is_identity()) {
-            (_, true) => None,
-            (ModelSpec::Sequential { input_shape, .. }, false) if input_shape.len() == 3 => {
-                Some([input_shape[0] as i64, input_shape[1] as i64, input_shape[2] as i64])
-            }
-            (model, false) => {
-                return Err(invalid(format!(
-                    "augmentation (flips, crops) needs a Sequential model whose input shape is [channels, height, \
-                     width]; this model's input is {:?}",
-                    model.layers().0
-                )));
-            }
-        };
+        let image_shape = image_shape(options).map_err(invalid)?;
         let mut job = Self {
             options,
             rank,
