@@ -1,7 +1,9 @@
 //! What the modules above the core add to the contexts hearth makes, so the core names none of them: SQL
 //! functions (a stage's transform, an evaluator's aggregate), barrier functions (the trainer), and a driver
 //! session's planners and catalogs (the model catalog of `CREATE MODEL`). Each owner submits a
-//! [`SessionExtension`] with `inventory::submit!`.
+//! [`SessionExtension`] with `inventory::submit!`; a program has the extensions of the crates it links
+//! (`hearth-engine`'s functions and trainer, `hearth-sql`'s catalog), so one built on `hearth-exec` alone has
+//! none of them.
 //!
 //! ```
 //! use datafusion::execution::FunctionRegistry;

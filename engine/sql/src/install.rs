@@ -28,7 +28,7 @@ pub(super) fn with_catalog(mut state: SessionState, catalog: ModelCatalog) -> Se
 
 inventory::submit! {
     SessionExtension {
-        name: "hearth_engine::sql",
+        name: "hearth_sql",
         functions: SessionExtension::nothing,
         session: install_catalog,
     }
