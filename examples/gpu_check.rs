@@ -136,13 +136,17 @@ async fn higgs_speed(device: &DeviceChoice, events: usize) -> std::result::Resul
         };
         // The second epoch: warm on both sides.
         let speed = |curve: &torch_peer::Curve| train.rows() as f64 / curve.seconds[1];
-        let hearth = speed(&recipe(device.clone()).hearth(&adagrad, 1));
-        let torch = speed(&recipe(device.clone()).torch(&[(adagrad.clone(), 1)])?[0]);
-        let cpu = speed(&recipe(DeviceChoice::Cpu).hearth(&adagrad, 1));
         let format = match precision {
             Precision::Fp32 => "fp32",
             Precision::Bf16 => "bf16 (PyTorch: autocast)",
         };
+        // Each figure as it comes, so a run cut short still says what it measured.
+        let hearth = speed(&recipe(device.clone()).hearth(&adagrad, 1));
+        eprintln!("batch {batch} {format}: hearth {on} {hearth:.0} samples/s");
+        let torch = speed(&recipe(device.clone()).torch(&[(adagrad.clone(), 1)])?[0]);
+        eprintln!("batch {batch} {format}: PyTorch {on} {torch:.0} samples/s");
+        // The CPU column in fp32: bf16 is the GPU's trade.
+        let cpu = matches!(precision, Precision::Fp32).then(|| speed(&recipe(DeviceChoice::Cpu).hearth(&adagrad, 1)));
         table.add_row(row![
             batch,
             format,
@@ -150,8 +154,8 @@ async fn higgs_speed(device: &DeviceChoice, events: usize) -> std::result::Resul
             format!("{torch:.0}"),
             format!("{:.2}", hearth / torch),
             goal,
-            format!("{cpu:.0}"),
-            format!("{:.1}×", hearth / cpu),
+            cpu.map_or_else(|| "-".to_string(), |cpu| format!("{cpu:.0}")),
+            cpu.map_or_else(|| "-".to_string(), |cpu| format!("{:.1}×", hearth / cpu)),
         ]);
     }
     println!(

@@ -32,18 +32,9 @@ fi
 [[ -f "$program" ]] || { echo "$program: no such program" >&2; exit 2; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-if [[ "$program" == *.xz ]]; then
-    xz -dc "$program" > "$work/gpu_check"
-    chmod +x "$work/gpu_check"
-    program="$work/gpu_check"
-fi
-# hearth finds NCCL as libnccl.so on the loader's path; PyTorch's wheels ship it as nvidia/nccl/lib/libnccl.so.2.
-mkdir -p "$work/lib"
-nccl="$libtorch/../nvidia/nccl/lib/libnccl.so.2"
-if [[ -f "$nccl" ]]; then
-    ln -s "$(cd "$(dirname "$nccl")" && pwd)/libnccl.so.2" "$work/lib/libnccl.so"
-fi
-export LD_LIBRARY_PATH="$libtorch/lib:$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
+program="$(unpacked "$program" "$work" gpu_check)"
+use_libtorch "$libtorch" "$work"
 
 if ! python3 -c 'import torch' 2>/dev/null; then
     echo "python3 ($(command -v python3 || echo none)) cannot import torch: PyTorch's side needs it" >&2

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tch::nn::{self, ModuleT};
 use tch::{Device, Kind, Tensor};
 
-use super::dropout::apply_dropout;
+use super::dropout::{DropoutStream, apply_dropout};
 use super::spec::{Layer, ModelSpec, SpecError};
 use hearth_stats::random::Draws;
 
@@ -19,7 +19,7 @@ pub struct Network {
     input_shape: Vec<i64>,
     /// The draws of every dropout layer: the network's own stream, not libtorch's process-wide generator,
     /// so ranks sharing a process do not take each other's numbers and a seed gives the same masks anywhere.
-    dropout: Arc<Mutex<Draws>>,
+    dropout: Arc<Mutex<DropoutStream>>,
 }
 
 /// Mixed into the seed of the dropout draws, so they differ from the initial weights' stream.
@@ -77,7 +77,8 @@ impl Network {
         // Drawn on the CPU, as PyTorch builds a model before `.to(device)`: a seed gives the same network on
         // every device.
         let mut store = nn::VarStore::new(Device::Cpu);
-        let dropout = Arc::new(Mutex::new(Draws::new(seed ^ DROPOUT_STREAM)));
+        let dropout = Arc::new(Mutex::new(DropoutStream::new(Draws::new(seed ^ DROPOUT_STREAM))));
+        let mut dropout_layers = 0;
         let root = store.root();
         let mut net = nn::seq_t();
         let mut previous = input.clone();
@@ -123,8 +124,9 @@ impl Network {
                 }
                 Layer::Flatten => net.add_fn(|xs| xs.flatten(1, -1)),
                 Layer::Dropout { rate } => {
-                    let (rate, draws) = (*rate, Arc::clone(&dropout));
-                    net.add_fn_t(move |xs, train| apply_dropout(xs, rate, train, &draws))
+                    let (rate, stream, layer) = (*rate, Arc::clone(&dropout), dropout_layers);
+                    dropout_layers += 1;
+                    net.add_fn_t(move |xs, train| apply_dropout(xs, rate, train, &stream, layer))
                 }
                 Layer::Relu => net.add_fn(Tensor::relu),
                 Layer::Tanh => net.add_fn(Tensor::tanh),
@@ -144,7 +146,8 @@ impl Network {
 
     /// Restarts the dropout layers' draws from `draws` (a trainer gives each rank and epoch its own stream).
     pub fn seed_dropout(&self, draws: Draws) {
-        *self.dropout.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = draws;
+        // Masks computed ahead from the old stream go with it: each epoch's masks follow from its own draws.
+        *self.dropout.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = DropoutStream::new(draws);
     }
 
     /// The outputs (logits) for a `[n, features]` batch, reshaped to the spec's input shape first.
