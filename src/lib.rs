@@ -39,6 +39,8 @@ pub mod datasets;
 
 /// What a pipeline author writes.
 pub mod prelude {
+    #[cfg(feature = "polars")]
+    pub use hearth_display::polars::{FromPolars, ToPolars};
     pub use hearth_display::{CatalogPlots, FrameDisplay, Metrics, PreviewExt, Rich, SessionView, TrainingCurves};
     pub use hearth_engine::prelude::*;
     pub use hearth_sql::SqlSessionExt;

@@ -5,6 +5,7 @@ mod barrier;
 mod clustering;
 mod collectives;
 mod common;
+mod conformance;
 mod csv_decoding;
 mod datasets;
 mod display;

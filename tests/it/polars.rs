@@ -5,8 +5,8 @@ use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{DataType, Float32Type};
 use datafusion::prelude::{col, lit};
 use hearth::datasets::german_credit;
-use hearth::engine::polars::polars_core::frame::DataFrame as PolarsFrame;
-use hearth::engine::polars::polars_core::prelude::{
+use hearth::display::polars::polars_core::frame::DataFrame as PolarsFrame;
+use hearth::display::polars::polars_core::prelude::{
     ChunkCompareIneq, Column, DataType as PolarsType, IntoColumn, NamedFrom, Series,
 };
 use hearth::engine::vector::vector_dim;

@@ -18,6 +18,8 @@ mod grid;
 mod metrics;
 mod models;
 pub mod plot;
+#[cfg(feature = "polars")]
+pub mod polars;
 
 pub use catalog::CatalogPlots;
 pub use frame::{FrameDisplay, FramePreview, PreviewExt, SHOWN_ROWS};

@@ -34,8 +34,6 @@ pub mod extension;
 pub mod frame;
 pub mod images;
 pub mod master;
-#[cfg(feature = "polars")]
-pub mod polars;
 pub mod read;
 pub mod session;
 pub mod udf;

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use datafusion::arrow::array::RecordBatch;
+use datafusion::parquet::arrow::ArrowWriter;
 use serde::{Deserialize, Serialize};
 
 use super::trained::Trained;
@@ -121,6 +123,34 @@ fn persistence(path: &Path, message: impl ToString) -> HearthError {
     }
 }
 
+/// Reads one of an entry's JSON files.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T> {
+    let text = fs::read_to_string(file).map_err(|e| persistence(file, e))?;
+    serde_json::from_str(&text).map_err(|e| persistence(file, e))
+}
+
+/// Writes `value` as pretty JSON into `file` (in an entry's folder while it is written).
+pub(crate) fn write_json(file: &Path, value: &impl Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| persistence(file, e))?;
+    fs::write(file, text + "\n").map_err(|e| persistence(file, e))
+}
+
+/// Writes the rows held out for evaluation into an entry's folder as [`EVALUATION_FILE`] (nothing when
+/// there are none).
+pub(crate) fn write_evaluation_rows(dir: &Path, batches: &[RecordBatch]) -> Result<()> {
+    let file = dir.join(EVALUATION_FILE);
+    let Some(first) = batches.iter().find(|b| b.num_rows() > 0) else {
+        return Ok(());
+    };
+    let out = fs::File::create(&file).map_err(|e| persistence(&file, e))?;
+    let mut writer = ArrowWriter::try_new(out, first.schema(), None).map_err(|e| persistence(&file, e))?;
+    for batch in batches {
+        writer.write(batch).map_err(|e| persistence(&file, e))?;
+    }
+    writer.close().map_err(|e| persistence(&file, e))?;
+    Ok(())
+}
+
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -203,8 +233,7 @@ impl ModelCatalog {
         {
             return Ok(model.clone());
         }
-        let text = fs::read_to_string(&file).map_err(|e| persistence(&file, e))?;
-        let entry: ModelEntry = serde_json::from_str(&text).map_err(|e| persistence(&file, e))?;
+        let entry: ModelEntry = read_json(&file)?;
         let pipeline = PipelineModel::load(&dir)?;
         let model = CatalogModel { entry, pipeline, dir };
         self.remember(&file, model.clone());
@@ -222,8 +251,7 @@ impl ModelCatalog {
             if folder.file_name().to_string_lossy().starts_with('.') || !file.is_file() {
                 continue;
             }
-            let text = fs::read_to_string(&file).map_err(|e| persistence(&file, e))?;
-            entries.push(serde_json::from_str::<ModelEntry>(&text).map_err(|e| persistence(&file, e))?);
+            entries.push(read_json::<ModelEntry>(&file)?);
         }
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)

@@ -1,8 +1,9 @@
 //! `CREATE MODEL`: the training query's rows, split as `data_split_method` says, preprocessed as `TRANSFORM`
 //! says (or, without it, as BigQuery ML does: numbers standardized, strings one-hot encoded), the label
-//! indexed when it is not a number, and the estimator `model_type` names — one pipeline, fitted and saved in
-//! the catalog with the held-out rows. With `num_trials`, the preprocessing is fitted once and each trial's
-//! estimator after it (see [`hparams`](super::hparams) and [`trials`](super::trials)); the best trial is kept.
+//! indexed when it is not a number, and the estimator `model_type` names — a network, or k-means over the
+//! features alone — in one pipeline, fitted and saved in the catalog with the held-out rows. With
+//! `num_trials`, the preprocessing is fitted once and each trial's estimator after it (see
+//! [`hparams`](super::hparams) and [`trials`](super::trials)); the best trial is kept.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,34 +15,22 @@ use datafusion::logical_expr::{col, ident};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
-use super::catalog::{EVALUATION_FILE, ModelCatalog, ModelEntry, now_ms};
-use super::hparams::{TrialValues, split_tuning, with_values};
-use super::kmeans::create_kmeans;
-use super::options::{ClassWeights, DataSplit, ModelOptions, ModelType};
+use super::catalog::{CatalogModel, ModelCatalog, ModelEntry, now_ms, write_evaluation_rows, write_json};
+use super::error::invalid;
+use super::estimators::estimator;
+use super::hparams::{TrialValues, Tuning, split_tuning, with_values};
+use super::kmeans::{self, TRAINING_FIGURES_FILE, TrainingFigures};
+use super::options::{ClassWeights, DataSplit, ModelOptions};
 use super::parser::CreateModel;
+use super::preprocessing::{FEATURES, plan_preprocessing};
 use super::trained::Trained;
-use super::transform::{TransformPlan, plan_transform};
-use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, check_objective, run_trials};
+use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, Tuned, check_objective, run_trials};
 use hearth_engine::error::{HearthError, Result};
-use hearth_engine::feature::{OneHotEncoder, StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
+use hearth_engine::feature::{StringIndexer, StringIndexerModel, VectorAssembler};
 use hearth_engine::frame::DataFrameExt;
-use hearth_engine::params::HandleInvalid;
-use hearth_engine::pipeline::{Pipeline, PipelineStage};
+use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
 use hearth_engine::session::Session;
 use hearth_engine::stage::{Estimator, quoted_columns};
-use hearth_engine::train::{Architecture, Classifier, LinearClassifier, MlpClassifier, MlpRegressor};
-use hearth_engine::vector::vector_dim;
-
-/// The column the pipeline's assembled features go to.
-pub(super) const FEATURES: &str = "__features";
-/// The automatic transform's assembled numbers, and the same standardized.
-pub(super) const NUMBERS: &str = "__numbers";
-pub(super) const SCALED_NUMBERS: &str = "__numbers_scaled";
-
-/// The automatic transform's one-hot vector of string column `name`.
-pub(super) fn one_hot_column(name: &str) -> String {
-    format!("__{name}_vector")
-}
 
 /// The column an indexed label goes to.
 const LABEL_INDEX: &str = "__label";
@@ -79,7 +68,7 @@ pub struct BestTrial {
 }
 
 impl BestTrial {
-    pub(super) fn of(record: &TrialsRecord) -> Option<Self> {
+    fn of(record: &TrialsRecord) -> Option<Self> {
         let best = record.trials.iter().find(|t| t.is_optimal)?;
         Some(Self {
             trial_id: best.trial_id,
@@ -90,33 +79,11 @@ impl BestTrial {
     }
 }
 
-pub(super) fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
-    HearthError::InvalidParam {
-        stage: "CREATE MODEL".to_string(),
-        param,
-        message: message.into(),
-    }
-}
-
 /// Runs a `CREATE MODEL` statement in `session`, whose catalog receives the model.
 pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
     let (fixed, tuning) = split_tuning(&create.options)?;
     let options = ModelOptions::from_sql(&fixed)?;
-    // Every trial's options are read before anything trains, so a bad candidate fails the statement at once.
-    let trials: Vec<(TrialValues, ModelOptions)> = match &tuning {
-        Some(tuning) => {
-            check_objective(tuning, Scoring::of(options.model_type))?;
-            for values in tuning.every_value() {
-                ModelOptions::from_sql(&with_values(&fixed, &values))?;
-            }
-            tuning
-                .trials(options.seed)
-                .into_iter()
-                .map(|values| Ok((values.clone(), ModelOptions::from_sql(&with_values(&fixed, &values))?)))
-                .collect::<Result<_>>()?
-        }
-        None => Vec::new(),
-    };
+    let trials = trial_options(&fixed, tuning.as_ref(), &options)?;
     let catalog = ModelCatalog::of(session);
     if catalog.contains(&create.name) {
         if create.if_not_exists {
@@ -142,44 +109,99 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     }
     let started = Instant::now();
     let input = super::rows::plan_query(session, &create.query).await?;
-    if !options.model_type.is_network() {
-        let tuning = tuning.as_ref().map(|tuning| (tuning, trials));
-        return create_kmeans(session, create, &options, &input, tuning, started).await;
-    }
-    let label_type = label_type(&input, &options)?;
-    let transform = match &create.transform {
-        Some(items) => plan_transform(items, &input)?,
-        None => automatic_transform(&input, &options)?,
+    let mut planned = plan(create, &options, &input).await?;
+    let (model, tuned) = match &tuning {
+        None => {
+            let estimator = estimator(&options, &planned.entry.label_index, planned.labels.as_deref())?;
+            planned.stages.push(estimator);
+            (Pipeline::from_stages(planned.stages).fit(&planned.train).await?, None)
+        }
+        Some(tuning) => {
+            let tuned = tune(session, &planned, tuning, trials, Scoring::of(options.model_type)).await?;
+            planned.entry.options = kept_options(&tuned.options, create);
+            (tuned.model, Some(tuned.record))
+        }
     };
-    let features: Vec<String> = transform
-        .outputs
-        .iter()
-        .filter(|c| **c != options.label && Some(*c) != options.data_split_col.as_ref())
-        .cloned()
-        .collect();
-    if features.is_empty() {
-        return Err(invalid("TRANSFORM", "no feature columns: every output is the label"));
-    }
-    let (train, evaluation) = split(&input, &options).await?;
+    let mut entry = planned.entry;
+    entry.labels = match (planned.label_type, planned.labels) {
+        (LabelType::Indexed, None) => model
+            .stages()
+            .first()
+            .and_then(|stage| stage.downcast_ref::<StringIndexerModel>())
+            .map(|indexer| indexer.labels()[0].clone()),
+        (_, labels) => labels,
+    };
+    let outcome = Outcome::of(&model);
+    entry.training_rows = outcome.rows;
+    entry.evaluation_rows = planned.evaluation.as_ref().map_or(0, |(_, rows)| {
+        rows.iter().map(RecordBatch::num_rows).sum::<usize>() as u64
+    });
+    entry.training_seconds = started.elapsed().as_secs_f64();
+    entry.created_ms = now_ms();
+    let files = EntryFiles::of(session, &entry, &model, &input, planned.evaluation, tuned).await?;
+    catalog.save(&entry, &model, create.or_replace, |dir| files.write(dir))?;
+    Ok(CreatedModel {
+        name: create.name.clone(),
+        trained: true,
+        loss: outcome.loss,
+        attempts: outcome.attempts,
+        path: catalog.dir().join(&create.name),
+        best_trial: files.trials.as_ref().and_then(BestTrial::of),
+        entry: Some(entry),
+    })
+}
 
+/// A `CREATE MODEL`'s pipeline before its estimator: the preprocessing's stages (the label's indexer, the
+/// TRANSFORM's or automatic stages, the features' assembler), the rows, and the catalog entry as far as known.
+struct Planned {
+    stages: Vec<PipelineStage>,
+    label_type: LabelType,
+    /// The label's values, when they are needed before training (class weights by label).
+    labels: Option<Vec<String>>,
+    train: DataFrame,
+    /// The rows held out for evaluation: as a plan, and collected.
+    evaluation: Option<(DataFrame, Vec<RecordBatch>)>,
+    entry: ModelEntry,
+}
+
+/// Plans the statement's pipeline over `input`, the training query's rows.
+async fn plan(create: &CreateModel, options: &ModelOptions, input: &DataFrame) -> Result<Planned> {
+    let label_type = label_type(input, options)?;
+    let transform = plan_preprocessing(create, input, options)?;
+    let is_feature = |c: &String| *c != options.label && Some(c) != options.data_split_col.as_ref();
+    let features: Vec<String> = transform.outputs.iter().filter(|c| is_feature(c)).cloned().collect();
+    if features.is_empty() {
+        return Err(invalid(
+            "TRANSFORM",
+            match label_type {
+                LabelType::Unlabelled => "no feature columns to cluster",
+                _ => "no feature columns: every output is the label",
+            },
+        ));
+    }
+    // k-means is fitted, and scored, on every row.
+    let (train, evaluation) = match label_type {
+        LabelType::Unlabelled => (input.clone(), None),
+        _ => split(input, options).await?,
+    };
     let mut stages: Vec<PipelineStage> = Vec::new();
-    let indexed_label = label_type == LabelType::Indexed;
     let indexer = StringIndexer::new().input_col(&options.label).output_col(LABEL_INDEX);
     // Weights by label need the label order before training: then the indexer is fitted on its own.
-    let labels = match (indexed_label, &options.class_weights) {
-        (true, Some(ClassWeights::ByLabel(_))) => {
+    let labels = match (label_type, &options.class_weights) {
+        (LabelType::Indexed, Some(ClassWeights::ByLabel(_))) => {
             let fitted = indexer.fit(&train).await?;
             let labels = fitted.labels()[0].clone();
             stages.push(fitted.into());
             Some(labels)
         }
-        (true, _) => {
+        (LabelType::Indexed, _) => {
             stages.push(indexer.into());
             None
         }
-        (false, _) => None,
+        _ => None,
     };
-    let preprocessing_stages = stages.len() + transform.stages.len();
+    // ML.TRANSFORM applies these; a k-means model's include the assembler (its features are the vector).
+    let preprocessing_stages = stages.len() + transform.stages.len() + usize::from(label_type == LabelType::Unlabelled);
     stages.extend(transform.stages);
     stages.push(
         VectorAssembler::new()
@@ -187,23 +209,18 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
             .output_col(FEATURES)
             .into(),
     );
-    let label_index = if indexed_label {
-        LABEL_INDEX
-    } else {
-        options.label.as_str()
-    };
-    let mut entry = ModelEntry {
+    let entry = ModelEntry {
         name: create.name.clone(),
         model_type: options.model_type.to_string(),
         label: options.label.clone(),
         labels: None,
         classifier: options.model_type.is_classifier(),
-        label_index: label_index.to_string(),
-        inputs: transform
-            .inputs
-            .into_iter()
-            .filter(|c| *c != options.label && Some(c) != options.data_split_col.as_ref())
-            .collect(),
+        label_index: match label_type {
+            LabelType::Indexed => LABEL_INDEX,
+            _ => options.label.as_str(),
+        }
+        .to_string(),
+        inputs: transform.inputs.into_iter().filter(is_feature).collect(),
         features,
         preprocessing_stages,
         options: options.written.clone(),
@@ -214,79 +231,157 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
         training_seconds: 0.0,
         created_ms: 0,
     };
-    let (model, tuned) = match &tuning {
-        None => {
-            stages.push(estimator(&options, label_index, labels.as_deref())?);
-            (Pipeline::from_stages(stages).fit(&train).await?, None)
-        }
-        Some(tuning) => {
-            let Some((held_out, _)) = &evaluation else {
-                return Err(invalid(
-                    "OPTIONS",
-                    "option num_trials: the trials are scored on held-out rows, and this split holds none out; \
-                     set data_split_method (e.g. 'random' with data_split_eval_fraction = 0.2)",
-                ));
-            };
-            let preprocessing = Pipeline::from_stages(stages).fit(&train).await?;
-            let inputs = TrialInputs {
-                session,
-                preprocessing: &preprocessing,
-                train: &train,
-                scored_on: held_out,
-                entry: &entry,
-                scoring: Scoring::of(options.model_type),
-            };
-            let tuned = run_trials(inputs, tuning, trials, |options| {
-                estimator(options, label_index, labels.as_deref())
-            })
-            .await?;
-            entry.options = kept_options(&tuned.options, create);
-            (tuned.model, Some(tuned.record))
-        }
-    };
-    let labels = match (indexed_label, labels) {
-        (true, None) => model
-            .stages()
-            .first()
-            .and_then(|stage| stage.downcast_ref::<StringIndexerModel>())
-            .map(|indexer| indexer.labels()[0].clone()),
-        (_, labels) => labels,
-    };
-
-    let trained = Trained::of(&model);
-    let evaluation_rows = match &evaluation {
-        Some((_, rows)) => rows.iter().map(RecordBatch::num_rows).sum::<usize>() as u64,
-        None => 0,
-    };
-    entry.labels = labels;
-    entry.training_rows = trained.map_or(0, |t| t.summary().ranks.iter().map(|r| r.rows as u64).sum());
-    entry.evaluation_rows = evaluation_rows;
-    entry.training_seconds = started.elapsed().as_secs_f64();
-    entry.created_ms = now_ms();
-    catalog.save(&entry, &model, create.or_replace, |dir| {
-        if let Some((_, rows)) = &evaluation
-            && evaluation_rows > 0
-        {
-            write_parquet(&dir.join(EVALUATION_FILE), rows)?;
-        }
-        match &tuned {
-            Some(record) => write_json(&dir.join(TRIALS_FILE), record),
-            None => Ok(()),
-        }
-    })?;
-    Ok(CreatedModel {
-        name: create.name.clone(),
-        trained: true,
-        loss: trained.and_then(|t| t.history().last()).map(|e| e.loss),
-        attempts: trained.map(|t| t.summary().attempts.len()),
-        path: catalog.dir().join(&create.name),
-        entry: Some(entry),
-        best_trial: tuned.as_ref().and_then(BestTrial::of),
+    Ok(Planned {
+        stages,
+        label_type,
+        labels,
+        train,
+        evaluation,
+        entry,
     })
 }
 
+/// The trials of a tuned statement, scored on the held-out rows (k-means: on the training rows), after the
+/// preprocessing fitted once.
+async fn tune(
+    session: &Session,
+    planned: &Planned,
+    tuning: &Tuning,
+    trials: Vec<(TrialValues, ModelOptions)>,
+    scoring: Scoring,
+) -> Result<Tuned> {
+    let scored_on = match (&planned.evaluation, planned.label_type) {
+        (_, LabelType::Unlabelled) => &planned.train,
+        (Some((held_out, _)), _) => held_out,
+        (None, _) => {
+            return Err(invalid(
+                "OPTIONS",
+                "option num_trials: the trials are scored on held-out rows, and this split holds none out; set \
+                 data_split_method (e.g. 'random' with data_split_eval_fraction = 0.2)",
+            ));
+        }
+    };
+    let preprocessing = Pipeline::from_stages(planned.stages.clone())
+        .fit(&planned.train)
+        .await?;
+    let inputs = TrialInputs {
+        session,
+        preprocessing: &preprocessing,
+        train: &planned.train,
+        scored_on,
+        entry: &planned.entry,
+        scoring,
+    };
+    let (label, labels) = (planned.entry.label_index.as_str(), planned.labels.as_deref());
+    run_trials(inputs, tuning, trials, |options| estimator(options, label, labels)).await
+}
+
+/// The files an entry keeps beside its pipeline: the held-out rows, a k-means model's figures on its
+/// training rows, a tuned model's trials.
+struct EntryFiles {
+    evaluation: Option<Vec<RecordBatch>>,
+    figures: Option<TrainingFigures>,
+    trials: Option<TrialsRecord>,
+}
+
+impl EntryFiles {
+    /// The files of `model`, trained on `input`; a k-means model's figures are the kept trial's score, or
+    /// computed now (for ML.EVALUATE(MODEL m) without rows).
+    async fn of(
+        session: &Session,
+        entry: &ModelEntry,
+        model: &PipelineModel,
+        input: &DataFrame,
+        evaluation: Option<(DataFrame, Vec<RecordBatch>)>,
+        trials: Option<TrialsRecord>,
+    ) -> Result<Self> {
+        let best = trials
+            .as_ref()
+            .and_then(|record| record.trials.iter().find(|t| t.is_optimal));
+        let figures = match (kmeans::fitted(model), best) {
+            (None, _) => None,
+            (Some(_), Some(trial)) => Some(TrainingFigures::of_metrics(&trial.metrics)),
+            (Some(_), None) => {
+                let scored = CatalogModel {
+                    entry: entry.clone(),
+                    pipeline: model.clone(),
+                    dir: PathBuf::new(),
+                };
+                Some(TrainingFigures::compute(session, &scored, input).await?)
+            }
+        };
+        Ok(Self {
+            evaluation: evaluation.map(|(_, rows)| rows),
+            figures,
+            trials,
+        })
+    }
+
+    /// Writes them into the entry's folder.
+    fn write(&self, dir: &Path) -> Result<()> {
+        if let Some(rows) = &self.evaluation {
+            write_evaluation_rows(dir, rows)?;
+        }
+        if let Some(figures) = &self.figures {
+            write_json(&dir.join(TRAINING_FIGURES_FILE), figures)?;
+        }
+        match &self.trials {
+            Some(record) => write_json(&dir.join(TRIALS_FILE), record),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Each trial's values and options, all read before anything trains, so a bad candidate fails the statement
+/// at once (none without tuning).
+fn trial_options(
+    fixed: &[SqlOption],
+    tuning: Option<&Tuning>,
+    options: &ModelOptions,
+) -> Result<Vec<(TrialValues, ModelOptions)>> {
+    let Some(tuning) = tuning else {
+        return Ok(Vec::new());
+    };
+    check_objective(tuning, Scoring::of(options.model_type))?;
+    for values in tuning.every_value() {
+        ModelOptions::from_sql(&with_values(fixed, &values))?;
+    }
+    tuning
+        .trials(options.seed)
+        .into_iter()
+        .map(|values| Ok((values.clone(), ModelOptions::from_sql(&with_values(fixed, &values))?)))
+        .collect()
+}
+
+/// How the fitted model trained: the rows it trained on, its last loss (k-means: its training cost) and
+/// how many runs its training stage took (none for k-means, fitted as aggregate queries).
+struct Outcome {
+    rows: u64,
+    loss: Option<f64>,
+    attempts: Option<usize>,
+}
+
+impl Outcome {
+    fn of(model: &PipelineModel) -> Self {
+        if let Some(kmeans) = kmeans::fitted(model) {
+            let summary = kmeans.summary();
+            return Self {
+                rows: summary.map_or(0, |s| s.cluster_sizes.iter().sum()),
+                loss: summary.map(|s| s.training_cost),
+                attempts: None,
+            };
+        }
+        let trained = Trained::of(model);
+        Self {
+            rows: trained.map_or(0, |t| t.summary().ranks.iter().map(|r| r.rows as u64).sum()),
+            loss: trained.and_then(|t| t.history().last()).map(|e| e.loss),
+            attempts: trained.map(|t| t.summary().attempts.len()),
+        }
+    }
+}
+
 /// The options a tuned model's kept trial trained with, and how it was tuned (as the statement wrote it).
-pub(super) fn kept_options(trained_with: &ModelOptions, create: &CreateModel) -> BTreeMap<String, String> {
+fn kept_options(trained_with: &ModelOptions, create: &CreateModel) -> BTreeMap<String, String> {
     let mut options = trained_with.written.clone();
     for option in &create.options {
         if let SqlOption::KeyValue { key, value } = option {
@@ -297,7 +392,7 @@ pub(super) fn kept_options(trained_with: &ModelOptions, create: &CreateModel) ->
     options
 }
 
-pub(super) fn list_text(items: &[SelectItem]) -> String {
+fn list_text(items: &[SelectItem]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
@@ -307,9 +402,15 @@ enum LabelType {
     Indexed,
     /// Numbers: class indices (classifier) or targets (regressor) as they are.
     Numeric,
+    /// No label: k-means clusters the features alone.
+    Unlabelled,
 }
 
+/// How the model's label is read: checked against the training query's columns.
 fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
+    if !options.model_type.is_network() {
+        return Ok(LabelType::Unlabelled);
+    }
     let field = input
         .schema()
         .field_with_unqualified_name(&options.label)
@@ -346,62 +447,6 @@ fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
             ),
         }),
     }
-}
-
-/// Without a TRANSFORM: every column but the label (and the split column) is a feature — numbers and
-/// booleans assembled and standardized, strings indexed (unseen values kept) and one-hot encoded, vectors as
-/// they are.
-pub(super) fn automatic_transform(input: &DataFrame, options: &ModelOptions) -> Result<TransformPlan> {
-    let (mut numbers, mut stages, mut outputs, mut inputs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for field in input.schema().fields() {
-        let name = field.name();
-        if *name == options.label || Some(name) == options.data_split_col.as_ref() {
-            continue;
-        }
-        inputs.push(name.clone());
-        let data_type = field.data_type();
-        if vector_dim(data_type).is_some() {
-            outputs.push(name.clone());
-        } else if data_type.is_numeric() || data_type == &DataType::Boolean {
-            numbers.push(name.clone());
-        } else if matches!(data_type, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
-            let (index, vector) = (format!("__{name}_index"), one_hot_column(name));
-            stages.push(
-                StringIndexer::new()
-                    .input_col(name)
-                    .output_col(&index)
-                    .handle_invalid(HandleInvalid::Keep)
-                    .into(),
-            );
-            stages.push(OneHotEncoder::new().input_col(&index).output_col(&vector).into());
-            outputs.push(vector);
-        } else {
-            return Err(HearthError::Schema {
-                stage: "CREATE MODEL".to_string(),
-                column: name.clone(),
-                message: format!("a {data_type} column cannot be a feature; leave it out or convert it in TRANSFORM"),
-            });
-        }
-    }
-    if !numbers.is_empty() && !options.standardize_features {
-        stages.push(VectorAssembler::new().input_cols(numbers).output_col(NUMBERS).into());
-        outputs.insert(0, NUMBERS.to_string());
-    } else if !numbers.is_empty() {
-        stages.push(VectorAssembler::new().input_cols(numbers).output_col(NUMBERS).into());
-        stages.push(
-            StandardScaler::new()
-                .input_col(NUMBERS)
-                .output_col(SCALED_NUMBERS)
-                .with_mean(true)
-                .into(),
-        );
-        outputs.insert(0, SCALED_NUMBERS.to_string());
-    }
-    Ok(TransformPlan {
-        stages,
-        outputs,
-        inputs,
-    })
 }
 
 /// The training rows, and the rows held out for evaluation: as a plan, and collected (they are saved with the
@@ -445,117 +490,4 @@ async fn split(
     };
     let rows = held.clone().collect().await?;
     Ok((train, Some((held, rows))))
-}
-
-/// The estimator `model_type` names, with the options; `labels` are the indexed label's values.
-fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> Result<PipelineStage> {
-    let weights = match (&options.class_weights, labels) {
-        (None, _) => None,
-        (Some(ClassWeights::ByIndex(weights)), _) => Some(weights.clone()),
-        (Some(ClassWeights::ByLabel(pairs)), Some(labels)) => {
-            for (name, _) in pairs {
-                if !labels.contains(name) {
-                    return Err(invalid(
-                        "OPTIONS",
-                        format!("option class_weights: the label has no value {name:?} (it has {labels:?})"),
-                    ));
-                }
-            }
-            Some(
-                labels
-                    .iter()
-                    .map(|l| pairs.iter().find(|(name, _)| name == l).map_or(1.0, |(_, w)| *w))
-                    .collect(),
-            )
-        }
-        (Some(ClassWeights::ByLabel(_)), None) => {
-            return Err(invalid(
-                "OPTIONS",
-                "option class_weights: weights by label need a string label; give them by class index",
-            ));
-        }
-    };
-    /// The options every network estimator takes.
-    macro_rules! configured {
-        ($estimator:expr) => {{
-            let mut estimator = $estimator
-                .features_col(FEATURES)
-                .label_col(label)
-                .optimizer(options.optimizer.clone())
-                .epochs(options.epochs)
-                .batch_size(options.batch_size)
-                .seed(options.seed)
-                .device(options.device.clone())
-                .precision(options.precision)
-                .workers(options.workers)
-                .strategy(options.strategy.clone())
-                .max_attempts(options.max_attempts);
-            if let Some(timeout) = options.timeout {
-                estimator = estimator.timeout(timeout);
-            }
-
-            estimator
-        }};
-    }
-    Ok(match options.model_type {
-        ModelType::MlpClassifier => weighted(
-            configured!(
-                MlpClassifier::new()
-                    .hidden_layers(options.hidden_units.clone())
-                    .activation(options.activation)
-                    .dropout(options.dropout)
-            ),
-            weights,
-        )
-        .into(),
-        ModelType::LogisticReg => weighted(configured!(LinearClassifier::new()), weights).into(),
-        ModelType::MlpRegressor if weights.is_some() => {
-            return Err(invalid("OPTIONS", "option class_weights: a regressor has no classes"));
-        }
-        ModelType::KMeans => return Err(invalid("model_type", "k-means is not a network estimator")),
-        ModelType::MlpRegressor => configured!(
-            MlpRegressor::new()
-                .hidden_layers(options.hidden_units.clone())
-                .activation(options.activation)
-                .dropout(options.dropout)
-        )
-        .into(),
-    })
-}
-
-/// `classifier` with loss weights per class, if any.
-fn weighted<A: Architecture>(classifier: Classifier<A>, weights: Option<Vec<f64>>) -> Classifier<A> {
-    match weights {
-        Some(weights) => classifier.class_weights(weights),
-        None => classifier,
-    }
-}
-
-/// Writes `value` as pretty JSON.
-pub(super) fn write_json(file: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let failed = |e: &dyn std::fmt::Display| HearthError::Persistence {
-        path: file.to_path_buf(),
-        message: e.to_string(),
-    };
-    let text = serde_json::to_string_pretty(value).map_err(|e| failed(&e))?;
-    std::fs::write(file, text + "\n").map_err(|e| failed(&e))
-}
-
-/// Writes `batches` to a parquet file.
-fn write_parquet(file: &Path, batches: &[RecordBatch]) -> Result<()> {
-    let failed = |e: &dyn std::fmt::Display| HearthError::Persistence {
-        path: file.to_path_buf(),
-        message: e.to_string(),
-    };
-    let Some(first) = batches.first() else {
-        return Ok(());
-    };
-    let out = std::fs::File::create(file).map_err(|e| failed(&e))?;
-    let mut writer =
-        datafusion::parquet::arrow::ArrowWriter::try_new(out, first.schema(), None).map_err(|e| failed(&e))?;
-    for batch in batches {
-        writer.write(batch).map_err(|e| failed(&e))?;
-    }
-    writer.close().map_err(|e| failed(&e))?;
-    Ok(())
 }

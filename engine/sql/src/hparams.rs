@@ -14,11 +14,12 @@
 //! ```
 
 use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, SqlOption};
-use datafusion::sql::sqlparser::dialect::GenericDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use hearth_stats::random::Draws;
 
-use hearth_engine::error::{HearthError, Result};
+use super::error::invalid_option;
+use super::literals::{self, number_expr};
+use super::options::{Scale, Tunable, option_names, option_spec};
+use hearth_engine::error::Result;
 
 /// How the trials' values are chosen (`hparam_tuning_algorithm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,17 +49,6 @@ pub(crate) enum Space {
     Candidates(Vec<Expr>),
 }
 
-/// How a range is drawn from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Scale {
-    /// Uniform.
-    Linear,
-    /// Uniform in the logarithm (learning rates, regularization).
-    Log,
-    /// A uniform whole number.
-    Whole,
-}
-
 /// The tuning a `CREATE MODEL` asked for.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Tuning {
@@ -78,59 +68,21 @@ pub(crate) struct Tuning {
 /// One trial's values: option name and value, in the order of [`Tuning::spaces`].
 pub(crate) type TrialValues = Vec<(String, Expr)>;
 
-/// The options a range may tune, and how it is drawn.
-const RANGES: [(&str, Scale); 10] = [
-    ("learn_rate", Scale::Log),
-    ("l2_reg", Scale::Log),
-    ("elastic_learn_rate", Scale::Log),
-    ("dropout", Scale::Linear),
-    ("rho", Scale::Linear),
-    ("momentum", Scale::Linear),
-    ("batch_size", Scale::Whole),
-    ("max_iterations", Scale::Whole),
-    ("communication_window", Scale::Whole),
-    ("num_clusters", Scale::Whole),
-];
+fn literal_number(option: &str, value: &Expr) -> Result<f64> {
+    literals::number(value).ok_or_else(|| invalid_option(option, format!("HPARAM_RANGE takes numbers, got {value}")))
+}
 
-/// The options candidates may tune: the ranges' and the choices.
-const CHOICES: [&str; 4] = ["hidden_units", "activation_fn", "optimizer", "strategy"];
-
-fn invalid(option: &str, message: impl std::fmt::Display) -> HearthError {
-    HearthError::InvalidParam {
-        stage: "CREATE MODEL".to_string(),
-        param: "OPTIONS",
-        message: format!("option {option}: {message}"),
+fn at_least_one(option: &str, value: &Expr) -> Result<usize> {
+    match literals::whole(value) {
+        Some(0) => Err(invalid_option(option, "must be at least 1")),
+        Some(n) => usize::try_from(n).map_err(|_| invalid_option(option, format!("{n} is too large"))),
+        None => Err(invalid_option(option, format!("expected a whole number, got {value}"))),
     }
 }
 
-/// A number written in SQL, as an expression (sqlparser's number type depends on its features).
-fn number_expr(value: f64) -> Expr {
-    let text = if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{value:.0}")
-    } else {
-        // Six significant digits: what a person would write and read back in ML.TRIAL_INFO.
-        let digits = (5 - value.abs().log10().floor() as i32).max(0) as usize;
-        let rounded = format!("{value:.digits$}");
-        rounded.trim_end_matches('0').trim_end_matches('.').to_string()
-    };
-    Parser::new(&GenericDialect {})
-        .try_with_sql(&text)
-        .and_then(|mut parser| parser.parse_expr())
-        .unwrap_or_else(|_| unreachable!("a formatted number parses: {text}"))
-}
-
-fn literal_number(option: &str, value: &Expr) -> Result<f64> {
-    let text = value.to_string();
-    text.parse::<f64>()
-        .ok()
-        .filter(|n| n.is_finite())
-        .ok_or_else(|| invalid(option, format!("HPARAM_RANGE takes numbers, got {text}")))
-}
-
-fn whole_number(option: &str, value: &Expr) -> Result<usize> {
-    let text = value.to_string();
-    text.parse::<usize>()
-        .map_err(|_| invalid(option, format!("expected a whole number, got {text}")))
+/// How `num_trials` may tune `option` (`Tunable::No` for an option that is not one).
+fn tunable_as(option: &str) -> Tunable {
+    option_spec(option).map_or(Tunable::No, |spec| spec.tunable)
 }
 
 /// The arguments of `HPARAM_RANGE(…)` or `HPARAM_CANDIDATES(…)`, or `None` for another value.
@@ -167,62 +119,57 @@ fn unwrapped(candidate: &Expr) -> Expr {
 fn space(option: &str, call: &str, args: &[&Expr]) -> Result<Space> {
     if call == "HPARAM_CANDIDATES" {
         let [Expr::Array(array)] = args else {
-            return Err(invalid(
+            return Err(invalid_option(
                 option,
                 "HPARAM_CANDIDATES takes one list, e.g. HPARAM_CANDIDATES([1, 2])",
             ));
         };
         if array.elem.is_empty() {
-            return Err(invalid(option, "HPARAM_CANDIDATES([]) has no candidates"));
+            return Err(invalid_option(option, "HPARAM_CANDIDATES([]) has no candidates"));
         }
-        if !RANGES.iter().any(|(name, _)| *name == option) && !CHOICES.contains(&option) {
-            return Err(invalid(
+        if tunable_as(option) == Tunable::No {
+            return Err(invalid_option(
                 option,
                 format!("cannot be tuned; tunable options: {}", tunable()),
             ));
         }
         return Ok(Space::Candidates(array.elem.iter().map(unwrapped).collect()));
     }
-    let Some((_, scale)) = RANGES.iter().find(|(name, _)| *name == option) else {
-        return Err(invalid(
+    let Tunable::Range(scale) = tunable_as(option) else {
+        return Err(invalid_option(
             option,
             format!(
                 "HPARAM_RANGE tunes numbers: {}; use HPARAM_CANDIDATES for {}",
-                RANGES.map(|(name, _)| name).join(", "),
-                CHOICES.join(", ")
+                option_names(|spec| matches!(spec.tunable, Tunable::Range(_))).join(", "),
+                option_names(|spec| spec.tunable == Tunable::Candidates).join(", ")
             ),
         ));
     };
     let [min, max] = args else {
-        return Err(invalid(
+        return Err(invalid_option(
             option,
             "HPARAM_RANGE takes two numbers, HPARAM_RANGE(min, max)",
         ));
     };
     let (min, max) = (literal_number(option, min)?, literal_number(option, max)?);
     if min >= max {
-        return Err(invalid(
+        return Err(invalid_option(
             option,
             format!("HPARAM_RANGE({min}, {max}): min must be below max"),
         ));
     }
     let scale = match scale {
         Scale::Whole if min < 1.0 || min.fract() != 0.0 || max.fract() != 0.0 => {
-            return Err(invalid(option, "HPARAM_RANGE takes whole numbers ≥ 1 here"));
+            return Err(invalid_option(option, "HPARAM_RANGE takes whole numbers ≥ 1 here"));
         }
         Scale::Log if min <= 0.0 => Scale::Linear,
-        scale => *scale,
+        scale => scale,
     };
     Ok(Space::Range { min, max, scale })
 }
 
 fn tunable() -> String {
-    RANGES
-        .map(|(name, _)| name)
-        .into_iter()
-        .chain(CHOICES)
-        .collect::<Vec<_>>()
-        .join(", ")
+    option_names(|spec| spec.tunable != Tunable::No).join(", ")
 }
 
 /// What `num_trials` tunes when no option is given as `HPARAM_…`: k-means' `num_clusters` from 2 to 10; a
@@ -258,110 +205,129 @@ fn default_spaces(model_type: &str, fixed: &[SqlOption]) -> Vec<(String, Space)>
 /// does not tune (no `num_trials`).
 pub(crate) fn split_tuning(options: &[SqlOption]) -> Result<(Vec<SqlOption>, Option<Tuning>)> {
     let mut fixed = Vec::new();
-    let (mut num_trials, mut parallel, mut algorithm, mut objective) = (None, None, None, None);
-    let mut spaces = Vec::new();
+    let mut asked = Asked::default();
     for option in options {
         let SqlOption::KeyValue { key, value } = option else {
             fixed.push(option.clone());
             continue;
         };
         let name = key.value.to_ascii_lowercase();
-        match name.as_str() {
-            "num_trials" => num_trials = Some(at_least_one(&name, value)?),
-            "max_parallel_trials" => parallel = Some(at_least_one(&name, value)?),
-            "hparam_tuning_algorithm" => {
-                let text = value.to_string().trim_matches('\'').to_ascii_lowercase();
-                algorithm = Some(match text.as_str() {
-                    "random_search" => Algorithm::RandomSearch,
-                    "grid_search" => Algorithm::GridSearch,
-                    "vizier_default" => {
-                        return Err(invalid(
-                            &name,
-                            "'vizier_default' (Bayesian search) is not available; use 'random_search' or 'grid_search'",
-                        ));
-                    }
-                    _ => {
-                        return Err(invalid(
-                            &name,
-                            format!("expected 'random_search' or 'grid_search', got {value}"),
-                        ));
-                    }
-                });
-            }
-            "hparam_tuning_objectives" => {
-                // A list of one metric, or (as k-means' page spells it) the metric alone.
-                let metric = match value {
-                    Expr::Array(array) => match array.elem.as_slice() {
-                        [metric] => metric,
-                        _ => {
-                            return Err(invalid(
-                                &name,
-                                "hearth tunes for one objective; give a list of one metric",
-                            ));
-                        }
-                    },
-                    Expr::Value(_) => value,
-                    _ => {
-                        return Err(invalid(
-                            &name,
-                            format!("expected a list of one metric, e.g. ['roc_auc'], got {value}"),
-                        ));
-                    }
-                };
-                objective = Some(metric.to_string().trim_matches('\'').to_ascii_lowercase());
-            }
-            _ => match hparam_call(value) {
-                Some((call, args)) => spaces.push((name.clone(), space(&name, &call, &args)?)),
-                None => fixed.push(option.clone()),
-            },
+        if !asked.read(&name, value)? {
+            fixed.push(option.clone());
         }
     }
-    let Some(num_trials) = num_trials else {
-        let tuning_option = match (spaces.first(), parallel, algorithm, &objective) {
-            (Some((name, _)), ..) => Some(name.as_str()),
-            (_, Some(_), ..) => Some("max_parallel_trials"),
-            (_, _, Some(_), _) => Some("hparam_tuning_algorithm"),
-            (_, _, _, Some(_)) => Some("hparam_tuning_objectives"),
-            _ => None,
-        };
-        if let Some(option) = tuning_option {
-            return Err(invalid(option, "tuning needs num_trials, e.g. num_trials = 8"));
+    let Some(num_trials) = asked.num_trials else {
+        if let Some(option) = asked.first_given() {
+            return Err(invalid_option(option, "tuning needs num_trials, e.g. num_trials = 8"));
         }
         return Ok((fixed, None));
     };
-    if spaces.is_empty() {
+    if asked.spaces.is_empty() {
         let model_type = fixed.iter().find_map(|o| match o {
             SqlOption::KeyValue { key, value } if key.value.eq_ignore_ascii_case("model_type") => {
                 Some(value.to_string().trim_matches('\'').to_string())
             }
             _ => None,
         });
-        spaces = default_spaces(model_type.as_deref().unwrap_or_default(), &fixed);
+        asked.spaces = default_spaces(model_type.as_deref().unwrap_or_default(), &fixed);
     }
-    let algorithm = algorithm.unwrap_or(Algorithm::RandomSearch);
+    let algorithm = asked.algorithm.unwrap_or(Algorithm::RandomSearch);
     if algorithm == Algorithm::GridSearch
-        && let Some((name, _)) = spaces.iter().find(|(_, space)| matches!(space, Space::Range { .. }))
+        && let Some((name, _)) = asked
+            .spaces
+            .iter()
+            .find(|(_, space)| matches!(space, Space::Range { .. }))
     {
-        return Err(invalid(
+        return Err(invalid_option(
             name,
             "hparam_tuning_algorithm 'grid_search' takes HPARAM_CANDIDATES only; a range has no grid",
         ));
     }
     let tuning = Tuning {
         num_trials,
-        max_parallel_trials: parallel.unwrap_or(1),
+        max_parallel_trials: asked.parallel.unwrap_or(1),
         algorithm,
-        objective,
-        spaces,
+        objective: asked.objective,
+        spaces: asked.spaces,
     };
     Ok((fixed, Some(tuning)))
 }
 
-fn at_least_one(option: &str, value: &Expr) -> Result<usize> {
-    match whole_number(option, value)? {
-        0 => Err(invalid(option, "must be at least 1")),
-        n => Ok(n),
+/// The tuning options a statement gives, as read.
+#[derive(Default)]
+struct Asked {
+    num_trials: Option<usize>,
+    parallel: Option<usize>,
+    algorithm: Option<Algorithm>,
+    objective: Option<String>,
+    spaces: Vec<(String, Space)>,
+}
+
+impl Asked {
+    /// Reads option `name` when it is one of the tuning's (or an `HPARAM_…` value); `false` for the others.
+    fn read(&mut self, name: &str, value: &Expr) -> Result<bool> {
+        match name {
+            "num_trials" => self.num_trials = Some(at_least_one(name, value)?),
+            "max_parallel_trials" => self.parallel = Some(at_least_one(name, value)?),
+            "hparam_tuning_algorithm" => self.algorithm = Some(algorithm(name, value)?),
+            "hparam_tuning_objectives" => self.objective = Some(objective(name, value)?),
+            _ => match hparam_call(value) {
+                Some((call, args)) => self.spaces.push((name.to_string(), space(name, &call, &args)?)),
+                None => return Ok(false),
+            },
+        }
+        Ok(true)
     }
+
+    /// The first tuning option given, for the error when `num_trials` is not.
+    fn first_given(&self) -> Option<&str> {
+        match (self.spaces.first(), self.parallel, self.algorithm, &self.objective) {
+            (Some((name, _)), ..) => Some(name.as_str()),
+            (_, Some(_), ..) => Some("max_parallel_trials"),
+            (_, _, Some(_), _) => Some("hparam_tuning_algorithm"),
+            (_, _, _, Some(_)) => Some("hparam_tuning_objectives"),
+            _ => None,
+        }
+    }
+}
+
+/// `hparam_tuning_algorithm`'s value.
+fn algorithm(option: &str, value: &Expr) -> Result<Algorithm> {
+    match value.to_string().trim_matches('\'').to_ascii_lowercase().as_str() {
+        "random_search" => Ok(Algorithm::RandomSearch),
+        "grid_search" => Ok(Algorithm::GridSearch),
+        "vizier_default" => Err(invalid_option(
+            option,
+            "'vizier_default' (Bayesian search) is not available; use 'random_search' or 'grid_search'",
+        )),
+        _ => Err(invalid_option(
+            option,
+            format!("expected 'random_search' or 'grid_search', got {value}"),
+        )),
+    }
+}
+
+/// `hparam_tuning_objectives`' metric: a list of one, or (as k-means' page spells it) the metric alone.
+fn objective(option: &str, value: &Expr) -> Result<String> {
+    let metric = match value {
+        Expr::Array(array) => match array.elem.as_slice() {
+            [metric] => metric,
+            _ => {
+                return Err(invalid_option(
+                    option,
+                    "hearth tunes for one objective; give a list of one metric",
+                ));
+            }
+        },
+        Expr::Value(_) => value,
+        _ => {
+            return Err(invalid_option(
+                option,
+                format!("expected a list of one metric, e.g. ['roc_auc'], got {value}"),
+            ));
+        }
+    };
+    Ok(metric.to_string().trim_matches('\'').to_ascii_lowercase())
 }
 
 impl Tuning {

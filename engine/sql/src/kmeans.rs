@@ -10,7 +10,7 @@
 //! | `ML.CENTROIDS(MODEL m)` | a row per centroid and feature: `numerical_value` in the column's own units, or `categorical_value` |
 //! | `ML.TRAINING_INFO(MODEL m)` | the iterations run, the training cost and the cluster sizes |
 
-use std::time::Instant;
+use std::collections::BTreeMap;
 
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema};
 use datafusion::common::ScalarValue;
@@ -23,144 +23,23 @@ use datafusion::prelude::DataFrame;
 use hearth_stats::clustering::DistanceMeasure;
 use serde::{Deserialize, Serialize};
 
-use super::catalog::{CatalogModel, ModelCatalog, ModelEntry, now_ms};
-use super::create_model::{
-    BestTrial, CreatedModel, FEATURES, NUMBERS, SCALED_NUMBERS, automatic_transform, invalid, kept_options, list_text,
-    one_hot_column, write_json,
-};
-use super::hparams::{TrialValues, Tuning};
+use super::catalog::{CatalogModel, read_json};
 use super::options::ModelOptions;
-use super::parser::CreateModel;
-use super::rows::literal_rows;
-use super::transform::plan_transform;
-use super::trials::{Scoring, TRIALS_FILE, TrialInputs, metric_value, run_trials};
+use super::preprocessing::{FEATURES, NUMBERS, SCALED_NUMBERS, index_column, one_hot_column};
+use super::rows::{literal_rows, metric_value};
 use hearth_engine::clustering::{KMEANS_COST, KMeans, KMeansModel};
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel, VectorAssembler};
-use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
+use hearth_engine::pipeline::PipelineModel;
 use hearth_engine::session::Session;
-use hearth_engine::stage::{Estimator, Transformer};
+use hearth_engine::stage::Transformer;
 use hearth_exec::udf::args::f64_list_literal;
 
 /// The column the fitted pipeline writes each row's cluster (0-based) to.
 const CLUSTER: &str = "__cluster";
 
-/// Fits and saves a k-means `CREATE MODEL`; with `tuning`, one model per trial's options (the preprocessing
-/// fitted once), the one with the lowest Davies–Bouldin index on the training rows kept (BigQuery ML's
-/// objective for k-means).
-pub(super) async fn create_kmeans(
-    session: &Session,
-    create: &CreateModel,
-    options: &ModelOptions,
-    input: &DataFrame,
-    tuning: Option<(&Tuning, Vec<(TrialValues, ModelOptions)>)>,
-    started: Instant,
-) -> Result<CreatedModel> {
-    let transform = match &create.transform {
-        Some(items) => plan_transform(items, input)?,
-        None => automatic_transform(input, options)?,
-    };
-    if transform.outputs.is_empty() {
-        return Err(invalid("TRANSFORM", "no feature columns to cluster"));
-    }
-    let mut stages: Vec<PipelineStage> = transform.stages;
-    let preprocessing_stages = stages.len();
-    stages.push(
-        VectorAssembler::new()
-            .input_cols(transform.outputs.clone())
-            .output_col(FEATURES)
-            .into(),
-    );
-    let mut entry = ModelEntry {
-        name: create.name.clone(),
-        model_type: options.model_type.to_string(),
-        label: String::new(),
-        labels: None,
-        classifier: false,
-        label_index: String::new(),
-        inputs: transform.inputs,
-        features: transform.outputs,
-        preprocessing_stages: preprocessing_stages + 1,
-        options: options.written.clone(),
-        transform: create.transform.as_ref().map(|items| list_text(items)),
-        query: Some(create.query.to_string()),
-        training_rows: 0,
-        evaluation_rows: 0,
-        training_seconds: 0.0,
-        created_ms: 0,
-    };
-    let (model, tuned) = match tuning {
-        None => {
-            stages.push(estimator(options).into());
-            (Pipeline::from_stages(stages).fit(input).await?, None)
-        }
-        Some((tuning, trials)) => {
-            let preprocessing = Pipeline::from_stages(stages).fit(input).await?;
-            let inputs = TrialInputs {
-                session,
-                preprocessing: &preprocessing,
-                train: input,
-                scored_on: input,
-                entry: &entry,
-                scoring: Scoring::Clustering,
-            };
-            let tuned = run_trials(inputs, tuning, trials, |options| Ok(estimator(options).into())).await?;
-            entry.options = kept_options(&tuned.options, create);
-            (tuned.model, Some(tuned.record))
-        }
-    };
-    let kmeans = fitted(&model).ok_or_else(|| invalid("model_type", "the pipeline did not end with k-means"))?;
-    let summary = kmeans.summary().cloned();
-    entry.training_rows = summary.as_ref().map_or(0, |s| s.cluster_sizes.iter().sum());
-    entry.training_seconds = started.elapsed().as_secs_f64();
-    entry.created_ms = now_ms();
-    // The training rows' figures, kept for ML.EVALUATE(MODEL m) without rows: the kept trial's score, or
-    // computed now.
-    let best = tuned
-        .as_ref()
-        .and_then(|record| record.trials.iter().find(|t| t.is_optimal));
-    let scored = CatalogModel {
-        entry: entry.clone(),
-        pipeline: model,
-        dir: Default::default(),
-    };
-    let figures = match best {
-        Some(trial) => TrainingFigures {
-            davies_bouldin_index: trial.metrics.get("davies_bouldin_index").copied(),
-            mean_squared_distance: trial.metrics.get("mean_squared_distance").copied(),
-        },
-        None => {
-            let rows = DataFrame::new(session.context().state(), evaluate(&scored, input.clone())?)
-                .collect()
-                .await?;
-            TrainingFigures {
-                davies_bouldin_index: metric_value(&rows, "davies_bouldin_index"),
-                mean_squared_distance: metric_value(&rows, "mean_squared_distance"),
-            }
-        }
-    };
-    let model = scored.pipeline;
-    let catalog = ModelCatalog::of(session);
-    catalog.save(&entry, &model, create.or_replace, |dir| {
-        write_json(&dir.join(TRAINING_FIGURES_FILE), &figures)?;
-        match &tuned {
-            Some(record) => write_json(&dir.join(TRIALS_FILE), record),
-            None => Ok(()),
-        }
-    })?;
-    Ok(CreatedModel {
-        name: create.name.clone(),
-        trained: true,
-        loss: summary.map(|s| s.training_cost),
-        attempts: None,
-        path: catalog.dir().join(&create.name),
-        entry: Some(entry),
-        best_trial: tuned.as_ref().and_then(BestTrial::of),
-    })
-}
-
 /// Spark's [`KMeans`] with a statement's options.
-fn estimator(options: &ModelOptions) -> KMeans {
+pub(super) fn estimator(options: &ModelOptions) -> KMeans {
     KMeans::new()
         .features_col(FEATURES)
         .prediction_col(CLUSTER)
@@ -177,24 +56,36 @@ pub const TRAINING_FIGURES_FILE: &str = "training_evaluation.json";
 
 /// What `ML.EVALUATE` gives over the training rows, kept with the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct TrainingFigures {
+pub(super) struct TrainingFigures {
     davies_bouldin_index: Option<f64>,
     mean_squared_distance: Option<f64>,
 }
 
-fn persistence(path: &std::path::Path, error: impl std::fmt::Display) -> HearthError {
-    HearthError::Persistence {
-        path: path.to_path_buf(),
-        message: error.to_string(),
+impl TrainingFigures {
+    /// The figures among a trial's metrics (by BigQuery ML's names, which are `ML.EVALUATE`'s columns).
+    pub(super) fn of_metrics(metrics: &BTreeMap<String, f64>) -> Self {
+        Self {
+            davies_bouldin_index: metrics.get("davies_bouldin_index").copied(),
+            mean_squared_distance: metrics.get("mean_squared_distance").copied(),
+        }
+    }
+
+    /// The figures of `model` over its training rows `input`, computed now.
+    pub(super) async fn compute(session: &Session, model: &CatalogModel, input: &DataFrame) -> Result<Self> {
+        let rows = DataFrame::new(session.context().state(), evaluate(model, input.clone())?)
+            .collect()
+            .await?;
+        Ok(Self {
+            davies_bouldin_index: metric_value(&rows, "davies_bouldin_index"),
+            mean_squared_distance: metric_value(&rows, "mean_squared_distance"),
+        })
     }
 }
 
 /// `ML.EVALUATE(MODEL m)` of a k-means model: its training rows' figures, computed when it was created.
 pub(crate) fn training_evaluation(model: &CatalogModel) -> Result<LogicalPlan> {
     kmeans_of("EVALUATE", model)?;
-    let file = model.dir.join(TRAINING_FIGURES_FILE);
-    let text = std::fs::read_to_string(&file).map_err(|e| persistence(&file, e))?;
-    let figures: TrainingFigures = serde_json::from_str(&text).map_err(|e| persistence(&file, e))?;
+    let figures: TrainingFigures = read_json(&model.dir.join(TRAINING_FIGURES_FILE))?;
     let schema = Schema::new(vec![
         Field::new("davies_bouldin_index", DataType::Float64, true),
         Field::new("mean_squared_distance", DataType::Float64, true),
@@ -396,7 +287,7 @@ fn slots(model: &CatalogModel, width: usize) -> Vec<Slot> {
         let Some(column) = model.entry.inputs.iter().find(|c| one_hot_column(c) == *output) else {
             return generic();
         };
-        let index = format!("__{column}_index");
+        let index = index_column(column);
         let labels = find(&|s| {
             s.downcast_ref::<StringIndexerModel>()
                 .is_some_and(|m| m.get_output_cols().contains(&index))

@@ -36,11 +36,15 @@
 
 mod catalog;
 mod create_model;
+mod error;
+mod estimators;
 mod hparams;
 mod install;
 mod kmeans;
+mod literals;
 mod options;
 mod parser;
+mod preprocessing;
 mod relation;
 mod rows;
 mod session;

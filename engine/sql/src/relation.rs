@@ -9,7 +9,7 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::logical_expr::planner::{PlannedRelation, RelationPlanner, RelationPlannerContext, RelationPlanning};
 use datafusion::prelude::{DataFrame, SessionContext};
-use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, Query, TableFactor, Value};
+use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, Query, TableAlias, TableFactor, Value};
 
 use super::catalog::ModelCatalog;
 use super::kmeans;
@@ -57,25 +57,105 @@ impl RelationPlanner for MlRelationPlanner {
         relation: TableFactor,
         context: &mut dyn RelationPlannerContext,
     ) -> Result<RelationPlanning> {
+        let Some((call, alias)) = MlCall::of(&relation)? else {
+            return Ok(RelationPlanning::Original(Box::new(relation)));
+        };
+        let plan = self.plan_call(&call, context)?;
+        Ok(RelationPlanning::Planned(Box::new(PlannedRelation::new(plan, alias))))
+    }
+}
+
+impl MlRelationPlanner {
+    /// The plan of an `ML.` call: the model's table function, over the call's rows where it has them.
+    fn plan_call(&self, call: &MlCall, context: &mut dyn RelationPlannerContext) -> Result<LogicalPlan> {
+        const FUNCTION_NAMES: [&str; 7] = [
+            "predict",
+            "transform",
+            "evaluate",
+            "training_info",
+            "feature_info",
+            "trial_info",
+            "centroids",
+        ];
+        if !FUNCTION_NAMES.contains(&call.function.as_str()) {
+            return Err(plan_error(format!(
+                "{} is not a table function; hearth has {FUNCTIONS}",
+                call.name
+            )));
+        }
+        let mut rows = |what: &str| -> Result<DataFrame> {
+            let Some(query) = call.query.clone() else {
+                return Err(plan_error(format!(
+                    "{}(MODEL {}, (SELECT …)): {what}",
+                    call.name, call.model
+                )));
+            };
+            let plan = context.plan(TableFactor::Derived {
+                lateral: false,
+                subquery: query,
+                alias: None,
+                sample: None,
+            })?;
+            Ok(DataFrame::new(self.state().clone(), plan))
+        };
+        let model = self.catalog.get(&call.model).map_err(external)?;
+        let clusters = kmeans::fitted(&model.pipeline).is_some();
+        let given = call.query.is_some();
+        match (call.function.as_str(), clusters) {
+            ("predict", true) => kmeans::predict(&model, rows("the rows to predict are missing")?),
+            ("predict", false) => predict(&model, rows("the rows to predict are missing")?),
+            ("transform", _) => transform(&model, rows("the rows to transform are missing")?),
+            ("evaluate", true) if given => kmeans::evaluate(&model, rows("")?),
+            // Without rows, k-means gives the figures of its training rows, as BigQuery ML does.
+            ("evaluate", true) => kmeans::training_evaluation(&model),
+            ("evaluate", false) if given => evaluate(&model, rows("")?),
+            ("evaluate", false) => {
+                held_out_rows(&model).and_then(|plan| evaluate(&model, DataFrame::new(self.state().clone(), plan)))
+            }
+            ("training_info", true) => kmeans::training_info(&model),
+            ("training_info", false) => training_info(&model),
+            ("trial_info", _) => trial_info(&model),
+            ("centroids", _) => kmeans::centroids(&model),
+            _ => feature_info(&model),
+        }
+        .map_err(external)
+    }
+}
+
+/// An `ML.<function>(MODEL m [, rows])` call, as written.
+struct MlCall {
+    /// The function, lower case (`predict`).
+    function: String,
+    /// The call's name in messages (`ML.PREDICT`).
+    name: String,
+    /// The model's name.
+    model: String,
+    /// The rows, when given.
+    query: Option<Box<Query>>,
+}
+
+impl MlCall {
+    /// The `ML.` call `relation` is, with its alias; `None` for any other relation.
+    fn of(relation: &TableFactor) -> Result<Option<(Self, Option<TableAlias>)>> {
         let TableFactor::Table {
             name,
             args: Some(args),
             alias,
             ..
-        } = &relation
+        } = relation
         else {
-            return Ok(RelationPlanning::Original(Box::new(relation)));
+            return Ok(None);
         };
         let parts: Vec<String> = name.0.iter().map(|p| p.to_string().to_ascii_lowercase()).collect();
         let [schema, function] = parts.as_slice() else {
-            return Ok(RelationPlanning::Original(Box::new(relation)));
+            return Ok(None);
         };
         if schema != "ml" {
-            return Ok(RelationPlanning::Original(Box::new(relation)));
+            return Ok(None);
         }
         let call = format!("ML.{}", function.to_ascii_uppercase());
         let mut arguments = args.args.iter();
-        let model_name = match arguments.next() {
+        let model = match arguments.next() {
             Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))) => match &value.value {
                 Value::SingleQuotedString(name) => name.clone(),
                 _ => return Err(plan_error(format!("{call}: the first argument is MODEL name"))),
@@ -94,51 +174,13 @@ impl RelationPlanner for MlRelationPlanner {
         if let Some(extra) = arguments.next() {
             return Err(plan_error(format!("{call}: unexpected argument {extra}")));
         }
-        let mut plan_rows = |query: Option<Box<Query>>, what: &str| -> Result<DataFrame> {
-            let Some(query) = query else {
-                return Err(plan_error(format!("{call}(MODEL {model_name}, (SELECT …)): {what}")));
-            };
-            let plan = context.plan(TableFactor::Derived {
-                lateral: false,
-                subquery: query,
-                alias: None,
-                sample: None,
-            })?;
-            Ok(DataFrame::new(self.state().clone(), plan))
+        let call = Self {
+            function: function.clone(),
+            name: call,
+            model,
+            query,
         };
-        let mut rows = |what: &str| plan_rows(query.clone(), what);
-        let plan: LogicalPlan = match function.as_str() {
-            "predict" | "transform" | "evaluate" | "training_info" | "feature_info" | "trial_info" | "centroids" => {
-                let model = self.catalog.get(&model_name).map_err(external)?;
-                let clusters = kmeans::fitted(&model.pipeline).is_some();
-                match (function.as_str(), clusters) {
-                    ("predict", true) => kmeans::predict(&model, rows("the rows to predict are missing")?),
-                    ("predict", false) => predict(&model, rows("the rows to predict are missing")?),
-                    ("transform", _) => transform(&model, rows("the rows to transform are missing")?),
-                    ("evaluate", true) if query.is_some() => kmeans::evaluate(&model, rows("")?),
-                    // Without rows, k-means gives the figures of its training rows, as BigQuery ML does.
-                    ("evaluate", true) => kmeans::training_evaluation(&model),
-                    ("evaluate", false) if query.is_some() => evaluate(&model, rows("")?),
-                    ("evaluate", false) => held_out_rows(&model)
-                        .and_then(|plan| evaluate(&model, DataFrame::new(self.state().clone(), plan))),
-                    ("training_info", true) => kmeans::training_info(&model),
-                    ("training_info", false) => training_info(&model),
-                    ("trial_info", _) => trial_info(&model),
-                    ("centroids", _) => kmeans::centroids(&model),
-                    _ => feature_info(&model),
-                }
-                .map_err(external)?
-            }
-            _ => {
-                return Err(plan_error(format!(
-                    "{call} is not a table function; hearth has {FUNCTIONS}"
-                )));
-            }
-        };
-        Ok(RelationPlanning::Planned(Box::new(PlannedRelation::new(
-            plan,
-            alias.clone(),
-        ))))
+        Ok(Some((call, alias.clone())))
     }
 }
 

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Float64Type, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::DataFrame;
@@ -55,4 +56,11 @@ pub(crate) fn literal_rows(schema: Schema, rows: Vec<Vec<ScalarValue>>) -> Resul
         .map(|(column, field)| Expr::Column(Column::from_name(column.name)).alias(field.name()))
         .collect();
     Ok(LogicalPlanBuilder::from(plan).project(renamed)?.build()?)
+}
+
+/// The value of `column` in the one row `ML.EVALUATE` (of any model) gives.
+pub(super) fn metric_value(rows: &[RecordBatch], column: &str) -> Option<f64> {
+    let batch = rows.iter().find(|b| b.num_rows() > 0)?;
+    let values = batch.column_by_name(column)?.as_primitive_opt::<Float64Type>()?;
+    values.is_valid(0).then(|| values.value(0))
 }

@@ -19,10 +19,10 @@ use std::collections::HashMap;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::ExprSchemable;
 use datafusion::prelude::DataFrame;
-use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, Value,
-};
+use datafusion::sql::sqlparser::ast::{Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem};
 
+use super::error::invalid;
+use super::literals;
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::feature::{OneHotEncoder, SqlColumns, StandardScaler, StringIndexer, VectorAssembler};
 use hearth_engine::params::{HandleInvalid, StringOrderType};
@@ -59,14 +59,6 @@ fn kind_of(data_type: &DataType) -> Kind {
     }
 }
 
-fn invalid(message: impl Into<String>) -> HearthError {
-    HearthError::InvalidParam {
-        stage: "CREATE MODEL".to_string(),
-        param: "TRANSFORM",
-        message: message.into(),
-    }
-}
-
 /// Turns a TRANSFORM list over `input` (the training query's rows) into stages.
 pub fn plan_transform(items: &[SelectItem], input: &DataFrame) -> Result<TransformPlan> {
     let mut builder = Builder {
@@ -84,7 +76,10 @@ pub fn plan_transform(items: &[SelectItem], input: &DataFrame) -> Result<Transfo
                 outputs.push(builder.expr(&Expr::Identifier(ident.clone()), None)?);
             }
             SelectItem::UnnamedExpr(expr) => {
-                return Err(invalid(format!("{expr} needs a name: write `{expr} AS name`")));
+                return Err(invalid(
+                    "TRANSFORM",
+                    format!("{expr} needs a name: write `{expr} AS name`"),
+                ));
             }
             SelectItem::ExprWithAlias { expr, alias } => outputs.push(builder.expr(expr, Some(&alias.value))?),
             SelectItem::Wildcard(_) => {
@@ -92,7 +87,7 @@ pub fn plan_transform(items: &[SelectItem], input: &DataFrame) -> Result<Transfo
                     outputs.push(builder.column(field.name())?.0);
                 }
             }
-            other => return Err(invalid(format!("{other} is not a TRANSFORM item"))),
+            other => return Err(invalid("TRANSFORM", format!("{other} is not a TRANSFORM item"))),
         }
     }
     let mut stages = Vec::new();
@@ -178,17 +173,20 @@ impl Builder<'_> {
     fn sql_expression(&mut self, expr: &Expr, output: Option<&str>) -> Result<String> {
         let text = expr.to_string();
         if text.to_ascii_lowercase().contains("ml.") {
-            return Err(invalid(format!(
-                "{text}: ML. calls nest only inside other ML. calls; give the expression around it its own item"
-            )));
+            return Err(invalid(
+                "TRANSFORM",
+                format!(
+                    "{text}: ML. calls nest only inside other ML. calls; give the expression around it its own item"
+                ),
+            ));
         }
         let planned = self
             .input
             .parse_sql_expr(&text)
-            .map_err(|e| invalid(format!("{text}: {}", e.message())))?;
+            .map_err(|e| invalid("TRANSFORM", format!("{text}: {}", e.message())))?;
         let (_, field) = planned
             .to_field(self.input.schema())
-            .map_err(|e| invalid(format!("{text}: {}", e.message())))?;
+            .map_err(|e| invalid("TRANSFORM", format!("{text}: {}", e.message())))?;
         let data_type = field.data_type().clone();
         for column in planned.column_refs() {
             self.read(&column.name);
@@ -215,97 +213,117 @@ impl Builder<'_> {
             None => self.fresh(None),
         };
         match name.as_str() {
-            "vector_assembler" => {
-                let mut inputs = Vec::new();
-                for arg in &args.positional {
-                    inputs.push(self.expr(arg, None)?);
-                }
-                let mut stage = VectorAssembler::new().input_cols(inputs).output_col(&out);
-                for (param, value) in &args.named {
-                    stage = match normalized(param).as_str() {
-                        "handleinvalid" => stage.handle_invalid(handle_invalid(param, value)?),
-                        _ => return Err(unknown_param("VECTOR_ASSEMBLER", param, "handle_invalid")),
-                    };
-                }
-                Ok(self.add(stage, &out, Kind::Vector))
-            }
-            "standard_scaler" => {
-                let (input, kind) = self.single_input("STANDARD_SCALER", &args, &out)?;
-                let input = if kind == Kind::Vector {
-                    input
-                } else {
-                    let vector = self.fresh(Some(&out));
-                    self.add(
-                        VectorAssembler::new().input_cols([input]).output_col(&vector),
-                        &vector,
-                        Kind::Vector,
-                    )
-                };
-                let mut stage = StandardScaler::new().input_col(input).output_col(&out);
-                for (param, value) in &args.named {
-                    stage = match normalized(param).as_str() {
-                        "withmean" => stage.with_mean(boolean(param, value)?),
-                        "withstd" => stage.with_std(boolean(param, value)?),
-                        _ => return Err(unknown_param("STANDARD_SCALER", param, "with_mean, with_std")),
-                    };
-                }
-                Ok(self.add(stage, &out, Kind::Vector))
-            }
-            "string_indexer" | "label_encoder" => {
-                let (input, _) = self.single_input("STRING_INDEXER", &args, &out)?;
-                let mut stage = StringIndexer::new().input_col(input).output_col(&out);
-                for (param, value) in &args.named {
-                    stage = match normalized(param).as_str() {
-                        "handleinvalid" => stage.handle_invalid(handle_invalid(param, value)?),
-                        "stringordertype" => stage.string_order_type(string_order(param, value)?),
-                        _ => {
-                            return Err(unknown_param(
-                                "STRING_INDEXER",
-                                param,
-                                "handle_invalid, string_order_type",
-                            ));
-                        }
-                    };
-                }
-                Ok(self.add(stage, &out, Kind::Number))
-            }
-            "one_hot_encoder" => {
-                let (input, kind) = self.single_input("ONE_HOT_ENCODER", &args, &out)?;
-                let input = if kind == Kind::Text {
-                    let index = self.fresh(Some(&out));
-                    let indexer = StringIndexer::new()
-                        .input_col(input)
-                        .output_col(&index)
-                        .handle_invalid(HandleInvalid::Keep);
-                    self.add(indexer, &index, Kind::Number)
-                } else {
-                    input
-                };
-                let mut stage = OneHotEncoder::new().input_col(input).output_col(&out);
-                for (param, value) in &args.named {
-                    stage = match normalized(param).as_str() {
-                        "droplast" => stage.drop_last(boolean(param, value)?),
-                        "handleinvalid" => stage.handle_invalid(handle_invalid(param, value)?),
-                        _ => return Err(unknown_param("ONE_HOT_ENCODER", param, "drop_last, handle_invalid")),
-                    };
-                }
-                Ok(self.add(stage, &out, Kind::Vector))
-            }
-            other => Err(invalid(format!(
-                "ML.{} is not a TRANSFORM function; hearth has ML.VECTOR_ASSEMBLER, ML.STANDARD_SCALER, \
-                 ML.STRING_INDEXER and ML.ONE_HOT_ENCODER",
-                other.to_ascii_uppercase()
-            ))),
+            "vector_assembler" => self.vector_assembler(&args, out),
+            "standard_scaler" => self.standard_scaler(&args, out),
+            "string_indexer" | "label_encoder" => self.string_indexer(&args, out),
+            "one_hot_encoder" => self.one_hot_encoder(&args, out),
+            other => Err(invalid(
+                "TRANSFORM",
+                format!(
+                    "ML.{} is not a TRANSFORM function; hearth has ML.VECTOR_ASSEMBLER, ML.STANDARD_SCALER, \
+                     ML.STRING_INDEXER and ML.ONE_HOT_ENCODER",
+                    other.to_ascii_uppercase()
+                ),
+            )),
         }
+    }
+
+    /// `ML.VECTOR_ASSEMBLER(a, b, … [, handle_invalid => …])` into `out`.
+    fn vector_assembler(&mut self, args: &Arguments, out: String) -> Result<String> {
+        let mut inputs = Vec::new();
+        for arg in &args.positional {
+            inputs.push(self.expr(arg, None)?);
+        }
+        let mut stage = VectorAssembler::new().input_cols(inputs).output_col(&out);
+        for (param, value) in &args.named {
+            stage = match normalized(param).as_str() {
+                "handleinvalid" => stage.handle_invalid(handle_invalid(param, value)?),
+                _ => return Err(unknown_param("VECTOR_ASSEMBLER", param, "handle_invalid")),
+            };
+        }
+        Ok(self.add(stage, &out, Kind::Vector))
+    }
+
+    /// `ML.STANDARD_SCALER(x [, with_mean => …, with_std => …])` into `out`; a number is assembled into a
+    /// vector first.
+    fn standard_scaler(&mut self, args: &Arguments, out: String) -> Result<String> {
+        let (input, kind) = self.single_input("STANDARD_SCALER", args, &out)?;
+        let input = if kind == Kind::Vector {
+            input
+        } else {
+            let vector = self.fresh(Some(&out));
+            self.add(
+                VectorAssembler::new().input_cols([input]).output_col(&vector),
+                &vector,
+                Kind::Vector,
+            )
+        };
+        let mut stage = StandardScaler::new().input_col(input).output_col(&out);
+        for (param, value) in &args.named {
+            stage = match normalized(param).as_str() {
+                "withmean" => stage.with_mean(boolean(param, value)?),
+                "withstd" => stage.with_std(boolean(param, value)?),
+                _ => return Err(unknown_param("STANDARD_SCALER", param, "with_mean, with_std")),
+            };
+        }
+        Ok(self.add(stage, &out, Kind::Vector))
+    }
+
+    /// `ML.STRING_INDEXER(x [, handle_invalid => …, string_order_type => …])` into `out`.
+    fn string_indexer(&mut self, args: &Arguments, out: String) -> Result<String> {
+        let (input, _) = self.single_input("STRING_INDEXER", args, &out)?;
+        let mut stage = StringIndexer::new().input_col(input).output_col(&out);
+        for (param, value) in &args.named {
+            stage = match normalized(param).as_str() {
+                "handleinvalid" => stage.handle_invalid(handle_invalid(param, value)?),
+                "stringordertype" => stage.string_order_type(string_order(param, value)?),
+                _ => {
+                    return Err(unknown_param(
+                        "STRING_INDEXER",
+                        param,
+                        "handle_invalid, string_order_type",
+                    ));
+                }
+            };
+        }
+        Ok(self.add(stage, &out, Kind::Number))
+    }
+
+    /// `ML.ONE_HOT_ENCODER(x [, drop_last => …, handle_invalid => …])` into `out`; a string is indexed first
+    /// (unseen values kept, as BigQuery's).
+    fn one_hot_encoder(&mut self, args: &Arguments, out: String) -> Result<String> {
+        let (input, kind) = self.single_input("ONE_HOT_ENCODER", args, &out)?;
+        let input = if kind == Kind::Text {
+            let index = self.fresh(Some(&out));
+            let indexer = StringIndexer::new()
+                .input_col(input)
+                .output_col(&index)
+                .handle_invalid(HandleInvalid::Keep);
+            self.add(indexer, &index, Kind::Number)
+        } else {
+            input
+        };
+        let mut stage = OneHotEncoder::new().input_col(input).output_col(&out);
+        for (param, value) in &args.named {
+            stage = match normalized(param).as_str() {
+                "droplast" => stage.drop_last(boolean(param, value)?),
+                "handleinvalid" => stage.handle_invalid(handle_invalid(param, value)?),
+                _ => return Err(unknown_param("ONE_HOT_ENCODER", param, "drop_last, handle_invalid")),
+            };
+        }
+        Ok(self.add(stage, &out, Kind::Vector))
     }
 
     /// The one positional argument of an `ML.` call, built.
     fn single_input(&mut self, function: &str, args: &Arguments, output: &str) -> Result<(String, Kind)> {
         let [arg] = args.positional.as_slice() else {
-            return Err(invalid(format!(
-                "ML.{function} takes one column or expression, got {}",
-                args.positional.len()
-            )));
+            return Err(invalid(
+                "TRANSFORM",
+                format!(
+                    "ML.{function} takes one column or expression, got {}",
+                    args.positional.len()
+                ),
+            ));
         };
         let name = self.fresh_for(arg, output);
         let column = self.expr(arg, Some(&name))?;
@@ -437,10 +455,10 @@ fn arguments(function: &Function) -> Result<Arguments<'_>> {
                 ..
             } => out.named.push((name.value.clone(), expr)),
             other => {
-                return Err(invalid(format!(
-                    "{}: argument {other} is not a column or parameter",
-                    function.name
-                )));
+                return Err(invalid(
+                    "TRANSFORM",
+                    format!("{}: argument {other} is not a column or parameter", function.name),
+                ));
             }
         }
     }
@@ -457,39 +475,37 @@ fn normalized(param: &str) -> String {
 }
 
 fn unknown_param(function: &str, param: &str, known: &str) -> HearthError {
-    invalid(format!("ML.{function} has no parameter {param}; it takes {known}"))
+    invalid(
+        "TRANSFORM",
+        format!("ML.{function} has no parameter {param}; it takes {known}"),
+    )
 }
 
 fn text(param: &str, value: &Expr) -> Result<String> {
-    match value {
-        Expr::Value(v) => match &v.value {
-            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Ok(s.clone()),
-            _ => Err(invalid(format!("{param} takes a string, got {value}"))),
-        },
-        _ => Err(invalid(format!("{param} takes a string, got {value}"))),
-    }
+    literals::string(value)
+        .map(str::to_string)
+        .ok_or_else(|| invalid("TRANSFORM", format!("{param} takes a string, got {value}")))
 }
 
 fn boolean(param: &str, value: &Expr) -> Result<bool> {
-    match value {
-        Expr::Value(v) => match &v.value {
-            Value::Boolean(b) => Ok(*b),
-            _ => Err(invalid(format!("{param} takes TRUE or FALSE, got {value}"))),
-        },
-        _ => Err(invalid(format!("{param} takes TRUE or FALSE, got {value}"))),
-    }
+    literals::boolean(value).ok_or_else(|| invalid("TRANSFORM", format!("{param} takes TRUE or FALSE, got {value}")))
 }
 
 fn handle_invalid(param: &str, value: &Expr) -> Result<HandleInvalid> {
-    HandleInvalid::parse(&text(param, value)?)
-        .ok_or_else(|| invalid(format!("{param} takes 'error', 'skip' or 'keep', got {value}")))
+    HandleInvalid::parse(&text(param, value)?).ok_or_else(|| {
+        invalid(
+            "TRANSFORM",
+            format!("{param} takes 'error', 'skip' or 'keep', got {value}"),
+        )
+    })
 }
 
 fn string_order(param: &str, value: &Expr) -> Result<StringOrderType> {
     let order = text(param, value)?;
     serde_json::from_value(serde_json::Value::String(order)).map_err(|_| {
-        invalid(format!(
-            "{param} takes 'frequencyDesc', 'frequencyAsc', 'alphabetDesc' or 'alphabetAsc', got {value}"
-        ))
+        invalid(
+            "TRANSFORM",
+            format!("{param} takes 'frequencyDesc', 'frequencyAsc', 'alphabetDesc' or 'alphabetAsc', got {value}"),
+        )
     })
 }

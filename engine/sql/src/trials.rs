@@ -6,28 +6,27 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::common::scalar::ScalarStructBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::DataFrame;
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::catalog::{CatalogModel, ModelEntry};
+use super::catalog::{CatalogModel, ModelEntry, read_json};
+use super::error::invalid;
 use super::hparams::{TrialValues, Tuning};
 use super::kmeans;
 use super::options::{ModelOptions, ModelType};
-use super::rows::literal_rows;
+use super::rows::{literal_rows, metric_value};
 use super::table_functions::evaluate;
 use super::trained::Trained;
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
 use hearth_engine::session::Session;
 use hearth_engine::stage::Estimator;
+use hearth_engine::tuning::search::{best_of, run_candidates};
 
 /// The file of a tuned model's entry holding its trials.
 pub const TRIALS_FILE: &str = "trials.json";
@@ -146,14 +145,6 @@ pub(crate) struct Tuned {
     pub record: TrialsRecord,
 }
 
-fn invalid(message: impl Into<String>) -> HearthError {
-    HearthError::InvalidParam {
-        stage: "CREATE MODEL".to_string(),
-        param: "OPTIONS",
-        message: message.into(),
-    }
-}
-
 /// Checks `hparam_tuning_objectives` names a metric of the model type, before anything trains.
 pub(crate) fn check_objective(tuning: &Tuning, scoring: Scoring) -> Result<()> {
     let Some(objective) = &tuning.objective else {
@@ -163,11 +154,14 @@ pub(crate) fn check_objective(tuning: &Tuning, scoring: Scoring) -> Result<()> {
     if metrics.iter().any(|(name, ..)| name == objective) {
         return Ok(());
     }
-    Err(invalid(format!(
-        "option hparam_tuning_objectives: {objective:?} is not a metric of a {}; expected one of {}",
-        scoring.model_kind(),
-        metrics.iter().map(|(name, ..)| *name).collect::<Vec<_>>().join(", ")
-    )))
+    Err(invalid(
+        "OPTIONS",
+        format!(
+            "option hparam_tuning_objectives: {objective:?} is not a metric of a {}; expected one of {}",
+            scoring.model_kind(),
+            metrics.iter().map(|(name, ..)| *name).collect::<Vec<_>>().join(", ")
+        ),
+    ))
 }
 
 /// What a trial needs besides its options: the shared preprocessing, the rows, and how to build its estimator.
@@ -192,43 +186,39 @@ pub(crate) async fn run_trials(
     trials: Vec<(TrialValues, ModelOptions)>,
     estimator: impl Fn(&ModelOptions) -> Result<PipelineStage>,
 ) -> Result<Tuned> {
-    let started = Instant::now();
     let jobs = trials
         .iter()
         .enumerate()
         .map(|(index, (_, options))| estimator(options).map(|stage| (index, stage)))
         .collect::<Result<Vec<_>>>()?;
     let inputs = &inputs;
-    let mut outcomes: Vec<(usize, f64, f64, Result<Scored>)> = futures::stream::iter(jobs)
-        .map(|(index, stage)| async move {
-            let begun = started.elapsed().as_secs_f64();
-            let outcome = trial(inputs, stage).await;
-            (index, begun, started.elapsed().as_secs_f64() - begun, outcome)
-        })
-        .buffer_unordered(tuning.max_parallel_trials)
-        .collect()
-        .await;
-    outcomes.sort_by_key(|(index, ..)| *index);
+    let mut runs = run_candidates(jobs, tuning.max_parallel_trials, |stage| trial(inputs, stage)).await;
 
     let scoring = inputs.scoring;
-    let succeeded: Vec<&BTreeMap<String, f64>> = outcomes
+    let succeeded: Vec<&BTreeMap<String, f64>> = runs
         .iter()
-        .filter_map(|(.., outcome)| outcome.as_ref().ok().map(|(_, m)| m))
+        .filter_map(|run| run.outcome.as_ref().ok().map(|(_, m)| m))
         .collect();
     let Some(first_scores) = succeeded.first() else {
-        let (index, .., error) = outcomes.swap_remove(0);
-        return Err(invalid(format!(
-            "every trial failed; trial 1 ({}): {}",
-            describe(&trials[index].0),
-            error.err().map_or_else(String::new, |e| e.to_string())
-        )));
+        let first = runs.swap_remove(0);
+        return Err(invalid(
+            "OPTIONS",
+            format!(
+                "every trial failed; trial 1 ({}): {}",
+                describe(&trials[first.candidate].0),
+                first.outcome.err().map_or_else(String::new, |e| e.to_string())
+            ),
+        ));
     };
     let objective = match &tuning.objective {
         Some(name) if !first_scores.contains_key(name) => {
-            return Err(invalid(format!(
-                "option hparam_tuning_objectives: {name:?} needs a label of two classes; use f1_score, accuracy, \
+            return Err(invalid(
+                "OPTIONS",
+                format!(
+                    "option hparam_tuning_objectives: {name:?} needs a label of two classes; use f1_score, accuracy, \
                  precision, recall or log_loss"
-            )));
+                ),
+            ));
         }
         Some(name) => name.clone(),
         None => match scoring {
@@ -245,23 +235,26 @@ pub(crate) async fn run_trials(
         .find(|(name, ..)| *name == objective)
         .is_none_or(|(.., larger)| *larger);
     let score = |metrics: &BTreeMap<String, f64>| metrics.get(&objective).copied().filter(|v| v.is_finite());
-    let best = outcomes
+    let scores = runs
         .iter()
-        .filter_map(|(index, .., outcome)| Some((*index, score(&outcome.as_ref().ok()?.1)?)))
-        // The first of equal trials wins.
-        .max_by(|(a, x), (b, y)| if larger { x.total_cmp(y) } else { y.total_cmp(x) }.then(b.cmp(a)))
-        .map(|(index, _)| index)
-        .ok_or_else(|| invalid(format!("no trial has a finite {objective} on the held-out rows")))?;
+        .filter_map(|run| Some((run.candidate, score(&run.outcome.as_ref().ok()?.1)?)));
+    let best = best_of(scores, larger).ok_or_else(|| {
+        invalid(
+            "OPTIONS",
+            format!("no trial has a finite {objective} on the held-out rows"),
+        )
+    })?;
 
     let mut model = None;
-    let mut records = Vec::with_capacity(outcomes.len());
-    for (index, begun, seconds, outcome) in outcomes {
+    let mut records = Vec::with_capacity(runs.len());
+    for run in runs {
+        let (index, started, seconds) = (run.candidate, run.started, run.seconds());
         let hyperparameters = trials[index]
             .0
             .iter()
             .map(|(name, value)| (name.clone(), value.to_string()))
             .collect();
-        let (metrics, training_loss, error_message) = match outcome {
+        let (metrics, training_loss, error_message) = match run.outcome {
             Ok((pipeline, metrics)) => {
                 let loss = match scoring {
                     // k-means is scored on its training rows: their mean squared distance is its loss.
@@ -284,12 +277,12 @@ pub(crate) async fn run_trials(
             training_loss,
             eval_loss,
             error_message,
-            start_seconds: begun,
+            start_seconds: started,
             seconds,
             is_optimal: index == best,
         });
     }
-    let model = model.ok_or_else(|| invalid("the best trial's model was lost"))?;
+    let model = model.ok_or_else(|| invalid("OPTIONS", "the best trial's model was lost"))?;
     Ok(Tuned {
         model,
         options: trials[best].1.clone(),
@@ -343,13 +336,6 @@ async fn trial(inputs: &TrialInputs<'_>, estimator: PipelineStage) -> Result<Sco
     Ok((scored.pipeline, metrics))
 }
 
-/// The value of `column` in the one row `ML.EVALUATE` (of any model) gives.
-pub(super) fn metric_value(rows: &[RecordBatch], column: &str) -> Option<f64> {
-    let batch = rows.iter().find(|b| b.num_rows() > 0)?;
-    let values = batch.column_by_name(column)?.as_primitive_opt::<Float64Type>()?;
-    values.is_valid(0).then(|| values.value(0))
-}
-
 /// `ML.TRIAL_INFO`: one row per trial of a tuned model.
 pub(crate) fn trial_info(model: &CatalogModel) -> Result<LogicalPlan> {
     let file = model.dir.join(TRIALS_FILE);
@@ -360,13 +346,7 @@ pub(crate) fn trial_info(model: &CatalogModel) -> Result<LogicalPlan> {
             message: "the model was not tuned: it has trials only when CREATE MODEL set num_trials".to_string(),
         });
     }
-    let failed = |e: &dyn std::fmt::Display| HearthError::Persistence {
-        path: file.clone(),
-        message: e.to_string(),
-    };
-    let text = std::fs::read_to_string(&file).map_err(|e| failed(&e))?;
-    let record: TrialsRecord = serde_json::from_str(&text).map_err(|e| failed(&e))?;
-    trial_rows(&record)
+    trial_rows(&read_json(&file)?)
 }
 
 /// The hyperparameters' SQL text as shown: whole numbers as `INT64` (BigQuery's type for `num_clusters`,

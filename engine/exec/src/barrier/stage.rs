@@ -2,6 +2,7 @@
 //! and whole-stage retries.
 
 use std::fmt;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -299,25 +300,41 @@ impl BarrierStage {
             true => FrameProtection::Encryption,
             false => self.options.frame_protection,
         };
+        let (started, spec) = self.start_rendezvous(&info, protection, resume, program)?;
+        let started = coordinator.insert(started);
+        let running = run_stage(df, &info, spec);
+        match &self.on_upload {
+            None => running.await,
+            Some(observer) => watch_uploads(running, started, observer).await,
+        }
+    }
+
+    /// The rendezvous of a new run, listening on the driver's host, and the stage's spec that names it.
+    fn start_rendezvous(
+        &self,
+        info: &SessionInfo,
+        protection: FrameProtection,
+        resume: Option<ResumePoint>,
+        program: Option<ProgramRef>,
+    ) -> Result<(Coordinator, BarrierSpec)> {
+        let workers = self.options.workers;
         let secret = JobSecret::generate().with_protection(protection);
         let job = format!("job-{}", &JobSecret::generate().to_hex()[..12]);
-        let started = coordinator.insert(
-            Coordinator::start(
-                SocketAddr::new(info.driver_host(), 0),
-                workers,
-                secret.clone(),
-                self.options.rendezvous_timeout,
-            )
-            .map_err(|e| HearthError::Barrier {
-                job: job.clone(),
-                message: e.to_string(),
-            })?,
-        );
+        let coordinator = Coordinator::start(
+            SocketAddr::new(info.driver_host(), 0),
+            workers,
+            secret.clone(),
+            self.options.rendezvous_timeout,
+        )
+        .map_err(|e| HearthError::Barrier {
+            job: job.clone(),
+            message: e.to_string(),
+        })?;
         let spec = BarrierSpec {
             function: self.function.clone(),
             args: self.args.clone(),
             world_size: workers,
-            coordinator: started.address(),
+            coordinator: coordinator.address(),
             secret: secret.to_hex(),
             timeout_secs: self.options.timeout.as_secs_f64(),
             job,
@@ -326,51 +343,59 @@ impl BarrierStage {
             frame_protection: protection,
             program,
         };
-        let partitioned = exact_repartition(df, workers);
-        let running = async {
-            match info.scheduler() {
-                None => {
-                    let input = partitioned.create_physical_plan().await?;
-                    let stage = Arc::new(BarrierExec::try_new(input, spec)?);
-                    Ok(collect(stage, Arc::new(df.task_ctx())).await?)
-                }
-                Some(scheduler) => {
-                    // Planned here, as a physical plan: the exact repartition becomes Ballista's shuffle stage.
-                    let (state, logical) = partitioned.into_parts();
-                    let session_id = state.session_id().to_string();
-                    let config = state.config().clone().with_ballista_adaptive_query_planner(false);
-                    let planner = SessionStateBuilder::new_from_existing(state)
-                        .with_query_planner(Arc::new(HearthQueryPlanner))
-                        .build();
-                    let input = into_shuffles(planner.create_physical_plan(&logical).await?)?;
-                    let stage = Arc::new(BarrierExec::try_new(input, spec)?);
-                    Ok(submit_physical(scheduler, stage, session_id, config).await?)
-                }
+        Ok((coordinator, spec))
+    }
+}
+
+/// Runs the barrier stage `spec` over `df`, exactly repartitioned: collected here, or submitted to the
+/// session's cluster (where the exact repartition becomes Ballista's shuffle stage).
+async fn run_stage(df: &DataFrame, info: &SessionInfo, spec: BarrierSpec) -> Result<Vec<RecordBatch>> {
+    let partitioned = exact_repartition(df, spec.world_size);
+    match info.scheduler() {
+        None => {
+            let input = partitioned.create_physical_plan().await?;
+            let stage = Arc::new(BarrierExec::try_new(input, spec)?);
+            Ok(collect(stage, Arc::new(df.task_ctx())).await?)
+        }
+        Some(scheduler) => {
+            let (state, logical) = partitioned.into_parts();
+            let session_id = state.session_id().to_string();
+            let config = state.config().clone().with_ballista_adaptive_query_planner(false);
+            let planner = SessionStateBuilder::new_from_existing(state)
+                .with_query_planner(Arc::new(HearthQueryPlanner))
+                .build();
+            let input = into_shuffles(planner.create_physical_plan(&logical).await?)?;
+            let stage = Arc::new(BarrierExec::try_new(input, spec)?);
+            Ok(submit_physical(scheduler, stage, session_id, config).await?)
+        }
+    }
+}
+
+/// Awaits `running`, passing each new upload `coordinator` receives on to `observer` while it runs, and the
+/// last one when it ends.
+async fn watch_uploads(
+    running: impl Future<Output = Result<Vec<RecordBatch>>>,
+    coordinator: &Coordinator,
+    observer: &UploadObserver,
+) -> Result<Vec<RecordBatch>> {
+    let mut seen = None;
+    let mut report = || {
+        if let Some(upload) = coordinator.latest_upload()
+            && seen != Some(upload.epoch)
+        {
+            seen = Some(upload.epoch);
+            (observer.0)(&upload);
+        }
+    };
+    tokio::pin!(running);
+    let mut ticks = tokio::time::interval(UPLOAD_POLL);
+    loop {
+        tokio::select! {
+            result = &mut running => {
+                report();
+                return result;
             }
-        };
-        let Some(observer) = &self.on_upload else {
-            return running.await;
-        };
-        // Pass each new upload on while the stage runs, and the last one when it ends.
-        let mut seen = None;
-        let mut report = |coordinator: &Coordinator| {
-            if let Some(upload) = coordinator.latest_upload()
-                && seen != Some(upload.epoch)
-            {
-                seen = Some(upload.epoch);
-                (observer.0)(&upload);
-            }
-        };
-        tokio::pin!(running);
-        let mut ticks = tokio::time::interval(UPLOAD_POLL);
-        loop {
-            tokio::select! {
-                result = &mut running => {
-                    report(started);
-                    return result;
-                }
-                _ = ticks.tick() => report(started),
-            }
+            _ = ticks.tick() => report(),
         }
     }
 }

@@ -118,39 +118,12 @@ fn resolve(host: &str) -> Result<IpAddr, String> {
 
 async fn start(args: StartArgs) -> CommandResult {
     let dir = args.state.path()?;
-    if let Some(record) = read_record(&dir)? {
-        let alive: Vec<&Started> = record.processes().filter(|p| p.alive()).collect();
-        if !alive.is_empty() {
-            let pids: Vec<String> = alive.iter().map(|p| format!("{} {}", p.role, p.pid)).collect();
-            return Err(format!(
-                "a fleet recorded in {} is already running (master {}; {}); stop it with `hearth cluster stop` first",
-                dir.display(),
-                record.master,
-                pids.join(", ")
-            )
-            .into());
-        }
-        println!(
-            "The fleet recorded in {} no longer runs; starting a new one.",
-            dir.display()
-        );
-    }
+    refuse_running_fleet(&dir)?;
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let hosts = args.hosts.as_deref().map(read_hosts).transpose()?;
     let program = std::env::current_exe()?;
-    let bind = args.bind.unwrap_or_else(|| match hosts {
-        Some(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
-        None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-    });
-    let advertised = match (bind.ip().is_unspecified(), hosts.as_deref()) {
-        (false, _) => bind.ip(),
-        (true, Some(hosts)) => {
-            let first = SocketAddr::new(resolve(&hosts[0])?, 9);
-            address_towards(first).ok_or_else(|| format!("no route from this machine to {}", hosts[0]))?
-        }
-        (true, None) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-    };
+    let (bind, advertised) = scheduler_address(args.bind, hosts.as_deref())?;
     let scheduler_args = vec![
         "--bind".to_string(),
         bind.to_string(),
@@ -183,21 +156,58 @@ async fn start(args: StartArgs) -> CommandResult {
             executors: Vec::new(),
         },
     };
-    match launch.run(&args, hosts.as_deref(), advertised, &program).await {
-        Ok(()) => {
-            let master = &launch.record.master;
-            let rest = SchedulerRest::with_access(master, &fleet_access(&dir)?)?;
-            let executors: Vec<ExecutorResources> = rest.get(EXECUTORS_ROUTE).await?;
-            print_executors(master, &executors);
-            println!("\nState and logs in {}", dir.display());
-            println!("master: {master}");
-            Ok(())
-        }
-        Err(e) => {
-            launch.abandon();
-            Err(e.into())
-        }
+    if let Err(e) = launch.run(&args, hosts.as_deref(), advertised, &program).await {
+        launch.abandon();
+        return Err(e.into());
     }
+    let master = &launch.record.master;
+    let rest = SchedulerRest::with_access(master, &fleet_access(&dir)?)?;
+    let executors: Vec<ExecutorResources> = rest.get(EXECUTORS_ROUTE).await?;
+    print_executors(master, &executors);
+    println!("\nState and logs in {}", dir.display());
+    println!("master: {master}");
+    Ok(())
+}
+
+/// Refuses to start over a fleet recorded in `dir` whose processes still run (one that no longer runs is
+/// replaced, with a word).
+fn refuse_running_fleet(dir: &Path) -> Result<(), String> {
+    let Some(record) = read_record(dir)? else {
+        return Ok(());
+    };
+    let alive: Vec<&Started> = record.processes().filter(|p| p.alive()).collect();
+    if !alive.is_empty() {
+        let pids: Vec<String> = alive.iter().map(|p| format!("{} {}", p.role, p.pid)).collect();
+        return Err(format!(
+            "a fleet recorded in {} is already running (master {}; {}); stop it with `hearth cluster stop` first",
+            dir.display(),
+            record.master,
+            pids.join(", ")
+        ));
+    }
+    println!(
+        "The fleet recorded in {} no longer runs; starting a new one.",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Where the scheduler listens (`bind`, else loopback — every interface with hosts — on a free port) and
+/// the address it gives the executors: the bound one, or this machine's address towards the first host.
+fn scheduler_address(bind: Option<SocketAddr>, hosts: Option<&[String]>) -> Result<(SocketAddr, IpAddr), String> {
+    let bind = bind.unwrap_or_else(|| match hosts {
+        Some(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
+        None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+    });
+    let advertised = match (bind.ip().is_unspecified(), hosts) {
+        (false, _) => bind.ip(),
+        (true, Some(hosts)) => {
+            let first = SocketAddr::new(resolve(&hosts[0])?, 9);
+            address_towards(first).ok_or_else(|| format!("no route from this machine to {}", hosts[0]))?
+        }
+        (true, None) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    };
+    Ok((bind, advertised))
 }
 
 /// Checks the operator's TLS directory and keeps a copy of it at `kept` (the key readable by its owner

@@ -174,77 +174,9 @@ impl ModelSpec {
         let mut shape = input;
         let mut shapes = Vec::with_capacity(layers.len());
         for (i, layer) in layers.iter().enumerate() {
-            let error = |message: String| SpecError { layer: i, message };
-            shape = match layer {
-                Layer::Dense { units } => {
-                    if shape.len() != 1 {
-                        return Err(error(format!(
-                            "dense needs a flat input, got shape {shape:?} (add a flatten layer)"
-                        )));
-                    }
-                    if *units == 0 {
-                        return Err(error("dense needs at least one unit".to_string()));
-                    }
-                    vec![*units]
-                }
-                Layer::Conv2d {
-                    filters,
-                    kernel,
-                    stride,
-                    padding,
-                } => {
-                    let [_, h, w] = shape[..] else {
-                        return Err(error(format!(
-                            "conv2d needs a [channels, height, width] input, got {shape:?}"
-                        )));
-                    };
-                    if *kernel == 0
-                        || *stride == 0
-                        || *filters == 0
-                        || h + 2 * padding < *kernel
-                        || w + 2 * padding < *kernel
-                    {
-                        return Err(error(format!(
-                            "conv2d with {filters} filters, kernel {kernel}, stride {stride}, padding {padding} does not fit {shape:?}"
-                        )));
-                    }
-                    vec![
-                        *filters,
-                        (h + 2 * padding - kernel) / stride + 1,
-                        (w + 2 * padding - kernel) / stride + 1,
-                    ]
-                }
-                Layer::MaxPool2d { kernel, stride } => {
-                    let stride = stride.unwrap_or(*kernel);
-                    let [c, h, w] = shape[..] else {
-                        return Err(error(format!(
-                            "max_pool2d needs a [channels, height, width] input, got {shape:?}"
-                        )));
-                    };
-                    if *kernel == 0 || stride == 0 || h < *kernel || w < *kernel {
-                        return Err(error(format!(
-                            "max_pool2d window {kernel} (stride {stride}) does not fit {shape:?}"
-                        )));
-                    }
-                    vec![c, (h - kernel) / stride + 1, (w - kernel) / stride + 1]
-                }
-                Layer::BatchNorm => {
-                    if shape.len() != 1 && shape.len() != 3 {
-                        return Err(error(format!(
-                            "batch_norm needs a flat or [c, h, w] input, got {shape:?}"
-                        )));
-                    }
-                    shape
-                }
-                Layer::Flatten => vec![shape.iter().product()],
-                Layer::Dropout { rate } => {
-                    if !(0.0..1.0).contains(rate) {
-                        return Err(error(format!("dropout rate must be in [0, 1), got {rate}")));
-                    }
-                    shape
-                }
-                Layer::Relu | Layer::Tanh | Layer::Sigmoid | Layer::Softmax => shape,
-            };
+            shape = layer
+                .output_shape(shape)
+                .map_err(|message| SpecError { layer: i, message })?;
             shapes.push(shape.clone());
         }
         if shapes.last().is_none_or(|s| s.len() != 1) {
@@ -277,6 +209,78 @@ impl ModelSpec {
             previous = shape.clone();
         }
         Ok(count)
+    }
+}
+
+impl Layer {
+    /// The shape this layer gives for an input of `shape`, or why the input does not fit it.
+    fn output_shape(&self, shape: Vec<usize>) -> Result<Vec<usize>, String> {
+        Ok(match self {
+            Layer::Dense { units } => {
+                if shape.len() != 1 {
+                    return Err(format!(
+                        "dense needs a flat input, got shape {shape:?} (add a flatten layer)"
+                    ));
+                }
+                if *units == 0 {
+                    return Err("dense needs at least one unit".to_string());
+                }
+                vec![*units]
+            }
+            Layer::Conv2d {
+                filters,
+                kernel,
+                stride,
+                padding,
+            } => {
+                let [_, h, w] = shape[..] else {
+                    return Err(format!("conv2d needs a [channels, height, width] input, got {shape:?}"));
+                };
+                if *kernel == 0
+                    || *stride == 0
+                    || *filters == 0
+                    || h + 2 * padding < *kernel
+                    || w + 2 * padding < *kernel
+                {
+                    return Err(format!(
+                        "conv2d with {filters} filters, kernel {kernel}, stride {stride}, padding {padding} does not fit {shape:?}"
+                    ));
+                }
+                vec![
+                    *filters,
+                    (h + 2 * padding - kernel) / stride + 1,
+                    (w + 2 * padding - kernel) / stride + 1,
+                ]
+            }
+            Layer::MaxPool2d { kernel, stride } => {
+                let stride = stride.unwrap_or(*kernel);
+                let [c, h, w] = shape[..] else {
+                    return Err(format!(
+                        "max_pool2d needs a [channels, height, width] input, got {shape:?}"
+                    ));
+                };
+                if *kernel == 0 || stride == 0 || h < *kernel || w < *kernel {
+                    return Err(format!(
+                        "max_pool2d window {kernel} (stride {stride}) does not fit {shape:?}"
+                    ));
+                }
+                vec![c, (h - kernel) / stride + 1, (w - kernel) / stride + 1]
+            }
+            Layer::BatchNorm => {
+                if shape.len() != 1 && shape.len() != 3 {
+                    return Err(format!("batch_norm needs a flat or [c, h, w] input, got {shape:?}"));
+                }
+                shape
+            }
+            Layer::Flatten => vec![shape.iter().product()],
+            Layer::Dropout { rate } => {
+                if !(0.0..1.0).contains(rate) {
+                    return Err(format!("dropout rate must be in [0, 1), got {rate}"));
+                }
+                shape
+            }
+            Layer::Relu | Layer::Tanh | Layer::Sigmoid | Layer::Softmax => shape,
+        })
     }
 }
 

@@ -187,6 +187,10 @@ impl Estimator for StringIndexer {
 }
 
 crate::stage_class!(estimator StringIndexer);
+crate::stage_example!(
+    StringIndexer,
+    StringIndexer::new().input_col("text").output_col("text_index")
+);
 
 /// A fitted [`StringIndexer`]: the ordered labels of each input column (Spark's `labelsArray`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

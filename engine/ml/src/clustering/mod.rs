@@ -336,6 +336,7 @@ impl Estimator for KMeans {
 }
 
 crate::stage_class!(estimator KMeans);
+crate::stage_example!(KMeans, KMeans::new().features_col("features").k(2).seed(1));
 
 impl KMeans {
     /// What [`Stage::describe`](crate::stage::Stage::describe) says.

@@ -9,8 +9,8 @@
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use datafusion::prelude::DataFrame;
-//! use hearth_exec::polars::{FromPolars, ToPolars};
-//! use hearth_exec::session::Session;
+//! use hearth_display::polars::{FromPolars, ToPolars};
+//! use hearth_engine::session::Session;
 //!
 //! let session = Session::local(2);
 //! let df = session
@@ -35,8 +35,8 @@ use datafusion::prelude::DataFrame;
 use polars_arrow::ffi as polars_ffi;
 use polars_core::prelude::{Column, CompatLevel, DataFrame as PolarsFrame, IntoColumn, PlSmallStr, Series};
 
-use crate::error::{HearthError, Result};
-use crate::session::Session;
+use hearth_engine::error::{HearthError, Result};
+use hearth_engine::session::Session;
 
 /// The polars crates this interop is built with: a `:dep polars = "0.55"` of the same version has the same
 /// `DataFrame`.
@@ -170,7 +170,7 @@ fn from_polars_array(name: &str, array: Box<dyn polars_arrow::array::Array>) -> 
 /// ```
 /// use std::sync::Arc;
 /// use datafusion::arrow::array::{Int64Array, RecordBatch};
-/// use hearth_exec::polars::batches_to_polars;
+/// use hearth_display::polars::batches_to_polars;
 /// let batch = RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from(vec![1, 2, 3])) as _)]).unwrap();
 /// let frame = batches_to_polars(&batch.schema(), &[batch.clone(), batch]).unwrap();
 /// assert_eq!(frame.shape(), (6, 1));
@@ -205,8 +205,8 @@ pub fn batches_to_polars(schema: &Schema, batches: &[RecordBatch]) -> Result<Pol
 /// A polars `DataFrame`'s rows as Arrow batches (one per aligned chunk) and their schema.
 ///
 /// ```
-/// use hearth_exec::polars::polars_core::prelude::{Column, DataFrame as PolarsFrame};
-/// use hearth_exec::polars::polars_to_batches;
+/// use hearth_display::polars::polars_core::prelude::{Column, DataFrame as PolarsFrame};
+/// use hearth_display::polars::polars_to_batches;
 /// let frame = PolarsFrame::new(3, vec![Column::new("s".into(), ["a", "b", "c"])]).unwrap();
 /// let (schema, batches) = polars_to_batches(&frame).unwrap();
 /// assert_eq!(schema.field(0).data_type(), &datafusion::arrow::datatypes::DataType::Utf8);
@@ -248,8 +248,8 @@ pub fn polars_to_batches(frame: &PolarsFrame) -> Result<(Arc<Schema>, Vec<Record
 ///
 /// ```
 /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
-/// use hearth_exec::polars::ToPolars;
-/// use hearth_exec::session::Session;
+/// use hearth_display::polars::ToPolars;
+/// use hearth_engine::session::Session;
 /// let df = Session::local(1).context().sql("SELECT 'a' AS s, 1.5 AS x").await.unwrap();
 /// let frame = df.to_polars().await.unwrap();
 /// assert_eq!(frame.get_column_names(), ["s", "x"]);
@@ -273,9 +273,9 @@ impl ToPolars for DataFrame {
 /// ```
 /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 /// use datafusion::prelude::DataFrame;
-/// use hearth_exec::polars::FromPolars;
-/// use hearth_exec::polars::polars_core::prelude::{Column, DataFrame as PolarsFrame};
-/// use hearth_exec::session::Session;
+/// use hearth_display::polars::FromPolars;
+/// use hearth_display::polars::polars_core::prelude::{Column, DataFrame as PolarsFrame};
+/// use hearth_engine::session::Session;
 /// let session = Session::local(1);
 /// let frame = PolarsFrame::new(2, vec![Column::new("x".into(), [1.0f64, 2.0])]).unwrap();
 /// let df = DataFrame::from_polars(&session, &frame).unwrap();

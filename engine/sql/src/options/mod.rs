@@ -5,11 +5,15 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use datafusion::sql::sqlparser::ast::{Expr, SqlOption, UnaryOperator, Value};
+use datafusion::sql::sqlparser::ast::{Expr, SqlOption};
 use hearth_torch::model::Activation;
 use hearth_torch::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
 
-use hearth_engine::error::{HearthError, Result};
+mod table;
+
+use super::error::invalid_option;
+use hearth_engine::error::Result;
+pub(crate) use table::{Models, Read, Scale, Tunable, expected, option_names, option_spec, wrong};
 
 /// What `CREATE MODEL` trains (`model_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,60 +158,6 @@ pub enum ClassWeights {
     ByLabel(Vec<(String, f64)>),
 }
 
-/// Every option, with what it takes, for error messages.
-const OPTIONS: [(&str, &str); 32] = [
-    (
-        "model_type",
-        "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
-    ),
-    ("num_clusters", "a whole number of clusters ≥ 1"),
-    ("kmeans_init_method", "'kmeans++' or 'random'"),
-    ("distance_type", "'euclidean' or 'cosine'"),
-    ("standardize_features", "TRUE or FALSE"),
-    ("tol", "a number ≥ 0"),
-    ("input_label_cols", "a list of one column name, e.g. ['label']"),
-    ("hidden_units", "a list of layer widths, e.g. [64, 32]"),
-    ("activation_fn", "'relu', 'tanh' or 'sigmoid'"),
-    ("dropout", "a rate from 0 to 1"),
-    ("optimizer", "'adam', 'sgd', 'adagrad' or 'adadelta'"),
-    ("learn_rate", "a positive number"),
-    ("l2_reg", "a number ≥ 0"),
-    ("batch_size", "a whole number ≥ 1"),
-    ("max_iterations", "a whole number of epochs ≥ 1"),
-    (
-        "class_weights",
-        "a list of weights by class index, or [STRUCT('label', weight), …]",
-    ),
-    (
-        "data_split_method",
-        "'auto_split', 'random', 'seq', 'custom' or 'no_split'",
-    ),
-    ("data_split_eval_fraction", "a fraction from 0 to 1"),
-    ("data_split_col", "a column name"),
-    ("data_split_seed", "a whole number"),
-    ("workers", "a whole number ≥ 1"),
-    ("device", "'auto', 'cpu', 'cuda' or 'cuda:N'"),
-    ("precision", "'fp32' or 'bf16'"),
-    ("seed", "a whole number"),
-    (
-        "strategy",
-        "'synchronous', 'single', 'easgd', 'async_easgd', 'async_eamsgd', 'downpour', 'adag' or 'local_sgd'",
-    ),
-    ("rho", "the elastic force, a positive number (default 5.0)"),
-    (
-        "communication_window",
-        "local steps between exchanges (or averagings), a whole number ≥ 1",
-    ),
-    ("momentum", "EAMSGD's momentum, from 0 to below 1 (default 0.9)"),
-    (
-        "elastic_learn_rate",
-        "η of the elastic rate α = rho × η, a positive number (default: learn_rate)",
-    ),
-    ("max_attempts", "a whole number ≥ 1"),
-    ("timeout_seconds", "a positive number of seconds"),
-    ("early_stop", "not supported: training runs max_iterations epochs"),
-];
-
 impl Default for ModelOptions {
     fn default() -> Self {
         Self {
@@ -241,267 +191,69 @@ impl Default for ModelOptions {
     }
 }
 
-fn invalid(option: &str, message: impl fmt::Display) -> HearthError {
-    HearthError::InvalidParam {
-        stage: "CREATE MODEL".to_string(),
-        param: "OPTIONS",
-        message: format!("option {option}: {message}"),
-    }
-}
-
-/// What an option's value should look like.
-fn expected(option: &str) -> &'static str {
-    OPTIONS
-        .iter()
-        .find(|(name, _)| *name == option)
-        .map_or("", |(_, takes)| takes)
-}
-
-fn wrong(option: &str, value: &Expr) -> HearthError {
-    invalid(option, format!("expected {}, got {value}", expected(option)))
-}
-
-fn string(option: &str, value: &Expr) -> Result<String> {
-    match value {
-        Expr::Value(v) => match &v.value {
-            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Ok(s.clone()),
-            _ => Err(wrong(option, value)),
-        },
-        _ => Err(wrong(option, value)),
-    }
-}
-
-fn number(option: &str, value: &Expr) -> Result<f64> {
-    let parsed = match value {
-        Expr::Value(v) => match &v.value {
-            Value::Number(n, _) => n.clone().parse::<f64>().ok(),
-            _ => None,
-        },
-        Expr::UnaryOp {
-            op: UnaryOperator::Minus,
-            expr,
-        } => number(option, expr).ok().map(|n| -n),
-        _ => None,
-    };
-    parsed.filter(|n| n.is_finite()).ok_or_else(|| wrong(option, value))
-}
-
-fn whole(option: &str, value: &Expr) -> Result<u64> {
-    let n = number(option, value)?;
-    if n < 0.0 || n.fract() != 0.0 || n > u64::MAX as f64 {
-        return Err(wrong(option, value));
-    }
-    Ok(n as u64)
-}
-
-fn positive(option: &str, value: &Expr) -> Result<f64> {
-    let n = number(option, value)?;
-    if n <= 0.0 {
-        return Err(wrong(option, value));
-    }
-    Ok(n)
-}
-
-fn at_least_one(option: &str, value: &Expr) -> Result<usize> {
-    match whole(option, value)? {
-        0 => Err(wrong(option, value)),
-        n => usize::try_from(n).map_err(|_| wrong(option, value)),
-    }
-}
-
-fn list<'a>(option: &str, value: &'a Expr) -> Result<&'a [Expr]> {
-    match value {
-        Expr::Array(array) => Ok(&array.elem),
-        _ => Err(wrong(option, value)),
-    }
-}
-
-fn boolean(option: &str, value: &Expr) -> Result<bool> {
-    match value {
-        Expr::Value(v) => match &v.value {
-            Value::Boolean(b) => Ok(*b),
-            _ => Err(wrong(option, value)),
-        },
-        _ => Err(wrong(option, value)),
-    }
-}
-
-fn fraction(option: &str, value: &Expr) -> Result<f64> {
-    let n = number(option, value)?;
-    if !(0.0..=1.0).contains(&n) {
-        return Err(wrong(option, value));
-    }
-    Ok(n)
-}
-
-fn class_weights(value: &Expr) -> Result<ClassWeights> {
-    const OPTION: &str = "class_weights";
-    let items = list(OPTION, value)?;
-    if items.iter().all(|item| number(OPTION, item).is_ok()) {
-        return Ok(ClassWeights::ByIndex(
-            items.iter().map(|item| number(OPTION, item)).collect::<Result<_>>()?,
-        ));
-    }
-    items
-        .iter()
-        .map(|item| {
-            let pair = match item {
-                Expr::Struct { values, .. } | Expr::Tuple(values) => values.as_slice(),
-                _ => return Err(wrong(OPTION, value)),
-            };
-            match pair {
-                [label, weight] => Ok((string(OPTION, label)?, number(OPTION, weight)?)),
-                _ => Err(wrong(OPTION, value)),
-            }
-        })
-        .collect::<Result<_>>()
-        .map(ClassWeights::ByLabel)
-}
-
-fn device(value: &Expr) -> Result<DeviceChoice> {
-    let text = string("device", value)?.to_ascii_lowercase();
-    Ok(match text.as_str() {
-        "auto" => DeviceChoice::Auto,
-        "cpu" => DeviceChoice::Cpu,
-        "cuda" | "gpu" => DeviceChoice::Cuda(None),
-        other => match other.strip_prefix("cuda:").and_then(|i| i.parse().ok()) {
-            Some(index) => DeviceChoice::Cuda(Some(index)),
-            None => return Err(wrong("device", value)),
-        },
-    })
-}
-
 impl ModelOptions {
     /// Reads the `OPTIONS (…)` of a `CREATE MODEL`; `model_type` is required.
     pub fn from_sql(options: &[SqlOption]) -> Result<Self> {
-        let mut out = Self::default();
-        let (mut optimizer, mut learn_rate, mut l2_reg) = ("adam".to_string(), 1e-3, 0.0);
-        let mut has_type = false;
-        let mut strategy = StrategyOptions::default();
+        let mut reading = Reading::default();
         for option in options {
             let SqlOption::KeyValue { key, value } = option else {
-                return Err(invalid(&option.to_string(), "expected name = value"));
+                return Err(invalid_option(&option.to_string(), "expected name = value"));
             };
             let name = key.value.to_ascii_lowercase();
-            out.written.insert(name.clone(), value.to_string());
-            match name.as_str() {
-                "model_type" => {
-                    out.model_type = ModelType::parse(&string(&name, value)?).ok_or_else(|| wrong(&name, value))?;
-                    has_type = true;
-                }
-                "input_label_cols" => match list(&name, value)? {
-                    [column] => out.label = string(&name, column)?,
-                    _ => return Err(wrong(&name, value)),
-                },
-                "hidden_units" => {
-                    out.hidden_units = list(&name, value)?
-                        .iter()
-                        .map(|width| at_least_one(&name, width))
-                        .collect::<Result<_>>()?;
-                }
-                "activation_fn" => {
-                    out.activation = match string(&name, value)?.to_ascii_lowercase().as_str() {
-                        "relu" => Activation::Relu,
-                        "tanh" => Activation::Tanh,
-                        "sigmoid" => Activation::Sigmoid,
-                        _ => return Err(wrong(&name, value)),
-                    }
-                }
-                "dropout" => out.dropout = fraction(&name, value)?,
-                "optimizer" => optimizer = string(&name, value)?.to_ascii_lowercase(),
-                "learn_rate" => {
-                    learn_rate = number(&name, value)?;
-                    if learn_rate <= 0.0 {
-                        return Err(wrong(&name, value));
-                    }
-                }
-                "l2_reg" => {
-                    l2_reg = number(&name, value)?;
-                    if l2_reg < 0.0 {
-                        return Err(wrong(&name, value));
-                    }
-                }
-                "batch_size" => out.batch_size = at_least_one(&name, value)?,
-                "max_iterations" => out.epochs = at_least_one(&name, value)?,
-                "class_weights" => out.class_weights = Some(class_weights(value)?),
-                "data_split_method" => {
-                    out.data_split = match string(&name, value)?.to_ascii_lowercase().as_str() {
-                        "auto_split" => DataSplit::Auto,
-                        "random" => DataSplit::Random,
-                        "seq" => DataSplit::Seq,
-                        "custom" => DataSplit::Custom,
-                        "no_split" => DataSplit::NoSplit,
-                        _ => return Err(wrong(&name, value)),
-                    }
-                }
-                "data_split_eval_fraction" => out.data_split_eval_fraction = fraction(&name, value)?,
-                "data_split_col" => out.data_split_col = Some(string(&name, value)?),
-                "data_split_seed" => out.data_split_seed = whole(&name, value)?,
-                "workers" => out.workers = at_least_one(&name, value)?,
-                "device" => out.device = device(value)?,
-                "precision" => {
-                    out.precision = match string(&name, value)?.to_ascii_lowercase().as_str() {
-                        "fp32" => Precision::Fp32,
-                        "bf16" => Precision::Bf16,
-                        _ => return Err(wrong(&name, value)),
-                    }
-                }
-                "seed" => out.seed = whole(&name, value)?,
-                "strategy" => strategy.name = Some((string(&name, value)?.to_ascii_lowercase(), value.clone())),
-                "rho" => strategy.rho = Some(positive(&name, value)?),
-                "communication_window" => strategy.window = Some(at_least_one(&name, value)?),
-                "momentum" => {
-                    let momentum = number(&name, value)?;
-                    if !(0.0..1.0).contains(&momentum) {
-                        return Err(wrong(&name, value));
-                    }
-                    strategy.momentum = Some(momentum);
-                }
-                "elastic_learn_rate" => strategy.learning_rate = Some(positive(&name, value)?),
-                "max_attempts" => out.max_attempts = at_least_one(&name, value)?,
-                "num_clusters" => out.num_clusters = at_least_one(&name, value)?,
-                "kmeans_init_method" => {
-                    out.kmeans_init = match string(&name, value)?.to_ascii_lowercase().as_str() {
-                        "kmeans++" | "k-means++" | "k-means||" => "k-means||".to_string(),
-                        "random" => "random".to_string(),
-                        _ => return Err(wrong(&name, value)),
-                    }
-                }
-                "distance_type" => {
-                    out.distance = match string(&name, value)?.to_ascii_lowercase().as_str() {
-                        "euclidean" => "euclidean".to_string(),
-                        "cosine" => "cosine".to_string(),
-                        _ => return Err(wrong(&name, value)),
-                    }
-                }
-                "standardize_features" => out.standardize_features = boolean(&name, value)?,
-                "tol" => {
-                    out.tol = number(&name, value)?;
-                    if out.tol < 0.0 {
-                        return Err(wrong(&name, value));
-                    }
-                }
-                "timeout_seconds" => {
-                    let seconds = number(&name, value)?;
-                    out.timeout = Some(Duration::try_from_secs_f64(seconds).map_err(|_| wrong(&name, value))?);
-                }
-                "early_stop" => return Err(invalid(&name, expected(&name))),
-                _ => {
-                    let mut names: Vec<&str> = OPTIONS.iter().map(|(name, _)| *name).collect();
+            reading.options.written.insert(name.clone(), value.to_string());
+            match option_spec(&name).map(|spec| (spec.name, spec.read)) {
+                Some((name, Read::Value(read))) => read(&mut reading, name, value)?,
+                Some((name, Read::Refused)) => return Err(invalid_option(name, expected(name))),
+                Some((_, Read::Tuning)) | None => {
+                    let mut names = option_names(|_| true);
                     names.sort_unstable();
-                    return Err(invalid(
+                    return Err(invalid_option(
                         &key.value,
-                        format!(
-                            "unknown option; the options are {}, and for tuning num_trials, max_parallel_trials, \
-                             hparam_tuning_algorithm and hparam_tuning_objectives",
-                            names.join(", ")
-                        ),
+                        format!("unknown option; the options are {}", names.join(", ")),
                     ));
                 }
             }
         }
+        reading.finish()
+    }
+}
+
+/// The options as far as read: the optimizer's and the strategy's parts are put together at the end.
+pub(crate) struct Reading {
+    options: ModelOptions,
+    has_type: bool,
+    optimizer: String,
+    learn_rate: f64,
+    l2_reg: f64,
+    strategy: StrategyOptions,
+}
+
+impl Default for Reading {
+    fn default() -> Self {
+        Self {
+            options: ModelOptions::default(),
+            has_type: false,
+            optimizer: "adam".to_string(),
+            learn_rate: 1e-3,
+            l2_reg: 0.0,
+            strategy: StrategyOptions::default(),
+        }
+    }
+}
+
+impl Reading {
+    /// The options read, checked as a whole: `model_type` given, every option one the model type takes.
+    fn finish(self) -> Result<ModelOptions> {
+        let Reading {
+            options: mut out,
+            has_type,
+            optimizer,
+            learn_rate,
+            l2_reg,
+            strategy,
+        } = self;
         if !has_type {
-            return Err(invalid(
+            return Err(invalid_option(
                 "model_type",
                 format!("missing; expected {}", expected("model_type")),
             ));
@@ -533,7 +285,7 @@ impl ModelOptions {
                 weight_decay: l2_reg,
             },
             other => {
-                return Err(invalid(
+                return Err(invalid_option(
                     "optimizer",
                     format!("expected {}, got '{other}'", expected("optimizer")),
                 ));
@@ -542,7 +294,7 @@ impl ModelOptions {
         out.strategy = strategy.build()?;
         out.check_model_type_takes_options()?;
         if matches!(out.data_split, DataSplit::Seq | DataSplit::Custom) && out.data_split_col.is_none() {
-            return Err(invalid(
+            return Err(invalid_option(
                 "data_split_col",
                 "data_split_method 'seq' and 'custom' need data_split_col",
             ));
@@ -551,37 +303,31 @@ impl ModelOptions {
     }
 }
 
-/// The options only k-means takes, and the options k-means takes besides them.
-const KMEANS_OPTIONS: [&str; 5] = [
-    "num_clusters",
-    "kmeans_init_method",
-    "distance_type",
-    "standardize_features",
-    "tol",
-];
-const KMEANS_SHARED: [&str; 3] = ["model_type", "max_iterations", "seed"];
-
 impl ModelOptions {
     /// An option the model type does not use is an error rather than ignored; k-means runs
     /// `max_iterations` 20 unless told (BigQuery's and Spark's default).
     fn check_model_type_takes_options(&mut self) -> Result<()> {
         let kmeans = !self.model_type.is_network();
         for name in self.written.keys() {
-            let kmeans_only = KMEANS_OPTIONS.contains(&name.as_str());
-            if kmeans && !kmeans_only && !KMEANS_SHARED.contains(&name.as_str()) {
+            let takes = option_spec(name).map_or(Models::Every, |spec| spec.models);
+            if kmeans && takes == Models::Networks {
                 let why = if name == "input_label_cols" {
                     "k-means takes no label: it clusters every column of the query".to_string()
                 } else {
+                    let kmeans_options = option_names(|spec| spec.models == Models::KMeans);
+                    let shared = option_names(|spec| {
+                        spec.models == Models::Every && spec.name != "model_type" && !matches!(spec.read, Read::Tuning)
+                    });
                     format!(
                         "model_type 'kmeans' does not take it; it takes {}, {}",
-                        KMEANS_OPTIONS.join(", "),
-                        KMEANS_SHARED[1..].join(", ")
+                        kmeans_options.join(", "),
+                        shared.join(", ")
                     )
                 };
-                return Err(invalid(name, why));
+                return Err(invalid_option(name, why));
             }
-            if !kmeans && kmeans_only {
-                return Err(invalid(
+            if !kmeans && takes == Models::KMeans {
+                return Err(invalid_option(
                     name,
                     format!("only model_type 'kmeans' takes it, not '{}'", self.model_type),
                 ));
@@ -615,7 +361,7 @@ impl StrategyOptions {
         let given = self.given();
         let Some((name, value)) = self.name else {
             if let Some(option) = given.first() {
-                return Err(invalid(
+                return Err(invalid_option(
                     option,
                     "needs a strategy that takes it, e.g. strategy = 'async_easgd'",
                 ));
@@ -656,7 +402,7 @@ impl StrategyOptions {
             _ => strategy.alpha(1.0).is_some(),
         };
         if let Some(option) = given.into_iter().find(|option| !takes(option)) {
-            return Err(invalid(option, format!("strategy '{name}' does not take it")));
+            return Err(invalid_option(option, format!("strategy '{name}' does not take it")));
         }
         Ok(strategy)
     }

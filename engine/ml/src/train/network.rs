@@ -457,6 +457,37 @@ network_classes!(
     SequentialRegressor
 );
 
+/// `network` set for the conformance battery's rows: one epoch on one CPU worker.
+fn example<A: Architecture, T: Task>(network: Network<A, T>) -> Network<A, T> {
+    network
+        .features_col("features")
+        .label_col("label")
+        .epochs(1)
+        .batch_size(4)
+        .workers(1)
+        .device(DeviceChoice::Cpu)
+        .seed(1)
+}
+
+crate::stage_example!(MlpClassifier, example(MlpClassifier::new().hidden_layers(vec![4])));
+crate::stage_example!(LinearClassifier, example(LinearClassifier::new()));
+crate::stage_example!(
+    SequentialClassifier,
+    example(SequentialClassifier::new(
+        [2],
+        vec![Layer::Dense { units: 4 }, Layer::Relu, Layer::Dense { units: 2 }]
+    ))
+);
+crate::stage_example!(MlpRegressor, example(MlpRegressor::new().hidden_layers(vec![4])));
+crate::stage_example!(LinearRegressor, example(LinearRegressor::new()));
+crate::stage_example!(
+    SequentialRegressor,
+    example(SequentialRegressor::new(
+        [2],
+        vec![Layer::Dense { units: 4 }, Layer::Relu, Layer::Dense { units: 1 }]
+    ))
+);
+
 impl<A: Architecture> Classifier<A> {
     /// The class probability vector column the model adds.
     pub fn probability_col(mut self, column: impl Into<String>) -> Self {

@@ -144,6 +144,10 @@ impl Transformer for VectorAssembler {
 }
 
 crate::stage_class!(transformer VectorAssembler);
+crate::stage_example!(
+    VectorAssembler,
+    VectorAssembler::new().input_cols(["x", "y"]).output_col("assembled")
+);
 
 impl VectorAssembler {
     /// What [`Stage::describe`] says.

@@ -92,5 +92,6 @@ impl Transformer for SqlColumns {
 }
 
 crate::stage_class!(transformer SqlColumns);
+crate::stage_example!(SqlColumns, SqlColumns::new().column("sum", "x + y"));
 
 serde_stage!(SqlColumns, "SqlColumns", summary);

@@ -139,6 +139,13 @@ impl Estimator for StandardScaler {
 }
 
 crate::stage_class!(estimator StandardScaler);
+crate::stage_example!(
+    StandardScaler,
+    StandardScaler::new()
+        .input_col("features")
+        .output_col("scaled")
+        .with_mean(true)
+);
 
 impl StandardScaler {
     fn empty_input(&self) -> HearthError {

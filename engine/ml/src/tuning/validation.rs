@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::prelude::DataFrame;
-use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::grid::{ParamMap, with_params};
+use super::search::{best_of, run_candidates};
 use crate::error::{HearthError, Result};
 use crate::evaluation::Evaluator;
 use crate::frame::DataFrameExt;
@@ -134,58 +134,56 @@ impl Tuner {
             .map(|params| with_params(self.estimator.as_ref(), params))
             .collect::<Result<_>>()?;
         let started = Instant::now();
-        let jobs = estimators
-            .iter()
-            .enumerate()
-            .flat_map(|(index, estimator)| splits.iter().map(move |split| (index, Arc::clone(estimator), split)));
-        let results: Vec<(usize, f64, f64, f64)> = stream::iter(jobs)
-            .map(|(index, estimator, (train, validation))| async move {
-                let begun = started.elapsed().as_secs_f64();
+        let jobs = estimators.iter().enumerate().flat_map(|(index, estimator)| {
+            splits
+                .iter()
+                .map(move |split| (index, (index, Arc::clone(estimator), split)))
+        });
+        let runs = run_candidates(
+            jobs,
+            self.parallelism,
+            |(index, estimator, (train, validation))| async move {
                 let model = estimator
                     .fit_stage(train)
                     .await
                     .map_err(|e| self.trial_failed(index, e))?;
                 let scored = model.transform(validation)?;
-                let metric = self
-                    .evaluator
+                self.evaluator
                     .evaluate_frame(&scored)
                     .await
-                    .map_err(|e| self.trial_failed(index, e))?;
-                Ok::<_, HearthError>((index, metric, begun, started.elapsed().as_secs_f64()))
-            })
-            .buffer_unordered(self.parallelism)
-            .try_collect()
-            .await?;
+                    .map_err(|e| self.trial_failed(index, e))
+            },
+        )
+        .await;
         let trial_seconds = started.elapsed().as_secs_f64();
-        let trials: Vec<Trial> = self
+        let mut trials: Vec<Trial> = self
             .grid
             .iter()
             .enumerate()
-            .map(|(index, params)| {
-                let mine: Vec<&(usize, f64, f64, f64)> = results.iter().filter(|r| r.0 == index).collect();
-                let metrics: Vec<f64> = mine.iter().map(|r| r.1).collect();
-                let mean = metrics.iter().sum::<f64>() / metrics.len() as f64;
-                let variance = metrics.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / metrics.len() as f64;
-                Trial {
-                    index,
-                    params: params.clone(),
-                    metrics,
-                    metric: mean,
-                    std: variance.sqrt(),
-                    started: mine.iter().map(|r| r.2).fold(f64::INFINITY, f64::min),
-                    finished: mine.iter().map(|r| r.3).fold(0.0, f64::max),
-                }
+            .map(|(index, params)| Trial {
+                index,
+                params: params.clone(),
+                metrics: Vec::new(),
+                metric: 0.0,
+                std: 0.0,
+                started: f64::INFINITY,
+                finished: 0.0,
             })
             .collect();
+        // As Spark's, a tuner fails when any fit fails.
+        for run in runs {
+            let trial = &mut trials[run.candidate];
+            trial.metrics.push(run.outcome?);
+            trial.started = trial.started.min(run.started);
+            trial.finished = trial.finished.max(run.finished);
+        }
+        for trial in &mut trials {
+            let count = trial.metrics.len() as f64;
+            trial.metric = trial.metrics.iter().sum::<f64>() / count;
+            trial.std = (trial.metrics.iter().map(|m| (m - trial.metric).powi(2)).sum::<f64>() / count).sqrt();
+        }
         let larger = self.evaluator.larger_is_better();
-        let best_index = (0..trials.len())
-            .max_by(|&a, &b| {
-                let (x, y) = (trials[a].metric, trials[b].metric);
-                let order = if larger { x.total_cmp(&y) } else { y.total_cmp(&x) };
-                // The first of equal trials wins, as Spark's argmax.
-                order.then(b.cmp(&a))
-            })
-            .unwrap_or(0);
+        let best_index = best_of(trials.iter().map(|t| (t.index, t.metric)), larger).unwrap_or(0);
         let refit = Instant::now();
         let best_model = estimators[best_index].fit_stage(all).await?;
         Ok(TuningModel {

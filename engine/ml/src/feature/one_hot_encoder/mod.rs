@@ -227,6 +227,10 @@ impl Estimator for OneHotEncoder {
 }
 
 crate::stage_class!(estimator OneHotEncoder);
+crate::stage_example!(
+    OneHotEncoder,
+    OneHotEncoder::new().input_col("label").output_col("label_vector")
+);
 
 /// A fitted [`OneHotEncoder`]: the number of categories of each input column.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

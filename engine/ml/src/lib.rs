@@ -45,14 +45,13 @@
 //! ```
 
 pub use hearth_common::{attribute, error, host, params, vector};
-#[cfg(feature = "polars")]
-pub use hearth_exec::polars;
 use hearth_exec::udf;
 pub use hearth_exec::{
     ballista, barrier, cache, codec, exchange, extension, frame, images, master, read, session, write,
 };
 
 pub mod clustering;
+pub mod conformance;
 pub mod evaluation;
 pub mod feature;
 pub mod functions;
@@ -78,8 +77,6 @@ pub mod prelude {
     pub use crate::master::Master;
     pub use crate::params::{HandleInvalid, StringOrderType};
     pub use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
-    #[cfg(feature = "polars")]
-    pub use crate::polars::{FromPolars, ToPolars};
     pub use crate::read::CsvOptions;
     pub use crate::session::Session;
     pub use crate::stage::{Estimator, Stage, Transformer};

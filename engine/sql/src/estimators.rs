@@ -1,0 +1,95 @@
+//! The estimator `model_type` names, configured from a statement's options: a network trained through the
+//! barrier stage (an MLP classifier or regressor, logistic regression) or Spark's k-means.
+
+use super::error::invalid_option;
+use super::kmeans;
+use super::options::{ClassWeights, ModelOptions, ModelType};
+use super::preprocessing::FEATURES;
+use hearth_engine::error::Result;
+use hearth_engine::pipeline::PipelineStage;
+use hearth_engine::train::{Architecture, Classifier, LinearClassifier, MlpClassifier, MlpRegressor};
+
+/// The estimator `options.model_type` names, reading [`FEATURES`] and the label column `label`; `labels` are
+/// the indexed label's values (for class weights given by label).
+pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> Result<PipelineStage> {
+    let weights = class_weights(options, labels)?;
+    /// The options every network estimator takes.
+    macro_rules! configured {
+        ($estimator:expr) => {{
+            let mut estimator = $estimator
+                .features_col(FEATURES)
+                .label_col(label)
+                .optimizer(options.optimizer.clone())
+                .epochs(options.epochs)
+                .batch_size(options.batch_size)
+                .seed(options.seed)
+                .device(options.device.clone())
+                .precision(options.precision)
+                .workers(options.workers)
+                .strategy(options.strategy.clone())
+                .max_attempts(options.max_attempts);
+            if let Some(timeout) = options.timeout {
+                estimator = estimator.timeout(timeout);
+            }
+            estimator
+        }};
+    }
+    Ok(match options.model_type {
+        ModelType::MlpClassifier => weighted(
+            configured!(
+                MlpClassifier::new()
+                    .hidden_layers(options.hidden_units.clone())
+                    .activation(options.activation)
+                    .dropout(options.dropout)
+            ),
+            weights,
+        )
+        .into(),
+        ModelType::LogisticReg => weighted(configured!(LinearClassifier::new()), weights).into(),
+        ModelType::MlpRegressor if weights.is_some() => {
+            return Err(invalid_option("class_weights", "a regressor has no classes"));
+        }
+        ModelType::MlpRegressor => configured!(
+            MlpRegressor::new()
+                .hidden_layers(options.hidden_units.clone())
+                .activation(options.activation)
+                .dropout(options.dropout)
+        )
+        .into(),
+        ModelType::KMeans => kmeans::estimator(options).into(),
+    })
+}
+
+/// The loss weight of each class, by class index: as given, or by label in the order of `labels`.
+fn class_weights(options: &ModelOptions, labels: Option<&[String]>) -> Result<Option<Vec<f64>>> {
+    match (&options.class_weights, labels) {
+        (None, _) => Ok(None),
+        (Some(ClassWeights::ByIndex(weights)), _) => Ok(Some(weights.clone())),
+        (Some(ClassWeights::ByLabel(pairs)), Some(labels)) => {
+            if let Some((name, _)) = pairs.iter().find(|(name, _)| !labels.contains(name)) {
+                return Err(invalid_option(
+                    "class_weights",
+                    format!("the label has no value {name:?} (it has {labels:?})"),
+                ));
+            }
+            Ok(Some(
+                labels
+                    .iter()
+                    .map(|l| pairs.iter().find(|(name, _)| name == l).map_or(1.0, |(_, w)| *w))
+                    .collect(),
+            ))
+        }
+        (Some(ClassWeights::ByLabel(_)), None) => Err(invalid_option(
+            "class_weights",
+            "weights by label need a string label; give them by class index",
+        )),
+    }
+}
+
+/// `classifier` with loss weights per class, if any.
+fn weighted<A: Architecture>(classifier: Classifier<A>, weights: Option<Vec<f64>>) -> Classifier<A> {
+    match weights {
+        Some(weights) => classifier.class_weights(weights),
+        None => classifier,
+    }
+}
