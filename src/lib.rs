@@ -23,6 +23,9 @@
 //! # });
 //! ```
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 pub use hearth_display as display;
 pub use hearth_engine as engine;
 pub use hearth_sql as sql;

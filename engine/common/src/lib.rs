@@ -15,6 +15,9 @@
 //! # std::fs::remove_dir_all(&dest).unwrap();
 //! ```
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 pub mod attribute;
 pub mod error;
 pub mod files;

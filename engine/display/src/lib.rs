@@ -12,6 +12,9 @@
 //! assert!(grid.to_text().contains("| f1     | 0.7766 |"));
 //! ```
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 mod catalog;
 mod frame;
 mod grid;

@@ -23,6 +23,9 @@
 //! # });
 //! ```
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 pub use hearth_common::{attribute, error, host, params, vector};
 
 pub mod ballista;

@@ -34,6 +34,9 @@
 //! # });
 //! ```
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 mod catalog;
 mod create_model;
 mod error;

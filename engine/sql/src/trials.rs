@@ -26,7 +26,7 @@ use hearth_engine::error::{HearthError, Result};
 use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
 use hearth_engine::session::Session;
 use hearth_engine::stage::Estimator;
-use hearth_engine::tuning::search::{best_of, run_candidates};
+use hearth_engine::tuning::search::{CandidateRun, best_of, run_candidates};
 
 /// The file of a tuned model's entry holding its trials.
 pub const TRIALS_FILE: &str = "trials.json";
@@ -210,25 +210,7 @@ pub(crate) async fn run_trials(
             ),
         ));
     };
-    let objective = match &tuning.objective {
-        Some(name) if !first_scores.contains_key(name) => {
-            return Err(invalid(
-                "OPTIONS",
-                format!(
-                    "option hparam_tuning_objectives: {name:?} needs a label of two classes; use f1_score, accuracy, \
-                 precision, recall or log_loss"
-                ),
-            ));
-        }
-        Some(name) => name.clone(),
-        None => match scoring {
-            Scoring::Clustering => "davies_bouldin_index",
-            Scoring::Regressor => "r2_score",
-            Scoring::Classifier if first_scores.contains_key("roc_auc") => "roc_auc",
-            Scoring::Classifier => "f1_score",
-        }
-        .to_string(),
-    };
+    let objective = objective(tuning, scoring, first_scores)?;
     let larger = scoring
         .metrics()
         .iter()
@@ -248,39 +230,12 @@ pub(crate) async fn run_trials(
     let mut model = None;
     let mut records = Vec::with_capacity(runs.len());
     for run in runs {
-        let (index, started, seconds) = (run.candidate, run.started, run.seconds());
-        let hyperparameters = trials[index]
-            .0
-            .iter()
-            .map(|(name, value)| (name.clone(), value.to_string()))
-            .collect();
-        let (metrics, training_loss, error_message) = match run.outcome {
-            Ok((pipeline, metrics)) => {
-                let loss = match scoring {
-                    // k-means is scored on its training rows: their mean squared distance is its loss.
-                    Scoring::Clustering => metrics.get("mean_squared_distance").copied(),
-                    _ => Trained::of(&pipeline).and_then(|t| t.history().last()).map(|e| e.loss),
-                };
-                if index == best {
-                    model = Some(pipeline);
-                }
-                (metrics, loss, None)
-            }
-            Err(error) => (BTreeMap::new(), None, Some(error.to_string())),
-        };
-        let eval_loss = scoring.eval_loss().and_then(|name| metrics.get(name).copied());
-        records.push(TrialRecord {
-            trial_id: index + 1,
-            hyperparameters,
-            status: if error_message.is_none() { "SUCCEEDED" } else { "FAILED" }.to_string(),
-            metrics,
-            training_loss,
-            eval_loss,
-            error_message,
-            start_seconds: started,
-            seconds,
-            is_optimal: index == best,
-        });
+        let values = &trials[run.candidate].0;
+        let (record, pipeline) = trial_record(run, values, scoring, best);
+        if record.is_optimal {
+            model = pipeline;
+        }
+        records.push(record);
     }
     let model = model.ok_or_else(|| invalid("OPTIONS", "the best trial's model was lost"))?;
     Ok(Tuned {
@@ -292,6 +247,69 @@ pub(crate) async fn run_trials(
             larger_is_better: larger,
             trials: records,
         },
+    })
+}
+
+/// A trial's record, and its fitted pipeline when it succeeded.
+fn trial_record(
+    run: CandidateRun<Scored>,
+    values: &TrialValues,
+    scoring: Scoring,
+    best: usize,
+) -> (TrialRecord, Option<PipelineModel>) {
+    let (index, started, seconds) = (run.candidate, run.started, run.seconds());
+    let hyperparameters = values
+        .iter()
+        .map(|(name, value)| (name.clone(), value.to_string()))
+        .collect();
+    let (metrics, training_loss, error_message, pipeline) = match run.outcome {
+        Ok((pipeline, metrics)) => {
+            let loss = match scoring {
+                // k-means is scored on its training rows: their mean squared distance is its loss.
+                Scoring::Clustering => metrics.get("mean_squared_distance").copied(),
+                _ => Trained::of(&pipeline).and_then(|t| t.history().last()).map(|e| e.loss),
+            };
+            (metrics, loss, None, Some(pipeline))
+        }
+        Err(error) => (BTreeMap::new(), None, Some(error.to_string()), None),
+    };
+    let eval_loss = scoring.eval_loss().and_then(|name| metrics.get(name).copied());
+    let record = TrialRecord {
+        trial_id: index + 1,
+        hyperparameters,
+        status: if error_message.is_none() { "SUCCEEDED" } else { "FAILED" }.to_string(),
+        metrics,
+        training_loss,
+        eval_loss,
+        error_message,
+        start_seconds: started,
+        seconds,
+        is_optimal: index == best,
+    };
+    (record, pipeline)
+}
+
+/// The metric the trials are compared by: `hparam_tuning_objectives`, else BigQuery ML's default for the
+/// model type (`roc_auc` for a classifier of two classes, which the first succeeded trial's `scores` show).
+fn objective(tuning: &Tuning, scoring: Scoring, scores: &BTreeMap<String, f64>) -> Result<String> {
+    Ok(match &tuning.objective {
+        Some(name) if !scores.contains_key(name) => {
+            return Err(invalid(
+                "OPTIONS",
+                format!(
+                    "option hparam_tuning_objectives: {name:?} needs a label of two classes; use f1_score, accuracy, \
+                     precision, recall or log_loss"
+                ),
+            ));
+        }
+        Some(name) => name.clone(),
+        None => match scoring {
+            Scoring::Clustering => "davies_bouldin_index",
+            Scoring::Regressor => "r2_score",
+            Scoring::Classifier if scores.contains_key("roc_auc") => "roc_auc",
+            Scoring::Classifier => "f1_score",
+        }
+        .to_string(),
     })
 }
 

@@ -16,6 +16,9 @@
 //! `standalone[N]` or `df://host:port`; the default is `local`, and the fleet's commands default to the
 //! fleet `hearth cluster start` started.
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 mod cli;
 
 use std::process::ExitCode;

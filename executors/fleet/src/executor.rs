@@ -57,6 +57,8 @@ fn free_port(host: IpAddr) -> std::io::Result<u16> {
 }
 
 /// `hearth executor --scheduler HOST:PORT --slots N --gpus auto|N|none`.
+// Over 80 lines: the fleet's start-up, to be cut into steps with authentication on every port.
+#[allow(clippy::too_many_lines)]
 pub async fn executor(options: ExecutorOptions) -> Result<()> {
     let (scheduler_host, scheduler_port) = options
         .scheduler

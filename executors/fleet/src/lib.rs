@@ -3,6 +3,9 @@
 //! resources (slots, memory, GPUs), cluster-mode jobs, and the REST routes that show them. The `hearth`
 //! program (`hearth-cli`) starts them as `hearth scheduler` and `hearth executor`.
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 mod book;
 mod error;
 mod executor;

@@ -13,6 +13,9 @@
 //! It links neither libtorch nor DataFusion: the trainer (`hearth-torch`) and the barrier stage above it
 //! hand it flat `f32` buffers.
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 mod auth;
 mod center;
 mod error;

@@ -14,6 +14,9 @@
 //! assert_eq!((state.weight(), state.mae()), (2.0, 0.5));
 //! ```
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 pub mod clustering;
 pub mod evaluation;
 pub mod random;

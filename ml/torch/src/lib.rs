@@ -24,6 +24,9 @@
 //! assert_eq!(outcomes.len(), 2);
 //! ```
 
+// No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
+#![warn(clippy::too_many_lines)]
+
 pub mod artifact;
 pub mod data;
 pub mod horovod;
