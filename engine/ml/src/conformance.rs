@@ -113,21 +113,20 @@ pub async fn check_stage(stage: &PipelineStage, frame: &DataFrame, dir: &Path) -
         let rebuilt = rebuild_stage(class, stage.as_stage().params()?, dir)?;
         same_params(class, stage.as_stage(), rebuilt.as_stage())?;
     }
+    let mut classes = vec![class];
     let model = match stage {
         PipelineStage::Estimator(estimator) => {
             let saved = dir.join("estimator");
             Pipeline::from_stages(vec![stage.clone()]).save(&saved)?;
             let loaded = Pipeline::load(&saved)?;
             same_params(class, stage.as_stage(), loaded.stages()[0].as_stage())?;
-            estimator.fit_stage(frame).await?
+            let model = estimator.fit_stage(frame).await?;
+            check_described(model.as_ref())?;
+            classes.push(model.class());
+            model
         }
         PipelineStage::Transformer(transformer) => Arc::clone(transformer),
     };
-    let mut classes = vec![class];
-    if let PipelineStage::Estimator(_) = stage {
-        check_described(model.as_ref())?;
-        classes.push(model.class());
-    }
     check_model(model, frame, &dir.join("model")).await?;
     Ok(classes)
 }

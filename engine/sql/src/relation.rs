@@ -17,9 +17,16 @@ use super::table_functions::{evaluate, feature_info, held_out_rows, predict, tra
 use super::trials::trial_info;
 use hearth_engine::functions;
 
-/// The `ML.` table functions, in messages.
-const FUNCTIONS: &str =
-    "ML.PREDICT, ML.EVALUATE, ML.TRANSFORM, ML.TRAINING_INFO, ML.FEATURE_INFO, ML.TRIAL_INFO, ML.CENTROIDS";
+/// The `ML.` table functions, as `ML.<name>` calls them.
+const FUNCTIONS: [&str; 7] = [
+    "predict",
+    "evaluate",
+    "transform",
+    "training_info",
+    "feature_info",
+    "trial_info",
+    "centroids",
+];
 
 /// Plans hearth's `ML.` table functions against a model catalog.
 #[derive(Debug)]
@@ -68,19 +75,15 @@ impl RelationPlanner for MlRelationPlanner {
 impl MlRelationPlanner {
     /// The plan of an `ML.` call: the model's table function, over the call's rows where it has them.
     fn plan_call(&self, call: &MlCall, context: &mut dyn RelationPlannerContext) -> Result<LogicalPlan> {
-        const FUNCTION_NAMES: [&str; 7] = [
-            "predict",
-            "transform",
-            "evaluate",
-            "training_info",
-            "feature_info",
-            "trial_info",
-            "centroids",
-        ];
-        if !FUNCTION_NAMES.contains(&call.function.as_str()) {
+        if !FUNCTIONS.contains(&call.function.as_str()) {
+            let known: Vec<String> = FUNCTIONS
+                .iter()
+                .map(|f| format!("ML.{}", f.to_ascii_uppercase()))
+                .collect();
             return Err(plan_error(format!(
-                "{} is not a table function; hearth has {FUNCTIONS}",
-                call.name
+                "{} is not a table function; hearth has {}",
+                call.name,
+                known.join(", ")
             )));
         }
         let mut rows = |what: &str| -> Result<DataFrame> {

@@ -16,7 +16,7 @@
 use std::future::Future;
 use std::time::Instant;
 
-use futures::stream::{self, StreamExt};
+use futures::stream::{self, Stream, StreamExt, TryStreamExt};
 
 use crate::error::Result;
 
@@ -52,28 +52,66 @@ where
     F: Fn(J) -> Fut,
     Fut: Future<Output = Result<T>>,
 {
+    let mut runs: Vec<(usize, CandidateRun<T>)> = runs(jobs, parallelism, &run).collect().await;
+    runs.sort_by_key(|(order, _)| *order);
+    runs.into_iter().map(|(_, run)| run).collect()
+}
+
+/// As [`run_candidates`], but the first failure ends the search (the runs under way are dropped) and is
+/// returned: Spark's tuners fail when any fit fails.
+pub async fn try_run_candidates<J, T, F, Fut>(
+    jobs: impl IntoIterator<Item = (usize, J)>,
+    parallelism: usize,
+    run: F,
+) -> Result<Vec<CandidateRun<T>>>
+where
+    F: Fn(J) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut runs: Vec<(usize, CandidateRun<T>)> = runs(jobs, parallelism, &run)
+        .map(|(order, run)| match run.outcome {
+            Ok(value) => Ok((
+                order,
+                CandidateRun {
+                    outcome: Ok(value),
+                    ..run
+                },
+            )),
+            Err(error) => Err(error),
+        })
+        .try_collect()
+        .await?;
+    runs.sort_by_key(|(order, _)| *order);
+    Ok(runs.into_iter().map(|(_, run)| run).collect())
+}
+
+/// The runs as they end, each with its place among the jobs.
+fn runs<'a, J, T, F, Fut>(
+    jobs: impl IntoIterator<Item = (usize, J)>,
+    parallelism: usize,
+    run: &'a F,
+) -> impl Stream<Item = (usize, CandidateRun<T>)> + 'a
+where
+    J: 'a,
+    F: Fn(J) -> Fut,
+    Fut: Future<Output = Result<T>> + 'a,
+{
     let search = Instant::now();
-    let run = &run;
-    let mut runs: Vec<(usize, CandidateRun<T>)> = stream::iter(jobs.into_iter().enumerate())
-        .map(|(order, (candidate, job))| async move {
+    let jobs: Vec<(usize, J)> = jobs.into_iter().collect();
+    stream::iter(jobs.into_iter().enumerate())
+        .map(move |(order, (candidate, job))| async move {
             let started = search.elapsed().as_secs_f64();
             let outcome = run(job).await;
             let finished = search.elapsed().as_secs_f64();
-            (
-                order,
-                CandidateRun {
-                    candidate,
-                    started,
-                    finished,
-                    outcome,
-                },
-            )
+            let run = CandidateRun {
+                candidate,
+                started,
+                finished,
+                outcome,
+            };
+            (order, run)
         })
         .buffer_unordered(parallelism.max(1))
-        .collect()
-        .await;
-    runs.sort_by_key(|(order, _)| *order);
-    runs.into_iter().map(|(_, run)| run).collect()
 }
 
 /// The candidate with the best score — the largest, or the smallest when `larger_is_better` is false — the
@@ -115,6 +153,29 @@ mod tests {
         assert!(runs[3].outcome.is_err());
         assert_eq!(runs[5].outcome.as_ref().unwrap(), &5);
         assert!(runs.iter().all(|run| run.seconds() >= 0.0));
+    }
+
+    #[tokio::test]
+    async fn the_first_failure_ends_a_search_that_stops_at_one() {
+        let started = std::sync::atomic::AtomicUsize::new(0);
+        let failed = try_run_candidates((0..20).map(|i| (i, i)), 1, |i: usize| {
+            started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async move {
+                match i {
+                    2 => Err(HearthError::Barrier {
+                        job: "trial".to_string(),
+                        message: "fit failed".to_string(),
+                    }),
+                    _ => Ok(i),
+                }
+            }
+        })
+        .await;
+        assert!(failed.unwrap_err().to_string().contains("fit failed"));
+        assert!(started.load(std::sync::atomic::Ordering::Relaxed) < 20);
+        let all = try_run_candidates((0..3).map(|i| (i, i)), 2, |i: usize| async move { Ok(i) }).await;
+        let values: Vec<usize> = all.unwrap().into_iter().map(|run| run.outcome.unwrap()).collect();
+        assert_eq!(values, [0, 1, 2]);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Instant;
 use datafusion::prelude::DataFrame;
 
 use super::grid::{ParamMap, with_params};
-use super::search::{best_of, run_candidates};
+use super::search::{best_of, try_run_candidates};
 use crate::error::{HearthError, Result};
 use crate::evaluation::Evaluator;
 use crate::frame::DataFrameExt;
@@ -139,7 +139,7 @@ impl Tuner {
                 .iter()
                 .map(move |split| (index, (index, Arc::clone(estimator), split)))
         });
-        let runs = run_candidates(
+        let runs = try_run_candidates(
             jobs,
             self.parallelism,
             |(index, estimator, (train, validation))| async move {
@@ -154,7 +154,7 @@ impl Tuner {
                     .map_err(|e| self.trial_failed(index, e))
             },
         )
-        .await;
+        .await?;
         let trial_seconds = started.elapsed().as_secs_f64();
         let mut trials: Vec<Trial> = self
             .grid
@@ -170,7 +170,6 @@ impl Tuner {
                 finished: 0.0,
             })
             .collect();
-        // As Spark's, a tuner fails when any fit fails.
         for run in runs {
             let trial = &mut trials[run.candidate];
             trial.metrics.push(run.outcome?);
