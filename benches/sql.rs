@@ -34,10 +34,8 @@ async fn rust_job(dir: &std::path::Path) -> Result<f64> {
 /// The SQL main job up to its ML.EVALUATE; also returns the time spent parsing the script.
 async fn sql_job(dir: &std::path::Path) -> Result<(f64, Duration)> {
     let session = Session::local(2).with_models(dir.join("models"));
-    let script = std::fs::read_to_string(german_credit::sql_path()).map_err(|e| HearthError::Persistence {
-        path: german_credit::sql_path(),
-        message: e.to_string(),
-    })?;
+    let script = std::fs::read_to_string(german_credit::sql_path())
+        .map_err(|e| HearthError::persistence(german_credit::sql_path(), "reading the SQL script").caused_by(e))?;
     let started = Instant::now();
     let statements = parse_statements(&script)?;
     let parsing = started.elapsed();

@@ -42,10 +42,10 @@ pub fn sample(session: &Session) -> Result<DataFrame> {
 pub fn batches(session: &Session, dir: &Path) -> Result<(DataFrame, DataFrame)> {
     let train: Vec<PathBuf> = (1..=5).map(|i| dir.join(format!("data_batch_{i}.bin"))).collect();
     if let Some(missing) = train.iter().find(|p| !p.is_file()) {
-        return Err(HearthError::Persistence {
-            path: missing.clone(),
-            message: "no such file: the directory must hold cifar-10-binary.tar.gz's batches".to_string(),
-        });
+        return Err(HearthError::persistence(
+            missing.clone(),
+            "no such file: the directory must hold cifar-10-binary.tar.gz's batches",
+        ));
     }
     Ok((
         session.read_cifar10(&train)?,

@@ -47,10 +47,12 @@ async fn run() -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     print_stages(&model);
-    let classifier: &ClassificationModel = model.last_stage().ok_or_else(|| HearthError::InvalidData {
-        stage: "german_credit".to_string(),
-        column: "features".to_string(),
-        message: "the pipeline's last stage is not a classification model".to_string(),
+    let classifier: &ClassificationModel = model.last_stage().ok_or_else(|| {
+        HearthError::invalid_data(
+            "german_credit",
+            "features",
+            "the pipeline's last stage is not a classification model",
+        )
     })?;
     print_history(classifier);
     print_ranks(classifier);

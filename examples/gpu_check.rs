@@ -69,10 +69,12 @@ async fn german_credit_on(device: &DeviceChoice) -> Result<()> {
     let parts = credit.random_split(&[0.8, 0.2], 42)?;
     let classifier = german_credit::classifier().workers(1).device(device.clone());
     let model = german_credit::preprocessing().stage(classifier).fit(&parts[0]).await?;
-    let trained: &ClassificationModel = model.last_stage().ok_or_else(|| HearthError::InvalidData {
-        stage: "gpu_check".to_string(),
-        column: "features".to_string(),
-        message: "the pipeline's last stage is not a classification model".to_string(),
+    let trained: &ClassificationModel = model.last_stage().ok_or_else(|| {
+        HearthError::invalid_data(
+            "gpu_check",
+            "features",
+            "the pipeline's last stage is not a classification model",
+        )
     })?;
     let ranks: Vec<String> = trained.summary().ranks.iter().map(|r| r.device.clone()).collect();
     let scored = model.transform(&parts[1])?;

@@ -297,7 +297,7 @@ fn model_and_checkpoint_bytes_decode_or_fail_cleanly() {
         }
         let _ = ModelArtifact::options_from_bytes(&bytes);
         if let Err(e) = Checkpoint::from_bytes(&bytes) {
-            no_hidden_panic(&e)?;
+            no_hidden_panic(&e.to_string())?;
         }
         Ok(())
     });

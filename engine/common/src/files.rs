@@ -1,6 +1,10 @@
 //! Writing a directory so that a reader never sees it half-written: its files go into a hidden sibling,
-//! are synced, and the sibling is renamed into place — replacing what was there in that rename. A failure (of
-//! the writer, a full disk, a kill) leaves the destination as it was and nothing beside it.
+//! are synced, and the sibling takes the destination's place in one step — on Linux the two are exchanged by
+//! `renameat2(RENAME_EXCHANGE)`, so there is no moment without a destination; elsewhere (or on a file system
+//! without it) the old one is renamed aside first and put back if the move fails, which leaves a crash between
+//! the two renames with the old one only in its hidden sibling. A failure (of the writer, a full disk) leaves the
+//! destination as it was and nothing beside it; what a killed writer left beside it (its `.writing-` or
+//! `.replaced-` sibling, named with its process id) is swept by the next write to that destination.
 //!
 //! ```
 //! use hearth_common::files::{WholeDirError, write_dir_whole};
@@ -26,20 +30,38 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Why a directory could not be written whole: the destination and what went wrong.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: {message}", path.display())]
+#[error("{}: {message}{}", path.display(), cause.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
 pub struct WholeDirError {
     /// The destination (or the file that failed, when a writer says so).
     pub path: PathBuf,
     /// What went wrong.
     pub message: String,
+    /// The file system's error, when there is one.
+    #[source]
+    pub cause: Option<io::Error>,
+}
+
+impl WholeDirError {
+    /// `path` could not be written: `message` says what failed.
+    pub fn new(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// This error, keeping the file system's `cause` as its source.
+    #[must_use]
+    pub fn caused_by(mut self, cause: io::Error) -> Self {
+        self.cause = Some(cause);
+        self
+    }
 }
 
 impl From<io::Error> for WholeDirError {
     fn from(error: io::Error) -> Self {
-        Self {
-            path: PathBuf::new(),
-            message: error.to_string(),
-        }
+        Self::new(PathBuf::new(), "writing its files").caused_by(error)
     }
 }
 
@@ -50,21 +72,17 @@ pub fn write_dir_whole<E: From<WholeDirError>>(
     fill: impl FnOnce(&Path) -> Result<(), E>,
 ) -> Result<(), E> {
     let parent = parent_of(dest);
-    let failed = |message: String| {
-        E::from(WholeDirError {
-            path: dest.to_path_buf(),
-            message,
-        })
-    };
-    fs::create_dir_all(&parent).map_err(|e| failed(format!("creating its directory: {e}")))?;
-    let staging = StagingDir::new(&parent, dest)
-        .map_err(|e| failed(format!("creating the directory it is written in first, beside it: {e}")))?;
+    sweep_leftovers(&parent, dest);
+    let failed = |message: String| move |cause: io::Error| E::from(WholeDirError::new(dest, message).caused_by(cause));
+    fs::create_dir_all(&parent).map_err(failed("creating its directory".into()))?;
+    let staging = StagingDir::new(&parent, dest).map_err(failed(
+        "creating the directory it is written in first, beside it".into(),
+    ))?;
     fill(staging.path())?;
-    sync_tree(staging.path()).map_err(|e| failed(format!("syncing what was written: {e}")))?;
+    sync_tree(staging.path()).map_err(failed("syncing what was written".into()))?;
     let aside = sibling(&parent, dest, "replaced");
-    move_into_place(staging.path(), dest, Some(&aside))
-        .map_err(|e| failed(format!("moving what was written into place: {e}")))?;
-    sync(&parent).map_err(|e| failed(format!("syncing {}: {e}", parent.display())))
+    move_into_place(staging.path(), dest, Some(&aside)).map_err(failed("moving what was written into place".into()))?;
+    sync(&parent).map_err(failed(format!("syncing {}", parent.display())))
 }
 
 /// An error unless `dir` is free to save into — missing, or an empty directory — as Spark's `MLWriter.save`
@@ -85,10 +103,10 @@ pub fn refuse_occupied(dir: &Path, how_to_replace: &str) -> Result<(), WholeDirE
         Err(e) => e.kind() != io::ErrorKind::NotFound,
     };
     if occupied {
-        return Err(WholeDirError {
-            path: dir.to_path_buf(),
-            message: format!("already exists: save somewhere new, or {how_to_replace}"),
-        });
+        return Err(WholeDirError::new(
+            dir,
+            format!("already exists: save somewhere new, or {how_to_replace}"),
+        ));
     }
     Ok(())
 }
@@ -146,12 +164,17 @@ pub fn parent_of(dest: &Path) -> PathBuf {
     }
 }
 
-/// Renames the complete directory `staged` to `dest`. With `aside`, what `dest` holds is renamed there first,
-/// put back if the move fails, and removed once the new one is in place: readers of `dest` see the old
-/// directory or the new one, never a mix.
+/// Puts the complete directory `staged` at `dest`. With `aside`, what `dest` holds is replaced in one step
+/// where the system can (the two exchanged, the old one then removed from `staged`'s name); elsewhere it is
+/// renamed to `aside` first, put back if the move fails, and removed once the new one is in place. Readers of
+/// `dest` see the old directory or the new one, never a mix.
 pub fn move_into_place(staged: &Path, dest: &Path, aside: Option<&Path>) -> io::Result<()> {
     let aside = aside.filter(|_| fs::symlink_metadata(dest).is_ok());
     if let Some(aside) = aside {
+        if exchange(staged, dest)? {
+            remove_replaced(dest, staged);
+            return Ok(());
+        }
         fs::rename(dest, aside)?;
     }
     if let Err(e) = fs::rename(staged, dest) {
@@ -161,16 +184,100 @@ pub fn move_into_place(staged: &Path, dest: &Path, aside: Option<&Path>) -> io::
         return Err(e);
     }
     if let Some(aside) = aside {
-        let removed = if aside.is_dir() {
-            fs::remove_dir_all(aside)
-        } else {
-            fs::remove_file(aside)
-        };
-        if let Err(e) = removed {
-            log::warn!("{}: removing the replaced {}: {e}", dest.display(), aside.display());
-        }
+        remove_replaced(dest, aside);
     }
     Ok(())
+}
+
+/// Swaps `staged` and `dest` in one step (Linux's `renameat2` with `RENAME_EXCHANGE`): `true` when done, `false`
+/// where this system or file system cannot.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn exchange(staged: &Path, dest: &Path) -> io::Result<bool> {
+    use nix::errno::Errno;
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    match renameat2(AT_FDCWD, staged, AT_FDCWD, dest, RenameFlags::RENAME_EXCHANGE) {
+        Ok(()) => Ok(true),
+        Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Swaps `staged` and `dest` in one step: not on this system, so `false` (the caller renames in two).
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn exchange(_staged: &Path, _dest: &Path) -> io::Result<bool> {
+    Ok(false)
+}
+
+/// Removes what `dest` held before, now at `old`; a failure is logged (the new one is in place).
+fn remove_replaced(dest: &Path, old: &Path) {
+    let removed = if old.is_dir() {
+        fs::remove_dir_all(old)
+    } else {
+        fs::remove_file(old)
+    };
+    if let Err(e) = removed {
+        log::warn!("{}: removing the replaced {}: {e}", dest.display(), old.display());
+    }
+}
+
+/// Removes the hidden siblings of `dest` in `parent` that a writer which no longer runs left behind (a
+/// `.writing-` directory it was filling, a `.replaced-` one it was removing), as the process id in their names
+/// tells. Siblings of running processes are theirs and stay.
+pub fn sweep_leftovers(parent: &Path, dest: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = leftover_pid(&file_name, &name) else {
+            continue;
+        };
+        if process_runs(pid) {
+            continue;
+        }
+        let path = entry.path();
+        log::info!(
+            "{}: removing {} left by process {pid}, which no longer runs",
+            dest.display(),
+            path.display()
+        );
+        remove_replaced(dest, &path);
+    }
+}
+
+/// The process id in the name of a hidden sibling of `dest_name` that a write made ([`sibling`]), if it is one.
+fn leftover_pid(file_name: &str, dest_name: &str) -> Option<u32> {
+    let rest = file_name.strip_prefix('.')?.strip_prefix(dest_name)?;
+    let rest = rest
+        .strip_prefix(".writing-")
+        .or_else(|| rest.strip_prefix(".replaced-"))?;
+    let (pid, nanos) = rest.split_once('-')?;
+    nanos.parse::<u128>().ok()?;
+    pid.parse().ok()
+}
+
+/// Whether the process `pid` runs (this one included).
+#[cfg(unix)]
+fn process_runs(pid: u32) -> bool {
+    use nix::errno::Errno;
+    let Ok(raw) = i32::try_from(pid) else {
+        return true;
+    };
+    pid == std::process::id()
+        || !matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None),
+            Err(Errno::ESRCH)
+        )
+}
+
+/// Whether the process `pid` runs: unknown here, so taken to run (nothing is swept).
+#[cfg(not(unix))]
+fn process_runs(_pid: u32) -> bool {
+    true
 }
 
 /// A hidden name beside `dest` for what a write is `doing`, unique to this process and moment.
@@ -202,10 +309,7 @@ mod tests {
     }
 
     fn put(dir: &Path, name: &str, text: &str) -> Result<(), WholeDirError> {
-        fs::write(dir.join(name), text).map_err(|e| WholeDirError {
-            path: dir.join(name),
-            message: e.to_string(),
-        })
+        fs::write(dir.join(name), text).map_err(|e| WholeDirError::new(dir.join(name), "writing").caused_by(e))
     }
 
     #[test]
@@ -217,10 +321,7 @@ mod tests {
         // A save that fails part way (a full disk, a stage that cannot write) leaves the old one whole.
         let failed = write_dir_whole(&dest, |dir| {
             put(dir, "a.json", "new")?;
-            Err(WholeDirError {
-                path: dir.join("b.bin"),
-                message: "no space left on device".to_string(),
-            })
+            Err(WholeDirError::new(dir.join("b.bin"), "no space left on device"))
         });
         assert!(failed.unwrap_err().to_string().contains("no space left"));
         assert_eq!(contents(&dest), [("a.json".to_string(), "old".to_string())]);
@@ -244,5 +345,35 @@ mod tests {
             ]
         );
         assert_eq!(contents(root.path()).len(), 1);
+    }
+
+    #[test]
+    fn what_a_killed_writer_left_beside_a_destination_is_swept_by_the_next_write() {
+        let root = tempfile::tempdir().unwrap();
+        let dest = root.path().join("model");
+        write_dir_whole(&dest, |dir| put(dir, "a.json", "old")).unwrap();
+        // A writer killed mid-save (its pid no longer runs; pids stop below 2^22 on Linux) left a staging
+        // directory and a replaced one; a running process's (this one's) staging directory is its own.
+        let dead = 4_194_304 + 17;
+        let leftovers = [format!(".model.writing-{dead}-1"), format!(".model.replaced-{dead}-2")];
+        let ours = format!(".model.writing-{}-3", std::process::id());
+        for name in leftovers.iter().chain([&ours]) {
+            fs::create_dir(root.path().join(name)).unwrap();
+            put(&root.path().join(name), "a.json", "half").unwrap();
+        }
+        fs::create_dir(root.path().join(".other.writing-1-1")).unwrap();
+        write_dir_whole(&dest, |dir| put(dir, "a.json", "new")).unwrap();
+        let left: Vec<String> = contents(root.path()).into_iter().map(|(name, _)| name).collect();
+        assert_eq!(left, [ours, ".other.writing-1-1".to_string(), "model".to_string()]);
+        assert_eq!(contents(&dest), [("a.json".to_string(), "new".to_string())]);
+    }
+
+    #[test]
+    fn only_names_a_write_makes_are_leftovers() {
+        assert_eq!(leftover_pid(".model.writing-41-123", "model"), Some(41));
+        assert_eq!(leftover_pid(".model.replaced-41-123", "model"), Some(41));
+        assert_eq!(leftover_pid(".model2.writing-41-123", "model"), None);
+        assert_eq!(leftover_pid(".model.writing-41", "model"), None);
+        assert_eq!(leftover_pid("model", "model"), None);
     }
 }

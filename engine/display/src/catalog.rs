@@ -8,7 +8,7 @@ use datafusion::prelude::DataFrame;
 
 use super::Metrics;
 use super::plot::{Svg, training_curves};
-use hearth_engine::error::Result;
+use hearth_engine::error::{HearthError, Result};
 use hearth_engine::session::Session;
 use hearth_engine::stage::Transformer;
 use hearth_engine::train::ClassificationModel;
@@ -57,10 +57,8 @@ impl CatalogPlots for CatalogModel {
 
     async fn save_plots(&self, session: &Session, dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(|e| hearth_engine::error::HearthError::Persistence {
-            path: dir.to_path_buf(),
-            message: format!("cannot create the plots' directory: {e}"),
-        })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| HearthError::persistence(dir, "cannot create the plots' directory").caused_by(e))?;
         let mut files = Vec::new();
         for plot in self.plots(session).await? {
             let file = dir.join(format!("{}_{}.svg", self.entry.name, plot.file_stem()));

@@ -9,7 +9,7 @@ use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext
 use datafusion::prelude::DataFrame;
 
 use super::{Grid, Rich};
-use hearth_engine::error::Result;
+use hearth_engine::error::{HearthError, Result};
 
 /// The most columns a preview shows; the rest are named in its note.
 pub const MAX_COLUMNS: usize = 50;
@@ -86,22 +86,22 @@ pub trait FrameDisplay {
 impl FrameDisplay for DataFrame {
     fn preview_now(&self, rows: usize) -> Result<FramePreview> {
         use tokio::runtime::{Builder, Handle, RuntimeFlavor};
-        let failed = |message: String| hearth_engine::error::HearthError::InvalidParam {
-            stage: "FrameDisplay".to_string(),
-            param: "runtime",
-            message,
-        };
         match Handle::try_current() {
             Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(|| handle.block_on(FramePreview::of(self, rows)))
             }
-            Ok(_) => Err(failed(
-                "a single-threaded runtime cannot wait for the query here: use `df.preview(n).await`".to_string(),
+            Ok(_) => Err(HearthError::invalid_param(
+                "FrameDisplay",
+                "runtime",
+                "a single-threaded runtime cannot wait for the query here: use `df.preview(n).await`",
             )),
             Err(_) => Builder::new_multi_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| failed(format!("cannot start a runtime to run the query: {e}")))?
+                .map_err(|e| {
+                    HearthError::invalid_param("FrameDisplay", "runtime", "cannot start a runtime to run the query")
+                        .caused_by(e)
+                })?
                 .block_on(FramePreview::of(self, rows)),
         }
     }

@@ -45,13 +45,11 @@ impl Svg {
     /// Writes it to `path` (whole, or not at all: a temporary file renamed into place).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        let failed = |e: std::io::Error| HearthError::Persistence {
-            path: path.to_path_buf(),
-            message: format!("cannot write the plot: {e}"),
-        };
         let temporary = path.with_extension("svg.tmp");
-        std::fs::write(&temporary, &self.markup).map_err(failed)?;
-        std::fs::rename(&temporary, path).map_err(failed)
+        std::fs::write(&temporary, &self.markup)
+            .map_err(|e| HearthError::persistence(path, "cannot write the plot").caused_by(e))?;
+        std::fs::rename(&temporary, path)
+            .map_err(|e| HearthError::persistence(path, "cannot write the plot").caused_by(e))
     }
 }
 
@@ -65,15 +63,8 @@ impl Rich for Svg {
     }
 }
 
-fn plot_error(plot: &'static str, error: impl std::fmt::Display) -> HearthError {
-    HearthError::Plot {
-        plot,
-        message: error.to_string(),
-    }
-}
-
 /// Draws with `draw` on a white canvas and returns the SVG.
-fn drawn<E: std::error::Error + Send + Sync>(
+fn drawn<E: std::error::Error + Send + Sync + 'static>(
     plot: &'static str,
     title: String,
     draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> std::result::Result<(), DrawingAreaErrorKind<E>>,
@@ -81,9 +72,11 @@ fn drawn<E: std::error::Error + Send + Sync>(
     let mut markup = String::new();
     {
         let root = SVGBackend::with_string(&mut markup, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| plot_error(plot, e))?;
-        draw(&root).map_err(|e| plot_error(plot, e))?;
-        root.present().map_err(|e| plot_error(plot, e))?;
+        root.fill(&WHITE)
+            .map_err(|e| HearthError::plot(plot, "drawing it").caused_by(e))?;
+        draw(&root).map_err(|e| HearthError::plot(plot, "drawing it").caused_by(e))?;
+        root.present()
+            .map_err(|e| HearthError::plot(plot, "drawing it").caused_by(e))?;
     }
     Ok(Svg {
         kind: plot,
@@ -163,7 +156,10 @@ fn curves_panel(
 /// ```
 pub fn training_curves(history: &[EpochStats]) -> Result<Svg> {
     if history.is_empty() {
-        return Err(plot_error("training curves", "the model kept no training history"));
+        return Err(HearthError::plot(
+            "training curves",
+            "the model kept no training history",
+        ));
     }
     let series = |value: fn(&EpochStats) -> Option<f64>| -> Vec<(f64, f64)> {
         history
@@ -244,7 +240,7 @@ pub fn confusion_matrix(state: &MulticlassState) -> Result<Svg> {
     labels.sort_unstable();
     labels.dedup();
     if labels.is_empty() {
-        return Err(plot_error("confusion matrix", "no rows were evaluated"));
+        return Err(HearthError::plot("confusion matrix", "no rows were evaluated"));
     }
     let n = labels.len();
     let index = |label: i64| labels.binary_search(&label).unwrap_or(0);

@@ -42,14 +42,6 @@ use hearth_engine::session::Session;
 /// `DataFrame`.
 pub use {polars_arrow, polars_core};
 
-fn failed(what: &str, message: impl std::fmt::Display) -> HearthError {
-    HearthError::InvalidData {
-        stage: "polars".to_string(),
-        column: what.to_string(),
-        message: message.to_string(),
-    }
-}
-
 // Both crates' structs are the C data interface's `ArrowArray` and `ArrowSchema` (`#[repr(C)]`, the same fields
 // in the same order); the transmutes below rely on it.
 const _: () = {
@@ -96,7 +88,8 @@ fn polars_holds(data_type: &DataType, top: bool) -> bool {
 /// (a dictionary's values first decoded).
 fn to_polars_array(name: &str, array: &ArrayRef) -> Result<Box<dyn polars_arrow::array::Array>> {
     if !polars_holds(array.data_type(), true) {
-        return Err(failed(
+        return Err(HearthError::invalid_data(
+            "polars",
             name,
             format!("polars cannot hold a column of {} in this build", array.data_type()),
         ));
@@ -104,12 +97,14 @@ fn to_polars_array(name: &str, array: &ArrayRef) -> Result<Box<dyn polars_arrow:
     let decoded;
     let array = match array.data_type() {
         DataType::Dictionary(_, values) => {
-            decoded = cast(array, values).map_err(|e| failed(name, e))?;
+            decoded = cast(array, values)
+                .map_err(|e| HearthError::invalid_data("polars", name, "decoding its dictionary").caused_by(e))?;
             &decoded
         }
         _ => array,
     };
-    let (array, schema) = to_ffi(&array.to_data()).map_err(|e| failed(name, e))?;
+    let (array, schema) = to_ffi(&array.to_data())
+        .map_err(|e| HearthError::invalid_data("polars", name, "exporting its buffers").caused_by(e))?;
     // SAFETY: the structs are layout-identical (checked above); ownership moves with the release callbacks,
     // which run when the receiving side drops them, also on its error paths.
     let (array, schema) = unsafe {
@@ -119,8 +114,10 @@ fn to_polars_array(name: &str, array: &ArrayRef) -> Result<Box<dyn polars_arrow:
         )
     };
     // SAFETY: `schema` and `array` were exported together just above.
-    let field = unsafe { polars_ffi::import_field_from_c(&schema) }.map_err(|e| failed(name, e))?;
-    unsafe { polars_ffi::import_array_from_c(array, field.dtype) }.map_err(|e| failed(name, e))
+    let field = unsafe { polars_ffi::import_field_from_c(&schema) }
+        .map_err(|e| HearthError::invalid_data("polars", name, "importing its type into polars").caused_by(e))?;
+    unsafe { polars_ffi::import_array_from_c(array, field.dtype) }
+        .map_err(|e| HearthError::invalid_data("polars", name, "importing it into polars").caused_by(e))
 }
 
 /// `data_type` with polars' views replaced by the types hearth's stages read (`Utf8View` → `Utf8`,
@@ -152,15 +149,18 @@ fn from_polars_array(name: &str, array: Box<dyn polars_arrow::array::Array>) -> 
             std::mem::transmute::<polars_ffi::ArrowArray, FFI_ArrowArray>(array),
         )
     };
-    let imported = Field::try_from(&schema).map_err(|e| failed(name, e))?;
+    let imported = Field::try_from(&schema)
+        .map_err(|e| HearthError::invalid_data("polars", name, "reading its type from polars").caused_by(e))?;
     // SAFETY: `schema` describes `array`: both were exported from the same polars array just above.
-    let data = unsafe { from_ffi(array, &schema) }.map_err(|e| failed(name, e))?;
+    let data = unsafe { from_ffi(array, &schema) }
+        .map_err(|e| HearthError::invalid_data("polars", name, "reading it from polars").caused_by(e))?;
     let array = make_array(data);
     let wanted = readable(imported.data_type());
     let array = if &wanted == imported.data_type() {
         array
     } else {
-        cast(&array, &wanted).map_err(|e| failed(name, e))?
+        cast(&array, &wanted)
+            .map_err(|e| HearthError::invalid_data("polars", name, format!("casting it to {wanted}")).caused_by(e))?
     };
     Ok((imported.with_data_type(wanted), array))
 }
@@ -190,16 +190,14 @@ pub fn batches_to_polars(schema: &Schema, batches: &[RecordBatch]) -> Result<Pol
                     .map(|batch| to_polars_array(field.name(), batch.column(i)))
                     .collect::<Result<Vec<_>>>()?
             };
-            let series = Series::from_arrow_chunks(PlSmallStr::from_str(field.name()), chunks)
-                .map_err(|e| failed(field.name(), e))?;
+            let series = Series::from_arrow_chunks(PlSmallStr::from_str(field.name()), chunks).map_err(|e| {
+                HearthError::invalid_data("polars", field.name(), "making a polars column").caused_by(e)
+            })?;
             Ok(series.into_column())
         })
         .collect::<Result<Vec<Column>>>()?;
-    PolarsFrame::new(height, columns).map_err(|e| HearthError::InvalidParam {
-        stage: "to_polars".to_string(),
-        param: "columns",
-        message: e.to_string(),
-    })
+    PolarsFrame::new(height, columns)
+        .map_err(|e| HearthError::invalid_param("to_polars", "columns", "making a polars data frame").caused_by(e))
 }
 
 /// A polars `DataFrame`'s rows as Arrow batches (one per aligned chunk) and their schema.

@@ -29,23 +29,16 @@ const IDX_LABELS: u32 = 0x0801;
 const CIFAR_SIDE: usize = 32;
 const CIFAR_RECORD: usize = 1 + 3 * CIFAR_SIDE * CIFAR_SIDE;
 
-fn invalid(path: &Path, message: impl Into<String>) -> HearthError {
-    HearthError::Persistence {
-        path: path.to_path_buf(),
-        message: message.into(),
-    }
-}
-
 /// A file's bytes, gunzipped when it starts with gzip's magic.
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    let raw = std::fs::read(path).map_err(|e| invalid(path, e.to_string()))?;
+    let raw = std::fs::read(path).map_err(|e| HearthError::persistence(path, "cannot be read").caused_by(e))?;
     if !raw.starts_with(&[0x1f, 0x8b]) {
         return Ok(raw);
     }
     let mut bytes = Vec::new();
     flate2::read::MultiGzDecoder::new(raw.as_slice())
         .read_to_end(&mut bytes)
-        .map_err(|e| invalid(path, format!("not readable as gzip: {e}")))?;
+        .map_err(|e| HearthError::persistence(path, "not readable as gzip").caused_by(e))?;
     Ok(bytes)
 }
 
@@ -53,9 +46,9 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 fn idx(path: &Path, magic: u32) -> Result<(Vec<usize>, Vec<u8>)> {
     let bytes = read_bytes(path)?;
     let word = |i: usize| -> Option<u32> { Some(u32::from_be_bytes(bytes.get(4 * i..4 * i + 4)?.try_into().ok()?)) };
-    let found = word(0).ok_or_else(|| invalid(path, "shorter than an IDX header"))?;
+    let found = word(0).ok_or_else(|| HearthError::persistence(path, "shorter than an IDX header"))?;
     if found != magic {
-        return Err(invalid(
+        return Err(HearthError::persistence(
             path,
             format!(
                 "IDX magic {found:#06x}, expected {magic:#06x} (unsigned bytes, {} dimensions)",
@@ -66,11 +59,11 @@ fn idx(path: &Path, magic: u32) -> Result<(Vec<usize>, Vec<u8>)> {
     let dims: Vec<usize> = (1..=(magic & 0xff) as usize)
         .map(|i| word(i).map(|d| d as usize))
         .collect::<Option<_>>()
-        .ok_or_else(|| invalid(path, "the IDX header ends early"))?;
+        .ok_or_else(|| HearthError::persistence(path, "the IDX header ends early"))?;
     let start = 4 * (dims.len() + 1);
     let expected: usize = dims.iter().product();
     if bytes.len() - start != expected {
-        return Err(invalid(
+        return Err(HearthError::persistence(
             path,
             format!(
                 "dimensions {dims:?} need {expected} bytes after the header; it has {}",
@@ -106,7 +99,7 @@ impl Session {
         let (dims, pixels) = idx(images, IDX_IMAGES)?;
         let (label_dims, label_bytes) = idx(labels, IDX_LABELS)?;
         if dims[0] != label_dims[0] {
-            return Err(invalid(
+            return Err(HearthError::persistence(
                 labels,
                 format!(
                     "{} labels for the {} images of {}",
@@ -128,7 +121,7 @@ impl Session {
             let path = file.as_ref();
             let bytes = read_bytes(path)?;
             if bytes.is_empty() || !bytes.len().is_multiple_of(CIFAR_RECORD) {
-                return Err(invalid(
+                return Err(HearthError::persistence(
                     path,
                     format!("{} bytes are not whole CIFAR-10 records of {CIFAR_RECORD}", bytes.len()),
                 ));
@@ -136,7 +129,7 @@ impl Session {
             let (mut pixels, mut labels) = (Vec::with_capacity(bytes.len()), Vec::new());
             for (i, record) in bytes.chunks_exact(CIFAR_RECORD).enumerate() {
                 if record[0] > 9 {
-                    return Err(invalid(
+                    return Err(HearthError::persistence(
                         path,
                         format!("record {i}: label {} is not a class 0–9", record[0]),
                     ));
@@ -147,11 +140,7 @@ impl Session {
             batches.push(image_batch([3, CIFAR_SIDE, CIFAR_SIDE], &pixels, &labels)?);
         }
         let Some(first) = batches.first() else {
-            return Err(HearthError::InvalidParam {
-                stage: "read_cifar10".to_string(),
-                param: "files",
-                message: "no files given".to_string(),
-            });
+            return Err(HearthError::invalid_param("read_cifar10", "files", "no files given"));
         };
         self.read_batches(first.schema(), batches)
     }

@@ -68,19 +68,20 @@ impl FromStr for Master {
     type Err = HearthError;
 
     fn from_str(master: &str) -> Result<Self> {
-        let error = |message: &str| HearthError::Master {
-            master: master.to_string(),
-            message: message.to_string(),
-        };
         let trimmed = master.trim();
         if let Some(partitions) = bracketed(trimmed, "local") {
-            let partitions =
-                partitions.map_err(|_| error("expected local[N] with N a positive whole number, or local[*]"))?;
+            let partitions = partitions.map_err(|_| {
+                HearthError::master(master, "expected local[N] with N a positive whole number, or local[*]")
+            })?;
             return Ok(Master::Local { partitions });
         }
         if let Some(partitions) = bracketed(trimmed, "standalone") {
-            let partitions = partitions
-                .map_err(|_| error("expected standalone[N] with N a positive whole number, or standalone[*]"))?;
+            let partitions = partitions.map_err(|_| {
+                HearthError::master(
+                    master,
+                    "expected standalone[N] with N a positive whole number, or standalone[*]",
+                )
+            })?;
             return Ok(Master::Standalone { partitions });
         }
         if let Some(address) = trimmed.strip_prefix("df://") {
@@ -89,19 +90,20 @@ impl FromStr for Master {
                 Some((host, port)) => (
                     host,
                     port.parse::<u16>()
-                        .map_err(|_| error("the port must be a number from 1 to 65535"))?,
+                        .map_err(|_| HearthError::master(master, "the port must be a number from 1 to 65535"))?,
                 ),
                 None => (address, crate::ballista::DEFAULT_SCHEDULER_PORT),
             };
             if host.is_empty() {
-                return Err(error("expected df://host:port"));
+                return Err(HearthError::master(master, "expected df://host:port"));
             }
             return Ok(Master::Remote {
                 host: host.to_string(),
                 port,
             });
         }
-        Err(error(
+        Err(HearthError::master(
+            master,
             "unknown master; expected local[N], standalone[N] or df://host:port",
         ))
     }

@@ -89,11 +89,10 @@ impl Session {
     pub fn new(master: &str) -> Result<Self> {
         match master.parse()? {
             Master::Local { partitions } => Ok(Self::local(partitions)),
-            other => Err(HearthError::Master {
-                master: other.to_string(),
-                message: "a Ballista master starts or reaches a scheduler: use Session::connect(master).await"
-                    .to_string(),
-            }),
+            other => Err(HearthError::master(
+                other.to_string(),
+                "a Ballista master starts or reaches a scheduler: use Session::connect(master).await",
+            )),
         }
     }
 
@@ -108,17 +107,15 @@ impl Session {
         if crate::barrier::program::in_barrier_worker() {
             return Ok(Self::local(1));
         }
-        let failed = |e: datafusion::error::DataFusionError| HearthError::Master {
-            master: master.to_string(),
-            message: e.message().into_owned(),
-        };
         match &master {
             Master::Local { partitions } => Ok(Self::local(*partitions)),
             Master::Standalone { partitions } => {
                 let info = SessionInfo::new(master.clone(), None);
                 let config = ballista_config(*partitions).with_ballista_standalone_parallelism(*partitions);
                 let state = hearth_state(config.with_extension(Arc::new(info)));
-                let (ctx, url) = crate::ballista::start_standalone(state).await.map_err(failed)?;
+                let (ctx, url) = crate::ballista::start_standalone(state)
+                    .await
+                    .map_err(|e| HearthError::master(master.to_string(), "starting its cluster here").caused_by(e))?;
                 Ok(Self::with_scheduler(master, ctx, url))
             }
             Master::Remote { host, port } => {
@@ -128,9 +125,8 @@ impl Session {
                     .with_extension(Arc::new(info));
                 // The fleet's secret, when there is one, goes with every request to it, over TLS when the
                 // fleet speaks it.
-                let access = FleetAccess::find().map_err(|message| HearthError::Master {
-                    master: master.to_string(),
-                    message,
+                let access = FleetAccess::find().map_err(|e| {
+                    HearthError::master(master.to_string(), "finding the fleet's secret and TLS").caused_by(e)
                 })?;
                 config = access.present_in(config);
                 let mut state = SessionStateBuilder::new_from_existing(hearth_state(config));
@@ -141,7 +137,7 @@ impl Session {
                 }
                 let (ctx, url) = crate::ballista::connect_remote(host, *port, state.build())
                     .await
-                    .map_err(failed)?;
+                    .map_err(|e| HearthError::master(master.to_string(), "connecting to its scheduler").caused_by(e))?;
                 Ok(Self::with_scheduler(master, ctx, url))
             }
         }

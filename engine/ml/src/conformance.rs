@@ -138,9 +138,10 @@ async fn check_model(model: Arc<dyn Transformer>, frame: &DataFrame, dir: &Path)
     let out = model.transform(frame)?;
     for field in frame.schema().fields() {
         if out.schema().field_with_unqualified_name(field.name()).is_err() {
-            return Err(failed(
+            return Err(HearthError::invalid_data(
                 class,
-                format!("transform dropped the input column {:?}", field.name()),
+                "",
+                format!("conformance: transform dropped the input column {:?}", field.name()),
             ));
         }
     }
@@ -150,7 +151,11 @@ async fn check_model(model: Arc<dyn Transformer>, frame: &DataFrame, dir: &Path)
         rows.iter().map(RecordBatch::num_rows).sum::<usize>(),
     );
     if given != kept {
-        return Err(failed(class, format!("transform turned {given} rows into {kept}")));
+        return Err(HearthError::invalid_data(
+            class,
+            "",
+            format!("conformance: transform turned {given} rows into {kept}"),
+        ));
     }
     let fitted = Pipeline::from_stages(vec![PipelineStage::Transformer(Arc::clone(&model))])
         .fit(frame)
@@ -161,7 +166,11 @@ async fn check_model(model: Arc<dyn Transformer>, frame: &DataFrame, dir: &Path)
     same_params(class, model.as_ref(), reloaded.as_ref())?;
     let again: Vec<RecordBatch> = reloaded.transform(frame)?.collect().await?;
     if sorted_lines(&again)? != sorted_lines(&rows)? {
-        return Err(failed(class, "a saved and loaded copy transforms the rows differently"));
+        return Err(HearthError::invalid_data(
+            class,
+            "",
+            "conformance: a saved and loaded copy transforms the rows differently",
+        ));
     }
     Ok(())
 }
@@ -176,7 +185,11 @@ fn sorted_lines(rows: &[RecordBatch]) -> Result<Vec<String>> {
 
 fn check_described(stage: &dyn Stage) -> Result<()> {
     match stage.describe().trim().is_empty() {
-        true => Err(failed(stage.class(), "describe() says nothing")),
+        true => Err(HearthError::invalid_data(
+            stage.class(),
+            "",
+            "conformance: describe() says nothing",
+        )),
         false => Ok(()),
     }
 }
@@ -185,17 +198,10 @@ fn same_params(class: &str, before: &dyn Stage, after: &dyn Stage) -> Result<()>
     let (before, after) = (before.params()?, after.params()?);
     match before == after {
         true => Ok(()),
-        false => Err(failed(
+        false => Err(HearthError::invalid_data(
             class,
-            format!("parameters changed on reload: {before} became {after}"),
+            "",
+            format!("conformance: parameters changed on reload: {before} became {after}"),
         )),
-    }
-}
-
-fn failed(class: &str, message: impl Into<String>) -> HearthError {
-    HearthError::InvalidData {
-        stage: class.to_string(),
-        column: String::new(),
-        message: format!("conformance: {}", message.into()),
     }
 }

@@ -90,12 +90,11 @@ impl HorovodRunner {
         F: Fn(&mut Horovod<'_>) -> std::result::Result<T, MainError> + Send + Sync + 'static,
     {
         match self.np {
-            0 => Err(HearthError::InvalidParam {
-                stage: "HorovodRunner".to_string(),
-                param: "np",
-                message: "must not be 0: a positive number of tasks, or a negative number of ranks on the driver"
-                    .to_string(),
-            }),
+            0 => Err(HearthError::invalid_param(
+                "HorovodRunner",
+                "np",
+                "must not be 0: a positive number of tasks, or a negative number of ranks on the driver",
+            )),
             np if np < 0 => self.on_driver(name, main).await,
             _ => self.as_barrier_stage(session, name, main).await,
         }
@@ -107,15 +106,16 @@ impl HorovodRunner {
         T: Send + 'static,
         F: Fn(&mut Horovod<'_>) -> std::result::Result<T, MainError> + Send + Sync + 'static,
     {
-        let (ranks, timeout, job) = (self.options.workers, self.options.timeout, name.to_string());
+        let (ranks, timeout) = (self.options.workers, self.options.timeout);
+        let job = format!("HorovodRunner {name}");
         let outcomes = tokio::task::spawn_blocking(move || {
             LocalWorld::new(ranks)
                 .timeout(timeout)
                 .run(|mut comm| main(&mut Horovod::new(&mut comm)))
         })
         .await
-        .map_err(|e| failed(&job, format!("a rank panicked: {e}")))?
-        .map_err(|e| failed(&job, e.to_string()))?;
+        .map_err(|e| HearthError::barrier(&job, "a rank panicked").caused_by(e))?
+        .map_err(|e| HearthError::barrier(&job, "running its ranks").caused_by(e))?;
         let mut first = None;
         // A rank's own failure first; the collective errors it caused on its peers after it.
         let (mut causes, mut consequences) = (Vec::new(), Vec::new());
@@ -131,9 +131,9 @@ impl HorovodRunner {
         }
         if !causes.is_empty() || !consequences.is_empty() {
             causes.extend(consequences);
-            return Err(failed(name, causes.join("; then ")));
+            return Err(HearthError::barrier(job, causes.join("; then ")));
         }
-        first.ok_or_else(|| failed(name, "no rank ran".to_string()))
+        first.ok_or_else(|| HearthError::barrier(job, "no rank ran"))
     }
 
     /// `np` barrier tasks of the session, rank 0's result serialised into its output row.
@@ -177,11 +177,15 @@ impl HorovodRunner {
                 batch.column(1).as_binary::<i32>(),
             );
             if let Some(row) = (0..batch.num_rows()).find(|&row| ranks.value(row) == 0 && results.is_valid(row)) {
-                return serde_json::from_slice(results.value(row))
-                    .map_err(|e| failed(name, format!("rank 0's result is unreadable: {e}")));
+                return serde_json::from_slice(results.value(row)).map_err(|e| {
+                    HearthError::barrier(format!("HorovodRunner {name}"), "rank 0's result is unreadable").caused_by(e)
+                });
             }
         }
-        Err(failed(name, "rank 0 returned no result".to_string()))
+        Err(HearthError::barrier(
+            format!("HorovodRunner {name}"),
+            "rank 0 returned no result",
+        ))
     }
 }
 
@@ -191,11 +195,4 @@ fn result_schema() -> SchemaRef {
         Field::new("rank", DataType::UInt64, false),
         Field::new("result", DataType::Binary, true),
     ]))
-}
-
-fn failed(job: &str, message: String) -> HearthError {
-    HearthError::Barrier {
-        job: format!("HorovodRunner {job}"),
-        message,
-    }
 }

@@ -83,11 +83,8 @@ pub trait Estimator: Stage {
 
 /// `params` as the JSON that [`Stage::params`] returns, for the stage `uid`.
 pub(crate) fn to_params(uid: &str, params: &impl Serialize) -> Result<serde_json::Value> {
-    serde_json::to_value(params).map_err(|e| HearthError::InvalidParam {
-        stage: uid.to_string(),
-        param: "params",
-        message: format!("cannot be written as JSON: {e}"),
-    })
+    serde_json::to_value(params)
+        .map_err(|e| HearthError::invalid_param(uid, "params", "cannot be written as JSON").caused_by(e))
 }
 
 /// The input column `column` of `df`, or an error naming the stage, the column and the columns there are.
@@ -95,10 +92,12 @@ pub(crate) fn input_field<'a>(stage: &str, df: &'a DataFrame, column: &str) -> R
     df.schema()
         .field_with_unqualified_name(column)
         .map(AsRef::as_ref)
-        .map_err(|_| HearthError::Schema {
-            stage: stage.to_string(),
-            column: column.to_string(),
-            message: format!("no such column; the input has {}", quoted_columns(df)),
+        .map_err(|_| {
+            HearthError::schema(
+                stage,
+                column,
+                format!("no such column; the input has {}", quoted_columns(df)),
+            )
         })
 }
 
@@ -115,27 +114,19 @@ pub fn quoted_columns(df: &DataFrame) -> String {
 /// Fails when `column` already exists, as Spark refuses to overwrite a column.
 pub(crate) fn ensure_new_column(stage: &str, df: &DataFrame, column: &str) -> Result<()> {
     if df.schema().field_with_unqualified_name(column).is_ok() {
-        return Err(HearthError::Schema {
-            stage: stage.to_string(),
-            column: column.to_string(),
-            message: "output column already exists".to_string(),
-        });
+        return Err(HearthError::schema(stage, column, "output column already exists"));
     }
     Ok(())
 }
 
 /// Checks that input and output column lists are non-empty and pair up.
 pub(crate) fn check_column_pairs(stage: &str, inputs: &[String], outputs: &[String]) -> Result<()> {
-    let invalid = |param, message: String| HearthError::InvalidParam {
-        stage: stage.to_string(),
-        param,
-        message,
-    };
     if inputs.is_empty() {
-        return Err(invalid("inputCols", "no input column is set".to_string()));
+        return Err(HearthError::invalid_param(stage, "inputCols", "no input column is set"));
     }
     if inputs.len() != outputs.len() {
-        return Err(invalid(
+        return Err(HearthError::invalid_param(
+            stage,
             "outputCols",
             format!("{} input columns but {} output columns", inputs.len(), outputs.len()),
         ));

@@ -116,23 +116,17 @@ pub struct ModelCatalog {
     loaded: Arc<Mutex<HashMap<String, (SystemTime, CatalogModel)>>>,
 }
 
-fn persistence(path: &Path, message: impl ToString) -> HearthError {
-    HearthError::Persistence {
-        path: path.to_path_buf(),
-        message: message.to_string(),
-    }
-}
-
 /// Reads one of an entry's JSON files.
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(file: &Path) -> Result<T> {
-    let text = fs::read_to_string(file).map_err(|e| persistence(file, e))?;
-    serde_json::from_str(&text).map_err(|e| persistence(file, e))
+    let text = fs::read_to_string(file).map_err(|e| HearthError::persistence(file, "cannot read it").caused_by(e))?;
+    serde_json::from_str(&text).map_err(|e| HearthError::persistence(file, "unreadable").caused_by(e))
 }
 
 /// Writes `value` as pretty JSON into `file` (in an entry's folder while it is written).
 pub(crate) fn write_json(file: &Path, value: &impl Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| persistence(file, e))?;
-    fs::write(file, text + "\n").map_err(|e| persistence(file, e))
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| HearthError::persistence(file, "cannot write it as JSON").caused_by(e))?;
+    fs::write(file, text + "\n").map_err(|e| HearthError::persistence(file, "cannot write it").caused_by(e))
 }
 
 /// Writes the rows held out for evaluation into an entry's folder as [`EVALUATION_FILE`] (nothing when
@@ -142,12 +136,17 @@ pub(crate) fn write_evaluation_rows(dir: &Path, batches: &[RecordBatch]) -> Resu
     let Some(first) = batches.iter().find(|b| b.num_rows() > 0) else {
         return Ok(());
     };
-    let out = fs::File::create(&file).map_err(|e| persistence(&file, e))?;
-    let mut writer = ArrowWriter::try_new(out, first.schema(), None).map_err(|e| persistence(&file, e))?;
+    let out = fs::File::create(&file).map_err(|e| HearthError::persistence(&file, "cannot create it").caused_by(e))?;
+    let mut writer = ArrowWriter::try_new(out, first.schema(), None)
+        .map_err(|e| HearthError::persistence(&file, "cannot start writing it").caused_by(e))?;
     for batch in batches {
-        writer.write(batch).map_err(|e| persistence(&file, e))?;
+        writer
+            .write(batch)
+            .map_err(|e| HearthError::persistence(&file, "cannot write it").caused_by(e))?;
     }
-    writer.close().map_err(|e| persistence(&file, e))?;
+    writer
+        .close()
+        .map_err(|e| HearthError::persistence(&file, "cannot finish writing it").caused_by(e))?;
     Ok(())
 }
 
@@ -192,13 +191,11 @@ impl ModelCatalog {
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
         if !valid {
-            return Err(HearthError::InvalidParam {
-                stage: "model catalog".to_string(),
-                param: "name",
-                message: format!(
-                    "{name:?} is not a model name: letters, digits, '_', '-' and '.' only, not starting with '.'"
-                ),
-            });
+            return Err(HearthError::invalid_param(
+                "model catalog",
+                "name",
+                format!("{name:?} is not a model name: letters, digits, '_', '-' and '.' only, not starting with '.'"),
+            ));
         }
         Ok(self.dir.join(name))
     }
@@ -215,7 +212,7 @@ impl ModelCatalog {
         if !file.is_file() {
             let known = self.list().unwrap_or_default();
             let names: Vec<&str> = known.iter().map(|e| e.name.as_str()).collect();
-            return Err(persistence(
+            return Err(HearthError::persistence(
                 &self.dir,
                 format!(
                     "no model named {name:?} in the catalog (models: {})",
@@ -269,7 +266,7 @@ impl ModelCatalog {
     ) -> Result<()> {
         let target = self.folder(&entry.name)?;
         if !replace && target.exists() {
-            return Err(persistence(
+            return Err(HearthError::persistence(
                 &target,
                 "a model of this name exists; use CREATE OR REPLACE MODEL",
             ));
@@ -278,8 +275,10 @@ impl ModelCatalog {
             pipeline.write().write_into(staging)?;
             write(staging)?;
             let file = target.join(ENTRY_FILE);
-            let json = serde_json::to_string_pretty(entry).map_err(|e| persistence(&file, e))?;
-            fs::write(staging.join(ENTRY_FILE), json + "\n").map_err(|e| persistence(&file, e))
+            let json = serde_json::to_string_pretty(entry)
+                .map_err(|e| HearthError::persistence(&file, "cannot write it as JSON").caused_by(e))?;
+            fs::write(staging.join(ENTRY_FILE), json + "\n")
+                .map_err(|e| HearthError::persistence(&file, "cannot write it").caused_by(e))
         })?;
         let model = CatalogModel {
             entry: entry.clone(),
@@ -294,10 +293,12 @@ impl ModelCatalog {
     /// `label` is the label column of its input. Its label values are read from the `StringIndexerModel`
     /// that indexed the label, if there is one.
     pub fn register(&self, name: &str, pipeline: &PipelineModel, label: &str, replace: bool) -> Result<()> {
-        let model = Trained::of(pipeline).ok_or_else(|| HearthError::InvalidParam {
-            stage: "model catalog".to_string(),
-            param: "pipeline",
-            message: "the pipeline's last stage must be a ClassificationModel or a RegressionModel".to_string(),
+        let model = Trained::of(pipeline).ok_or_else(|| {
+            HearthError::invalid_param(
+                "model catalog",
+                "pipeline",
+                "the pipeline's last stage must be a ClassificationModel or a RegressionModel",
+            )
         })?;
         let label_index = model.label_col().to_string();
         let labels = pipeline.stages().iter().find_map(|stage| {
@@ -334,8 +335,10 @@ impl ModelCatalog {
         }
         self.loaded().remove(name);
         let retired = self.dir.join(format!(".{name}-dropped-{}", now_ms()));
-        fs::rename(&dir, &retired).map_err(|e| persistence(&dir, e))?;
-        fs::remove_dir_all(&retired).map_err(|e| persistence(&retired, e))?;
+        fs::rename(&dir, &retired)
+            .map_err(|e| HearthError::persistence(&dir, "cannot move it aside to drop it").caused_by(e))?;
+        fs::remove_dir_all(&retired)
+            .map_err(|e| HearthError::persistence(&retired, "cannot remove it").caused_by(e))?;
         Ok(true)
     }
 }

@@ -16,7 +16,7 @@ use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
 use super::catalog::{CatalogModel, ModelCatalog, ModelEntry, now_ms, write_evaluation_rows, write_json};
-use super::error::invalid;
+use super::error::{CREATE_MODEL, invalid};
 use super::estimators::estimator;
 use super::hparams::{TrialValues, Tuning, split_tuning, with_values};
 use super::kmeans::{self, TRAINING_FIGURES_FILE, TrainingFigures};
@@ -414,13 +414,15 @@ fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
     let field = input
         .schema()
         .field_with_unqualified_name(&options.label)
-        .map_err(|_| HearthError::Schema {
-            stage: "CREATE MODEL".to_string(),
-            column: options.label.clone(),
-            message: format!(
-                "input_label_cols names no column of the training query (it has {})",
-                quoted_columns(input)
-            ),
+        .map_err(|_| {
+            HearthError::schema(
+                CREATE_MODEL,
+                &options.label,
+                format!(
+                    "input_label_cols names no column of the training query (it has {})",
+                    quoted_columns(input)
+                ),
+            )
         })?;
     let data_type = field.data_type();
     match (data_type.is_numeric(), options.model_type.is_classifier()) {
@@ -433,10 +435,10 @@ fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
         {
             Ok(LabelType::Indexed)
         }
-        _ => Err(HearthError::Schema {
-            stage: "CREATE MODEL".to_string(),
-            column: options.label.clone(),
-            message: format!(
+        _ => Err(HearthError::schema(
+            CREATE_MODEL,
+            &options.label,
+            format!(
                 "a {} label must be {}, got {data_type}",
                 options.model_type,
                 if options.model_type.is_classifier() {
@@ -445,7 +447,7 @@ fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
                     "a number"
                 }
             ),
-        }),
+        )),
     }
 }
 

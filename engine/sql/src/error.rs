@@ -1,21 +1,21 @@
 //! The errors of a `CREATE MODEL` statement, each naming what was wrong: an option, the `TRANSFORM`, the
-//! model's name.
+//! model's name. Each is a `HearthError::invalid_param` of the stage [`CREATE_MODEL`]; an option's message
+//! names the option first.
 //!
 //! ```text
-//! invalid option: CREATE MODEL: OPTIONS: option learn_rate: expected a number, got 'fast'
+//! CREATE MODEL: parameter OPTIONS: option learn_rate: expected a number, got 'fast'
 //! ```
 
 use std::fmt::Display;
 
 use hearth_engine::error::HearthError;
 
+/// The stage the errors of a `CREATE MODEL` statement name: the statement.
+pub(crate) const CREATE_MODEL: &str = "CREATE MODEL";
+
 /// The statement's `param` (`OPTIONS`, `TRANSFORM`, `name`, …) is wrong, as `message` says.
 pub(crate) fn invalid(param: &'static str, message: impl Into<String>) -> HearthError {
-    HearthError::InvalidParam {
-        stage: "CREATE MODEL".to_string(),
-        param,
-        message: message.into(),
-    }
+    HearthError::invalid_param(CREATE_MODEL, param, message)
 }
 
 /// The option `option` is wrong, as `message` says.

@@ -103,13 +103,15 @@ pub(crate) fn fitted(pipeline: &PipelineModel) -> Option<&KMeansModel> {
 }
 
 fn kmeans_of<'a>(function: &str, model: &'a CatalogModel) -> Result<&'a KMeansModel> {
-    fitted(&model.pipeline).ok_or_else(|| HearthError::InvalidParam {
-        stage: format!("ML.{function}(MODEL {})", model.entry.name),
-        param: "MODEL",
-        message: format!(
-            "a {} model has no centroids; ML.{function} takes a 'kmeans' model",
-            model.entry.model_type
-        ),
+    fitted(&model.pipeline).ok_or_else(|| {
+        HearthError::invalid_param(
+            format!("ML.{function}(MODEL {})", model.entry.name),
+            "MODEL",
+            format!(
+                "a {} model has no centroids; ML.{function} takes a 'kmeans' model",
+                model.entry.model_type
+            ),
+        )
     })
 }
 

@@ -5,6 +5,7 @@
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::DataFrame;
 
+use super::error::CREATE_MODEL;
 use super::options::ModelOptions;
 use super::parser::CreateModel;
 use super::transform::{TransformPlan, plan_transform};
@@ -69,11 +70,11 @@ fn automatic_transform(input: &DataFrame, options: &ModelOptions) -> Result<Tran
             stages.push(OneHotEncoder::new().input_col(&index).output_col(&vector).into());
             outputs.push(vector);
         } else {
-            return Err(HearthError::Schema {
-                stage: "CREATE MODEL".to_string(),
-                column: name.clone(),
-                message: format!("a {data_type} column cannot be a feature; leave it out or convert it in TRANSFORM"),
-            });
+            return Err(HearthError::schema(
+                CREATE_MODEL,
+                name,
+                format!("a {data_type} column cannot be a feature; leave it out or convert it in TRANSFORM"),
+            ));
         }
     }
     if !numbers.is_empty() {

@@ -60,14 +60,14 @@ impl SqlSessionExt for Session {
     async fn sql(&self, sql: &str) -> Result<DataFrame> {
         let mut statements = parse_statements(sql)?;
         if statements.len() != 1 {
-            return Err(HearthError::InvalidParam {
-                stage: "Session::sql".to_string(),
-                param: "sql",
-                message: format!(
+            return Err(HearthError::invalid_param(
+                "Session::sql",
+                "sql",
+                format!(
                     "expected one statement, got {}; run a script with parse_statements and Session::execute",
                     statements.len()
                 ),
-            });
+            ));
         }
         self.execute(&statements.remove(0)).await
     }
@@ -81,10 +81,10 @@ impl SqlSessionExt for Session {
             Statement::DropModel { name, if_exists } => {
                 let models = self.models();
                 if !models.drop_model(name)? && !*if_exists {
-                    return Err(HearthError::Persistence {
-                        path: models.dir().to_path_buf(),
-                        message: format!("no model named {name:?} to drop; DROP MODEL IF EXISTS ignores that"),
-                    });
+                    return Err(HearthError::persistence(
+                        models.dir(),
+                        format!("no model named {name:?} to drop; DROP MODEL IF EXISTS ignores that"),
+                    ));
                 }
                 literal_frame(self, empty_rows())
             }

@@ -29,20 +29,14 @@ use hearth_engine::error::{HearthError, Result};
 use hearth_engine::evaluation::{Evaluation, evaluation_state, metric};
 use hearth_engine::stage::{Transformer, quoted_columns};
 
-fn failed(function: &str, model: &CatalogModel, message: impl std::fmt::Display) -> HearthError {
-    HearthError::InvalidParam {
-        stage: format!("ML.{function}(MODEL {})", model.entry.name),
-        param: "rows",
-        message: message.to_string(),
-    }
-}
-
 /// The trained network ending a model's pipeline.
 fn trained(model: &CatalogModel) -> Result<Trained<'_>> {
-    Trained::of(&model.pipeline).ok_or_else(|| HearthError::InvalidData {
-        stage: model.entry.name.clone(),
-        column: model.entry.label.clone(),
-        message: "the model's last stage is not a ClassificationModel or a RegressionModel".to_string(),
+    Trained::of(&model.pipeline).ok_or_else(|| {
+        HearthError::invalid_data(
+            &model.entry.name,
+            &model.entry.label,
+            "the model's last stage is not a ClassificationModel or a RegressionModel",
+        )
     })
 }
 
@@ -54,9 +48,9 @@ fn check_columns(function: &str, model: &CatalogModel, input: &DataFrame, label:
     }
     for column in needed {
         if input.schema().field_with_unqualified_name(column).is_err() {
-            return Err(failed(
-                function,
-                model,
+            return Err(HearthError::invalid_param(
+                format!("ML.{function}(MODEL {})", model.entry.name),
+                "rows",
                 format!(
                     "the rows have no column {column:?}, which the model reads (they have {})",
                     quoted_columns(input)
@@ -177,16 +171,19 @@ pub(crate) fn evaluate(model: &CatalogModel, input: DataFrame) -> Result<Logical
 
 /// The rows a model held out for evaluation when it was trained, as a scan of its parquet file.
 pub fn held_out_rows(model: &CatalogModel) -> Result<LogicalPlan> {
+    let stage = format!("ML.EVALUATE(MODEL {})", model.entry.name);
     let Some(file) = model.evaluation_file() else {
-        return Err(failed(
-            "EVALUATE",
-            model,
+        return Err(HearthError::invalid_param(
+            stage,
+            "rows",
             "the model held no rows out for evaluation (data_split_method 'no_split', or too few rows); \
              give the rows: ML.EVALUATE(MODEL m, (SELECT …))",
         ));
     };
-    let url = ListingTableUrl::parse(file.to_string_lossy()).map_err(|e| failed("EVALUATE", model, e))?;
-    let schema = parquet_schema(&file).map_err(|e| failed("EVALUATE", model, e))?;
+    let url = ListingTableUrl::parse(file.to_string_lossy())
+        .map_err(|e| HearthError::invalid_param(&stage, "rows", "cannot locate the held-out rows").caused_by(e))?;
+    let schema = parquet_schema(&file)
+        .map_err(|e| HearthError::invalid_param(&stage, "rows", "cannot read the held-out rows").caused_by(e))?;
     let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
     let config = ListingTableConfig::new(url)
         .with_listing_options(options)
@@ -196,10 +193,11 @@ pub fn held_out_rows(model: &CatalogModel) -> Result<LogicalPlan> {
 }
 
 /// The Arrow schema a parquet file was written with.
-fn parquet_schema(file: &std::path::Path) -> std::result::Result<SchemaRef, String> {
-    let reader = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+fn parquet_schema(file: &std::path::Path) -> Result<SchemaRef> {
+    let reader =
+        std::fs::File::open(file).map_err(|e| HearthError::persistence(file, "cannot open it").caused_by(e))?;
     let builder = datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(reader)
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+        .map_err(|e| HearthError::persistence(file, "cannot read its parquet metadata").caused_by(e))?;
     Ok(Arc::clone(builder.schema()))
 }
 

@@ -87,7 +87,9 @@ pub fn plan_transform(items: &[SelectItem], input: &DataFrame) -> Result<Transfo
                     outputs.push(builder.column(field.name())?.0);
                 }
             }
-            other => return Err(invalid("TRANSFORM", format!("{other} is not a TRANSFORM item"))),
+            other => {
+                return Err(invalid("TRANSFORM", format!("{other} is not a TRANSFORM item")));
+            }
         }
     }
     let mut stages = Vec::new();
@@ -132,15 +134,13 @@ impl Builder<'_> {
         if let Some(kind) = self.kinds.get(name) {
             return Ok((name.to_string(), *kind));
         }
-        let field = self
-            .input
-            .schema()
-            .field_with_unqualified_name(name)
-            .map_err(|_| HearthError::Schema {
-                stage: "CREATE MODEL … TRANSFORM".to_string(),
-                column: name.to_string(),
-                message: format!("no such column; the training query has {}", quoted_columns(self.input)),
-            })?;
+        let field = self.input.schema().field_with_unqualified_name(name).map_err(|_| {
+            HearthError::schema(
+                "CREATE MODEL … TRANSFORM",
+                name,
+                format!("no such column; the training query has {}", quoted_columns(self.input)),
+            )
+        })?;
         let kind = kind_of(field.data_type());
         self.read(name);
         Ok((name.to_string(), kind))
@@ -183,10 +183,10 @@ impl Builder<'_> {
         let planned = self
             .input
             .parse_sql_expr(&text)
-            .map_err(|e| invalid("TRANSFORM", format!("{text}: {}", e.message())))?;
+            .map_err(|e| invalid("TRANSFORM", &text).caused_by(e))?;
         let (_, field) = planned
             .to_field(self.input.schema())
-            .map_err(|e| invalid("TRANSFORM", format!("{text}: {}", e.message())))?;
+            .map_err(|e| invalid("TRANSFORM", &text).caused_by(e))?;
         let data_type = field.data_type().clone();
         for column in planned.column_refs() {
             self.read(&column.name);

@@ -15,7 +15,7 @@ use datafusion::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{CatalogModel, ModelEntry, read_json};
-use super::error::invalid;
+use super::error::{invalid, invalid_option};
 use super::hparams::{TrialValues, Tuning};
 use super::kmeans;
 use super::options::{ModelOptions, ModelType};
@@ -154,10 +154,10 @@ pub(crate) fn check_objective(tuning: &Tuning, scoring: Scoring) -> Result<()> {
     if metrics.iter().any(|(name, ..)| name == objective) {
         return Ok(());
     }
-    Err(invalid(
-        "OPTIONS",
+    Err(invalid_option(
+        "hparam_tuning_objectives",
         format!(
-            "option hparam_tuning_objectives: {objective:?} is not a metric of a {}; expected one of {}",
+            "{objective:?} is not a metric of a {}; expected one of {}",
             scoring.model_kind(),
             metrics.iter().map(|(name, ..)| *name).collect::<Vec<_>>().join(", ")
         ),
@@ -201,14 +201,14 @@ pub(crate) async fn run_trials(
         .collect();
     let Some(first_scores) = succeeded.first() else {
         let first = runs.swap_remove(0);
-        return Err(invalid(
+        let failed = invalid(
             "OPTIONS",
-            format!(
-                "every trial failed; trial 1 ({}): {}",
-                describe(&trials[first.candidate].0),
-                first.outcome.err().map_or_else(String::new, |e| e.to_string())
-            ),
-        ));
+            format!("every trial failed; trial 1 ({})", describe(&trials[first.candidate].0)),
+        );
+        return Err(match first.outcome {
+            Err(cause) => failed.caused_by(cause),
+            Ok(_) => failed,
+        });
     };
     let objective = objective(tuning, scoring, first_scores)?;
     let larger = scoring
@@ -294,10 +294,10 @@ fn trial_record(
 fn objective(tuning: &Tuning, scoring: Scoring, scores: &BTreeMap<String, f64>) -> Result<String> {
     Ok(match &tuning.objective {
         Some(name) if !scores.contains_key(name) => {
-            return Err(invalid(
-                "OPTIONS",
+            return Err(invalid_option(
+                "hparam_tuning_objectives",
                 format!(
-                    "option hparam_tuning_objectives: {name:?} needs a label of two classes; use f1_score, accuracy, \
+                    "{name:?} needs a label of two classes; use f1_score, accuracy, \
                      precision, recall or log_loss"
                 ),
             ));
@@ -358,11 +358,11 @@ async fn trial(inputs: &TrialInputs<'_>, estimator: PipelineStage) -> Result<Sco
 pub(crate) fn trial_info(model: &CatalogModel) -> Result<LogicalPlan> {
     let file = model.dir.join(TRIALS_FILE);
     if !file.is_file() {
-        return Err(HearthError::InvalidParam {
-            stage: format!("ML.TRIAL_INFO(MODEL {})", model.entry.name),
-            param: "MODEL",
-            message: "the model was not tuned: it has trials only when CREATE MODEL set num_trials".to_string(),
-        });
+        return Err(HearthError::invalid_param(
+            format!("ML.TRIAL_INFO(MODEL {})", model.entry.name),
+            "MODEL",
+            "the model was not tuned: it has trials only when CREATE MODEL set num_trials",
+        ));
     }
     trial_rows(&read_json(&file)?)
 }

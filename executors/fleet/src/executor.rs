@@ -68,17 +68,17 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
     if options.slots == 0 {
         return Err(FleetError::option("--slots", "must be at least 1"));
     }
-    let chosen = choose_gpus(options.gpus, detect_gpus()).map_err(FleetError::Gpus)?;
-    let gpus = usable_gpus(options.gpus, chosen, libtorch_sees_gpus).map_err(FleetError::Gpus)?;
+    let chosen = choose_gpus(options.gpus, detect_gpus())?;
+    let gpus = usable_gpus(options.gpus, chosen, libtorch_sees_gpus)?;
     offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
     let reached_at = match options.bind.is_unspecified() {
         true => host_name(),
         false => options.bind.to_string(),
     };
     // With TLS, Ballista's servers listen on a loopback address, behind TLS relays on the one advertised.
-    let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::Tls)?;
+    let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::tls)?;
     let ballista_bind = match tls {
-        Some(_) => behind_relays(options.bind).map_err(FleetError::Tls)?,
+        Some(_) => behind_relays(options.bind)?,
         None => options.bind,
     };
     let state = hearth_state(SessionConfig::new_with_ballista());

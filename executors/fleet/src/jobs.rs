@@ -24,6 +24,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{FleetError, Result};
+
 /// What `hearth submit --deploy-mode cluster` sends the scheduler.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SubmitRequest {
@@ -134,10 +136,10 @@ const KILLED_BY_SHUTDOWN: &str = "the scheduler stopped";
 impl JobBoard {
     /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master`. Jobs a previous scheduler left
     /// running are marked failed: their drivers lost their fleet.
-    pub fn open(work_dir: &Path, master: String, access: FleetAccess) -> Result<Self, String> {
+    pub fn open(work_dir: &Path, master: String, access: FleetAccess) -> Result<Self> {
         let dir = work_dir.join("jobs");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let program = std::env::current_exe().map_err(|e| format!("cannot find the hearth program: {e}"))?;
+        std::fs::create_dir_all(&dir).map_err(|e| FleetError::jobs(&dir, e))?;
+        let program = std::env::current_exe().map_err(|e| FleetError::driver("cannot find the hearth program", e))?;
         let board = Self {
             sequence: AtomicUsize::new(0),
             dir,
@@ -174,16 +176,16 @@ impl JobBoard {
     }
 
     /// Starts a driver for `request` and returns its job's record.
-    pub fn submit(self: &Arc<Self>, request: SubmitRequest) -> Result<JobRecord, String> {
+    pub fn submit(self: &Arc<Self>, request: SubmitRequest) -> Result<JobRecord> {
         if request.name.trim().is_empty() {
-            return Err("the job's name is empty".to_string());
+            return Err(FleetError::Refused("the job's name is empty".to_string()));
         }
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
         let id = format!("driver-{}-{sequence:04}", chrono::Utc::now().format("%Y%m%d%H%M%S"));
         let folder = self.dir.join(&id);
-        std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        std::fs::create_dir_all(&folder).map_err(|e| FleetError::jobs(&folder, e))?;
         let statements = folder.join("job.sql");
-        std::fs::write(&statements, &request.sql).map_err(|e| format!("{}: {e}", statements.display()))?;
+        std::fs::write(&statements, &request.sql).map_err(|e| FleetError::jobs(&statements, e))?;
         let working_dir = request
             .working_dir
             .as_deref()
@@ -191,8 +193,8 @@ impl JobBoard {
             .filter(|dir| dir.is_dir())
             .unwrap_or_else(|| folder.clone());
         let log_path = folder.join("driver.log");
-        let log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-        let log_too = log.try_clone().map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let log = File::create(&log_path).map_err(|e| FleetError::jobs(&log_path, e))?;
+        let log_too = log.try_clone().map_err(|e| FleetError::jobs(&log_path, e))?;
         let spawned = tokio::process::Command::new(&self.program)
             .arg("sql")
             .arg("--master")
@@ -212,7 +214,8 @@ impl JobBoard {
             Ok(child) => child,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&folder);
-                return Err(format!("cannot start the driver {}: {e}", self.program.display()));
+                let message = format!("cannot start the driver {}", self.program.display());
+                return Err(FleetError::driver(message, e));
             }
         };
         let record = JobRecord {
@@ -291,13 +294,14 @@ impl JobBoard {
     }
 
     /// Writes a record whole (a temporary file renamed over the old one).
-    fn save(&self, record: &JobRecord) -> Result<(), String> {
+    fn save(&self, record: &JobRecord) -> Result<()> {
         let folder = self.dir.join(&record.id);
-        let json = serde_json::to_string_pretty(record).map_err(|e| e.to_string())?;
+        let file = folder.join("job.json");
+        let json = serde_json::to_string_pretty(record).map_err(|e| FleetError::jobs(&file, e.into()))?;
         let temporary = folder.join("job.json.tmp");
         std::fs::write(&temporary, json)
-            .and_then(|()| std::fs::rename(&temporary, folder.join("job.json")))
-            .map_err(|e| format!("{}: {e}", folder.display()))
+            .and_then(|()| std::fs::rename(&temporary, &file))
+            .map_err(|e| FleetError::jobs(&folder, e))
     }
 
     /// Whether job `id`'s driver runs (or its record is not written yet).
@@ -324,7 +328,7 @@ impl JobBoard {
     }
 
     /// Job `id`'s driver output from byte `offset`.
-    pub fn logs(&self, id: &str, offset: u64) -> Option<Result<LogChunk, String>> {
+    pub fn logs(&self, id: &str, offset: u64) -> Option<Result<LogChunk>> {
         let record = self.get(id)?;
         let path = self.folder(id)?.join("driver.log");
         let read = || -> std::io::Result<LogChunk> {
@@ -344,23 +348,27 @@ impl JobBoard {
                 ended,
             })
         };
-        Some(read().map_err(|e| format!("{}: {e}", path.display())))
+        Some(read().map_err(|e| FleetError::jobs(&path, e)))
     }
 
     /// Stops job `id`'s driver (SIGTERM, then SIGKILL after 5 s). Its record says `killed` once it ended.
-    pub fn kill(self: &Arc<Self>, id: &str) -> Option<Result<JobRecord, String>> {
+    pub fn kill(self: &Arc<Self>, id: &str) -> Option<Result<JobRecord>> {
         self.stop(id, KILLED_BY_USER)
     }
 
     /// Stops job `id`'s driver, its record to say `reason` once it ended.
-    fn stop(self: &Arc<Self>, id: &str, reason: &'static str) -> Option<Result<JobRecord, String>> {
+    fn stop(self: &Arc<Self>, id: &str, reason: &'static str) -> Option<Result<JobRecord>> {
         let record = self.get(id)?;
         let Some(stop_reason) = self.running().get(id).cloned() else {
             let state = record.state.as_str();
-            return Some(Err(format!("job {id} is not running: it has ended ({state})")));
+            return Some(Err(FleetError::Refused(format!(
+                "job {id} is not running: it has ended ({state})"
+            ))));
         };
         let Some(pid) = record.pid else {
-            return Some(Err(format!("job {id}: its driver's process id is unknown")));
+            return Some(Err(FleetError::Refused(format!(
+                "job {id}: its driver's process id is unknown"
+            ))));
         };
         stop_reason
             .lock()
@@ -370,7 +378,10 @@ impl JobBoard {
         match kill(pid, Signal::SIGTERM) {
             // The driver ended on its own a moment ago; its waiter writes its record.
             Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-            Err(e) => return Some(Err(format!("job {id}: cannot stop its driver (pid {pid}): {e}"))),
+            Err(e) => {
+                let message = format!("job {id}: cannot stop its driver (pid {pid})");
+                return Some(Err(FleetError::driver(message, e)));
+            }
         }
         let board = Arc::clone(self);
         let id = id.to_string();

@@ -7,6 +7,9 @@ use std::str::FromStr;
 
 use cudarc::driver::{result, sys};
 use hearth_engine::ballista::GpuInfo;
+use hearth_engine::error::Cause;
+
+use crate::error::{FleetError, Result};
 
 /// Which GPUs an executor offers (`hearth executor --gpus`).
 ///
@@ -53,7 +56,11 @@ impl fmt::Display for GpuRequest {
 
 /// The GPUs the CUDA driver lists on this host: none when the driver library is absent or has no device;
 /// an error when it is present but fails.
-pub fn detect_gpus() -> Result<Vec<GpuInfo>, String> {
+pub fn detect_gpus() -> Result<Vec<GpuInfo>> {
+    let failed = |what: &str, source: result::DriverError| FleetError::Cuda {
+        what: what.to_string(),
+        source,
+    };
     // SAFETY: only tries to open the driver library; nothing of it is called when it is absent.
     if !unsafe { sys::is_culib_present() } {
         return Ok(Vec::new());
@@ -61,16 +68,16 @@ pub fn detect_gpus() -> Result<Vec<GpuInfo>, String> {
     match result::init() {
         Ok(()) => {}
         Err(result::DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => return Ok(Vec::new()),
-        Err(e) => return Err(format!("the CUDA driver failed to start: {e}")),
+        Err(e) => return Err(failed("the CUDA driver failed to start", e)),
     }
-    let count = result::device::get_count().map_err(|e| format!("the CUDA driver cannot count devices: {e}"))?;
+    let count = result::device::get_count().map_err(|e| failed("the CUDA driver cannot count devices", e))?;
     (0..count)
         .map(|ordinal| {
-            let failed = |e: result::DriverError| format!("CUDA device {ordinal}: {e}");
-            let device = result::device::get(ordinal).map_err(failed)?;
-            let name = result::device::get_name(device).map_err(failed)?;
+            let device_failed = |e: result::DriverError| failed(&format!("CUDA device {ordinal}"), e);
+            let device = result::device::get(ordinal).map_err(device_failed)?;
+            let name = result::device::get_name(device).map_err(device_failed)?;
             // SAFETY: `device` was returned by `get` above.
-            let memory = unsafe { result::device::total_mem(device) }.map_err(failed)?;
+            let memory = unsafe { result::device::total_mem(device) }.map_err(device_failed)?;
             Ok(GpuInfo {
                 index: ordinal as usize,
                 name,
@@ -86,9 +93,9 @@ pub fn detect_gpus() -> Result<Vec<GpuInfo>, String> {
 /// # use hearth_fleet::{GpuRequest, choose_gpus};
 /// assert_eq!(choose_gpus(GpuRequest::Auto, Ok(vec![])).unwrap(), vec![]);
 /// let error = choose_gpus(GpuRequest::Count(2), Ok(vec![])).unwrap_err();
-/// assert_eq!(error, "--gpus 2: this host has 0 GPUs (the CUDA driver lists none)");
+/// assert_eq!(error.to_string(), "--gpus 2: this host has 0 GPUs (the CUDA driver lists none)");
 /// ```
-pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>, String>) -> Result<Vec<GpuInfo>, String> {
+pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>>) -> Result<Vec<GpuInfo>> {
     match (request, found) {
         (GpuRequest::None, _) => Ok(Vec::new()),
         (GpuRequest::Auto, Ok(found)) => Ok(found),
@@ -96,8 +103,8 @@ pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>, String>) -> 
             log::warn!("offering no GPUs: {e}");
             Ok(Vec::new())
         }
-        (GpuRequest::Count(n), Err(e)) => Err(format!("--gpus {n}: {e}")),
-        (GpuRequest::Count(n), Ok(found)) if n > found.len() => Err(format!(
+        (GpuRequest::Count(n), Err(e)) => Err(FleetError::gpus(format!("--gpus {n}")).caused_by(e)),
+        (GpuRequest::Count(n), Ok(found)) if n > found.len() => Err(FleetError::gpus(format!(
             "--gpus {n}: this host has {} GPUs (the CUDA driver lists {})",
             found.len(),
             match found.as_slice() {
@@ -108,7 +115,7 @@ pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>, String>) -> 
                     .collect::<Vec<_>>()
                     .join(", "),
             }
-        )),
+        ))),
         (GpuRequest::Count(n), Ok(mut found)) => {
             found.truncate(n);
             Ok(found)
@@ -119,16 +126,17 @@ pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>, String>) -> 
 /// The chosen GPUs, once libtorch is known to use them (`libtorch_sees(n)`: whether it sees devices `0..n`,
 /// or why not): where it does not, `--gpus auto` offers none and says why, and `--gpus N` refuses to start —
 /// an executor never offers a GPU its trainers would not train on.
-pub fn usable_gpus(
+pub fn usable_gpus<E: Into<Cause>>(
     request: GpuRequest,
     chosen: Vec<GpuInfo>,
-    libtorch_sees: impl FnOnce(usize) -> Result<(), String>,
-) -> Result<Vec<GpuInfo>, String> {
+    libtorch_sees: impl FnOnce(usize) -> Result<(), E>,
+) -> Result<Vec<GpuInfo>> {
     let needed = chosen.iter().map(|gpu| gpu.index + 1).max().unwrap_or(0);
     match (libtorch_sees(needed), request) {
         (Ok(()), _) => Ok(chosen),
-        (Err(why), GpuRequest::Count(n)) => Err(format!("--gpus {n}: {why}")),
+        (Err(why), GpuRequest::Count(n)) => Err(FleetError::gpus(format!("--gpus {n}")).caused_by(why)),
         (Err(why), _) => {
+            let why: Cause = why.into();
             log::warn!("offering no GPUs: {why}");
             Ok(Vec::new())
         }
@@ -153,7 +161,7 @@ pub struct GpuShare {
 
 /// Shares this machine's GPUs among `executors` executors: `auto` splits them evenly, `N` gives each N
 /// (failing when there are too few).
-pub fn gpu_shares(request: GpuRequest, executors: usize) -> Result<Vec<GpuShare>, String> {
+pub fn gpu_shares(request: GpuRequest, executors: usize) -> Result<Vec<GpuShare>> {
     let found = match request {
         GpuRequest::None => Vec::new(),
         _ => detect_gpus().unwrap_or_default(),
@@ -164,11 +172,11 @@ pub fn gpu_shares(request: GpuRequest, executors: usize) -> Result<Vec<GpuShare>
         GpuRequest::Count(n) => n,
     };
     if each * executors > found.len() {
-        return Err(format!(
+        return Err(FleetError::gpus(format!(
             "--gpus {each} for each of {executors} executors needs {} GPUs; this machine has {}",
             each * executors,
             found.len()
-        ));
+        )));
     }
     // Devices as CUDA_VISIBLE_DEVICES names them here, so each executor's list is a part of ours.
     let visible: Vec<String> = match std::env::var("CUDA_VISIBLE_DEVICES") {
@@ -237,14 +245,20 @@ mod tests {
         assert_eq!(choose_gpus(GpuRequest::Count(1), found()).unwrap(), vec![gpu(0)]);
         assert!(choose_gpus(GpuRequest::None, found()).unwrap().is_empty());
         assert_eq!(
-            choose_gpus(GpuRequest::Count(3), found()).unwrap_err(),
+            choose_gpus(GpuRequest::Count(3), found()).unwrap_err().to_string(),
             "--gpus 3: this host has 2 GPUs (the CUDA driver lists 0: Test GPU 0, 1: Test GPU 1)"
         );
-        let broken = || Err("the CUDA driver failed to start: CUDA_ERROR_UNKNOWN".to_string());
+        // A driver's failure as a message (a CUDA driver error prints itself only where the driver is loaded).
+        let broken = || Err(FleetError::gpus("the CUDA driver failed to start: CUDA_ERROR_UNKNOWN"));
         assert!(choose_gpus(GpuRequest::Auto, broken()).unwrap().is_empty());
+        let refused = choose_gpus(GpuRequest::Count(1), broken()).unwrap_err();
         assert_eq!(
-            choose_gpus(GpuRequest::Count(1), broken()).unwrap_err(),
+            refused.to_string(),
             "--gpus 1: the CUDA driver failed to start: CUDA_ERROR_UNKNOWN"
+        );
+        assert!(
+            std::error::Error::source(&refused).is_some(),
+            "the driver's failure is kept as the cause"
         );
     }
 
@@ -255,7 +269,9 @@ mod tests {
         assert_eq!(usable_gpus(GpuRequest::Auto, chosen(), sees(2)).unwrap().len(), 2);
         assert!(usable_gpus(GpuRequest::Auto, chosen(), sees(0)).unwrap().is_empty());
         assert_eq!(
-            usable_gpus(GpuRequest::Count(2), chosen(), sees(1)).unwrap_err(),
+            usable_gpus(GpuRequest::Count(2), chosen(), sees(1))
+                .unwrap_err()
+                .to_string(),
             "--gpus 2: libtorch sees 1"
         );
         assert!(usable_gpus(GpuRequest::None, Vec::new(), sees(0)).unwrap().is_empty());
@@ -284,7 +300,7 @@ mod tests {
         }
         let too_many = gpu_shares(GpuRequest::Count(found + 1), 1).err().unwrap();
         assert_eq!(
-            too_many,
+            too_many.to_string(),
             format!(
                 "--gpus {} for each of 1 executors needs {} GPUs; this machine has {found}",
                 found + 1,

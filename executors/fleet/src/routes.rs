@@ -102,7 +102,7 @@ async fn list_jobs(State(fleet): State<FleetState>) -> Response {
 async fn submit_job(State(fleet): State<FleetState>, Json(request): Json<SubmitRequest>) -> Response {
     match fleet.jobs.submit(request) {
         Ok(record) => (StatusCode::CREATED, Json(record)).into_response(),
-        Err(e) => (StatusCode::BAD_REQUEST, e).into_response(),
+        Err(e) => (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
     }
 }
 
@@ -122,7 +122,7 @@ struct LogsQuery {
 async fn job_logs(State(fleet): State<FleetState>, Path(id): Path<String>, Query(query): Query<LogsQuery>) -> Response {
     match fleet.jobs.logs(&id, query.offset) {
         Some(Ok(chunk)) => Json(chunk).into_response(),
-        Some(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+        Some(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
         None => not_found(&id),
     }
 }
@@ -133,7 +133,7 @@ async fn job_logs(State(fleet): State<FleetState>, Path(id): Path<String>, Query
 async fn kill_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Response {
     let record = match fleet.jobs.kill(&id) {
         Some(Ok(record)) => record,
-        Some(Err(e)) => return (StatusCode::CONFLICT, e).into_response(),
+        Some(Err(e)) => return (StatusCode::CONFLICT, e.to_string()).into_response(),
         None => return not_found(&id),
     };
     cancel_ballista_jobs(&fleet, &id).await;

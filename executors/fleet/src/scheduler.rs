@@ -81,9 +81,12 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
             true => host_name(),
             false => address.ip().to_string(),
         });
-    let jobs =
-        Arc::new(JobBoard::open(&work_dir, format!("df://{local}"), options.access.clone()).map_err(FleetError::Jobs)?);
-    let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::Tls)?;
+    let jobs = Arc::new(JobBoard::open(
+        &work_dir,
+        format!("df://{local}"),
+        options.access.clone(),
+    )?);
+    let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::tls)?;
     let book = Arc::new(FleetBook::default());
     let config = SchedulerConfig {
         bind_host: address.ip().to_string(),

@@ -25,6 +25,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
+use crate::error::FleetError;
+
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -153,19 +155,22 @@ impl Connected<IncomingStream<'_, FleetListener>> for Peer {
 
 /// Where an executor's Ballista servers listen when TLS relays stand on `advertised`: a loopback address
 /// other than it (so both may use the same port numbers, which Ballista advertises as they are).
-pub fn behind_relays(advertised: IpAddr) -> Result<IpAddr, String> {
+pub fn behind_relays(advertised: IpAddr) -> Result<IpAddr, FleetError> {
     match advertised {
-        IpAddr::V4(v4) if v4.is_unspecified() => Err(
-            "with TLS, an executor's --bind must name one address: its servers listen on a loopback address behind TLS relays on it"
-                .to_string(),
-        ),
+        IpAddr::V4(v4) if v4.is_unspecified() => Err(FleetError::option(
+            "--bind",
+            "with TLS, an executor must be bound to one address: its servers listen on a loopback address behind TLS relays on it",
+        )),
         // All of 127.0.0.0/8 is this machine's loopback.
         IpAddr::V4(v4) if v4.is_loopback() => Ok(IpAddr::V4(match v4 == Ipv4Addr::new(127, 0, 0, 2) {
             true => Ipv4Addr::new(127, 0, 0, 3),
             false => Ipv4Addr::new(127, 0, 0, 2),
         })),
         IpAddr::V4(_) => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        IpAddr::V6(_) => Err("with TLS, an executor's --bind must be an IPv4 address".to_string()),
+        IpAddr::V6(_) => Err(FleetError::option(
+            "--bind",
+            "with TLS, an executor must be bound to an IPv4 address",
+        )),
     }
 }
 

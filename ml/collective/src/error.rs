@@ -1,5 +1,6 @@
 //! What can go wrong in a collective, named by operation, rank and host.
 
+use std::error::Error;
 use std::io;
 use std::net::SocketAddr;
 
@@ -22,12 +23,15 @@ pub enum CollectiveError {
         cause: String,
     },
     /// The rendezvous could not complete (timeout with ranks missing, coordinator gone, …).
-    #[error("rendezvous at {coordinator}: {message}")]
+    #[error("rendezvous at {coordinator}: {message}{}", caused(cause))]
     Rendezvous {
         /// The coordinator's address.
         coordinator: SocketAddr,
         /// What went wrong.
         message: String,
+        /// The lower-level error (the socket's, the decoder's, a refused handshake's), when there is one.
+        #[source]
+        cause: Option<Box<dyn Error + Send + Sync>>,
     },
     /// A connection did not prove the job secret, or this side's proof was refused.
     #[error("authentication with {addr} failed: {message}")]
@@ -61,6 +65,36 @@ pub enum CollectiveError {
         /// The OS error.
         source: io::Error,
     },
+}
+
+impl CollectiveError {
+    /// The rendezvous at `coordinator` failed: `message` says what went wrong.
+    pub(crate) fn rendezvous(coordinator: SocketAddr, message: impl Into<String>) -> Self {
+        Self::Rendezvous {
+            coordinator,
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// The rendezvous at `coordinator` failed: `message` says what went wrong, and `cause` is the lower-level
+    /// error it came from.
+    pub(crate) fn rendezvous_caused(
+        coordinator: SocketAddr,
+        message: impl Into<String>,
+        cause: impl Into<Box<dyn Error + Send + Sync>>,
+    ) -> Self {
+        Self::Rendezvous {
+            coordinator,
+            message: message.into(),
+            cause: Some(cause.into()),
+        }
+    }
+}
+
+/// How a cause reads after its error's message: `": {cause}"`, or nothing.
+fn caused(cause: &Option<Box<dyn Error + Send + Sync>>) -> String {
+    cause.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
 }
 
 /// Result type of the collectives.

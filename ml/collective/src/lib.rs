@@ -37,7 +37,7 @@ pub use center::{CenterClient, CenterServer, Staleness};
 pub use error::{CollectiveError, Result};
 pub use frames::FrameProtection;
 pub use local::LocalWorld;
-pub use nccl::{Nccl, NcclVote, nccl_choice};
+pub use nccl::{Nccl, NcclDeclined, NcclVote, nccl_choice};
 pub use rendezvous::{Coordinator, Peer, Registration, Upload, register, upload};
 pub use ring::{Communicator, JoinOptions};
 pub use update::{add_into, elastic_exchange};

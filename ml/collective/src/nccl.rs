@@ -72,6 +72,40 @@ impl NcclVote {
     }
 }
 
+/// Why a job's gradients do not go through NCCL (it keeps the host ring): not a failure of the job.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NcclDeclined {
+    /// A rank voted no.
+    #[error("rank {rank} {why}")]
+    Vote {
+        /// The rank.
+        rank: usize,
+        /// Why it is not ready, as it said (e.g. `trains on the CPU`).
+        why: String,
+    },
+    /// Two ranks of one host would share a GPU, which NCCL refuses.
+    #[error("ranks {first} and {second} share cuda:{ordinal} on host {host} (NCCL needs a GPU per rank)")]
+    SharedDevice {
+        /// The first rank on the device.
+        first: usize,
+        /// The second.
+        second: usize,
+        /// The device's CUDA ordinal.
+        ordinal: usize,
+        /// Their host.
+        host: String,
+    },
+    /// A job of one rank (or none).
+    #[error("one rank has nothing to exchange")]
+    OneRank,
+    /// This rank's own vote was no, though the job's votes were all yes.
+    #[error("this rank is not ready")]
+    NotReady,
+    /// Rank 0 could not make the NCCL id every rank joins with.
+    #[error("rank 0 could not make an NCCL id")]
+    NoId,
+}
+
 /// Whether NCCL carries the gradients, given every rank's host and vote in rank order: only when all are
 /// ready, each on a GPU of its own (NCCL refuses two ranks on one device); otherwise why not.
 ///
@@ -80,24 +114,29 @@ impl NcclVote {
 /// let ready = |host: &str, ordinal| (host.to_string(), NcclVote::Ready { ordinal });
 /// assert_eq!(nccl_choice(&[ready("a", 0), ready("a", 1), ready("b", 0)]), Ok(()));
 /// let mixed = [ready("a", 0), ("a".to_string(), NcclVote::Not("trains on the CPU".into()))];
-/// assert_eq!(nccl_choice(&mixed), Err("rank 1 trains on the CPU".to_string()));
+/// assert_eq!(nccl_choice(&mixed).unwrap_err().to_string(), "rank 1 trains on the CPU");
 /// ```
-pub fn nccl_choice(votes: &[(String, NcclVote)]) -> std::result::Result<(), String> {
+pub fn nccl_choice(votes: &[(String, NcclVote)]) -> std::result::Result<(), NcclDeclined> {
     let mut devices = std::collections::HashMap::new();
     for (rank, (host, vote)) in votes.iter().enumerate() {
         match vote {
-            NcclVote::Not(why) => return Err(format!("rank {rank} {why}")),
+            NcclVote::Not(why) => {
+                return Err(NcclDeclined::Vote { rank, why: why.clone() });
+            }
             NcclVote::Ready { ordinal } => {
                 if let Some(first) = devices.insert((host, ordinal), rank) {
-                    return Err(format!(
-                        "ranks {first} and {rank} share cuda:{ordinal} on host {host} (NCCL needs a GPU per rank)"
-                    ));
+                    return Err(NcclDeclined::SharedDevice {
+                        first,
+                        second: rank,
+                        ordinal: *ordinal,
+                        host: host.clone(),
+                    });
                 }
             }
         }
     }
     match votes.len() {
-        0 | 1 => Err("one rank has nothing to exchange".into()),
+        0 | 1 => Err(NcclDeclined::OneRank),
         _ => Ok(()),
     }
 }
@@ -118,7 +157,7 @@ unsafe impl Send for Nccl {}
 impl Nccl {
     /// Every rank of `comm` calls this with its vote: the NCCL communicator when every rank is ready, or why
     /// not (`Ok(Err(why))`: the job goes on with the host ring).
-    pub fn join(comm: &mut Communicator, vote: &NcclVote) -> Result<std::result::Result<Self, String>> {
+    pub fn join(comm: &mut Communicator, vote: &NcclVote) -> Result<std::result::Result<Self, NcclDeclined>> {
         let hosts: Vec<String> = comm.peers().iter().map(|p| p.registration.host.clone()).collect();
         let votes: Vec<(String, NcclVote)> = comm
             .allgather_bytes(&vote.to_bytes())?
@@ -130,7 +169,7 @@ impl Nccl {
             return Ok(Err(why));
         }
         let NcclVote::Ready { ordinal } = vote else {
-            return Ok(Err("this rank is not ready".into()));
+            return Ok(Err(NcclDeclined::NotReady));
         };
         let (rank, world) = (comm.rank(), comm.world_size());
         // Rank 0 makes the id; a failure there reaches every rank as an empty id.
@@ -143,7 +182,7 @@ impl Nccl {
         };
         let ids = comm.allgather_bytes(&id)?;
         let Ok(internal) = <[u8; 128]>::try_from(ids[0].as_slice()) else {
-            return Ok(Err("rank 0 could not make an NCCL id".into()));
+            return Ok(Err(NcclDeclined::NoId));
         };
         let id = sys::ncclUniqueId {
             internal: internal.map(|b| b as std::ffi::c_char),
@@ -309,24 +348,25 @@ mod tests {
     fn nccl_is_chosen_only_when_every_rank_is_on_cuda_with_nccl() {
         let on = |host: &str, vote: NcclVote| (host.to_string(), vote);
         let ready = |host, ordinal| on(host, NcclVote::Ready { ordinal });
+        let why_not = |votes: &[(String, NcclVote)]| nccl_choice(votes).map_err(|why| why.to_string());
         assert_eq!(nccl_choice(&[ready("a", 0), ready("b", 0), ready("a", 1)]), Ok(()));
         let cpu = NcclVote::of(None);
         assert_eq!(
-            nccl_choice(&[ready("a", 0), on("b", cpu.clone())]),
+            why_not(&[ready("a", 0), on("b", cpu.clone())]),
             Err("rank 1 trains on the CPU".into())
         );
         assert_eq!(
-            nccl_choice(&[on("a", cpu.clone()), on("a", cpu)]),
+            why_not(&[on("a", cpu.clone()), on("a", cpu)]),
             Err("rank 0 trains on the CPU".into())
         );
         let missing = NcclVote::Not("found no NCCL library (libnccl.so) on the loader's path".into());
         assert_eq!(
-            nccl_choice(&[on("a", missing), ready("a", 1)]),
+            why_not(&[on("a", missing), ready("a", 1)]),
             Err("rank 0 found no NCCL library (libnccl.so) on the loader's path".into())
         );
         // Two ranks on one GPU of one host (more ranks than GPUs): the host ring.
         assert_eq!(
-            nccl_choice(&[ready("a", 0), ready("a", 1), ready("a", 0)]),
+            why_not(&[ready("a", 0), ready("a", 1), ready("a", 0)]),
             Err("ranks 0 and 2 share cuda:0 on host a (NCCL needs a GPU per rank)".into())
         );
         assert!(nccl_choice(&[ready("a", 0)]).is_err());
@@ -350,7 +390,8 @@ mod tests {
             .run(|mut comm| Nccl::join(&mut comm, &NcclVote::of(None)).map(std::result::Result::err))
             .unwrap();
         for outcome in outcomes {
-            assert_eq!(outcome.unwrap(), Some("rank 0 trains on the CPU".to_string()));
+            let why = outcome.unwrap().map(|why| why.to_string());
+            assert_eq!(why.as_deref(), Some("rank 0 trains on the CPU"));
         }
     }
 }

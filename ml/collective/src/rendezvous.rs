@@ -153,10 +153,7 @@ impl Coordinator {
     /// Waits for the rendezvous to end: the peer table, or why it failed. Asked again, it answers that the
     /// rendezvous already ended.
     pub fn wait(&self) -> Result<Vec<Peer>> {
-        let ended = || CollectiveError::Rendezvous {
-            coordinator: self.address,
-            message: "the rendezvous already ended".to_string(),
-        };
+        let ended = || CollectiveError::rendezvous(self.address, "the rendezvous already ended");
         let outcome = self.outcome.lock().map_err(|_| ended())?;
         outcome.recv().unwrap_or_else(|_| Err(ended()))
     }
@@ -186,23 +183,16 @@ struct Service {
 }
 
 impl Service {
-    fn failed(&self, message: String) -> CollectiveError {
-        CollectiveError::Rendezvous {
-            coordinator: self.address,
-            message,
-        }
-    }
-
     /// The next authenticated connection and its request, or `None` when nothing is waiting.
     fn next_request(&self, deadline: Instant) -> Result<Option<(Link, Request)>> {
         match self.listener.accept() {
             Ok((stream, from)) => {
                 let _ = stream.set_nonblocking(false);
                 let _ = stream.set_nodelay(true);
-                match admit(stream, &self.secret, deadline) {
+                match self.admit(stream, from, deadline) {
                     Ok(admitted) => Ok(Some(admitted)),
                     Err(reason) => {
-                        log::warn!("rendezvous at {}: refused {from}: {reason}", self.address);
+                        log::warn!("{reason}");
                         Ok(None)
                     }
                 }
@@ -211,14 +201,14 @@ impl Service {
                 std::thread::sleep(Duration::from_millis(5));
                 Ok(None)
             }
-            Err(e) => Err(self.failed(format!("accept failed: {e}"))),
+            Err(e) => Err(CollectiveError::rendezvous_caused(self.address, "accept failed", e)),
         }
     }
 
     fn gather(&self, world_size: usize, deadline: Instant) -> Result<Vec<Peer>> {
         self.listener
             .set_nonblocking(true)
-            .map_err(|e| self.failed(format!("cannot poll the listener: {e}")))?;
+            .map_err(|e| CollectiveError::rendezvous_caused(self.address, "cannot poll the listener", e))?;
         let mut waiting: Vec<(Link, Registration)> = Vec::with_capacity(world_size);
         while waiting.len() < world_size {
             let stopped = self.stop.load(Ordering::Relaxed);
@@ -246,7 +236,7 @@ impl Service {
                     };
                     let _ = link.write_message(&serde_json::to_vec(&answer).unwrap_or_default(), deadline_in(1));
                 }
-                return Err(self.failed(message));
+                return Err(CollectiveError::rendezvous(self.address, message));
             }
             match self.next_request(deadline)? {
                 Some((stream, Request::Register(registration))) => waiting.push((stream, registration)),
@@ -274,11 +264,38 @@ impl Service {
                 rank,
                 peers: peers.clone(),
             };
-            let bytes = serde_json::to_vec(&answer).map_err(|e| self.failed(e.to_string()))?;
-            link.write_message(&bytes, deadline_in(10))
-                .map_err(|e| self.failed(format!("rank {rank} ({}) {}", registration.host, describe_io(&e))))?;
+            let bytes = serde_json::to_vec(&answer).map_err(|e| {
+                CollectiveError::rendezvous_caused(self.address, format!("encoding rank {rank}'s assignment"), e)
+            })?;
+            link.write_message(&bytes, deadline_in(10)).map_err(|e| {
+                let message = format!("rank {rank} ({}) {}", registration.host, describe_io(&e));
+                CollectiveError::rendezvous(self.address, message)
+            })?;
         }
         Ok(peers)
+    }
+
+    /// Authenticates the task connecting from `from` and reads its request; the error says why it was refused.
+    fn admit(&self, stream: TcpStream, from: SocketAddr, deadline: Instant) -> Result<(Link, Request)> {
+        let refused = format!("refused {from}");
+        // A task that connects but says nothing is given a few seconds, never past the rendezvous deadline.
+        let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
+        stream
+            .set_read_timeout(Some(
+                handshake
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(1)),
+            ))
+            .map_err(|e| CollectiveError::rendezvous_caused(self.address, &refused, e))?;
+        let mut link = prove_as_server(stream, &self.secret)
+            .map_err(|e| CollectiveError::rendezvous_caused(self.address, &refused, e))?;
+        let bytes = link
+            .read_message(handshake)
+            .map_err(|e| CollectiveError::rendezvous(self.address, format!("{refused}: {}", describe_io(&e))))?;
+        let request = serde_json::from_slice(&bytes).map_err(|e| {
+            CollectiveError::rendezvous_caused(self.address, format!("{refused}: sent an unreadable request"), e)
+        })?;
+        Ok((link, request))
     }
 
     /// After the rendezvous: keeps the latest upload, refuses late registrations, until stopped.
@@ -323,23 +340,6 @@ fn deadline_in(seconds: u64) -> Instant {
     Instant::now() + Duration::from_secs(seconds)
 }
 
-/// Authenticates a connecting task and reads its request.
-fn admit(stream: TcpStream, secret: &JobSecret, deadline: Instant) -> Result<(Link, Request), String> {
-    // A task that connects but says nothing is given a few seconds, never past the rendezvous deadline.
-    let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
-    stream
-        .set_read_timeout(Some(
-            handshake
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1)),
-        ))
-        .map_err(|e| e.to_string())?;
-    let mut link = prove_as_server(stream, secret).map_err(|e| e.to_string())?;
-    let bytes = link.read_message(handshake).map_err(|e| describe_io(&e))?;
-    let request = serde_json::from_slice(&bytes).map_err(|e| format!("sent an unreadable request: {e}"))?;
-    Ok((link, request))
-}
-
 /// The task side: registers with the coordinator and waits (up to `timeout`) for its rank and the peer table.
 pub fn register(
     coordinator: SocketAddr,
@@ -348,15 +348,16 @@ pub fn register(
     timeout: Duration,
 ) -> Result<(usize, Vec<Peer>)> {
     let deadline = Instant::now() + timeout;
-    let failed = |message: String| CollectiveError::Rendezvous { coordinator, message };
-    let stream =
-        TcpStream::connect_timeout(&coordinator, timeout).map_err(|e| failed(format!("cannot connect: {e}")))?;
+    let failed = |message: String| CollectiveError::rendezvous(coordinator, message);
+    let stream = TcpStream::connect_timeout(&coordinator, timeout)
+        .map_err(|e| CollectiveError::rendezvous_caused(coordinator, "cannot connect", e))?;
     let _ = stream.set_nodelay(true);
     stream
         .set_read_timeout(Some(timeout))
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| CollectiveError::rendezvous_caused(coordinator, "setting the connection's deadline", e))?;
     let mut link = prove_as_client(stream, secret)?;
-    let bytes = serde_json::to_vec(&Request::Register(registration.clone())).map_err(|e| failed(e.to_string()))?;
+    let bytes = serde_json::to_vec(&Request::Register(registration.clone()))
+        .map_err(|e| CollectiveError::rendezvous_caused(coordinator, "encoding the registration", e))?;
     link.write_message(&bytes, deadline)
         .map_err(|e| failed(describe_io(&e)))?;
     // The coordinator's deadline decides; its verdict may arrive just after ours would have passed.
@@ -369,7 +370,11 @@ pub fn register(
     match serde_json::from_slice(&answer) {
         Ok(Assignment::Ranked { rank, peers }) => Ok((rank, peers)),
         Ok(Assignment::Failed { message }) => Err(failed(message)),
-        Err(e) => Err(failed(format!("sent an unreadable answer: {e}"))),
+        Err(e) => Err(CollectiveError::rendezvous_caused(
+            coordinator,
+            "sent an unreadable answer",
+            e,
+        )),
     }
 }
 
@@ -384,15 +389,17 @@ pub fn upload(
     timeout: Duration,
 ) -> Result<()> {
     let deadline = Instant::now() + timeout;
-    let failed = |message: String| CollectiveError::Rendezvous { coordinator, message };
-    let stream = TcpStream::connect_timeout(&coordinator, timeout)
-        .map_err(|e| failed(format!("cannot connect to upload epoch {epoch}: {e}")))?;
+    let failed = |message: String| CollectiveError::rendezvous(coordinator, message);
+    let stream = TcpStream::connect_timeout(&coordinator, timeout).map_err(|e| {
+        CollectiveError::rendezvous_caused(coordinator, format!("cannot connect to upload epoch {epoch}"), e)
+    })?;
     let _ = stream.set_nodelay(true);
     stream
         .set_read_timeout(Some(timeout))
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| CollectiveError::rendezvous_caused(coordinator, "setting the connection's deadline", e))?;
     let mut link = prove_as_client(stream, secret)?;
-    let request = serde_json::to_vec(&Request::Upload { rank, epoch }).map_err(|e| failed(e.to_string()))?;
+    let request = serde_json::to_vec(&Request::Upload { rank, epoch })
+        .map_err(|e| CollectiveError::rendezvous_caused(coordinator, "encoding the upload's request", e))?;
     link.write_message(&request, deadline)
         .map_err(|e| failed(describe_io(&e)))?;
     link.write_message(bytes, deadline)

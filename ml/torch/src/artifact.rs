@@ -2,6 +2,7 @@
 //! an `nn.Sequential` of the same layers uses) and `model.json` (spec, options, history, metrics, versions).
 
 use std::collections::{BTreeMap, HashMap};
+use std::error::Error;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
 use crate::model::{
-    LoadError, ModelSpec, NamedTensor, Network, SpecError, from_safetensors, host_copies, load_into, to_safetensors,
+    LoadError, ModelSpec, NamedTensor, Network, SafetensorsError, SpecError, from_safetensors, host_copies, load_into,
+    to_safetensors,
 };
 use crate::train::{EpochStats, TrainOptions, prediction_device};
 use hearth_common::files::{WholeDirError, refuse_occupied, write_dir_whole};
@@ -25,12 +27,15 @@ pub const FORMAT_VERSION: u32 = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     /// A file could not be read or written, or does not hold what it should.
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {message}{}", path.display(), caused(cause))]
     File {
         /// The file.
         path: PathBuf,
         /// What went wrong.
         message: String,
+        /// The lower-level error (the file system's, the decoder's), when there is one.
+        #[source]
+        cause: Option<Box<dyn Error + Send + Sync>>,
     },
     /// The spec cannot be built.
     #[error(transparent)]
@@ -45,8 +50,14 @@ impl From<WholeDirError> for ArtifactError {
         Self::File {
             path: error.path,
             message: error.message,
+            cause: error.cause.map(Into::into),
         }
     }
+}
+
+/// How a cause reads after its error's message: `": {cause}"`, or nothing.
+fn caused(cause: &Option<Box<dyn Error + Send + Sync>>) -> String {
+    cause.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
 }
 
 /// Library versions recorded with a model.
@@ -113,25 +124,44 @@ pub struct ModelArtifact {
 /// The safetensors metadata key that holds `model.json` when an artifact travels as bytes.
 const DESCRIPTION_KEY: &str = "hearth.model";
 
-fn bytes_error(message: impl ToString) -> ArtifactError {
-    file_error(Path::new("<model bytes>"), message)
-}
+/// What an artifact's errors name when it travels as bytes rather than files.
+const BYTES: &str = "<model bytes>";
 
-fn read_description(text: &str) -> Result<Description, String> {
-    let description: Description = serde_json::from_str(text).map_err(|e| e.to_string())?;
+/// The description in `text`, read from `path` (a file, or [`BYTES`]).
+fn read_description(text: &str, path: &Path) -> Result<Description, ArtifactError> {
+    let description: Description =
+        serde_json::from_str(text).map_err(|e| file_error_from(path, "unreadable model description", e))?;
     if description.versions.format != FORMAT_VERSION {
-        return Err(format!(
-            "layout version {}; this build reads version {FORMAT_VERSION}",
-            description.versions.format
+        return Err(file_error(
+            path,
+            format!(
+                "layout version {}; this build reads version {FORMAT_VERSION}",
+                description.versions.format
+            ),
         ));
     }
     Ok(description)
 }
 
-fn file_error(path: &Path, message: impl ToString) -> ArtifactError {
+/// `path` does not hold what it should: `message` says what is wrong.
+fn file_error(path: &Path, message: impl Into<String>) -> ArtifactError {
     ArtifactError::File {
         path: path.to_path_buf(),
-        message: message.to_string(),
+        message: message.into(),
+        cause: None,
+    }
+}
+
+/// `path` could not be written or read: `message` says what was being done, `cause` what failed.
+fn file_error_from(
+    path: &Path,
+    message: impl Into<String>,
+    cause: impl Into<Box<dyn Error + Send + Sync>>,
+) -> ArtifactError {
+    ArtifactError::File {
+        path: path.to_path_buf(),
+        message: message.into(),
+        cause: Some(cause.into()),
     }
 }
 
@@ -179,27 +209,34 @@ impl ModelArtifact {
     /// writer that stages a larger directory holding them (see [`hearth_common::files`]).
     pub fn write_into(&self, dir: &Path) -> Result<(), ArtifactError> {
         let weights = dir.join(WEIGHTS_FILE);
-        let bytes = self.weights(None).map_err(|e| file_error(&weights, e))?;
-        fs::write(&weights, bytes).map_err(|e| file_error(&weights, e))?;
+        let bytes = self
+            .weights(None)
+            .map_err(|e| file_error_from(&weights, "cannot encode the tensors", e))?;
+        fs::write(&weights, bytes).map_err(|e| file_error_from(&weights, "cannot write", e))?;
         let model = dir.join(MODEL_FILE);
-        let json = serde_json::to_string_pretty(&self.description()).map_err(|e| file_error(&model, e))?;
-        fs::write(&model, json + "\n").map_err(|e| file_error(&model, e))
+        let json = serde_json::to_string_pretty(&self.description())
+            .map_err(|e| file_error_from(&model, "cannot encode the description", e))?;
+        fs::write(&model, json + "\n").map_err(|e| file_error_from(&model, "cannot write", e))
     }
 
     /// Reads an artifact written by [`ModelArtifact::save`].
     pub fn load(dir: impl AsRef<Path>) -> Result<Self, ArtifactError> {
         let dir = dir.as_ref();
         let model = dir.join(MODEL_FILE);
-        let text = fs::read_to_string(&model).map_err(|e| file_error(&model, e))?;
-        let description = read_description(&text).map_err(|e| file_error(&model, e))?;
+        let text = fs::read_to_string(&model).map_err(|e| file_error_from(&model, "cannot read", e))?;
+        let description = read_description(&text, &model)?;
         let weights = dir.join(WEIGHTS_FILE);
-        let bytes = fs::read(&weights).map_err(|e| file_error(&weights, e))?;
-        let (tensors, _) = from_safetensors(&bytes).map_err(|e| file_error(&weights, e))?;
+        let bytes = fs::read(&weights).map_err(|e| file_error_from(&weights, "cannot read", e))?;
+        let (tensors, _) = from_safetensors(&bytes).map_err(|e| file_error_from(&weights, "unreadable tensors", e))?;
         let artifact = Self::from_parts(description, tensors);
         // The tensors must be the spec's network's, each of its shape: said now, naming the file at fault.
         artifact.network(Device::Cpu).map_err(|e| match e {
-            ArtifactError::Spec(e) => file_error(&model, format!("the spec cannot be built: {e}")),
-            ArtifactError::File { message, .. } => file_error(&weights, message),
+            ArtifactError::Spec(e) => file_error_from(&model, "the spec cannot be built", e),
+            ArtifactError::File { message, cause, .. } => ArtifactError::File {
+                path: weights.clone(),
+                message,
+                cause,
+            },
             torch => torch,
         })?;
         Ok(artifact)
@@ -219,29 +256,36 @@ impl ModelArtifact {
     /// assert_eq!(ModelArtifact::from_bytes(&artifact.to_bytes().unwrap()).unwrap(), artifact);
     /// ```
     pub fn to_bytes(&self) -> Result<Vec<u8>, ArtifactError> {
-        let description = serde_json::to_string(&self.description()).map_err(bytes_error)?;
-        self.weights(Some(description)).map_err(bytes_error)
+        let path = Path::new(BYTES);
+        let description = serde_json::to_string(&self.description())
+            .map_err(|e| file_error_from(path, "cannot encode the description", e))?;
+        self.weights(Some(description))
+            .map_err(|e| file_error_from(path, "cannot encode the tensors", e))
     }
 
     /// Reads an artifact written by [`ModelArtifact::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, ArtifactError> {
-        let (tensors, metadata) = from_safetensors(bytes).map_err(bytes_error)?;
+        let path = Path::new(BYTES);
+        let (tensors, metadata) =
+            from_safetensors(bytes).map_err(|e| file_error_from(path, "unreadable tensors", e))?;
         let text = metadata
             .get(DESCRIPTION_KEY)
-            .ok_or_else(|| bytes_error(format!("no {DESCRIPTION_KEY:?} metadata")))?;
-        let description = read_description(text).map_err(bytes_error)?;
+            .ok_or_else(|| file_error(path, format!("no {DESCRIPTION_KEY:?} metadata")))?;
+        let description = read_description(text, path)?;
         Ok(Self::from_parts(description, tensors))
     }
 
     /// The training options (the spec among them) of an artifact in bytes, reading only its header.
     pub fn options_from_bytes(bytes: &[u8]) -> Result<TrainOptions, ArtifactError> {
-        let (_, header) = safetensors::SafeTensors::read_metadata(bytes).map_err(|e| bytes_error(format!("{e:?}")))?;
+        let path = Path::new(BYTES);
+        let (_, header) = safetensors::SafeTensors::read_metadata(bytes)
+            .map_err(|e| file_error_from(path, "unreadable safetensors header", e))?;
         let text = header
             .metadata()
             .as_ref()
             .and_then(|m| m.get(DESCRIPTION_KEY))
-            .ok_or_else(|| bytes_error(format!("no {DESCRIPTION_KEY:?} metadata")))?;
-        Ok(read_description(text).map_err(bytes_error)?.options)
+            .ok_or_else(|| file_error(path, format!("no {DESCRIPTION_KEY:?} metadata")))?;
+        Ok(read_description(text, path)?.options)
     }
 
     fn description(&self) -> Description {
@@ -264,7 +308,7 @@ impl ModelArtifact {
     }
 
     /// The tensors as safetensors bytes, with the description in the metadata when given.
-    fn weights(&self, description: Option<String>) -> Result<Vec<u8>, String> {
+    fn weights(&self, description: Option<String>) -> Result<Vec<u8>, SafetensorsError> {
         let mut metadata = HashMap::from([("format".to_string(), "pt".to_string())]);
         if let Some(description) = description {
             metadata.insert(DESCRIPTION_KEY.to_string(), description);
@@ -277,7 +321,7 @@ impl ModelArtifact {
         let network = Network::new(self.spec(), device, 0)?;
         load_into(&network.named_tensors(), &self.tensors).map_err(|e| match e {
             LoadError::Torch(e) => ArtifactError::Torch(e),
-            missing => file_error(Path::new(WEIGHTS_FILE), missing),
+            missing => file_error(Path::new(WEIGHTS_FILE), missing.to_string()),
         })?;
         Ok(network)
     }

@@ -4,19 +4,42 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::DataType;
+use arrow_schema::{ArrowError, DataType};
 
 /// Why batches cannot become a shard.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
     /// A column is missing or has the wrong type.
-    #[error("column {column:?}: {message}")]
+    #[error("column {column:?}: {message}{}", cause.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
     Column {
         /// The column.
         column: String,
         /// What is wrong.
         message: String,
+        /// Arrow's error, when a cast of the column failed.
+        #[source]
+        cause: Option<ArrowError>,
     },
+}
+
+impl DataError {
+    /// Column `column` cannot be used: `message` says why.
+    fn column(column: &str, message: impl Into<String>) -> Self {
+        Self::Column {
+            column: column.to_string(),
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// Column `column` cannot be cast to `to`: Arrow's `cause` says why.
+    fn uncastable(column: &str, to: &DataType, cause: ArrowError) -> Self {
+        Self::Column {
+            column: column.to_string(),
+            message: format!("cannot cast to {to}"),
+            cause: Some(cause),
+        }
+    }
 }
 
 /// Features `[rows × dim]` (row-major `f32`), one label per row, and optionally one sample weight per row.
@@ -47,10 +70,10 @@ impl Shard {
     /// A shard from a row-major feature buffer and labels.
     pub fn new(features: Vec<f32>, labels: Vec<f32>, dim: usize) -> Result<Self, DataError> {
         if labels.len() * dim != features.len() {
-            return Err(DataError::Column {
-                column: "features".to_string(),
-                message: format!("{} values do not make {} rows of {dim}", features.len(), labels.len()),
-            });
+            return Err(DataError::column(
+                "features",
+                format!("{} values do not make {} rows of {dim}", features.len(), labels.len()),
+            ));
         }
         Ok(Self {
             features,
@@ -69,15 +92,13 @@ impl Shard {
     /// assert!(shard.with_weights(vec![1.0, -1.0]).unwrap_err().to_string().contains("row 1"));
     /// ```
     pub fn with_weights(mut self, weights: Vec<f32>) -> Result<Self, DataError> {
-        let error = |message: String| DataError::Column {
-            column: "weight".to_string(),
-            message,
-        };
         if weights.len() != self.rows() {
-            return Err(error(format!("{} weights for {} rows", weights.len(), self.rows())));
+            let message = format!("{} weights for {} rows", weights.len(), self.rows());
+            return Err(DataError::column("weight", message));
         }
         if let Some((row, weight)) = weights.iter().enumerate().find(|(_, w)| !(w.is_finite() && **w >= 0.0)) {
-            return Err(error(format!("row {row}: weight {weight} is not a finite number ≥ 0")));
+            let message = format!("row {row}: weight {weight} is not a finite number ≥ 0");
+            return Err(DataError::column("weight", message));
         }
         self.weights = Some(weights);
         Ok(self)
@@ -85,60 +106,64 @@ impl Shard {
 
     /// The shard weighted by the numeric column `column` of `batches` (the batches it was read from).
     pub fn weighted_by(self, batches: &[RecordBatch], column: &str) -> Result<Self, DataError> {
-        let error = |message: String| DataError::Column {
-            column: column.to_string(),
-            message,
-        };
         let mut weights = Vec::with_capacity(self.rows());
         for batch in batches {
             let values = batch
                 .column_by_name(column)
-                .ok_or_else(|| error("no such column".to_string()))?;
+                .ok_or_else(|| DataError::column(column, "no such column"))?;
             if values.null_count() > 0 {
-                return Err(error(format!("{} null weights", values.null_count())));
+                return Err(DataError::column(
+                    column,
+                    format!("{} null weights", values.null_count()),
+                ));
             }
-            let values = arrow_cast::cast(values, &DataType::Float64).map_err(|e| error(e.to_string()))?;
+            let values = arrow_cast::cast(values, &DataType::Float64)
+                .map_err(|e| DataError::uncastable(column, &DataType::Float64, e))?;
             weights.extend(values.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32));
         }
         self.with_weights(weights).map_err(|e| match e {
-            DataError::Column { message, .. } => error(message),
+            DataError::Column { message, cause, .. } => DataError::Column {
+                column: column.to_string(),
+                message,
+                cause,
+            },
         })
     }
 
     /// Gathers the `features` vector column and the numeric `label` column of every batch.
     pub fn from_batches(batches: &[RecordBatch], features: &str, label: &str) -> Result<Self, DataError> {
-        let error = |column: &str, message: String| DataError::Column {
-            column: column.to_string(),
-            message,
-        };
         let mut shard = Shard::default();
         for batch in batches {
             let vectors = batch
                 .column_by_name(features)
-                .ok_or_else(|| error(features, "no such column".to_string()))?;
+                .ok_or_else(|| DataError::column(features, "no such column"))?;
             let DataType::FixedSizeList(_, dim) = vectors.data_type() else {
-                return Err(error(
+                return Err(DataError::column(
                     features,
                     format!("must be a vector column, got {}", vectors.data_type()),
                 ));
             };
             let list = vectors.as_fixed_size_list();
             if list.null_count() > 0 {
-                return Err(error(features, format!("{} null vectors", list.null_count())));
+                return Err(DataError::column(
+                    features,
+                    format!("{} null vectors", list.null_count()),
+                ));
             }
             shard.dim = *dim as usize;
-            let values =
-                arrow_cast::cast(list.values(), &DataType::Float32).map_err(|e| error(features, e.to_string()))?;
+            let values = arrow_cast::cast(list.values(), &DataType::Float32)
+                .map_err(|e| DataError::uncastable(features, &DataType::Float32, e))?;
             shard
                 .features
                 .extend_from_slice(values.as_primitive::<Float32Type>().values());
             let labels = batch
                 .column_by_name(label)
-                .ok_or_else(|| error(label, "no such column".to_string()))?;
+                .ok_or_else(|| DataError::column(label, "no such column"))?;
             if labels.null_count() > 0 {
-                return Err(error(label, format!("{} null labels", labels.null_count())));
+                return Err(DataError::column(label, format!("{} null labels", labels.null_count())));
             }
-            let labels = arrow_cast::cast(labels, &DataType::Float64).map_err(|e| error(label, e.to_string()))?;
+            let labels = arrow_cast::cast(labels, &DataType::Float64)
+                .map_err(|e| DataError::uncastable(label, &DataType::Float64, e))?;
             shard
                 .labels
                 .extend(labels.as_primitive::<Float64Type>().values().iter().map(|&v| v as f32));

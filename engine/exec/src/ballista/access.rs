@@ -14,6 +14,7 @@ use datafusion::prelude::SessionConfig;
 
 use super::secret::{ClusterSecret, SECRET_ENV};
 use super::tls::{FleetTls, TLS_DIR_ENV};
+use crate::error::Result;
 
 /// The secret and the TLS a process reaches the fleet with (either may be absent).
 #[derive(Clone, Debug, Default)]
@@ -26,7 +27,7 @@ pub struct FleetAccess {
 
 impl FleetAccess {
     /// What this process has: [`ClusterSecret::find`]'s secret and [`FleetTls::find`]'s TLS.
-    pub fn find() -> Result<Self, String> {
+    pub fn find() -> Result<Self> {
         Ok(Self {
             secret: ClusterSecret::find()?,
             tls: FleetTls::find()?,

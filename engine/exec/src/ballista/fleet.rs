@@ -91,12 +91,8 @@ impl SchedulerRest {
     /// A client of the scheduler at `scheduler` (`host:port`, `df://host:port` or an `http://` URL) with
     /// the secret and TLS this process finds ([`FleetAccess::find`]).
     pub fn new(scheduler: &str) -> Result<Self, RestError> {
-        let access = FleetAccess::find().map_err(|message| RestError {
-            url: scheduler.to_string(),
-            request: "connecting".to_string(),
-            status: None,
-            message,
-        })?;
+        let access = FleetAccess::find()
+            .map_err(|e| RestError::new(scheduler, "connecting", None, "finding the fleet's access").caused_by(e))?;
         Self::with_access(scheduler, &access)
     }
 
@@ -113,24 +109,19 @@ impl SchedulerRest {
             (Some(_), Some(rest)) => format!("https://{rest}"),
             _ => url,
         };
-        let failed = |message: String| RestError {
-            url: url.clone(),
-            request: "connecting".to_string(),
-            status: None,
-            message,
-        };
+        let failed = |message: &str| RestError::new(&url, "connecting", None, message);
         if !url.starts_with("http://") && !url.starts_with("https://") {
-            return Err(failed(
-                "hearth talks to schedulers over http:// or https://".to_string(),
-            ));
+            return Err(failed("hearth talks to schedulers over http:// or https://"));
         }
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(3))
             .timeout(Duration::from_secs(10));
         if let Some(tls) = &access.tls {
-            builder = tls.rest_client(builder).map_err(failed)?;
+            builder = tls.rest_client(builder).map_err(|e| failed("its TLS").caused_by(e))?;
         }
-        let client = builder.build().map_err(|e| failed(e.to_string()))?;
+        let client = builder
+            .build()
+            .map_err(|e| failed("building the HTTP client").caused_by(e))?;
         Ok(Self {
             url,
             client,
@@ -176,10 +167,10 @@ impl SchedulerRest {
             .await
             .map_err(|e| self.failed(&method, path, None, unreachable(&e)))?;
         let status = response.status();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| self.failed(&method, path, Some(status), e))?;
+        let text = response.text().await.map_err(|e| {
+            self.failed(&method, path, Some(status), "reading the answer")
+                .caused_by(e)
+        })?;
         if !status.is_success() {
             return Err(self.failed(&method, path, Some(status), format!("{status}: {}", text.trim())));
         }
@@ -194,12 +185,12 @@ impl SchedulerRest {
     }
 
     fn failed(&self, method: &Method, path: &str, status: Option<StatusCode>, message: impl ToString) -> RestError {
-        RestError {
-            url: self.url.clone(),
-            request: format!("{method} {path}"),
-            status: status.map(|s| s.as_u16()),
-            message: message.to_string(),
-        }
+        RestError::new(
+            &self.url,
+            format!("{method} {path}"),
+            status.map(|s| s.as_u16()),
+            message.to_string(),
+        )
     }
 }
 

@@ -28,6 +28,8 @@ use std::sync::OnceLock;
 
 use hearth_collective::JobSecret;
 
+use crate::error::{HearthError, Result};
+
 /// The environment variable that holds the secret itself.
 pub const SECRET_ENV: &str = "HEARTH_SECRET";
 /// The environment variable that names a file holding the secret.
@@ -54,7 +56,7 @@ impl fmt::Debug for ClusterSecret {
 
 impl ClusterSecret {
     /// A new random secret, written to `file` readable by its owner alone (what `hearth cluster start` does).
-    pub fn create(file: &Path) -> Result<Self, String> {
+    pub fn create(file: &Path) -> Result<Self> {
         let secret = Self(JobSecret::generate().to_hex());
         let staging = file.with_extension("writing");
         let written = (|| {
@@ -70,36 +72,41 @@ impl ClusterSecret {
         })();
         if let Err(e) = written {
             let _ = std::fs::remove_file(&staging);
-            return Err(format!("{}: {e}", file.display()));
+            return Err(HearthError::persistence(file, "writing the cluster secret").caused_by(e));
         }
         Ok(secret)
     }
 
     /// The secret in `file`, which must be readable by its owner alone.
-    pub fn read(file: &Path) -> Result<Self, String> {
-        let failed = |message: String| format!("the cluster secret {}: {message}", file.display());
-        let metadata = std::fs::metadata(file).map_err(|e| failed(e.to_string()))?;
-        owner_only(&metadata).map_err(failed)?;
-        let text = std::fs::read_to_string(file).map_err(|e| failed(e.to_string()))?;
-        Self::parse(text.trim()).map_err(failed)
+    pub fn read(file: &Path) -> Result<Self> {
+        let metadata = std::fs::metadata(file)
+            .map_err(|e| HearthError::persistence(file, "reading the cluster secret").caused_by(e))?;
+        owner_only(file, &metadata, "the cluster secret")?;
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| HearthError::persistence(file, "reading the cluster secret").caused_by(e))?;
+        let text = text.trim();
+        match well_formed(text) {
+            true => Ok(Self(text.to_string())),
+            false => Err(HearthError::persistence(file, malformed())),
+        }
     }
 
-    /// The secret given as text.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        if text.len() < SHORTEST || !text.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Err(format!(
-                "a cluster secret is at least {SHORTEST} letters and digits, without spaces"
-            ));
+    /// The secret given as text, as `HEARTH_SECRET` gives it (an error names that variable).
+    pub fn parse(text: &str) -> Result<Self> {
+        match well_formed(text) {
+            true => Ok(Self(text.to_string())),
+            false => Err(HearthError::invalid_param(
+                "the fleet's access",
+                SECRET_ENV,
+                malformed(),
+            )),
         }
-        Ok(Self(text.to_string()))
     }
 
     /// The secret from `HEARTH_SECRET`, or from the file `HEARTH_SECRET_FILE` names; `None` when neither is set.
-    pub fn from_env() -> Result<Option<Self>, String> {
+    pub fn from_env() -> Result<Option<Self>> {
         if let Ok(text) = std::env::var(SECRET_ENV) {
-            return Self::parse(text.trim())
-                .map(Some)
-                .map_err(|e| format!("{SECRET_ENV}: {e}"));
+            return Self::parse(text.trim()).map(Some);
         }
         match std::env::var_os(SECRET_FILE_ENV) {
             Some(file) => Self::read(Path::new(&file)).map(Some),
@@ -114,7 +121,7 @@ impl ClusterSecret {
 
     /// The secret from the environment ([`ClusterSecret::from_env`]), else from the default file if it
     /// exists; `None` when there is none — a fleet without a secret.
-    pub fn find() -> Result<Option<Self>, String> {
+    pub fn find() -> Result<Option<Self>> {
         if let Some(secret) = Self::from_env()? {
             return Ok(Some(secret));
         }
@@ -151,12 +158,25 @@ impl ClusterSecret {
     }
 }
 
-/// An error unless a file of secrets is readable by its owner alone.
-pub(super) fn owner_only(metadata: &std::fs::Metadata) -> Result<(), String> {
+/// Whether `text` can be a cluster secret: at least [`SHORTEST`] letters and digits.
+fn well_formed(text: &str) -> bool {
+    text.len() >= SHORTEST && text.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// What is wrong with a text that is not [`well_formed`].
+fn malformed() -> String {
+    format!("a cluster secret is at least {SHORTEST} letters and digits, without spaces")
+}
+
+/// An error unless `file`, with `metadata`, is readable by its owner alone; `what` names what it holds.
+pub(super) fn owner_only(file: &Path, metadata: &std::fs::Metadata, what: &str) -> Result<()> {
     let mode = metadata.permissions().mode() & 0o777;
     match mode & 0o077 {
         0 => Ok(()),
-        _ => Err(format!("is readable by others (mode {mode:03o}); `chmod 600` it")),
+        _ => Err(HearthError::persistence(
+            file,
+            format!("{what} is readable by others (mode {mode:03o}); `chmod 600` it"),
+        )),
     }
 }
 

@@ -28,6 +28,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 use super::secret::owner_only;
+use crate::error::{HearthError, Result};
 
 /// The environment variable that names the TLS directory.
 pub const TLS_DIR_ENV: &str = "HEARTH_TLS_DIR";
@@ -59,16 +60,17 @@ impl fmt::Debug for FleetTls {
 impl FleetTls {
     /// Reads and checks `dir`'s `ca.pem`, `cert.pem` and `key.pem`; an error names the file and what is
     /// wrong with it (missing, not PEM, no certificate, a key others can read).
-    pub fn read(dir: &Path) -> Result<Self, String> {
+    pub fn read(dir: &Path) -> Result<Self> {
         // Kept whole, so processes started elsewhere (a driver in its job's directory) find it too.
-        let dir = &std::fs::canonicalize(dir).map_err(|e| format!("TLS: {}: {e}", dir.display()))?;
+        let dir = &std::fs::canonicalize(dir)
+            .map_err(|e| HearthError::persistence(dir, "reading the TLS directory").caused_by(e))?;
         let read = |name: &str| {
             let file = dir.join(name);
-            std::fs::read(&file).map_err(|e| format!("TLS: {}: {e}", file.display()))
+            std::fs::read(&file).map_err(|e| HearthError::persistence(file, "reading it for TLS").caused_by(e))
         };
         let key_file = dir.join(KEY_FILE);
         if let Ok(metadata) = std::fs::metadata(&key_file) {
-            owner_only(&metadata).map_err(|e| format!("TLS: {} {e}", key_file.display()))?;
+            owner_only(&key_file, &metadata, "the TLS key")?;
         }
         let tls = Self {
             dir: dir.clone(),
@@ -83,7 +85,7 @@ impl FleetTls {
     }
 
     /// The directory `HEARTH_TLS_DIR` names, read; none when it is unset.
-    pub fn from_env() -> Result<Option<Self>, String> {
+    pub fn from_env() -> Result<Option<Self>> {
         match std::env::var_os(TLS_DIR_ENV) {
             Some(dir) if !dir.is_empty() => Self::read(Path::new(&dir)).map(Some),
             _ => Ok(None),
@@ -98,7 +100,7 @@ impl FleetTls {
 
     /// The TLS this process speaks to the fleet: `HEARTH_TLS_DIR`'s, else the default directory's when it
     /// holds a certificate, else none (plain TCP).
-    pub fn find() -> Result<Option<Self>, String> {
+    pub fn find() -> Result<Option<Self>> {
         if let Some(tls) = Self::from_env()? {
             return Ok(Some(tls));
         }
@@ -115,22 +117,30 @@ impl FleetTls {
 
     /// What a server of the fleet listens with: its certificate, clients' certificates required and checked
     /// against the authority, HTTP/2 (gRPC) and HTTP/1.1 (REST) offered.
-    pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, String> {
+    pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut roots = rustls::RootCertStore::empty();
         for authority in self.authorities()? {
-            roots.add(authority).map_err(|e| self.fault(CA_FILE, e))?;
+            roots.add(authority).map_err(|e| {
+                HearthError::persistence(self.dir.join(CA_FILE), "cannot be trusted as the TLS authority").caused_by(e)
+            })?;
         }
         let clients =
             rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
                 .build()
-                .map_err(|e| self.fault(CA_FILE, e))?;
+                .map_err(|e| {
+                    HearthError::persistence(self.dir.join(CA_FILE), "cannot check clients' TLS certificates")
+                        .caused_by(e)
+                })?;
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?
+            .map_err(|e| HearthError::persistence(&self.dir, "choosing the TLS protocol versions").caused_by(e))?
             .with_client_cert_verifier(clients)
             .with_single_cert(self.chain()?, self.private_key()?)
-            .map_err(|e| self.fault(CERT_FILE, e))?;
+            .map_err(|e| {
+                let message = format!("with {KEY_FILE}, cannot identify a TLS server");
+                HearthError::persistence(self.dir.join(CERT_FILE), message).caused_by(e)
+            })?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))
     }
@@ -157,39 +167,40 @@ impl FleetTls {
     }
 
     /// `builder` trusting the fleet's authority alone and presenting this side's certificate (for REST).
-    pub fn rest_client(&self, builder: reqwest::ClientBuilder) -> Result<reqwest::ClientBuilder, String> {
-        let mut builder = builder
-            .tls_certs_only(reqwest::Certificate::from_pem_bundle(&self.ca).map_err(|e| self.fault(CA_FILE, e))?);
+    pub fn rest_client(&self, builder: reqwest::ClientBuilder) -> Result<reqwest::ClientBuilder> {
+        let authorities = reqwest::Certificate::from_pem_bundle(&self.ca)
+            .map_err(|e| HearthError::persistence(self.dir.join(CA_FILE), "not PEM TLS certificates").caused_by(e))?;
         let mut identity = self.cert.clone();
         identity.extend_from_slice(b"\n");
         identity.extend_from_slice(&self.key);
-        builder = builder.identity(reqwest::Identity::from_pem(&identity).map_err(|e| self.fault(KEY_FILE, e))?);
-        Ok(builder)
+        let identity = reqwest::Identity::from_pem(&identity).map_err(|e| {
+            let message = format!("with {CERT_FILE}, cannot identify a TLS client");
+            HearthError::persistence(self.dir.join(KEY_FILE), message).caused_by(e)
+        })?;
+        Ok(builder.tls_certs_only(authorities).identity(identity))
     }
 
-    fn authorities(&self) -> Result<Vec<CertificateDer<'static>>, String> {
+    fn authorities(&self) -> Result<Vec<CertificateDer<'static>>> {
         self.certificates(CA_FILE, &self.ca)
     }
 
-    fn chain(&self) -> Result<Vec<CertificateDer<'static>>, String> {
+    fn chain(&self) -> Result<Vec<CertificateDer<'static>>> {
         self.certificates(CERT_FILE, &self.cert)
     }
 
-    fn certificates(&self, name: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    fn certificates(&self, name: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
+        let file = self.dir.join(name);
         let certificates = CertificateDer::pem_slice_iter(pem)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.fault(name, e))?;
+            .map_err(|e| HearthError::persistence(&file, "not PEM TLS certificates").caused_by(e))?;
         match certificates.is_empty() {
-            true => Err(self.fault(name, "holds no PEM certificate")),
+            true => Err(HearthError::persistence(file, "holds no PEM certificate")),
             false => Ok(certificates),
         }
     }
 
-    fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
-        PrivateKeyDer::from_pem_slice(&self.key).map_err(|e| self.fault(KEY_FILE, format!("no PEM private key: {e}")))
-    }
-
-    fn fault(&self, name: &str, message: impl fmt::Display) -> String {
-        format!("TLS: {}: {message}", self.dir.join(name).display())
+    fn private_key(&self) -> Result<PrivateKeyDer<'static>> {
+        PrivateKeyDer::from_pem_slice(&self.key)
+            .map_err(|e| HearthError::persistence(self.dir.join(KEY_FILE), "no PEM private key").caused_by(e))
     }
 }

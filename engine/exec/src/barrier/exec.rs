@@ -247,7 +247,8 @@ fn run_task(
         .map_err(|e| task_error(spec, &format!("rank {rank}"), "running", &reason(&e)))
 }
 
-fn task_error(spec: &BarrierSpec, task: &str, doing: &str, error: &dyn fmt::Display) -> DataFusionError {
+/// A task's failure, naming the stage, the task and what it was doing.
+pub(super) fn task_error(spec: &BarrierSpec, task: &str, doing: &str, error: &dyn fmt::Display) -> DataFusionError {
     DataFusionError::Execution(format!(
         "barrier stage {} ({}), {task}, {doing}: {error}",
         spec.job, spec.function
@@ -255,6 +256,6 @@ fn task_error(spec: &BarrierSpec, task: &str, doing: &str, error: &dyn fmt::Disp
 }
 
 /// An error's message without DataFusion's kind prefix, so wrapped errors read once.
-fn reason(error: &DataFusionError) -> String {
+pub(super) fn reason(error: &DataFusionError) -> String {
     error.message().into_owned()
 }

@@ -3,6 +3,7 @@
 //! life, and a rank trains on the GPU its lease names.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::sync::{Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -38,13 +39,36 @@ pub fn offered_gpus() -> Vec<usize> {
     offered.unwrap_or_else(|| (0..hearth_torch::train::cuda_device_count()).collect())
 }
 
+/// Why libtorch in this process cannot use every GPU the CUDA driver lists (see [`libtorch_sees_gpus`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnseenGpus {
+    /// The GPUs the CUDA driver lists.
+    pub listed: usize,
+    /// The CUDA devices libtorch sees.
+    pub sees: usize,
+    /// Why: libtorch's reason for having no CUDA, or the CUDA library it loaded.
+    pub why: String,
+}
+
+impl fmt::Display for UnseenGpus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { listed, sees, why } = self;
+        write!(
+            f,
+            "the CUDA driver lists {listed} GPU(s) but libtorch sees {sees}: {why}"
+        )
+    }
+}
+
+impl std::error::Error for UnseenGpus {}
+
 /// Whether libtorch in this process can use CUDA devices `0..count` (what the driver lists); if not, why —
 /// libtorch without CUDA, or seeing fewer devices than the driver.
 ///
 /// ```
 /// assert!(hearth_exec::barrier::libtorch_sees_gpus(0).is_ok());
 /// ```
-pub fn libtorch_sees_gpus(count: usize) -> Result<(), String> {
+pub fn libtorch_sees_gpus(count: usize) -> Result<(), UnseenGpus> {
     if count == 0 {
         return Ok(());
     }
@@ -56,9 +80,11 @@ pub fn libtorch_sees_gpus(count: usize) -> Result<(), String> {
         hearth_torch::train::CudaLibrary::Missing(why) => why.clone(),
         hearth_torch::train::CudaLibrary::Loaded(path) => format!("its CUDA library is {}", path.display()),
     };
-    Err(format!(
-        "the CUDA driver lists {count} GPU(s) but libtorch sees {sees}: {why}"
-    ))
+    Err(UnseenGpus {
+        listed: count,
+        sees,
+        why,
+    })
 }
 
 /// A GPU a task holds; returned to the pool when dropped.

@@ -52,7 +52,7 @@ pub use exec::{BarrierExec, row_hashes};
 pub(crate) use function::is_user_function;
 pub use function::register_builtin;
 pub use function::{BarrierFunction, FnBarrier, function, register_function};
-pub use gpus::{GpuLease, libtorch_sees_gpus, offer_gpus, offered_gpus};
+pub use gpus::{GpuLease, UnseenGpus, libtorch_sees_gpus, offer_gpus, offered_gpus};
 pub use options::BarrierOptions;
 pub use spec::BarrierSpec;
 pub use stage::{AttemptReport, BarrierStage, StageRun, check_slots};

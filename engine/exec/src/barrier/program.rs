@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{BufWriter, Read};
+use std::io::{self, BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,10 +31,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::context::Joining;
+use super::exec::{reason, task_error};
 use super::gpus::GpuLease;
 use super::spec::BarrierSpec;
 pub use super::spec::ProgramRef;
 use super::{BarrierFunction, BarrierTaskContext};
+use crate::error::HearthError;
 use crate::host::host_name;
 
 /// The environment variable that makes a program a barrier task's worker: the directory holding the task.
@@ -60,7 +62,7 @@ impl ProgramRef {
         let (path, size, sha256) = THIS
             .get_or_init(|| {
                 let path = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
-                let (size, sha256) = identify(&path)?;
+                let (size, sha256) = identify(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                 Ok((path, size, sha256))
             })
             .clone()
@@ -98,13 +100,13 @@ impl ProgramRef {
 }
 
 /// The size and SHA-256 of the file at `path`.
-fn identify(path: &Path) -> std::result::Result<(u64, String), String> {
-    let mut file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn identify(path: &Path) -> io::Result<(u64, String)> {
+    let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
-        let read = file.read(&mut buffer).map_err(|e| format!("{}: {e}", path.display()))?;
+        let read = file.read(&mut buffer)?;
         if read == 0 {
             break;
         }
@@ -156,7 +158,7 @@ fn check_program(program: &ProgramRef, function: &str) -> Result<()> {
     let sha256 = match known {
         Some(sha256) => sha256,
         None => {
-            let (_, sha256) = identify(&program.path).map_err(unusable)?;
+            let (_, sha256) = identify(&program.path).map_err(|e| unusable(e.to_string()))?;
             HASHED
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -315,13 +317,17 @@ fn wait_or_kill(child: &mut std::process::Child, cancelled: &Arc<AtomicBool>) ->
 }
 
 /// The task this process was started for, when an executor started it as a barrier task's worker.
-fn worker_task() -> Option<&'static std::result::Result<(PathBuf, WorkerTask), String>> {
-    static TASK: OnceLock<Option<std::result::Result<(PathBuf, WorkerTask), String>>> = OnceLock::new();
+fn worker_task() -> Option<&'static std::result::Result<(PathBuf, WorkerTask), HearthError>> {
+    static TASK: OnceLock<Option<std::result::Result<(PathBuf, WorkerTask), HearthError>>> = OnceLock::new();
     TASK.get_or_init(|| {
         let dir = PathBuf::from(std::env::var_os(TASK_DIR_ENV)?);
-        let task = fs::read(dir.join(TASK_FILE))
-            .map_err(|e| format!("{}: {e}", dir.join(TASK_FILE).display()))
-            .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| format!("{TASK_FILE}: {e}")));
+        let file = dir.join(TASK_FILE);
+        let task = fs::read(&file)
+            .map_err(|e| HearthError::persistence(&file, "reading the barrier task").caused_by(e))
+            .and_then(|bytes| {
+                serde_json::from_slice(&bytes)
+                    .map_err(|e| HearthError::persistence(&file, "not a barrier task").caused_by(e))
+            });
         Some(task.map(|task| (dir, task)))
     })
     .as_ref()
@@ -356,34 +362,27 @@ pub(crate) fn serve_if_worker(function: &dyn BarrierFunction) {
     if task.spec.function != function.name() {
         return;
     }
-    let outcome = serve(dir, task, function);
-    let written = match outcome {
-        Ok(batch) => write_batches(&dir.join(OUTPUT_FILE), &batch.schema(), &[batch]).map_err(|e| e.to_string()),
-        Err(message) => Err(message),
-    };
+    let written =
+        serve(dir, task, function).and_then(|batch| write_batches(&dir.join(OUTPUT_FILE), &batch.schema(), &[batch]));
     match written {
         Ok(()) => std::process::exit(0),
-        Err(message) => {
-            let _ = fs::write(dir.join(ERROR_FILE), &message);
+        // The executor passes the message on as its task's error (without DataFusion's kind prefix).
+        Err(e) => {
+            let _ = fs::write(dir.join(ERROR_FILE), reason(&e));
             std::process::exit(1);
         }
     }
 }
 
-/// Joins the stage's ring and runs `function` over the task's rows; a failure as the message the executor
-/// passes on.
-fn serve(dir: &Path, task: &WorkerTask, function: &dyn BarrierFunction) -> std::result::Result<RecordBatch, String> {
+/// Joins the stage's ring and runs `function` over the task's rows; a failure names the stage, the task
+/// and what it was doing.
+fn serve(dir: &Path, task: &WorkerTask, function: &dyn BarrierFunction) -> Result<RecordBatch> {
     let spec = &task.spec;
-    let failed = |who: &str, doing: &str, error: &dyn std::fmt::Display| {
-        format!(
-            "barrier stage {} ({}), {who}, {doing}: {error}",
-            spec.job, spec.function
-        )
-    };
-    let batches = read_batches(&dir.join(INPUT_FILE)).map_err(|e| failed("a task", "reading its rows", &e))?;
+    let batches =
+        read_batches(&dir.join(INPUT_FILE)).map_err(|e| task_error(spec, "a task", "reading its rows", &e))?;
     let secret = spec
         .job_secret()
-        .ok_or_else(|| failed("a task", "starting", &"the job secret is not hex"))?;
+        .ok_or_else(|| task_error(spec, "a task", "starting", &"the job secret is not hex"))?;
     let joining = Joining {
         position: task.position,
         resume: spec.resume.clone(),
@@ -392,11 +391,11 @@ fn serve(dir: &Path, task: &WorkerTask, function: &dyn BarrierFunction) -> std::
     };
     let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
     let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, joining)
-        .map_err(|e| failed("a task", "joining", &e))?;
+        .map_err(|e| task_error(spec, "a task", "joining", &e))?;
     let rank = context.rank();
     function
         .run(&mut context, &spec.args, batches)
-        .map_err(|e| failed(&format!("rank {rank}"), "running", &e.message()))
+        .map_err(|e| task_error(spec, &format!("rank {rank}"), "running", &reason(&e)))
 }
 
 #[cfg(test)]

@@ -90,11 +90,11 @@ pub(crate) async fn check_gpus(info: &SessionInfo, workers: usize, gpus_per_task
         0 => return Ok(()),
         1 => {}
         _ => {
-            return Err(HearthError::InvalidParam {
-                stage: "barrier stage".to_string(),
-                param: "gpus_per_task",
-                message: format!("a task holds one GPU at most, got {gpus_per_task}"),
-            });
+            return Err(HearthError::invalid_param(
+                "barrier stage",
+                "gpus_per_task",
+                format!("a task holds one GPU at most, got {gpus_per_task}"),
+            ));
         }
     }
     let found = info.gpu_slots().await?;
@@ -185,14 +185,14 @@ impl BarrierStage {
     /// every run. Errors no retry could change (too few slots, a bad parameter) end it at once.
     pub async fn run_reporting(&self, df: &DataFrame) -> Result<StageRun> {
         if let Some(serving) = worker_function() {
-            return Err(HearthError::Barrier {
-                job: self.function.clone(),
-                message: format!(
+            return Err(HearthError::barrier(
+                &self.function,
+                format!(
                     "this process is a copy of the driver program that an executor started for a task of barrier \
                      function {serving:?}, and it reached this stage before registering that function: on a \
                      fleet, register a program's barrier functions before it runs any stage"
                 ),
-            });
+            ));
         }
         let attempts = self.options.max_attempts.max(1);
         let mut reports = Vec::new();
@@ -253,10 +253,10 @@ impl BarrierStage {
                 )
             })
             .collect();
-        Err(HearthError::Barrier {
-            job: self.function.clone(),
-            message: format!("failed {attempts} times:\n  {}", lines.join("\n  ")),
-        })
+        Err(HearthError::barrier(
+            &self.function,
+            format!("failed {attempts} times:\n  {}", lines.join("\n  ")),
+        ))
     }
 
     /// This program, for a fleet's executors to run the stage's function in, when the function is the
@@ -268,10 +268,7 @@ impl BarrierStage {
         let schema = function(&self.function)?.schema(&self.args)?;
         let program = tokio::task::spawn_blocking(move || ProgramRef::of_this_process(&schema))
             .await
-            .map_err(|e| HearthError::Barrier {
-                job: self.function.clone(),
-                message: format!("identifying this program: {e}"),
-            })??;
+            .map_err(|e| HearthError::barrier(&self.function, "identifying this program").caused_by(e))??;
         Ok(Some(program))
     }
 
@@ -286,11 +283,11 @@ impl BarrierStage {
         let info = SessionInfo::of(df);
         let workers = self.options.workers;
         if workers == 0 {
-            return Err(HearthError::InvalidParam {
-                stage: format!("barrier stage {}", self.function),
-                param: "workers",
-                message: "must be at least 1".to_string(),
-            });
+            return Err(HearthError::invalid_param(
+                format!("barrier stage {}", self.function),
+                "workers",
+                "must be at least 1",
+            ));
         }
         check_slots(&info, workers).await?;
         check_gpus(&info, workers, self.options.gpus_per_task).await?;
@@ -326,10 +323,7 @@ impl BarrierStage {
             secret.clone(),
             self.options.rendezvous_timeout,
         )
-        .map_err(|e| HearthError::Barrier {
-            job: job.clone(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| HearthError::barrier(&job, "starting the rendezvous").caused_by(e))?;
         let spec = BarrierSpec {
             function: self.function.clone(),
             args: self.args.clone(),

@@ -52,20 +52,27 @@ fn all_columns(df: &DataFrame) -> Vec<Expr> {
 
 impl DataFrameExt for DataFrame {
     fn random_split(&self, weights: &[f64], seed: u64) -> Result<Vec<DataFrame>> {
-        let invalid = |message: String| HearthError::InvalidParam {
-            stage: "random_split".to_string(),
-            param: "weights",
-            message,
-        };
         if weights.is_empty() {
-            return Err(invalid("at least one weight is needed".to_string()));
+            return Err(HearthError::invalid_param(
+                "random_split",
+                "weights",
+                "at least one weight is needed",
+            ));
         }
         if let Some(w) = weights.iter().find(|w| !(w.is_finite() && **w >= 0.0)) {
-            return Err(invalid(format!("weights must be finite and non-negative, got {w}")));
+            return Err(HearthError::invalid_param(
+                "random_split",
+                "weights",
+                format!("weights must be finite and non-negative, got {w}"),
+            ));
         }
         let total: f64 = weights.iter().sum();
         if total <= 0.0 {
-            return Err(invalid("the weights sum to zero".to_string()));
+            return Err(HearthError::invalid_param(
+                "random_split",
+                "weights",
+                "the weights sum to zero",
+            ));
         }
         let mut args = vec![lit(seed)];
         args.extend(all_columns(self));
@@ -83,11 +90,11 @@ impl DataFrameExt for DataFrame {
 
     fn repartition_rows(&self, partitions: usize) -> Result<DataFrame> {
         if partitions == 0 {
-            return Err(HearthError::InvalidParam {
-                stage: "repartition".to_string(),
-                param: "partitions",
-                message: "must be at least 1".to_string(),
-            });
+            return Err(HearthError::invalid_param(
+                "repartition",
+                "partitions",
+                "must be at least 1",
+            ));
         }
         if SessionInfo::of(self).scheduler().is_some() {
             // Ballista plans the query on its scheduler, where a hash repartition is a shuffle stage.

@@ -201,29 +201,20 @@ fn as_strings(schema: &Schema) -> Schema {
 /// registered with `ctx` (see `object_stores`).
 fn path_str<'p>(ctx: &SessionContext, master: &Master, path: &'p Path) -> Result<&'p str> {
     if let Some(location) = path.to_str().filter(|location| object_stores::is_remote(location)) {
-        let refused = |message: String| HearthError::Persistence {
-            path: path.to_path_buf(),
-            message,
-        };
         if !matches!(master, Master::Local { .. }) {
-            return Err(refused(
-                "an object store's files are read on local[N] sessions; a fleet's executors read paths they see"
-                    .to_string(),
+            return Err(HearthError::persistence(
+                path,
+                "an object store's files are read on local[N] sessions; a fleet's executors read paths they see",
             ));
         }
-        object_stores::register(ctx, location).map_err(refused)?;
+        object_stores::register(ctx, location)?;
         return Ok(location);
     }
     if !path.exists() {
-        return Err(HearthError::Persistence {
-            path: path.to_path_buf(),
-            message: "no such file or directory".to_string(),
-        });
+        return Err(HearthError::persistence(path, "no such file or directory"));
     }
-    path.to_str().ok_or_else(|| HearthError::Persistence {
-        path: path.to_path_buf(),
-        message: "the path is not valid UTF-8".to_string(),
-    })
+    path.to_str()
+        .ok_or_else(|| HearthError::persistence(path, "the path is not valid UTF-8"))
 }
 
 /// Reads files for a session: through its context, on its master (object stores are read on `local[N]` only).
@@ -302,14 +293,12 @@ impl<'a> Reader<'a> {
             Err(e) => return Err(csv.located(e).into()),
         };
         if df.schema().fields().is_empty() {
-            return Err(HearthError::Persistence {
-                path: path.to_path_buf(),
-                message: if path.is_dir() {
-                    "no CSV file here has a header or a row: there are no columns to read".to_string()
-                } else {
-                    "the file is empty: no header and no rows, so no columns to read".to_string()
-                },
-            });
+            let message = if path.is_dir() {
+                "no CSV file here has a header or a row: there are no columns to read"
+            } else {
+                "the file is empty: no header and no rows, so no columns to read"
+            };
+            return Err(HearthError::persistence(path, message));
         }
         let (Master::Local { .. }, LogicalPlan::TableScan(scan)) = (self.master, df.logical_plan()) else {
             return Ok(df);
@@ -338,13 +327,12 @@ impl<'a> Reader<'a> {
 
 /// A failed read of an object store's `path`, named, with where its settings come from.
 fn remote_error(path: &Path, error: datafusion::error::DataFusionError) -> HearthError {
-    HearthError::Persistence {
-        path: path.to_path_buf(),
-        message: format!(
-            "reading it from its object store (settings and credentials from the store's environment variables, \
-             such as AWS_ACCESS_KEY_ID): {error}"
-        ),
-    }
+    HearthError::persistence(
+        path,
+        "reading it from its object store (settings and credentials from the store's environment variables, such \
+         as AWS_ACCESS_KEY_ID)",
+    )
+    .caused_by(error)
 }
 
 /// A schema from `(name, type)` pairs, every column nullable: a short way to give [`CsvOptions::schema`].

@@ -20,6 +20,8 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 
+use crate::error::{HearthError, Result};
+
 /// Whether `location` is a URL of a store other than the local file system (`scheme://…`).
 pub(super) fn is_remote(location: &str) -> bool {
     match location.split_once("://") {
@@ -36,15 +38,22 @@ pub(super) fn is_remote(location: &str) -> bool {
 
 /// Registers with `context` the store `location` (a URL that [`is_remote`]) is in, unless one is registered
 /// for its bucket or host already; an error names the URL and what is wrong with it.
-pub(super) fn register(context: &SessionContext, location: &str) -> Result<(), String> {
-    let url = ListingTableUrl::parse(location).map_err(|e| format!("not a URL hearth can read: {e}"))?;
+pub(super) fn register(context: &SessionContext, location: &str) -> Result<()> {
+    let url = ListingTableUrl::parse(location)
+        .map_err(|e| HearthError::persistence(location, "not a URL hearth can read").caused_by(e))?;
     let store_url: &ObjectStoreUrl = &url.object_store();
     let runtime = context.runtime_env();
     if runtime.object_store(store_url).is_ok() {
         return Ok(());
     }
     let scheme = url.scheme().to_ascii_lowercase();
-    let opening = |e: object_store::Error| format!("opening its {scheme} store (from the environment's settings): {e}");
+    let opening = |e: object_store::Error| {
+        HearthError::persistence(
+            location,
+            format!("opening its {scheme} store (from the environment's settings)"),
+        )
+        .caused_by(e)
+    };
     let store: Arc<dyn ObjectStore> = match scheme.as_str() {
         "s3" | "s3a" => Arc::new(
             AmazonS3Builder::from_env()
@@ -72,9 +81,12 @@ pub(super) fn register(context: &SessionContext, location: &str) -> Result<(), S
             Arc::new(http.build().map_err(opening)?)
         }
         other => {
-            return Err(format!(
-                "no object store for {other}:// URLs: hearth reads s3://, s3a://, gs://, az://, abfs://, abfss://, \
-                 http:// and https:// (or a local path)"
+            return Err(HearthError::persistence(
+                location,
+                format!(
+                    "no object store for {other}:// URLs: hearth reads s3://, s3a://, gs://, az://, abfs://, \
+                     abfss://, http:// and https:// (or a local path)"
+                ),
             ));
         }
     };
@@ -117,7 +129,7 @@ mod tests {
         let first = context.runtime_env().object_store(&url).unwrap();
         register(&context, "http://127.0.0.1:9/other/y.csv").unwrap();
         assert!(Arc::ptr_eq(&first, &context.runtime_env().object_store(&url).unwrap()));
-        let error = register(&context, "ftp://host/x.csv").unwrap_err();
+        let error = register(&context, "ftp://host/x.csv").unwrap_err().to_string();
         assert!(error.contains("no object store for ftp://"), "{error}");
     }
 }

@@ -3,9 +3,9 @@
 //!
 //! The files are written into a hidden sibling of the destination, synced, and renamed into place, so a
 //! reader never sees half a job and a failed job leaves nothing behind: the destination appears whole (a new
-//! directory, or an old one replaced by one rename), or, when appending, each part file appears whole. Vector
-//! columns are Parquet lists of floats and JSON arrays; CSV has no list type, so a vector column `v` of `n`
-//! slots is written as `n` number columns `v_0` … `v_{n-1}`.
+//! directory, or an old one replaced in one step: `hearth_common::files`), or, when appending, each part file
+//! appears whole. Vector columns are Parquet lists of floats and JSON arrays; CSV has no list type, so a vector
+//! column `v` of `n` slots is written as `n` number columns `v_0` … `v_{n-1}`.
 //!
 //! On a `local[N]` session Parquet is written as Spark writes it, one part file per partition, each by its
 //! partition's own task (`parquet_parts`); CSV and JSON, and Parquet on a fleet, are DataFusion's writers.
@@ -39,7 +39,7 @@ use datafusion::common::config::TableParquetOptions;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::functions_nested::expr_fn::array_element;
 use datafusion::prelude::{DataFrame, Expr, col, lit};
-use hearth_common::files::{StagingDir, move_into_place, parent_of, sibling, sync};
+use hearth_common::files::{StagingDir, move_into_place, parent_of, sibling, sweep_leftovers, sync};
 
 use crate::error::{HearthError, Result};
 use crate::master::{Master, SessionInfo};
@@ -172,20 +172,18 @@ impl FrameWriter {
     /// Writes `df`'s rows as part files of a directory at `path` (see the [module](self) docs).
     pub async fn save(&self, df: DataFrame, path: impl AsRef<Path>) -> Result<Written> {
         let dest = path.as_ref();
-        let error = |message: String| HearthError::Persistence {
-            path: dest.to_path_buf(),
-            message,
-        };
         if dest.to_str().is_some_and(|s| s.contains("://")) {
-            return Err(error(
-                "writing to an object store is not supported; write to a local path".to_string(),
+            return Err(HearthError::persistence(
+                dest,
+                "writing to an object store is not supported; write to a local path",
             ));
         }
         let exists = fs::symlink_metadata(dest).is_ok();
         match (exists, self.mode) {
             (true, SaveMode::ErrorIfExists) => {
-                return Err(error(
-                    "already exists: mode overwrite replaces it, append adds to it, ignore leaves it".to_string(),
+                return Err(HearthError::persistence(
+                    dest,
+                    "already exists: mode overwrite replaces it, append adds to it, ignore leaves it",
                 ));
             }
             (true, SaveMode::Ignore) => {
@@ -195,22 +193,26 @@ impl FrameWriter {
                 });
             }
             (true, SaveMode::Append) if !dest.is_dir() => {
-                return Err(error(
-                    "is not a directory, so rows cannot be appended to it".to_string(),
+                return Err(HearthError::persistence(
+                    dest,
+                    "is not a directory, so rows cannot be appended to it",
                 ));
             }
             _ => {}
         }
         let parent = parent_of(dest);
-        fs::create_dir_all(&parent).map_err(|e| error(format!("creating its directory: {e}")))?;
+        fs::create_dir_all(&parent)
+            .map_err(|e| HearthError::persistence(dest, "creating its directory").caused_by(e))?;
         let staging = Staging::new(&parent, dest)?;
         let rows = self
             .write_files(df, staging.dir.path())
             .await
-            .map_err(|e| error(e.to_string()))?;
-        let staged = part_files(staging.dir.path()).map_err(|e| error(format!("listing the written files: {e}")))?;
+            .map_err(|e| HearthError::persistence(dest, "writing the rows").caused_by(e))?;
+        let staged = part_files(staging.dir.path())
+            .map_err(|e| HearthError::persistence(dest, "listing the written files").caused_by(e))?;
         for file in &staged {
-            sync(file).map_err(|e| error(format!("syncing {}: {e}", file.display())))?;
+            sync(file)
+                .map_err(|e| HearthError::persistence(dest, format!("syncing {}", file.display())).caused_by(e))?;
         }
         let bytes = staged
             .iter()
@@ -221,7 +223,7 @@ impl FrameWriter {
         } else {
             staging.commit(dest, &staged, exists)?
         };
-        sync(&parent).map_err(|e| error(format!("syncing its directory: {e}")))?;
+        sync(&parent).map_err(|e| HearthError::persistence(dest, "syncing its directory").caused_by(e))?;
         Ok(Written {
             rows,
             files,
@@ -302,21 +304,14 @@ struct Staging {
 
 impl Staging {
     fn new(parent: &Path, dest: &Path) -> Result<Self> {
-        let dir = StagingDir::new(parent, dest).map_err(|e| HearthError::Persistence {
-            path: dest.to_path_buf(),
-            message: format!("creating the directory the output is written in first: {e}"),
+        sweep_leftovers(parent, dest);
+        let dir = StagingDir::new(parent, dest).map_err(|e| {
+            HearthError::persistence(dest, "creating the directory the output is written in first").caused_by(e)
         })?;
         Ok(Self {
             dir,
             dest: dest.to_path_buf(),
         })
-    }
-
-    fn error(&self, message: String) -> HearthError {
-        HearthError::Persistence {
-            path: self.dest.clone(),
-            message,
-        }
     }
 
     /// Renames the staged directory to the destination, replacing what was there when `replace`; returns
@@ -325,7 +320,7 @@ impl Staging {
         let parent = self.dir.path().parent().unwrap_or(Path::new("."));
         let aside = replace.then(|| sibling(parent, dest, "replaced"));
         move_into_place(self.dir.path(), dest, aside.as_deref())
-            .map_err(|e| self.error(format!("moving the written files into place: {e}")))?;
+            .map_err(|e| HearthError::persistence(&self.dest, "moving the written files into place").caused_by(e))?;
         Ok(staged
             .iter()
             .filter_map(|file| file.file_name())
@@ -344,15 +339,20 @@ impl Staging {
             }
             let target = dest.join(name);
             if target.exists() {
-                return Err(self.error(format!("already holds a file named {}", name.to_string_lossy())));
+                return Err(HearthError::persistence(
+                    &self.dest,
+                    format!("already holds a file named {}", name.to_string_lossy()),
+                ));
             }
-            fs::rename(file, &target)
-                .map_err(|e| self.error(format!("moving {} into it: {e}", name.to_string_lossy())))?;
+            fs::rename(file, &target).map_err(|e| {
+                HearthError::persistence(&self.dest, format!("moving {} into it", name.to_string_lossy())).caused_by(e)
+            })?;
             files.push(target);
         }
         let marker = dest.join(SUCCESS_FILE);
-        File::create(&marker).map_err(|e| self.error(format!("writing {SUCCESS_FILE}: {e}")))?;
-        sync(dest).map_err(|e| self.error(format!("syncing it: {e}")))?;
+        File::create(&marker)
+            .map_err(|e| HearthError::persistence(&self.dest, format!("writing {SUCCESS_FILE}")).caused_by(e))?;
+        sync(dest).map_err(|e| HearthError::persistence(&self.dest, "syncing it").caused_by(e))?;
         Ok(files)
     }
 }

@@ -171,30 +171,35 @@ impl KMeans {
         self
     }
 
-    fn invalid(&self, param: &'static str, message: String) -> HearthError {
-        HearthError::InvalidParam {
-            stage: self.uid.clone(),
-            param,
-            message,
-        }
-    }
-
     /// The distance measure, once every parameter is checked as Spark checks them.
     fn checked(&self) -> Result<DistanceMeasure> {
         if self.k < 2 {
-            return Err(self.invalid("k", format!("must be greater than 1, got {}", self.k)));
+            return Err(HearthError::invalid_param(
+                &self.uid,
+                "k",
+                format!("must be greater than 1, got {}", self.k),
+            ));
         }
         if self.tol.is_nan() || self.tol < 0.0 {
-            return Err(self.invalid("tol", format!("must be at least 0, got {}", self.tol)));
+            return Err(HearthError::invalid_param(
+                &self.uid,
+                "tol",
+                format!("must be at least 0, got {}", self.tol),
+            ));
         }
         if !["k-means||", "random"].contains(&self.init_mode.as_str()) {
-            return Err(self.invalid(
+            return Err(HearthError::invalid_param(
+                &self.uid,
                 "initMode",
                 format!("must be \"k-means||\" or \"random\", got {:?}", self.init_mode),
             ));
         }
         if self.init_steps == 0 {
-            return Err(self.invalid("initSteps", "must be greater than 0".to_string()));
+            return Err(HearthError::invalid_param(
+                &self.uid,
+                "initSteps",
+                "must be greater than 0",
+            ));
         }
         self.checked_measure()
     }
@@ -202,7 +207,8 @@ impl KMeans {
     /// The distance measure, or the error naming the parameter.
     fn checked_measure(&self) -> Result<DistanceMeasure> {
         DistanceMeasure::parse(&self.distance_measure).ok_or_else(|| {
-            self.invalid(
+            HearthError::invalid_param(
+                &self.uid,
                 "distanceMeasure",
                 format!("must be \"euclidean\" or \"cosine\", got {:?}", self.distance_measure),
             )
@@ -214,14 +220,14 @@ impl KMeans {
         let field = input_field(&self.uid, df, &self.features_col)?;
         match vector_dim(field.data_type()) {
             Some(dim) if dim > 0 => Ok(dim),
-            _ => Err(HearthError::Schema {
-                stage: self.uid.clone(),
-                column: self.features_col.clone(),
-                message: format!(
+            _ => Err(HearthError::schema(
+                &self.uid,
+                &self.features_col,
+                format!(
                     "must be a vector column of at least one slot, got {}",
                     field.data_type()
                 ),
-            }),
+            )),
         }
     }
 
@@ -236,11 +242,11 @@ impl KMeans {
             Some(column) => {
                 let field = input_field(&self.uid, df, column)?;
                 if !field.data_type().is_numeric() {
-                    return Err(HearthError::Schema {
-                        stage: self.uid.clone(),
-                        column: column.clone(),
-                        message: format!("a weight column must be numeric, got {}", field.data_type()),
-                    });
+                    return Err(HearthError::schema(
+                        &self.uid,
+                        column,
+                        format!("a weight column must be numeric, got {}", field.data_type()),
+                    ));
                 }
                 cast(ident(column), DataType::Float64)
             }
@@ -253,14 +259,6 @@ impl KMeans {
             true => data.cache().await?,
             false => data,
         })
-    }
-
-    fn empty_input(&self, what: &str) -> HearthError {
-        HearthError::InvalidData {
-            stage: self.uid.clone(),
-            column: self.features_col.clone(),
-            message: format!("cannot fit on {what}"),
-        }
     }
 }
 
@@ -303,13 +301,21 @@ impl Estimator for KMeans {
             _ => init.parallel(self.init_steps).await?,
         };
         if centers.is_empty() {
-            return Err(self.empty_input("an empty input (no rows)"));
+            return Err(HearthError::invalid_data(
+                &self.uid,
+                &self.features_col,
+                "cannot fit on an empty input (no rows)",
+            ));
         }
         let (mut iterations, mut cost, mut converged) = (0, 0.0, false);
         while iterations < self.max_iter && !converged {
             let sums = self.lloyd_pass(&data, &centers, measure).await?;
             if iterations == 0 && (0..sums.k()).all(|c| sums.weight(c) == 0.0) {
-                return Err(self.empty_input("rows whose weights are all 0"));
+                return Err(HearthError::invalid_data(
+                    &self.uid,
+                    &self.features_col,
+                    "cannot fit on rows whose weights are all 0",
+                ));
             }
             converged = true;
             for (cluster, center) in centers.iter_mut().enumerate() {

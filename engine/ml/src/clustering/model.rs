@@ -67,25 +67,22 @@ impl KMeansModel {
     /// `KMeans.setInitialModel` takes, or to cluster with centers found elsewhere.
     pub fn from_centers(centers: Vec<Vec<f64>>, distance_measure: &str) -> Result<Self> {
         let uid = crate::params::new_uid("KMeansModel");
-        let measure = DistanceMeasure::parse(distance_measure).ok_or_else(|| HearthError::InvalidParam {
-            stage: uid.clone(),
-            param: "distanceMeasure",
-            message: format!("must be \"euclidean\" or \"cosine\", got {distance_measure:?}"),
+        let measure = DistanceMeasure::parse(distance_measure).ok_or_else(|| {
+            HearthError::invalid_param(
+                &uid,
+                "distanceMeasure",
+                format!("must be \"euclidean\" or \"cosine\", got {distance_measure:?}"),
+            )
         })?;
         Self {
             distance_measure: measure,
-            uid: uid.clone(),
+            uid,
             features_col: "features".to_string(),
             prediction_col: "prediction".to_string(),
             cluster_centers: centers,
             summary: None,
         }
         .checked()
-        .map_err(|message| HearthError::InvalidParam {
-            stage: uid,
-            param: "clusterCenters",
-            message,
-        })
     }
 
     /// The centers, one vector each (Spark's `clusterCenters`).
@@ -137,13 +134,17 @@ impl KMeansModel {
     }
 
     /// The model, when its centers are at least one and all of one width of at least one slot (what a loaded
-    /// model must hold).
-    pub(crate) fn checked(self) -> std::result::Result<Self, String> {
+    /// model must hold); else an error naming its parameter `clusterCenters`.
+    pub(crate) fn checked(self) -> Result<Self> {
         let width = self.width();
         if width == 0 || Centers::from_rows(width, &self.cluster_centers).is_none() {
-            return Err(format!(
-                "clusterCenters: need at least one center, all of the same width (at least one slot), got {} centers",
-                self.cluster_centers.len()
+            return Err(HearthError::invalid_param(
+                &self.uid,
+                "clusterCenters",
+                format!(
+                    "need at least one center, all of the same width (at least one slot), got {} centers",
+                    self.cluster_centers.len()
+                ),
             ));
         }
         Ok(self)
@@ -155,14 +156,14 @@ impl Transformer for KMeansModel {
         let field = input_field(&self.uid, df, &self.features_col)?;
         let dim = self.width();
         if vector_dim(field.data_type()) != Some(dim) {
-            return Err(HearthError::Schema {
-                stage: self.uid.clone(),
-                column: self.features_col.clone(),
-                message: format!(
+            return Err(HearthError::schema(
+                &self.uid,
+                &self.features_col,
+                format!(
                     "expected a vector of {dim} slots (the centers' width), got {}",
                     field.data_type()
                 ),
-            });
+            ));
         }
         ensure_new_column(&self.uid, df, &self.prediction_col)?;
         let prediction = KMEANS_ASSIGN.call(vec![
@@ -177,10 +178,9 @@ impl Transformer for KMeansModel {
 // A loaded model must hold usable centers.
 crate::stage_class!(transformer KMeansModel, |params, dir| {
     let model = crate::pipeline::from_params::<KMeansModel>(params, dir)?;
-    let model = model.checked().map_err(|message| HearthError::Persistence {
-        path: dir.to_path_buf(),
-        message,
-    })?;
+    let model = model
+        .checked()
+        .map_err(|e| HearthError::persistence(dir, "cannot be loaded").caused_by(e))?;
     Ok(crate::pipeline::PipelineStage::transformer(model))
 });
 

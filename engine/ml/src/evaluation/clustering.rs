@@ -145,11 +145,11 @@ impl ClusteringEvaluator {
         match self.distance_measure.as_str() {
             "squaredEuclidean" => Ok(DistanceMeasure::Euclidean),
             "cosine" => Ok(DistanceMeasure::Cosine),
-            other => Err(HearthError::InvalidParam {
-                stage: EVALUATOR.to_string(),
-                param: "distanceMeasure",
-                message: format!("must be \"squaredEuclidean\" or \"cosine\", got {other:?}"),
-            }),
+            other => Err(HearthError::invalid_param(
+                EVALUATOR,
+                "distanceMeasure",
+                format!("must be \"squaredEuclidean\" or \"cosine\", got {other:?}"),
+            )),
         }
     }
 
@@ -170,20 +170,18 @@ impl ClusteringEvaluator {
         };
         let call = SILHOUETTE_STATS.call(row(ScalarValue::from(measure.name())));
         let bytes = crate::udf::aggregate_bytes(df.clone().aggregate(vec![], vec![call.alias("stats")])?).await?;
-        let parsed = SilhouetteStats::from_bytes(&bytes).map_err(|e| HearthError::InvalidData {
-            stage: EVALUATOR.to_string(),
-            column: self.prediction_col.clone(),
-            message: e.to_string(),
+        let parsed = SilhouetteStats::from_bytes(&bytes).map_err(|e| {
+            HearthError::invalid_data(EVALUATOR, &self.prediction_col, "reading the silhouette statistics").caused_by(e)
         })?;
         if parsed.clusters() < 2 {
-            return Err(HearthError::InvalidData {
-                stage: EVALUATOR.to_string(),
-                column: self.prediction_col.clone(),
-                message: format!(
+            return Err(HearthError::invalid_data(
+                EVALUATOR,
+                &self.prediction_col,
+                format!(
                     "the silhouette needs more than one cluster, the rows hold {}",
                     parsed.clusters()
                 ),
-            });
+            ));
         }
         let score = SILHOUETTE.call(row(ScalarValue::Binary(Some(bytes))));
         let totals = df
@@ -381,7 +379,7 @@ impl ScalarUDFImpl for SilhouetteUdf {
         let rows = Rows::read(SCORE, names, &values)?;
         let scores = (0..rows.clusters.len())
             .map(|row| stats.coefficient(rows.clusters[row], rows.point(row), rows.weights[row]))
-            .collect::<std::result::Result<Vec<f64>, String>>()
+            .collect::<std::result::Result<Vec<f64>, _>>()
             .map_err(|e| DataFusionError::Execution(format!("{SCORE}: {e}")))?;
         Ok(ColumnarValue::Array(Arc::new(Float64Array::from(scores))))
     }

@@ -86,11 +86,7 @@ evaluator!(
 async fn state_bytes(df: &DataFrame, evaluator: &str, evaluation: Evaluation, columns: &[&str]) -> Result<Vec<u8>> {
     for column in columns {
         if df.schema().index_of_column_by_name(None, column).is_none() {
-            return Err(HearthError::Schema {
-                stage: evaluator.to_string(),
-                column: column.to_string(),
-                message: "no such column".to_string(),
-            });
+            return Err(HearthError::schema(evaluator, *column, "no such column"));
         }
     }
     let args: Vec<Expr> = columns.iter().map(|c| ident(*c)).collect();
@@ -109,19 +105,15 @@ fn weighted<'a>(df: &DataFrame, weight_col: Option<&'a str>) -> Result<(DataFram
 }
 
 fn unknown_metric(evaluator: &str, metric: &str, known: &[&str]) -> HearthError {
-    HearthError::InvalidParam {
-        stage: evaluator.to_string(),
-        param: "metricName",
-        message: format!("unknown metric {metric:?}; expected one of {}", known.join(", ")),
-    }
+    HearthError::invalid_param(
+        evaluator,
+        "metricName",
+        format!("unknown metric {metric:?}; expected one of {}", known.join(", ")),
+    )
 }
 
 fn decode<T>(evaluator: &str, state: Result<T, hearth_stats::evaluation::StateDecodeError>) -> Result<T> {
-    state.map_err(|e| HearthError::InvalidData {
-        stage: evaluator.to_string(),
-        column: "state".to_string(),
-        message: e.to_string(),
-    })
+    state.map_err(|e| HearthError::invalid_data(evaluator, "state", "decoding the merged state").caused_by(e))
 }
 
 const MULTICLASS: &str = "MulticlassClassificationEvaluator";

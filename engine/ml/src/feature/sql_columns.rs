@@ -76,11 +76,9 @@ impl Transformer for SqlColumns {
         let mut exprs = Vec::with_capacity(self.columns.len());
         for column in &self.columns {
             ensure_new_column(&self.uid, df, &column.name)?;
-            let expr = df.parse_sql_expr(&column.expression).map_err(|e| HearthError::Schema {
-                stage: self.uid.clone(),
-                column: column.name.clone(),
-                message: format!("{}: {}", column.expression, e.message()),
-            })?;
+            let expr = df
+                .parse_sql_expr(&column.expression)
+                .map_err(|e| HearthError::schema(&self.uid, &column.name, &column.expression).caused_by(e))?;
             exprs.push((column.name.as_str(), expr));
         }
         let mut out = df.clone();

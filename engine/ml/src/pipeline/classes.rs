@@ -81,10 +81,8 @@ pub fn load_serde_transformer<T: Transformer + DeserializeOwned>(params: Value, 
 
 /// `T` from its saved parameters; a failure names the stage's data directory.
 pub fn from_params<T: DeserializeOwned>(params: Value, dir: &Path) -> Result<T> {
-    serde_json::from_value(params).map_err(|e| HearthError::Persistence {
-        path: dir.to_path_buf(),
-        message: e.to_string(),
-    })
+    serde_json::from_value(params)
+        .map_err(|e| HearthError::persistence(dir, "cannot read the stage's parameters").caused_by(e))
 }
 
 /// The submitted classes, then those registered at run time.
@@ -127,22 +125,22 @@ pub fn stage_classes() -> Vec<String> {
     known
 }
 
-/// The loader of `class`, or an error listing the known classes.
-pub(super) fn loader(class: &str) -> std::result::Result<StageLoader, String> {
-    let found = CLASSES
+/// The loader of `class`, when one is registered ([`unknown_class`] says so when none is).
+pub(super) fn loader(class: &str) -> Option<StageLoader> {
+    CLASSES
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .get(class)
-        .copied();
-    found.ok_or_else(|| format!("unknown class {class:?} (known: {})", stage_classes().join(", ")))
+        .copied()
+}
+
+/// What is wrong with a `class` that has no loader: it is unknown, and which classes are known.
+pub(super) fn unknown_class(class: &str) -> String {
+    format!("unknown class {class:?} (known: {})", stage_classes().join(", "))
 }
 
 /// A stage of `class` rebuilt from its saved parameters (and its data directory `dir`, for a stage with data).
 pub(crate) fn rebuild_stage(class: &str, params: Value, dir: &Path) -> Result<PipelineStage> {
-    let load = loader(class).map_err(|message| HearthError::InvalidParam {
-        stage: class.to_string(),
-        param: "class",
-        message,
-    })?;
+    let load = loader(class).ok_or_else(|| HearthError::invalid_param(class, "class", unknown_class(class)))?;
     load(params, dir)
 }

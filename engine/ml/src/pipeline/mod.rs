@@ -194,15 +194,9 @@ impl Pipeline {
 
     /// A pipeline nested in another's `pipeline.json`, its stages' data in `dir`.
     pub(crate) fn from_entry(params: serde_json::Value, dir: &Path) -> Result<Self> {
-        let document = Document::deserialize(params).map_err(|e| nested_error(dir, e))?;
+        let document = Document::deserialize(params)
+            .map_err(|e| HearthError::persistence(dir, "cannot read the nested pipeline").caused_by(e))?;
         Self::from_document(document, dir, dir)
-    }
-}
-
-fn nested_error(dir: &Path, error: impl ToString) -> HearthError {
-    HearthError::Persistence {
-        path: dir.to_path_buf(),
-        message: error.to_string(),
     }
 }
 
@@ -309,7 +303,7 @@ impl PipelineModel {
             .enumerate()
             .map(|(index, stage)| match stage {
                 PipelineStage::Transformer(transformer) => Ok(transformer),
-                PipelineStage::Estimator(estimator) => Err(nested_error(
+                PipelineStage::Estimator(estimator) => Err(HearthError::persistence(
                     file,
                     format!(
                         "stage {index} ({}) is an estimator; a pipeline model holds fitted stages only",
@@ -326,7 +320,8 @@ impl PipelineModel {
 
     /// A pipeline model nested in another's `pipeline.json`, its stages' data in `dir`.
     pub(crate) fn from_entry(params: serde_json::Value, dir: &Path) -> Result<Self> {
-        let document = Document::deserialize(params).map_err(|e| nested_error(dir, e))?;
+        let document = Document::deserialize(params)
+            .map_err(|e| HearthError::persistence(dir, "cannot read the nested pipeline model").caused_by(e))?;
         Self::from_document(document, dir, dir)
     }
 }

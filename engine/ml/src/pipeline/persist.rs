@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::classes::loader;
+use super::classes::{loader, unknown_class};
 use super::stage::PipelineStage;
 use crate::error::{HearthError, Result};
 use crate::stage::Stage;
@@ -27,13 +27,6 @@ pub const PIPELINE_FILE: &str = "pipeline.json";
 
 /// The folder of a saved pipeline that holds its stages' data.
 const STAGES_DIR: &str = "stages";
-
-fn failed(path: &Path, message: impl ToString) -> HearthError {
-    HearthError::Persistence {
-        path: path.to_path_buf(),
-        message: message.to_string(),
-    }
-}
 
 /// Where the data of stage `index` of a pipeline saved in `dir` lives.
 fn data_dir(dir: &Path, index: usize, uid: &str) -> PathBuf {
@@ -59,11 +52,11 @@ pub(crate) fn stage_entries<'a>(stages: impl Iterator<Item = &'a dyn Stage>) -> 
             match stage.params()? {
                 Value::Object(params) => entry.extend(params),
                 other => {
-                    return Err(HearthError::InvalidParam {
-                        stage: stage.uid().to_string(),
-                        param: "params",
-                        message: format!("must be a JSON object, got {other}"),
-                    });
+                    return Err(HearthError::invalid_param(
+                        stage.uid(),
+                        "params",
+                        format!("must be a JSON object, got {other}"),
+                    ));
                 }
             }
             Ok(Value::Object(entry))
@@ -77,9 +70,10 @@ pub(crate) fn save_stage_data<'a>(dir: &Path, stages: impl Iterator<Item = &'a d
         if stage.has_data() {
             let data = data_dir(dir, index, stage.uid());
             if data.exists() {
-                fs::remove_dir_all(&data).map_err(|e| failed(&data, format!("cannot replace it: {e}")))?;
+                fs::remove_dir_all(&data)
+                    .map_err(|e| HearthError::persistence(&data, "cannot replace it").caused_by(e))?;
             }
-            fs::create_dir_all(&data).map_err(|e| failed(&data, format!("cannot create it: {e}")))?;
+            fs::create_dir_all(&data).map_err(|e| HearthError::persistence(&data, "cannot create it").caused_by(e))?;
             stage.save_data(&data)?;
         }
     }
@@ -92,20 +86,27 @@ pub(crate) fn load_entries(entries: Vec<Value>, dir: &Path, file: &Path) -> Resu
         .into_iter()
         .enumerate()
         .map(|(index, entry)| {
-            let at = |message: String| failed(file, format!("stage {index}: {message}"));
             let Value::Object(mut params) = entry else {
-                return Err(at(format!("expected an object, got {entry}")));
+                return Err(HearthError::persistence(
+                    file,
+                    format!("stage {index}: expected an object, got {entry}"),
+                ));
             };
             let Some(Value::String(class)) = params.remove("class") else {
-                return Err(at("no \"class\" naming its type".to_string()));
+                return Err(HearthError::persistence(
+                    file,
+                    format!("stage {index}: no \"class\" naming its type"),
+                ));
             };
             let uid = params
                 .get("uid")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let load = loader(&class).map_err(at)?;
-            load(Value::Object(params), &data_dir(dir, index, &uid)).map_err(|e| at(format!("{class}: {e}")))
+            let load = loader(&class)
+                .ok_or_else(|| HearthError::persistence(file, format!("stage {index}: {}", unknown_class(&class))))?;
+            load(Value::Object(params), &data_dir(dir, index, &uid))
+                .map_err(|e| HearthError::persistence(file, format!("stage {index}: {class}")).caused_by(e))
         })
         .collect()
 }
@@ -152,10 +153,11 @@ pub(crate) fn write_document<'a>(
         document.insert("cache_input".to_string(), cache.into());
     }
     document.insert("stages".to_string(), Value::Array(stage_entries(stages.clone())?));
-    let json = serde_json::to_string_pretty(&Value::Object(document)).map_err(|e| failed(dir, e))?;
+    let json = serde_json::to_string_pretty(&Value::Object(document))
+        .map_err(|e| HearthError::persistence(dir, "cannot write the pipeline as JSON").caused_by(e))?;
     save_stage_data(dir, stages)?;
     let file = dir.join(PIPELINE_FILE);
-    fs::write(&file, json + "\n").map_err(|e| failed(&file, e))
+    fs::write(&file, json + "\n").map_err(|e| HearthError::persistence(&file, "cannot write it").caused_by(e))
 }
 
 /// Reads the document of `format` at `path` (a directory or the JSON file itself); returns it with the
@@ -167,19 +169,24 @@ pub(crate) fn read_document(path: &Path, format: &str) -> Result<(Document, Path
         path.to_path_buf()
     };
     let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let text = fs::read_to_string(&file).map_err(|e| failed(&file, e))?;
-    let header: Value = serde_json::from_str(&text).map_err(|e| failed(&file, format!("not JSON: {e}")))?;
+    let text = fs::read_to_string(&file).map_err(|e| HearthError::persistence(&file, "cannot read it").caused_by(e))?;
+    let header: Value =
+        serde_json::from_str(&text).map_err(|e| HearthError::persistence(&file, "not JSON").caused_by(e))?;
     let found = header.get("format").and_then(Value::as_str).unwrap_or("");
     if found != format {
-        return Err(failed(&file, format!("holds a {found:?}, expected a {format:?}")));
+        return Err(HearthError::persistence(
+            &file,
+            format!("holds a {found:?}, expected a {format:?}"),
+        ));
     }
     let version = header.get("version").and_then(Value::as_u64).unwrap_or(0);
     if version != u64::from(FORMAT_VERSION) {
-        return Err(failed(
+        return Err(HearthError::persistence(
             &file,
             format!("format version {version}; this build reads version {FORMAT_VERSION}"),
         ));
     }
-    let document = serde_json::from_value(header).map_err(|e| failed(&file, e))?;
+    let document =
+        serde_json::from_value(header).map_err(|e| HearthError::persistence(&file, "unreadable").caused_by(e))?;
     Ok((document, dir, file))
 }

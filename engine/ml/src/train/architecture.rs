@@ -7,6 +7,8 @@ use hearth_torch::model::{Activation, Layer, ModelSpec};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{HearthError, Result};
+
 /// The network a classifier trains, given the feature width and the number of classes. Its parameters are
 /// saved with the classifier (flat, in camelCase).
 pub trait Architecture:
@@ -18,8 +20,9 @@ pub trait Architecture:
     /// The regressor's class name.
     const REGRESSOR: &'static str;
 
-    /// The spec for `inputs` features and `outputs` outputs (the classes, or 1).
-    fn spec(&self, inputs: usize, outputs: usize) -> Result<ModelSpec, String>;
+    /// The spec for `inputs` features and `outputs` outputs (the classes, or 1); an error names the stage
+    /// `uid` (the estimator's) and its parameter that does not fit.
+    fn spec(&self, uid: &str, inputs: usize, outputs: usize) -> Result<ModelSpec>;
 }
 
 /// A multi-layer perceptron: dense hidden layers with an activation and dropout (default: one hidden layer
@@ -46,7 +49,7 @@ impl Architecture for Mlp {
     const CLASSIFIER: &'static str = "MlpClassifier";
     const REGRESSOR: &'static str = "MlpRegressor";
 
-    fn spec(&self, inputs: usize, outputs: usize) -> Result<ModelSpec, String> {
+    fn spec(&self, _uid: &str, inputs: usize, outputs: usize) -> Result<ModelSpec> {
         Ok(ModelSpec::Mlp {
             inputs,
             hidden: self.hidden_layers.clone(),
@@ -65,7 +68,7 @@ impl Architecture for Linear {
     const CLASSIFIER: &'static str = "LinearClassifier";
     const REGRESSOR: &'static str = "LinearRegressor";
 
-    fn spec(&self, inputs: usize, outputs: usize) -> Result<ModelSpec, String> {
+    fn spec(&self, _uid: &str, inputs: usize, outputs: usize) -> Result<ModelSpec> {
         Ok(ModelSpec::Linear { inputs, outputs })
     }
 }
@@ -83,26 +86,37 @@ impl Architecture for Sequential {
     const CLASSIFIER: &'static str = "SequentialClassifier";
     const REGRESSOR: &'static str = "SequentialRegressor";
 
-    fn spec(&self, inputs: usize, outputs: usize) -> Result<ModelSpec, String> {
+    fn spec(&self, uid: &str, inputs: usize, outputs: usize) -> Result<ModelSpec> {
         let input_shape = if self.input_shape.is_empty() {
             vec![inputs]
         } else {
             self.input_shape.clone()
         };
         if input_shape.iter().product::<usize>() != inputs {
-            return Err(format!(
-                "input shape {input_shape:?} holds {} values, but the feature vectors have {inputs}",
-                input_shape.iter().product::<usize>()
+            return Err(HearthError::invalid_param(
+                uid,
+                "layers",
+                format!(
+                    "input shape {input_shape:?} holds {} values, but the feature vectors have {inputs}",
+                    input_shape.iter().product::<usize>()
+                ),
             ));
         }
         let spec = ModelSpec::Sequential {
             input_shape,
             layers: self.layers.clone(),
         };
-        let last = spec.outputs().map_err(|e| e.to_string())?;
+        let last = spec
+            .outputs()
+            .map_err(|e| HearthError::invalid_param(uid, "layers", "cannot be built").caused_by(e))?;
         if last != outputs {
-            return Err(format!(
-                "the last layer has {last} outputs, but {outputs} are needed (one per class, or one for a regressor)"
+            return Err(HearthError::invalid_param(
+                uid,
+                "layers",
+                format!(
+                    "the last layer has {last} outputs, but {outputs} are needed (one per class, or one for a \
+                     regressor)"
+                ),
             ));
         }
         Ok(spec)

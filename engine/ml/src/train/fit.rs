@@ -28,10 +28,8 @@ pub(crate) async fn train(
     args: &TrainArgs,
     options: &BarrierOptions,
 ) -> Result<(ModelArtifact, TrainingSummary)> {
-    let json = serde_json::to_string(args).map_err(|e| HearthError::Barrier {
-        job: TRAIN_FUNCTION.to_string(),
-        message: format!("cannot write the training arguments: {e}"),
-    })?;
+    let json = serde_json::to_string(args)
+        .map_err(|e| HearthError::barrier(TRAIN_FUNCTION, "cannot write the training arguments").caused_by(e))?;
     let mut stage = BarrierStage::new(TRAIN_FUNCTION, json).options(options.clone());
     if let Some(progress) = progress_of(df) {
         stage = stage.on_upload(on_checkpoint(progress, uid.to_string(), args.options.settings.epochs));

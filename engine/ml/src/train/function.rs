@@ -110,9 +110,10 @@ impl BarrierFunction for TrainFunction {
         // A driver that cannot take a checkpoint is gone: training for it would be wasted, so the rank stops.
         let driver_lost = RefCell::new(None);
         let send_checkpoint = |checkpoint: &Checkpoint| {
-            let sent = checkpoint
-                .to_bytes()
-                .and_then(|bytes| driver.send(checkpoint.epoch, &bytes).map_err(|e| e.to_string()));
+            let sent = match checkpoint.to_bytes() {
+                Ok(bytes) => driver.send(checkpoint.epoch, &bytes).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
             if let Err(e) = sent {
                 *driver_lost.borrow_mut() = Some(format!("the checkpoint of epoch {}: {e}", checkpoint.epoch));
                 cancelled.store(true, Ordering::Relaxed);

@@ -284,39 +284,25 @@ impl<A: Architecture, T: Task> Network<A, T> {
         Ok(wanted.max(self.barrier.gpus_per_task))
     }
 
-    fn invalid(&self, param: &'static str, message: impl ToString) -> HearthError {
-        HearthError::InvalidParam {
-            stage: self.uid.clone(),
-            param,
-            message: message.to_string(),
-        }
-    }
-
-    fn schema_error(&self, column: &str, message: impl ToString) -> HearthError {
-        HearthError::Schema {
-            stage: self.uid.clone(),
-            column: column.to_string(),
-            message: message.to_string(),
-        }
-    }
-
     /// The feature width, after checking the input columns; and the columns the trainers get.
     fn training_columns(&self, df: &DataFrame) -> Result<(usize, Vec<Expr>)> {
         let schema = df.schema();
         let features = schema
             .field_with_unqualified_name(&self.features_col)
-            .map_err(|_| self.schema_error(&self.features_col, "no such column"))?;
+            .map_err(|_| HearthError::schema(&self.uid, &self.features_col, "no such column"))?;
         let inputs = vector_dim(features.data_type()).ok_or_else(|| {
-            self.schema_error(
+            HearthError::schema(
+                &self.uid,
                 &self.features_col,
                 format!("must be a vector column, got {}", features.data_type()),
             )
         })?;
         let label = schema
             .field_with_unqualified_name(&self.label_col)
-            .map_err(|_| self.schema_error(&self.label_col, "no such column"))?;
+            .map_err(|_| HearthError::schema(&self.uid, &self.label_col, "no such column"))?;
         if !label.data_type().is_numeric() {
-            return Err(self.schema_error(
+            return Err(HearthError::schema(
+                &self.uid,
                 &self.label_col,
                 format!("must be numeric class indices, got {}", label.data_type()),
             ));
@@ -328,9 +314,10 @@ impl<A: Architecture, T: Task> Network<A, T> {
         if let Some(indicator) = &self.validation_indicator_col {
             let field = schema
                 .field_with_unqualified_name(indicator)
-                .map_err(|_| self.schema_error(indicator, "no such column"))?;
+                .map_err(|_| HearthError::schema(&self.uid, indicator, "no such column"))?;
             if field.data_type() != &DataType::Boolean {
-                return Err(self.schema_error(
+                return Err(HearthError::schema(
+                    &self.uid,
                     indicator,
                     format!("a validation indicator must be boolean, got {}", field.data_type()),
                 ));
@@ -340,9 +327,10 @@ impl<A: Architecture, T: Task> Network<A, T> {
         if let Some(weight) = &self.weight_col {
             let field = schema
                 .field_with_unqualified_name(weight)
-                .map_err(|_| self.schema_error(weight, "no such column"))?;
+                .map_err(|_| HearthError::schema(&self.uid, weight, "no such column"))?;
             if !field.data_type().is_numeric() {
-                return Err(self.schema_error(
+                return Err(HearthError::schema(
+                    &self.uid,
                     weight,
                     format!("sample weights must be numeric, got {}", field.data_type()),
                 ));
@@ -368,7 +356,7 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
         self.training
             .strategy
             .check(self.training.scaled_learning_rate(workers))
-            .map_err(|message| self.invalid("strategy", message))?;
+            .map_err(|e| HearthError::invalid_param(&self.uid, "strategy", "is not usable").caused_by(e))?;
         let barrier = BarrierOptions {
             workers,
             gpus_per_task: self.gpus_per_task(&info).await?,
@@ -376,14 +364,15 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
         };
         let (inputs, columns) = self.training_columns(df)?;
         if self.training.epochs == 0 || self.training.batch_size == 0 {
-            return Err(self.invalid("epochs", "epochs and batch size must be at least 1"));
+            return Err(HearthError::invalid_param(
+                &self.uid,
+                "epochs",
+                "epochs and batch size must be at least 1",
+            ));
         }
         let training = df.clone().select(columns)?;
         let outputs = self.task.outputs(&self.uid, &self.label_col, &training).await?;
-        let spec = self
-            .architecture
-            .spec(inputs, outputs)
-            .map_err(|message| self.invalid("layers", message))?;
+        let spec = self.architecture.spec(&self.uid, inputs, outputs)?;
         let args = TrainArgs {
             options: TrainOptions {
                 model: spec,

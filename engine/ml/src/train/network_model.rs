@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::fit::TrainingSummary;
-use super::trained::{TrainedNetwork, persistence};
+use super::trained::TrainedNetwork;
 use crate::error::{HearthError, Result};
 use crate::pipeline::{IntoPipelineStage, MlWriter, PipelineStage, StageClass};
 use crate::stage::{Stage, Transformer, to_params};
@@ -168,7 +168,8 @@ impl<O: Outputs> NetworkModel<O> {
 
     /// The model a pipeline saved: its columns from `pipeline.json`, the rest from its directory.
     pub(crate) fn load_stage(params: serde_json::Value, dir: &Path) -> Result<Self> {
-        let columns: O = serde_json::from_value(params).map_err(|e| persistence(dir, e))?;
+        let columns: O = serde_json::from_value(params)
+            .map_err(|e| HearthError::persistence(dir, "cannot read the model's columns").caused_by(e))?;
         let mut model = Self::load(dir)?;
         model.columns = columns;
         Ok(model)
@@ -196,11 +197,7 @@ impl<O: Outputs> Transformer for NetworkModel<O> {
     fn transform(&self, df: &DataFrame) -> Result<DataFrame> {
         let features = self.features_col();
         if df.schema().index_of_column_by_name(None, features).is_none() {
-            return Err(HearthError::Schema {
-                stage: self.network.uid().to_string(),
-                column: features.to_string(),
-                message: "no such column".to_string(),
-            });
+            return Err(HearthError::schema(self.network.uid(), features, "no such column"));
         }
         self.columns.add(df.clone(), self.network.predict(ident(features)))
     }

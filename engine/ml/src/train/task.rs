@@ -38,14 +38,6 @@ pub trait Task:
     fn columns(&self, columns: ModelColumns) -> Self::Outputs;
 }
 
-fn label_error(stage: &str, label: &str, message: impl Into<String>) -> HearthError {
-    HearthError::Schema {
-        stage: stage.to_string(),
-        column: label.to_string(),
-        message: message.into(),
-    }
-}
-
 /// The lowest and highest label, after checking there is a row with one.
 async fn label_range(stage: &str, label: &str, training: &DataFrame) -> Result<(f64, f64)> {
     let batches = training
@@ -63,11 +55,11 @@ async fn label_range(stage: &str, label: &str, training: &DataFrame) -> Result<(
     let batch = batches
         .iter()
         .find(|b| b.num_rows() > 0)
-        .ok_or_else(|| label_error(stage, label, "the data frame has no rows"))?;
+        .ok_or_else(|| HearthError::schema(stage, label, "the data frame has no rows"))?;
     let lowest = batch.column(0).as_primitive::<Float64Type>();
     let highest = batch.column(1).as_primitive::<Float64Type>();
     if lowest.is_null(0) {
-        return Err(label_error(stage, label, "no rows with a label to train on"));
+        return Err(HearthError::schema(stage, label, "no rows with a label to train on"));
     }
     Ok((lowest.value(0), highest.value(0)))
 }
@@ -103,7 +95,7 @@ impl Task for Classification {
     async fn outputs(&self, stage: &str, label: &str, training: &DataFrame) -> Result<usize> {
         let (lowest, highest) = label_range(stage, label, training).await?;
         if lowest < 0.0 || highest.fract() != 0.0 || !highest.is_finite() {
-            return Err(label_error(
+            return Err(HearthError::schema(
                 stage,
                 label,
                 format!("labels must be class indices 0, 1, …; found values from {lowest} to {highest}"),
@@ -138,7 +130,7 @@ impl Task for Regression {
     async fn outputs(&self, stage: &str, label: &str, training: &DataFrame) -> Result<usize> {
         let (lowest, highest) = label_range(stage, label, training).await?;
         if !lowest.is_finite() || !highest.is_finite() {
-            return Err(label_error(
+            return Err(HearthError::schema(
                 stage,
                 label,
                 format!("targets must be finite numbers; found values from {lowest} to {highest}"),

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::logical_expr::{Expr, ScalarUDF};
-use hearth_torch::artifact::{ArtifactError, ModelArtifact};
+use hearth_torch::artifact::ModelArtifact;
 use hearth_torch::model::ModelSpec;
 use hearth_torch::train::{EpochStats, Strategy};
 use serde::de::DeserializeOwned;
@@ -40,21 +40,6 @@ fn fresh_uid() -> String {
     crate::params::new_uid("NetworkModel")
 }
 
-pub(crate) fn persistence(path: &Path, message: impl ToString) -> HearthError {
-    HearthError::Persistence {
-        path: path.to_path_buf(),
-        message: message.to_string(),
-    }
-}
-
-/// An artifact's error as the engine's: a fault of one of its files names that file alone.
-fn artifact_error(dir: &Path, error: ArtifactError) -> HearthError {
-    match error {
-        ArtifactError::File { path, message } => HearthError::Persistence { path, message },
-        other => persistence(dir, other),
-    }
-}
-
 /// A trained network: its uid (the estimator's), the artifact, the SQL function bound to it (built once, so
 /// every query of the model shares one loaded network), and the training summary.
 #[derive(Clone, Debug)]
@@ -67,10 +52,9 @@ pub struct TrainedNetwork {
 
 impl TrainedNetwork {
     pub(crate) fn new(uid: String, artifact: ModelArtifact, summary: TrainingSummary) -> Result<Self> {
-        let bytes = artifact.to_bytes().map_err(|e| HearthError::Barrier {
-            job: uid.clone(),
-            message: e.to_string(),
-        })?;
+        let bytes = artifact
+            .to_bytes()
+            .map_err(|e| HearthError::barrier(&uid, "cannot serialise the trained network").caused_by(e))?;
         let function = Arc::new(ScalarUDF::from(NetworkUdf::new(bytes)?));
         Ok(Self {
             uid,
@@ -139,23 +123,29 @@ impl TrainedNetwork {
 
     /// Writes the artifact and `training.json` (with `columns`) into `dir`, a directory being staged.
     pub(crate) fn write_into<C: Serialize>(&self, dir: &Path, columns: &C) -> Result<()> {
-        self.artifact.write_into(dir).map_err(|e| artifact_error(dir, e))?;
+        self.artifact
+            .write_into(dir)
+            .map_err(|e| HearthError::persistence(dir, "cannot write the trained network").caused_by(e))?;
         let saved = SavedTrainingRef {
             uid: &self.uid,
             columns,
             summary: &self.summary,
         };
         let path = dir.join(TRAINING_FILE);
-        let json = serde_json::to_string_pretty(&saved).map_err(|e| persistence(&path, e))?;
-        std::fs::write(&path, json + "\n").map_err(|e| persistence(&path, e))
+        let json = serde_json::to_string_pretty(&saved)
+            .map_err(|e| HearthError::persistence(&path, "cannot write the training summary as JSON").caused_by(e))?;
+        std::fs::write(&path, json + "\n").map_err(|e| HearthError::persistence(&path, "cannot write it").caused_by(e))
     }
 
     /// Reads what [`TrainedNetwork::save`] wrote, and the columns.
     pub(crate) fn load<C: DeserializeOwned>(dir: &Path) -> Result<(Self, C)> {
-        let artifact = ModelArtifact::load(dir).map_err(|e| artifact_error(dir, e))?;
+        let artifact = ModelArtifact::load(dir)
+            .map_err(|e| HearthError::persistence(dir, "cannot load the trained network").caused_by(e))?;
         let path = dir.join(TRAINING_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| persistence(&path, e))?;
-        let saved: SavedTraining<C> = serde_json::from_str(&text).map_err(|e| persistence(&path, e))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| HearthError::persistence(&path, "cannot read it").caused_by(e))?;
+        let saved: SavedTraining<C> =
+            serde_json::from_str(&text).map_err(|e| HearthError::persistence(&path, "unreadable").caused_by(e))?;
         Ok((Self::new(saved.uid, artifact, saved.summary)?, saved.columns))
     }
 }

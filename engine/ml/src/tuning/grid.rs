@@ -33,7 +33,8 @@ pub type ParamMap = BTreeMap<String, Value>;
 #[derive(Clone, Debug, Default)]
 pub struct ParamGridBuilder {
     grid: Vec<(String, Vec<Value>)>,
-    invalid: Option<String>,
+    /// A parameter given a value that cannot be written as JSON, and why.
+    unwritable: Option<(String, Arc<serde_json::Error>)>,
 }
 
 impl ParamGridBuilder {
@@ -48,7 +49,7 @@ impl ParamGridBuilder {
         for value in values {
             match serde_json::to_value(value) {
                 Ok(value) => json.push(value),
-                Err(e) => self.invalid = Some(format!("{param}: a value cannot be written as JSON: {e}")),
+                Err(e) => self.unwritable = Some((param.to_string(), Arc::new(e))),
             }
         }
         self.grid.retain(|(name, _)| name != param);
@@ -58,13 +59,22 @@ impl ParamGridBuilder {
 
     /// Every combination, the last parameter added varying fastest. A parameter with no values is an error.
     pub fn build(&self) -> Result<Vec<ParamMap>> {
-        if let Some(message) = &self.invalid {
-            return Err(invalid(message.clone()));
+        if let Some((param, error)) = &self.unwritable {
+            return Err(HearthError::invalid_param(
+                "ParamGridBuilder",
+                "grid",
+                format!("{param}: a value cannot be written as JSON"),
+            )
+            .caused_by(Arc::clone(error)));
         }
         let mut points = vec![ParamMap::new()];
         for (param, values) in &self.grid {
             if values.is_empty() {
-                return Err(invalid(format!("{param}: no values to try")));
+                return Err(HearthError::invalid_param(
+                    "ParamGridBuilder",
+                    "grid",
+                    format!("{param}: no values to try"),
+                ));
             }
             points = points
                 .into_iter()
@@ -78,14 +88,6 @@ impl ParamGridBuilder {
                 .collect();
         }
         Ok(points)
-    }
-}
-
-fn invalid(message: String) -> HearthError {
-    HearthError::InvalidParam {
-        stage: "ParamGridBuilder".to_string(),
-        param: "grid",
-        message,
     }
 }
 
@@ -108,40 +110,42 @@ fn invalid(message: String) -> HearthError {
 pub fn with_params(estimator: &dyn EstimatorStage, params: &ParamMap) -> Result<Arc<dyn EstimatorStage>> {
     let mut saved = estimator.params()?;
     for (path, value) in params {
-        set_path(&mut saved, path, value.clone()).map_err(|message| HearthError::InvalidParam {
-            stage: estimator.uid().to_string(),
-            param: "params",
-            message,
-        })?;
+        set_path(estimator.uid(), &mut saved, path, value.clone())?;
     }
     match rebuild_stage(estimator.class(), saved, Path::new(""))? {
         PipelineStage::Estimator(rebuilt) => Ok(rebuilt),
-        PipelineStage::Transformer(_) => Err(HearthError::InvalidParam {
-            stage: estimator.uid().to_string(),
-            param: "params",
-            message: format!(
+        PipelineStage::Transformer(_) => Err(HearthError::invalid_param(
+            estimator.uid(),
+            "params",
+            format!(
                 "class {} rebuilds as a transformer, not an estimator",
                 estimator.class()
             ),
-        }),
+        )),
     }
 }
 
-/// Replaces the value at a dotted `path` of `document`.
-fn set_path(document: &mut Value, path: &str, value: Value) -> std::result::Result<(), String> {
+/// Replaces the value at a dotted `path` of `document`, the saved form of the stage `uid`.
+fn set_path(uid: &str, document: &mut Value, path: &str, value: Value) -> Result<()> {
     let mut current = document;
     let parts: Vec<&str> = path.split('.').collect();
     for (depth, part) in parts.iter().enumerate() {
         let Value::Object(object) = current else {
-            return Err(format!("{:?}: {:?} is not an object", path, parts[..depth].join(".")));
+            let message = format!("{:?}: {:?} is not an object", path, parts[..depth].join("."));
+            return Err(HearthError::invalid_param(uid, "params", message));
         };
         if !object.contains_key(*part) {
             let mut known: Vec<&str> = object.keys().map(String::as_str).collect();
             known.sort_unstable();
-            return Err(format!("no parameter {path:?} (at this level: {})", known.join(", ")));
+            let message = format!("no parameter {path:?} (at this level: {})", known.join(", "));
+            return Err(HearthError::invalid_param(uid, "params", message));
         }
         let Some(next) = object.get_mut(*part) else {
-            return Err(format!("no parameter {path:?}"));
+            return Err(HearthError::invalid_param(
+                uid,
+                "params",
+                format!("no parameter {path:?}"),
+            ));
         };
         current = next;
     }

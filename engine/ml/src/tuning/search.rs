@@ -140,10 +140,7 @@ mod tests {
         let runs = run_candidates((0..6).map(|i| (i / 2, i)), 3, |i: usize| async move {
             tokio::time::sleep(std::time::Duration::from_millis((6 - i as u64) * 5)).await;
             match i {
-                3 => Err(HearthError::Barrier {
-                    job: "trial".to_string(),
-                    message: "fold failed".to_string(),
-                }),
+                3 => Err(HearthError::barrier("trial", "fold failed")),
                 _ => Ok(i),
             }
         })
@@ -162,10 +159,7 @@ mod tests {
             started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             async move {
                 match i {
-                    2 => Err(HearthError::Barrier {
-                        job: "trial".to_string(),
-                        message: "fit failed".to_string(),
-                    }),
+                    2 => Err(HearthError::barrier("trial", "fit failed")),
                     _ => Ok(i),
                 }
             }

@@ -111,23 +111,29 @@ impl Tuner {
         }
     }
 
-    fn invalid(&self, param: &'static str, message: String) -> HearthError {
-        HearthError::InvalidParam {
-            stage: self.name.to_string(),
-            param,
-            message,
+    /// Refuses a grid with no points and a parallelism of 0.
+    fn check(&self) -> Result<()> {
+        if self.grid.is_empty() {
+            return Err(HearthError::invalid_param(
+                self.name,
+                "estimatorParamMaps",
+                "the grid has no points",
+            ));
         }
+        if self.parallelism == 0 {
+            return Err(HearthError::invalid_param(
+                self.name,
+                "parallelism",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
     }
 
     /// Fits every grid point on each `(train, validation)` split, `parallelism` fits at a time, then the best
     /// point on `all`.
     async fn run(&self, all: &DataFrame, splits: Vec<(DataFrame, DataFrame)>) -> Result<TuningModel> {
-        if self.grid.is_empty() {
-            return Err(self.invalid("estimatorParamMaps", "the grid has no points".to_string()));
-        }
-        if self.parallelism == 0 {
-            return Err(self.invalid("parallelism", "must be at least 1".to_string()));
-        }
+        self.check()?;
         let estimators: Vec<Arc<dyn EstimatorStage>> = self
             .grid
             .iter()
@@ -146,12 +152,12 @@ impl Tuner {
                 let model = estimator
                     .fit_stage(train)
                     .await
-                    .map_err(|e| self.trial_failed(index, e))?;
+                    .map_err(|e| self.trial_failed(index, "fitting its model", e))?;
                 let scored = model.transform(validation)?;
                 self.evaluator
                     .evaluate_frame(&scored)
                     .await
-                    .map_err(|e| self.trial_failed(index, e))
+                    .map_err(|e| self.trial_failed(index, "evaluating its model", e))
             },
         )
         .await?;
@@ -196,11 +202,10 @@ impl Tuner {
         })
     }
 
-    fn trial_failed(&self, index: usize, error: HearthError) -> HearthError {
-        HearthError::Barrier {
-            job: format!("{} trial {index} ({})", self.name, describe(&self.grid[index])),
-            message: error.to_string(),
-        }
+    /// Trial `index` failed `doing` something, with `error`.
+    fn trial_failed(&self, index: usize, doing: &str, error: HearthError) -> HearthError {
+        let job = format!("{} trial {index} ({})", self.name, describe(&self.grid[index]));
+        HearthError::barrier(job, doing).caused_by(error)
     }
 }
 
@@ -287,7 +292,8 @@ impl TrainValidationSplit {
     /// Runs the trials and refits the best on all of `df`.
     pub async fn fit(&self, df: &DataFrame) -> Result<TuningModel> {
         if !(self.train_ratio > 0.0 && self.train_ratio < 1.0) {
-            return Err(self.tuner.invalid(
+            return Err(HearthError::invalid_param(
+                self.tuner.name,
                 "trainRatio",
                 format!("must be between 0 and 1, got {}", self.train_ratio),
             ));
@@ -335,9 +341,11 @@ impl CrossValidator {
     /// Runs every fold of every trial and refits the best on all of `df`.
     pub async fn fit(&self, df: &DataFrame) -> Result<TuningModel> {
         if self.num_folds < 2 {
-            return Err(self
-                .tuner
-                .invalid("numFolds", format!("must be at least 2, got {}", self.num_folds)));
+            return Err(HearthError::invalid_param(
+                self.tuner.name,
+                "numFolds",
+                format!("must be at least 2, got {}", self.num_folds),
+            ));
         }
         let all = cached(df).await?;
         let folds = all.random_split(&vec![1.0; self.num_folds], self.tuner.seed)?;

@@ -21,6 +21,7 @@ use rcgen::{
 };
 
 use super::CommandResult;
+use super::failed::Failed;
 
 /// `hearth cluster certs`'s arguments.
 #[derive(Debug, Args)]
@@ -37,7 +38,7 @@ pub struct CertsArgs {
 
 /// Writes a new authority and a fleet certificate signed by it into `args.out`.
 pub fn run(args: CertsArgs) -> CommandResult {
-    let failed = |e: rcgen::Error| format!("cannot make the certificates: {e}");
+    let failed = |e: rcgen::Error| Failed::because("cannot make the certificates", e);
     let mut authority = CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
     authority.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     authority.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
@@ -69,7 +70,7 @@ pub fn run(args: CertsArgs) -> CommandResult {
         .signed_by(&key, &Issuer::new(authority, authority_key))
         .map_err(failed)?;
 
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out).map_err(|e| Failed::file(&args.out, e))?;
     if let Some(taken) = [CA_FILE, CERT_FILE, KEY_FILE]
         .iter()
         .map(|name| args.out.join(name))
@@ -94,14 +95,14 @@ pub fn run(args: CertsArgs) -> CommandResult {
 }
 
 /// Writes `text` to a new file `path` with `mode`; an existing file is left as it is and named.
-fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), String> {
+fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), Failed> {
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(mode)
         .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| Failed::file(path, e))?;
     file.write_all(text.as_bytes())
         .and_then(|()| file.sync_all())
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| Failed::file(path, e))
 }

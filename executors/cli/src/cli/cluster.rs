@@ -10,6 +10,7 @@
 //! STATE_DIR/scheduler/jobs/     cluster-mode jobs (hearth submit --deploy-mode cluster)
 //! ```
 
+use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ use hearth_engine::ballista::{
 use hearth_engine::host::address_towards;
 
 use super::certs::CertsArgs;
+use super::failed::Failed;
 use super::fleet_record::{
     ClusterRecord, SECRET_FILE, StateDir, TLS_DIR, fleet_access, read_record, record_file, write_record,
 };
@@ -92,8 +94,8 @@ pub async fn run(command: ClusterCommand) -> CommandResult {
 }
 
 /// The hosts of a hosts file.
-fn read_hosts(file: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+fn read_hosts(file: &Path) -> Result<Vec<String>, Failed> {
+    let text = std::fs::read_to_string(file).map_err(|e| Failed::file(file, e))?;
     let hosts: Vec<String> = text
         .lines()
         .map(|line| line.split('#').next().unwrap_or("").trim())
@@ -101,26 +103,29 @@ fn read_hosts(file: &Path) -> Result<Vec<String>, String> {
         .map(str::to_string)
         .collect();
     if hosts.is_empty() {
-        return Err(format!("{}: no hosts (one host name per line)", file.display()));
+        return Err(Failed::new(format!(
+            "{}: no hosts (one host name per line)",
+            file.display()
+        )));
     }
     Ok(hosts)
 }
 
 /// A host's address, as this machine resolves it.
-fn resolve(host: &str) -> Result<IpAddr, String> {
+fn resolve(host: &str) -> Result<IpAddr, Failed> {
     (host, 0)
         .to_socket_addrs()
-        .map_err(|e| format!("host {host}: {e}"))?
+        .map_err(|e| Failed::because(format!("host {host}"), e))?
         .map(|address| address.ip())
         .min_by_key(IpAddr::is_ipv6)
-        .ok_or_else(|| format!("host {host}: no address"))
+        .ok_or_else(|| Failed::new(format!("host {host}: no address")))
 }
 
 async fn start(args: StartArgs) -> CommandResult {
     let dir = args.state.path()?;
     refuse_running_fleet(&dir)?;
     let logs = dir.join("logs");
-    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    std::fs::create_dir_all(&logs).map_err(|e| Failed::file(&logs, e))?;
     let hosts = args.hosts.as_deref().map(read_hosts).transpose()?;
     let program = std::env::current_exe()?;
     let (bind, advertised) = scheduler_address(args.bind, hosts.as_deref())?;
@@ -158,7 +163,7 @@ async fn start(args: StartArgs) -> CommandResult {
     };
     if let Err(e) = launch.run(&args, hosts.as_deref(), advertised, &program).await {
         launch.abandon();
-        return Err(e.into());
+        return Err(e);
     }
     let master = &launch.record.master;
     let rest = SchedulerRest::with_access(master, &fleet_access(&dir)?)?;
@@ -171,19 +176,19 @@ async fn start(args: StartArgs) -> CommandResult {
 
 /// Refuses to start over a fleet recorded in `dir` whose processes still run (one that no longer runs is
 /// replaced, with a word).
-fn refuse_running_fleet(dir: &Path) -> Result<(), String> {
+fn refuse_running_fleet(dir: &Path) -> Result<(), Failed> {
     let Some(record) = read_record(dir)? else {
         return Ok(());
     };
     let alive: Vec<&Started> = record.processes().filter(|p| p.alive()).collect();
     if !alive.is_empty() {
         let pids: Vec<String> = alive.iter().map(|p| format!("{} {}", p.role, p.pid)).collect();
-        return Err(format!(
+        return Err(Failed::new(format!(
             "a fleet recorded in {} is already running (master {}; {}); stop it with `hearth cluster stop` first",
             dir.display(),
             record.master,
             pids.join(", ")
-        ));
+        )));
     }
     println!(
         "The fleet recorded in {} no longer runs; starting a new one.",
@@ -194,7 +199,7 @@ fn refuse_running_fleet(dir: &Path) -> Result<(), String> {
 
 /// Where the scheduler listens (`bind`, else loopback — every interface with hosts — on a free port) and
 /// the address it gives the executors: the bound one, or this machine's address towards the first host.
-fn scheduler_address(bind: Option<SocketAddr>, hosts: Option<&[String]>) -> Result<(SocketAddr, IpAddr), String> {
+fn scheduler_address(bind: Option<SocketAddr>, hosts: Option<&[String]>) -> Result<(SocketAddr, IpAddr), Failed> {
     let bind = bind.unwrap_or_else(|| match hosts {
         Some(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
         None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
@@ -203,7 +208,7 @@ fn scheduler_address(bind: Option<SocketAddr>, hosts: Option<&[String]>) -> Resu
         (false, _) => bind.ip(),
         (true, Some(hosts)) => {
             let first = SocketAddr::new(resolve(&hosts[0])?, 9);
-            address_towards(first).ok_or_else(|| format!("no route from this machine to {}", hosts[0]))?
+            address_towards(first).ok_or_else(|| Failed::new(format!("no route from this machine to {}", hosts[0])))?
         }
         (true, None) => IpAddr::V4(Ipv4Addr::LOCALHOST),
     };
@@ -213,11 +218,11 @@ fn scheduler_address(bind: Option<SocketAddr>, hosts: Option<&[String]>) -> Resu
 /// Checks the operator's TLS directory and keeps a copy of it at `kept` (the key readable by its owner
 /// alone), where the fleet's processes and clients find it; with none, removes what an earlier fleet kept
 /// there, so this fleet's clients speak plain TCP.
-fn keep_tls(given: Option<&Path>, kept: &Path) -> Result<Option<FleetTls>, String> {
+fn keep_tls(given: Option<&Path>, kept: &Path) -> Result<Option<FleetTls>, Box<dyn Error>> {
     use std::os::unix::fs::PermissionsExt;
 
     if kept.exists() {
-        std::fs::remove_dir_all(kept).map_err(|e| format!("{}: {e}", kept.display()))?;
+        std::fs::remove_dir_all(kept).map_err(|e| Failed::file(kept, e))?;
     }
     let Some(given) = given else {
         return Ok(None);
@@ -225,15 +230,15 @@ fn keep_tls(given: Option<&Path>, kept: &Path) -> Result<Option<FleetTls>, Strin
     FleetTls::read(given)?;
     let copy = |name: &str| {
         let (from, to) = (given.join(name), kept.join(name));
-        std::fs::copy(&from, &to).map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))
+        let copying = format!("copying {} to {}", from.display(), to.display());
+        std::fs::copy(&from, &to).map_err(|e| Failed::because(copying, e))
     };
-    std::fs::create_dir_all(kept).map_err(|e| format!("{}: {e}", kept.display()))?;
-    std::fs::set_permissions(kept, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| format!("{}: {e}", kept.display()))?;
+    std::fs::create_dir_all(kept).map_err(|e| Failed::file(kept, e))?;
+    std::fs::set_permissions(kept, std::fs::Permissions::from_mode(0o700)).map_err(|e| Failed::file(kept, e))?;
     for name in [CA_FILE, CERT_FILE, KEY_FILE] {
         copy(name)?;
     }
-    FleetTls::read(kept).map(Some)
+    Ok(Some(FleetTls::read(kept)?))
 }
 
 /// A fleet being started, recorded in its state directory after each process starts (so `hearth cluster
@@ -246,7 +251,7 @@ struct Launch {
 
 impl Launch {
     /// Adds an executor to the record.
-    fn started(&mut self, executor: Started) -> Result<(), String> {
+    fn started(&mut self, executor: Started) -> Result<(), Failed> {
         self.record.executors.push(executor);
         write_record(&self.dir, &self.record)
     }
@@ -259,7 +264,7 @@ impl Launch {
         hosts: Option<&[String]>,
         advertised: IpAddr,
         program: &Path,
-    ) -> Result<(), String> {
+    ) -> Result<(), Box<dyn Error>> {
         write_record(&self.dir, &self.record)?;
         let logs = self.dir.join("logs");
         let listening = self.scheduler_address(Duration::from_secs(30))?;
@@ -274,7 +279,7 @@ impl Launch {
                         executor_args(&scheduler, args.slots, args.gpus, &dir.join(format!("executor-{i}")));
                     executor_args.extend(["--bind".to_string(), resolve(host)?.to_string()]);
                     if let Some(tls) = &args.tls_dir {
-                        let tls = std::fs::canonicalize(tls).map_err(|e| format!("{}: {e}", tls.display()))?;
+                        let tls = std::fs::canonicalize(tls).map_err(|e| Failed::file(tls, e))?;
                         executor_args.extend(["--tls-dir".to_string(), tls.display().to_string()]);
                     }
                     let log = logs.join(format!("executor-{i}.log"));
@@ -284,7 +289,7 @@ impl Launch {
             }
             None => {
                 if args.executors == 0 {
-                    return Err("--executors must be at least 1".to_string());
+                    return Err("--executors must be at least 1".into());
                 }
                 let slots = args.slots.unwrap_or_else(|| (cores() / args.executors).max(1));
                 let shares = gpu_shares(args.gpus, args.executors)?;
@@ -309,35 +314,32 @@ impl Launch {
     }
 
     /// The address the scheduler prints once it listens.
-    fn scheduler_address(&self, timeout: Duration) -> Result<SocketAddr, String> {
+    fn scheduler_address(&self, timeout: Duration) -> Result<SocketAddr, Failed> {
         const LISTENING: &str = "hearth scheduler listening on ";
         let deadline = Instant::now() + timeout;
         loop {
             let log = std::fs::read_to_string(&self.record.scheduler.log).unwrap_or_default();
             if let Some(address) = log.lines().find_map(|line| line.strip_prefix(LISTENING)) {
-                return address
-                    .trim()
-                    .parse()
-                    .map_err(|e| format!("the scheduler printed an address hearth cannot read ({address}): {e}"));
+                let unreadable = format!("the scheduler printed an address hearth cannot read ({address})");
+                return address.trim().parse().map_err(|e| Failed::because(unreadable, e));
             }
             if !self.record.scheduler.alive() {
-                return Err(format!(
+                return Err(Failed::new(format!(
                     "the scheduler stopped before it listened; its log ({}) ends:\n{}",
                     self.record.scheduler.log.display(),
                     self.record.scheduler.log_tail(20)
-                ));
+                )));
             }
             if Instant::now() >= deadline {
-                return Err(format!("the scheduler did not listen within {timeout:?}"));
+                return Err(Failed::new(format!("the scheduler did not listen within {timeout:?}")));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
 
     /// Waits until every executor has registered and reported its resources.
-    async fn await_executors(&self, timeout: Duration) -> Result<(), String> {
-        let rest =
-            SchedulerRest::with_access(&self.record.master, &fleet_access(&self.dir)?).map_err(|e| e.to_string())?;
+    async fn await_executors(&self, timeout: Duration) -> Result<(), Box<dyn Error>> {
+        let rest = SchedulerRest::with_access(&self.record.master, &fleet_access(&self.dir)?)?;
         let deadline = Instant::now() + timeout;
         loop {
             let reported = match rest.get::<Vec<ExecutorResources>>(EXECUTORS_ROUTE).await {
@@ -354,7 +356,8 @@ impl Launch {
                     dead.pid,
                     dead.log.display(),
                     dead.log_tail(20)
-                ));
+                )
+                .into());
             }
             if Instant::now() >= deadline {
                 let executors: Vec<String> = self
@@ -376,7 +379,8 @@ impl Launch {
                     "{reported} of {} executors registered within {timeout:?}:\n{}",
                     self.record.executors.len(),
                     executors.join("\n")
-                ));
+                )
+                .into());
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -428,7 +432,7 @@ fn stop(dir: &Path) -> CommandResult {
     match record.scheduler.stop(STOP_GRACE) {
         Ok(true) => killed.push(format!("scheduler {}", record.scheduler.pid)),
         Ok(false) => {}
-        Err(e) => failed.push(e),
+        Err(e) => failed.push(e.to_string()),
     }
     std::thread::scope(|scope| {
         let stopping: Vec<_> = record
@@ -441,7 +445,7 @@ fn stop(dir: &Path) -> CommandResult {
                 match outcome {
                     Ok(true) => killed.push(format!("executor {}", executor.pid)),
                     Ok(false) => {}
-                    Err(e) => failed.push(e),
+                    Err(e) => failed.push(e.to_string()),
                 }
             }
         }
@@ -454,7 +458,7 @@ fn stop(dir: &Path) -> CommandResult {
         )
         .into());
     }
-    std::fs::remove_file(record_file(dir)).map_err(|e| format!("{}: {e}", record_file(dir).display()))?;
+    std::fs::remove_file(record_file(dir)).map_err(|e| Failed::file(&record_file(dir), e))?;
     println!(
         "Stopped the fleet {}: the scheduler (pid {}) and {} executors",
         record.master,
@@ -508,6 +512,7 @@ mod tests {
         assert!(
             read_hosts(&file)
                 .unwrap_err()
+                .to_string()
                 .ends_with("no hosts (one host name per line)")
         );
     }

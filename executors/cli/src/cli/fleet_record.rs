@@ -1,6 +1,7 @@
 //! Where `hearth cluster start` records a fleet — its state directory and `cluster.json` — and what the other
 //! commands read there: the master URL to talk to, and the fleet's secret and TLS.
 
+use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -8,6 +9,7 @@ use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls};
 use serde::{Deserialize, Serialize};
 
 use super::cache_dir;
+use super::failed::Failed;
 use super::processes::Started;
 
 /// The environment variable that moves the state directory.
@@ -23,11 +25,11 @@ pub struct StateDir {
 
 impl StateDir {
     /// The directory: the one given, else the default.
-    pub fn path(&self) -> Result<PathBuf, String> {
+    pub fn path(&self) -> Result<PathBuf, Failed> {
         self.state_dir
             .clone()
             .or_else(default_state_dir)
-            .ok_or_else(|| format!("no state directory: pass --state-dir or set {STATE_DIR_ENV}"))
+            .ok_or_else(|| Failed::new(format!("no state directory: pass --state-dir or set {STATE_DIR_ENV}")))
     }
 }
 
@@ -44,7 +46,7 @@ pub fn recorded_fleet_dir(master: Option<&str>) -> Option<PathBuf> {
 pub const SECRET_FILE: &str = "secret";
 
 /// How the `hearth` commands reach the fleet recorded in `dir`: with its secret, and its TLS when it has.
-pub fn fleet_access(dir: &Path) -> Result<FleetAccess, String> {
+pub fn fleet_access(dir: &Path) -> Result<FleetAccess, Box<dyn Error>> {
     let tls = dir.join(TLS_DIR);
     Ok(FleetAccess {
         secret: ClusterSecret::read(&dir.join(SECRET_FILE)).ok(),
@@ -88,41 +90,42 @@ pub fn record_file(dir: &Path) -> PathBuf {
 }
 
 /// The record in `dir`, none when nothing was started there.
-pub fn read_record(dir: &Path) -> Result<Option<ClusterRecord>, String> {
+pub fn read_record(dir: &Path) -> Result<Option<ClusterRecord>, Failed> {
     let file = record_file(dir);
     match std::fs::read_to_string(&file) {
         Ok(json) => serde_json::from_str(&json)
             .map(Some)
-            .map_err(|e| format!("{}: not a fleet's record: {e}", file.display())),
+            .map_err(|e| Failed::because(format!("{}: not a fleet's record", file.display()), e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", file.display())),
+        Err(e) => Err(Failed::file(&file, e)),
     }
 }
 
 /// Replaces the record in `dir` in one rename.
-pub fn write_record(dir: &Path, record: &ClusterRecord) -> Result<(), String> {
+pub fn write_record(dir: &Path, record: &ClusterRecord) -> Result<(), Failed> {
     let file = record_file(dir);
     let temporary = dir.join("cluster.json.tmp");
-    let json = serde_json::to_string_pretty(record).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string_pretty(record).map_err(|e| Failed::file(&file, e))?;
     std::fs::write(&temporary, json)
         .and_then(|()| std::fs::rename(&temporary, &file))
-        .map_err(|e| format!("{}: {e}", file.display()))
+        .map_err(|e| Failed::file(&file, e))
 }
 
 /// The master the fleet's commands talk to: `--master` (a `df://` URL), else the fleet `hearth cluster
 /// start` recorded, when it runs.
-pub fn fleet_master(explicit: Option<&str>) -> Result<String, String> {
+pub fn fleet_master(explicit: Option<&str>) -> Result<String, Failed> {
     if let Some(master) = explicit {
         return match master.starts_with("df://") {
             true => Ok(master.to_string()),
-            false => Err(format!(
+            false => Err(Failed::new(format!(
                 "--master {master}: this command talks to a fleet's scheduler, df://HOST:PORT"
-            )),
+            ))),
         };
     }
     let no_fleet = || {
-        "no fleet: pass --master df://HOST:PORT (or set HEARTH_MASTER), or start one with `hearth cluster start`"
-            .to_string()
+        Failed::new(
+            "no fleet: pass --master df://HOST:PORT (or set HEARTH_MASTER), or start one with `hearth cluster start`",
+        )
     };
     let dir = default_state_dir().ok_or_else(no_fleet)?;
     match read_record(&dir)? {

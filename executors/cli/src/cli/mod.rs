@@ -2,6 +2,7 @@
 
 mod certs;
 mod cluster;
+mod failed;
 mod fleet_record;
 mod jobs;
 mod output;
@@ -153,7 +154,7 @@ struct AccessArgs {
 }
 
 impl AccessArgs {
-    fn access(&self) -> Result<FleetAccess, String> {
+    fn access(&self) -> Result<FleetAccess, Box<dyn Error>> {
         let secret = match &self.secret_file {
             Some(file) => ClusterSecret::read(file).map(Some),
             None => ClusterSecret::from_env(),

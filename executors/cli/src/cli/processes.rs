@@ -12,6 +12,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
+use super::failed::Failed;
+
 /// A process `hearth cluster start` started.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Started {
@@ -44,11 +46,11 @@ pub fn spawn_local(
     args: &[String],
     env: &[(&str, String)],
     log: &Path,
-) -> Result<Started, String> {
+) -> Result<Started, Failed> {
     use std::os::unix::process::CommandExt;
 
-    let output = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let errors = output.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+    let output = File::create(log).map_err(|e| Failed::file(log, e))?;
+    let errors = output.try_clone().map_err(|e| Failed::file(log, e))?;
     let child = Command::new(program)
         .arg(role)
         .args(args)
@@ -58,7 +60,7 @@ pub fn spawn_local(
         .stderr(errors)
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot start {} {role}: {e}", program.display()))?;
+        .map_err(|e| Failed::because(format!("cannot start {} {role}", program.display()), e))?;
     Ok(Started {
         role: role.to_string(),
         ssh_host: None,
@@ -73,31 +75,33 @@ pub fn spawn_local(
 const SSH_FAILED: i32 = 255;
 
 /// Runs `command` on `host` through ssh (no password prompt, 10 s to connect), `input` on its standard input.
-fn ssh_output(host: &str, command: &str, input: Option<&str>) -> Result<std::process::Output, String> {
+fn ssh_output(host: &str, command: &str, input: Option<&str>) -> Result<std::process::Output, Failed> {
     let mut child = Command::new("ssh")
         .args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, command])
         .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run ssh: {e}"))?;
+        .map_err(|e| Failed::because("cannot run ssh", e))?;
     if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
         use std::io::Write;
         // ssh may end before reading (a host it cannot reach): its exit status says why.
         let _ = stdin.write_all(input.as_bytes());
     }
-    child.wait_with_output().map_err(|e| format!("cannot run ssh: {e}"))
+    child
+        .wait_with_output()
+        .map_err(|e| Failed::because("cannot run ssh", e))
 }
 
 /// Runs `command` on `host` through ssh and returns its output; fails when it or ssh failed.
-fn ssh(host: &str, command: &str, input: Option<&str>) -> Result<String, String> {
+fn ssh(host: &str, command: &str, input: Option<&str>) -> Result<String, Failed> {
     let output = ssh_output(host, command, input)?;
     if !output.status.success() {
-        return Err(format!(
+        return Err(Failed::new(format!(
             "ssh {host}: {} ({})",
             String::from_utf8_lossy(&output.stderr).trim(),
             output.status
-        ));
+        )));
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
@@ -112,7 +116,7 @@ pub fn spawn_remote(
     args: &[String],
     log: &Path,
     secret: &ClusterSecret,
-) -> Result<Started, String> {
+) -> Result<Started, Failed> {
     let directory = log.parent().unwrap_or(Path::new("."));
     let command = format!(
         "IFS= read -r {SECRET_ENV} && export {SECRET_ENV} && mkdir -p {dir} && {{ nohup {program} {role} {args} > {log} 2>&1 < /dev/null & echo $!; }}",
@@ -122,10 +126,12 @@ pub fn spawn_remote(
         log = quoted(&log.display().to_string()),
     );
     let answer = ssh(host, &command, Some(&format!("{}\n", secret.expose())))?;
-    let pid = answer
-        .trim()
-        .parse()
-        .map_err(|_| format!("ssh {host}: expected the new process's id, got {:?}", answer.trim()))?;
+    let pid = answer.trim().parse().map_err(|_| {
+        Failed::new(format!(
+            "ssh {host}: expected the new process's id, got {:?}",
+            answer.trim()
+        ))
+    })?;
     Ok(Started {
         role: role.to_string(),
         ssh_host: Some(host.to_string()),
@@ -150,7 +156,7 @@ impl Started {
 
     /// Sends it SIGTERM, or SIGKILL to its whole process group when `force` (on this machine, where it
     /// leads its group: the drivers a scheduler started go with it).
-    fn signal(&self, force: bool) -> Result<(), String> {
+    fn signal(&self, force: bool) -> Result<(), Failed> {
         let signal = if force { Signal::SIGKILL } else { Signal::SIGTERM };
         let pid = match force {
             true => -(self.pid as i32),
@@ -159,7 +165,7 @@ impl Started {
         match &self.ssh_host {
             None => match kill(Pid::from_raw(pid), signal) {
                 Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
-                Err(e) => Err(format!("{} (pid {}): {e}", self.role, self.pid)),
+                Err(e) => Err(Failed::because(format!("{} (pid {})", self.role, self.pid), e)),
             },
             Some(host) => ssh(
                 host,
@@ -171,7 +177,7 @@ impl Started {
     }
 
     /// Asks it to stop and waits up to `grace`; then kills it. Returns whether it had to be killed.
-    pub fn stop(&self, grace: Duration) -> Result<bool, String> {
+    pub fn stop(&self, grace: Duration) -> Result<bool, Failed> {
         if !self.alive() {
             return Ok(false);
         }

@@ -20,6 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
+use super::failed::Failed;
 use super::output::{Format, write};
 use super::{CommandResult, cache_dir};
 
@@ -66,7 +67,7 @@ pub async fn run(master: &str, args: SqlArgs) -> CommandResult {
     let script = match (&args.execute, &args.file) {
         (Some(statements), _) => statements.clone(),
         (None, Some(file)) if file.as_os_str() != "-" => {
-            std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
+            std::fs::read_to_string(file).map_err(|e| Failed::file(file, e))?
         }
         (None, None) if std::io::stdin().is_terminal() => {
             return prompt(&session, output, progress.as_deref()).await;

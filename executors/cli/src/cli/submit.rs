@@ -14,6 +14,7 @@ use hearth_engine::session::APP_NAME_ENV;
 use hearth_sql::parse_statements;
 
 use super::CommandResult;
+use super::failed::Failed;
 use super::fleet_record::fleet_master;
 use hearth_fleet::{JobRecord, SubmitRequest};
 
@@ -51,18 +52,18 @@ enum Job {
     Program,
 }
 
-fn job_kind(path: &Path) -> Result<Job, String> {
-    let metadata = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn job_kind(path: &Path) -> Result<Job, Failed> {
+    let metadata = std::fs::metadata(path).map_err(|e| Failed::file(path, e))?;
     if path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("sql")) {
         return Ok(Job::Sql);
     }
     if metadata.is_file() && metadata.permissions().mode() & 0o111 != 0 {
         return Ok(Job::Program);
     }
-    Err(format!(
+    Err(Failed::new(format!(
         "{}: a job is a SQL file (.sql) or an executable driver program, and this is neither",
         path.display()
-    ))
+    )))
 }
 
 /// `hearth submit`.
@@ -81,7 +82,7 @@ pub async fn run(master: Option<&str>, args: SubmitArgs) -> CommandResult {
     let rest = SchedulerRest::new(&master)?;
     rest.get::<serde_json::Value>("/api/version")
         .await
-        .map_err(|e| format!("cannot submit to {master}: {e}"))?;
+        .map_err(|e| Failed::because(format!("cannot submit to {master}"), e))?;
     let name = args.name.clone().unwrap_or_else(|| {
         args.job
             .file_stem()
@@ -124,13 +125,13 @@ fn client(master: &str, name: &str, kind: Job, args: &SubmitArgs) -> CommandResu
         // environment's, or the recorded fleet's).
         .envs(FleetAccess::find()?.environment())
         .exec();
-    Err(format!("cannot start the driver {}: {error}", args.job.display()).into())
+    Err(Failed::because(format!("cannot start the driver {}", args.job.display()), error).into())
 }
 
 /// Hands the job to the fleet and prints its id.
 async fn cluster(rest: &SchedulerRest, master: &str, name: String, args: &SubmitArgs) -> CommandResult {
-    let sql = std::fs::read_to_string(&args.job).map_err(|e| format!("{}: {e}", args.job.display()))?;
-    parse_statements(&sql).map_err(|e| format!("{}: {e}", args.job.display()))?;
+    let sql = std::fs::read_to_string(&args.job).map_err(|e| Failed::file(&args.job, e))?;
+    parse_statements(&sql).map_err(|e| Failed::file(&args.job, e))?;
     let request = SubmitRequest {
         name,
         file: args.job.display().to_string(),

@@ -368,9 +368,9 @@ impl Communicator {
         gathered[rank] = mine.to_vec();
         let outcome: std::result::Result<(), (usize, String)> = std::thread::scope(|s| {
             let (to_sender, from_main) = sync_channel::<Vec<u8>>(n);
-            let sender = s.spawn(move || -> std::result::Result<(), String> {
+            let sender = s.spawn(move || -> io::Result<()> {
                 for message in from_main {
-                    right.write_message(&message, deadline).map_err(|e| describe_io(&e))?;
+                    right.write_message(&message, deadline)?;
                 }
                 Ok(())
             });
@@ -392,9 +392,10 @@ impl Communicator {
                 }
             }
             drop(to_sender);
-            let sent = sender
-                .join()
-                .unwrap_or_else(|_| Err("the sender thread panicked".to_string()));
+            let sent = match sender.join() {
+                Ok(sent) => sent.map_err(|e| describe_io(&e)),
+                Err(_) => Err("the sender thread panicked".to_string()),
+            };
             received.and(sent.map_err(|cause| (right_rank, cause)))
         });
         match outcome {

@@ -23,5 +23,5 @@ mod sums;
 
 pub use measure::{Centers, DistanceMeasure, dot, norm};
 pub use plus_plus::k_means_plus_plus;
-pub use silhouette::SilhouetteStats;
+pub use silhouette::{SilhouetteError, SilhouetteStats};
 pub use sums::ClusterSums;

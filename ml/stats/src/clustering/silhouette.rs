@@ -14,6 +14,25 @@ use crate::evaluation::encoding::{put, values};
 
 const NAME: &str = "silhouette";
 
+/// A row the silhouette cannot take or score.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SilhouetteError {
+    /// A row's vector is not as wide as the rows before it.
+    #[error("a vector of {found} slots among vectors of {expected}")]
+    Width {
+        /// The row's width.
+        found: usize,
+        /// The width of the rows before it.
+        expected: usize,
+    },
+    /// A row's cluster was not among the first pass's.
+    #[error("cluster {cluster} was not in the first pass")]
+    UnknownCluster {
+        /// The row's cluster (its prediction).
+        cluster: f64,
+    },
+}
+
 /// One cluster's statistics.
 #[derive(Clone, Debug, PartialEq)]
 struct ClusterStats {
@@ -58,7 +77,7 @@ impl SilhouetteStats {
     }
 
     /// Adds a row of `cluster`; errors when its width differs from the rows before.
-    pub fn add(&mut self, cluster: f64, point: &[f64], weight: f64) -> Result<(), String> {
+    pub fn add(&mut self, cluster: f64, point: &[f64], weight: f64) -> Result<(), SilhouetteError> {
         self.check_dim(point.len())?;
         let stats = self.clusters.entry(cluster.to_bits()).or_insert_with(|| ClusterStats {
             features: vec![0.0; point.len()],
@@ -79,9 +98,12 @@ impl SilhouetteStats {
         Ok(())
     }
 
-    fn check_dim(&mut self, dim: usize) -> Result<(), String> {
+    fn check_dim(&mut self, dim: usize) -> Result<(), SilhouetteError> {
         match self.dim {
-            Some(known) if known != dim => Err(format!("a vector of {dim} slots among vectors of {known}")),
+            Some(known) if known != dim => Err(SilhouetteError::Width {
+                found: dim,
+                expected: known,
+            }),
             _ => {
                 self.dim = Some(dim);
                 Ok(())
@@ -92,8 +114,10 @@ impl SilhouetteStats {
     /// Folds another partial state into this one.
     pub fn merge(&mut self, other: &SilhouetteStats) -> Result<(), StateDecodeError> {
         if let Some(dim) = other.dim {
-            self.check_dim(dim)
-                .map_err(|message| StateDecodeError { state: NAME, message })?;
+            self.check_dim(dim).map_err(|e| StateDecodeError {
+                state: NAME,
+                message: e.to_string(),
+            })?;
         }
         for (key, theirs) in &other.clusters {
             match self.clusters.get_mut(key) {
@@ -126,11 +150,11 @@ impl SilhouetteStats {
     /// The silhouette of one row of `cluster` with `weight`: 0 for a row alone in its cluster, otherwise
     /// `1 − a/b` or `b/a − 1` with `a` its mean distance to the rest of its own cluster and `b` that to the
     /// nearest other cluster. Errors when `cluster` was not seen in the first pass.
-    pub fn coefficient(&self, cluster: f64, point: &[f64], weight: f64) -> Result<f64, String> {
+    pub fn coefficient(&self, cluster: f64, point: &[f64], weight: f64) -> Result<f64, SilhouetteError> {
         let own = self
             .clusters
             .get(&cluster.to_bits())
-            .ok_or_else(|| format!("cluster {cluster} was not in the first pass"))?;
+            .ok_or(SilhouetteError::UnknownCluster { cluster })?;
         if own.weight == weight {
             return Ok(0.0);
         }
@@ -287,12 +311,14 @@ mod tests {
             stats
                 .add(0.0, &[1.0], 1.0)
                 .unwrap_err()
+                .to_string()
                 .contains("1 slots among vectors of 2")
         );
         assert!(
             stats
                 .coefficient(4.0, &[1.0, 2.0], 1.0)
                 .unwrap_err()
+                .to_string()
                 .contains("cluster 4")
         );
     }

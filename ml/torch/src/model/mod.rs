@@ -5,6 +5,6 @@ mod named;
 mod network;
 mod spec;
 
-pub use named::{LoadError, NamedTensor, from_safetensors, host_copies, load_into, to_safetensors};
+pub use named::{LoadError, NamedTensor, SafetensorsError, from_safetensors, host_copies, load_into, to_safetensors};
 pub use network::Network;
 pub use spec::{Activation, Layer, ModelSpec, SpecError};

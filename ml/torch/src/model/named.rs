@@ -42,6 +42,30 @@ pub enum LoadError {
     Torch(#[from] TchError),
 }
 
+/// Why tensors cannot be written as safetensors, or safetensors bytes read as tensors.
+#[derive(Debug, thiserror::Error)]
+pub enum SafetensorsError {
+    /// safetensors refused to write the tensors (a shape that does not hold its values, …).
+    #[error(transparent)]
+    Write(SafeTensorError),
+    /// The bytes are not safetensors, or are cut short or padded: `message` says which, in words.
+    #[error("{message}")]
+    Unreadable {
+        /// What is wrong with the bytes.
+        message: String,
+        /// safetensors' own error.
+        source: SafeTensorError,
+    },
+    /// A tensor holds values of another type than `F32`.
+    #[error("tensor {name} is {dtype:?}, expected F32")]
+    NotF32 {
+        /// The tensor.
+        name: String,
+        /// Its type.
+        dtype: Dtype,
+    },
+}
+
 /// Host copies of tensors (as `f32`), keeping their names and shapes.
 ///
 /// ```
@@ -105,7 +129,7 @@ pub fn load_into(named: &[(String, Tensor)], values: &[NamedTensor]) -> Result<(
 /// let (back, metadata) = from_safetensors(&bytes).unwrap();
 /// assert_eq!((back, metadata["k"].as_str()), (tensors, "v"));
 /// ```
-pub fn to_safetensors(tensors: &[NamedTensor], metadata: HashMap<String, String>) -> Result<Vec<u8>, String> {
+pub fn to_safetensors(tensors: &[NamedTensor], metadata: HashMap<String, String>) -> Result<Vec<u8>, SafetensorsError> {
     let views = tensors
         .iter()
         .map(|t| {
@@ -113,19 +137,22 @@ pub fn to_safetensors(tensors: &[NamedTensor], metadata: HashMap<String, String>
             TensorView::new(Dtype::F32, shape, bytemuck::cast_slice(&t.values)).map(|view| (t.name.clone(), view))
         })
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{e:?}"))?;
-    safetensors::tensor::serialize(views, &Some(metadata)).map_err(|e| format!("{e:?}"))
+        .map_err(SafetensorsError::Write)?;
+    safetensors::tensor::serialize(views, &Some(metadata)).map_err(SafetensorsError::Write)
 }
 
 /// The `F32` tensors of a safetensors buffer, sorted by name, and its metadata.
-pub fn from_safetensors(bytes: &[u8]) -> Result<(Vec<NamedTensor>, HashMap<String, String>), String> {
-    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| unreadable(&e, bytes))?;
+pub fn from_safetensors(bytes: &[u8]) -> Result<(Vec<NamedTensor>, HashMap<String, String>), SafetensorsError> {
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| unreadable(e, bytes))?;
     let metadata = header.metadata().clone().unwrap_or_default();
-    let file = SafeTensors::deserialize(bytes).map_err(|e| unreadable(&e, bytes))?;
+    let file = SafeTensors::deserialize(bytes).map_err(|e| unreadable(e, bytes))?;
     let mut tensors = Vec::new();
     for (name, view) in file.tensors() {
         if view.dtype() != Dtype::F32 {
-            return Err(format!("tensor {name} is {:?}, expected F32", view.dtype()));
+            return Err(SafetensorsError::NotF32 {
+                name,
+                dtype: view.dtype(),
+            });
         }
         let values: Vec<f32> = view
             .data()
@@ -142,8 +169,16 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Vec<NamedTensor>, HashMap<Strin
     Ok((tensors, metadata))
 }
 
-/// What is wrong with safetensors bytes that cannot be read, in words: above all, whether they were cut short.
-fn unreadable(error: &SafeTensorError, bytes: &[u8]) -> String {
+/// Why safetensors bytes cannot be read, in words: above all, whether they were cut short.
+fn unreadable(source: SafeTensorError, bytes: &[u8]) -> SafetensorsError {
+    SafetensorsError::Unreadable {
+        message: describe_unreadable(&source, bytes),
+        source,
+    }
+}
+
+/// What is wrong with safetensors bytes that cannot be read, in words.
+fn describe_unreadable(error: &SafeTensorError, bytes: &[u8]) -> String {
     let declared = bytes.get(..8).and_then(|n| n.try_into().ok()).map(u64::from_le_bytes);
     match error {
         SafeTensorError::HeaderTooSmall => format!(

@@ -174,9 +174,17 @@ impl ModelSpec {
         let mut shape = input;
         let mut shapes = Vec::with_capacity(layers.len());
         for (i, layer) in layers.iter().enumerate() {
-            shape = layer
-                .output_shape(shape)
-                .map_err(|message| SpecError { layer: i, message })?;
+            let parameters = layer.parameters(&shape);
+            shape = layer.output_shape(i, shape)?;
+            let values = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+            if parameters.is_none_or(|n| n > MAX_VALUES) || values.is_none_or(|n| n > MAX_VALUES) {
+                return Err(SpecError {
+                    layer: i,
+                    message: format!(
+                        "too large: its parameters or its output {shape:?} pass {MAX_VALUES} values (16 GiB of f32)"
+                    ),
+                });
+            }
             shapes.push(shape.clone());
         }
         if shapes.last().is_none_or(|s| s.len() != 1) {
@@ -197,33 +205,49 @@ impl ModelSpec {
     pub fn parameter_count(&self) -> Result<usize, SpecError> {
         let (input, layers) = self.layers();
         let shapes = self.shapes()?;
-        let mut previous = input;
-        let mut count = 0;
-        for (layer, shape) in layers.iter().zip(&shapes) {
-            count += match layer {
-                Layer::Dense { units } => previous[0] * units + units,
-                Layer::Conv2d { filters, kernel, .. } => previous[0] * kernel * kernel * filters + filters,
-                Layer::BatchNorm => 2 * previous[0],
-                _ => 0,
-            };
-            previous = shape.clone();
-        }
-        Ok(count)
+        let inputs = std::iter::once(&input).chain(&shapes);
+        // Each layer's count is at most MAX_VALUES (shapes checked it), so the sum fits.
+        Ok(layers
+            .iter()
+            .zip(inputs)
+            .filter_map(|(layer, shape)| layer.parameters(shape))
+            .sum())
     }
 }
 
+/// The most values one layer's parameters or output may hold (2³², 16 GiB of f32): a spec past it is refused
+/// before libtorch is asked for the memory.
+const MAX_VALUES: usize = 1 << 32;
+
 impl Layer {
-    /// The shape this layer gives for an input of `shape`, or why the input does not fit it.
-    fn output_shape(&self, shape: Vec<usize>) -> Result<Vec<usize>, String> {
+    /// Trainable parameters of this layer for an input of `shape` (weights and biases; batch norm's scale and
+    /// shift), or `None` when the count overflows.
+    fn parameters(&self, shape: &[usize]) -> Option<usize> {
+        let channels = *shape.first()?;
+        match self {
+            Layer::Dense { units } => channels.checked_mul(*units)?.checked_add(*units),
+            Layer::Conv2d { filters, kernel, .. } => channels
+                .checked_mul(kernel.checked_mul(*kernel)?)?
+                .checked_mul(*filters)?
+                .checked_add(*filters),
+            Layer::BatchNorm => channels.checked_mul(2),
+            _ => Some(0),
+        }
+    }
+
+    /// The shape this layer, the `layer`-th of its spec, gives for an input of `shape`, or why the input does not
+    /// fit it.
+    fn output_shape(&self, layer: usize, shape: Vec<usize>) -> Result<Vec<usize>, SpecError> {
+        let misfit = |message: String| SpecError { layer, message };
         Ok(match self {
             Layer::Dense { units } => {
                 if shape.len() != 1 {
-                    return Err(format!(
+                    return Err(misfit(format!(
                         "dense needs a flat input, got shape {shape:?} (add a flatten layer)"
-                    ));
+                    )));
                 }
                 if *units == 0 {
-                    return Err("dense needs at least one unit".to_string());
+                    return Err(misfit("dense needs at least one unit".to_string()));
                 }
                 vec![*units]
             }
@@ -234,7 +258,9 @@ impl Layer {
                 padding,
             } => {
                 let [_, h, w] = shape[..] else {
-                    return Err(format!("conv2d needs a [channels, height, width] input, got {shape:?}"));
+                    return Err(misfit(format!(
+                        "conv2d needs a [channels, height, width] input, got {shape:?}"
+                    )));
                 };
                 if *kernel == 0
                     || *stride == 0
@@ -242,9 +268,9 @@ impl Layer {
                     || h + 2 * padding < *kernel
                     || w + 2 * padding < *kernel
                 {
-                    return Err(format!(
+                    return Err(misfit(format!(
                         "conv2d with {filters} filters, kernel {kernel}, stride {stride}, padding {padding} does not fit {shape:?}"
-                    ));
+                    )));
                 }
                 vec![
                     *filters,
@@ -255,27 +281,29 @@ impl Layer {
             Layer::MaxPool2d { kernel, stride } => {
                 let stride = stride.unwrap_or(*kernel);
                 let [c, h, w] = shape[..] else {
-                    return Err(format!(
+                    return Err(misfit(format!(
                         "max_pool2d needs a [channels, height, width] input, got {shape:?}"
-                    ));
+                    )));
                 };
                 if *kernel == 0 || stride == 0 || h < *kernel || w < *kernel {
-                    return Err(format!(
+                    return Err(misfit(format!(
                         "max_pool2d window {kernel} (stride {stride}) does not fit {shape:?}"
-                    ));
+                    )));
                 }
                 vec![c, (h - kernel) / stride + 1, (w - kernel) / stride + 1]
             }
             Layer::BatchNorm => {
                 if shape.len() != 1 && shape.len() != 3 {
-                    return Err(format!("batch_norm needs a flat or [c, h, w] input, got {shape:?}"));
+                    return Err(misfit(format!(
+                        "batch_norm needs a flat or [c, h, w] input, got {shape:?}"
+                    )));
                 }
                 shape
             }
             Layer::Flatten => vec![shape.iter().product()],
             Layer::Dropout { rate } => {
                 if !(0.0..1.0).contains(rate) {
-                    return Err(format!("dropout rate must be in [0, 1), got {rate}"));
+                    return Err(misfit(format!("dropout rate must be in [0, 1), got {rate}")));
                 }
                 shape
             }
@@ -314,6 +342,24 @@ mod tests {
         assert_eq!(shapes[3], vec![8, 4, 4]);
         assert_eq!(spec.outputs().unwrap(), 10);
         assert_eq!(spec.parameter_count().unwrap(), 8 * 9 + 8 + 16 + 128 * 10 + 10);
+    }
+
+    #[test]
+    fn a_spec_too_large_to_allocate_is_refused_before_libtorch_sees_it() {
+        // A damaged model.json may hold any size: refused by the spec, not by an allocation libtorch fails.
+        let huge = ModelSpec::Linear {
+            inputs: usize::MAX / 2,
+            outputs: 3,
+        };
+        let error = huge.shapes().unwrap_err();
+        assert_eq!(error.layer, 0);
+        assert!(error.message.starts_with("too large"), "{error}");
+        let wide = ModelSpec::Sequential {
+            input_shape: vec![1 << 20, 1 << 13],
+            layers: vec![Layer::Flatten, Layer::Dense { units: 2 }],
+        };
+        assert!(wide.shapes().unwrap_err().message.contains("too large"));
+        assert!(crate::model::Network::new(&huge, tch::Device::Cpu, 0).is_err());
     }
 
     #[test]

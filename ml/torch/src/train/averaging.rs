@@ -94,6 +94,7 @@ impl Averaging {
             (Self::Nccl(_), None) => Err(TrainError::Options {
                 rank: comm.rank(),
                 message: "a step averaged through NCCL without its weight summed beforehand".into(),
+                cause: None,
             }),
             (Self::Ring { host }, _) => allreduce_with_count(comm, &optimizer.gradient_and_count(), host, rows),
         }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::report::EpochStats;
-use crate::model::NamedTensor;
+use crate::model::{NamedTensor, SafetensorsError};
 
 /// What is needed to resume training after an epoch.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +24,20 @@ pub struct Checkpoint {
 /// The metadata key of a checkpoint's bytes that holds its epoch, step count and history.
 const CHECKPOINT_KEY: &str = "hearth.checkpoint";
 
+/// Why a checkpoint cannot become bytes, or bytes a checkpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// The tensors cannot be written as safetensors, or the bytes read as safetensors.
+    #[error(transparent)]
+    Tensors(#[from] SafetensorsError),
+    /// The bytes are safetensors, but hold no checkpoint's header.
+    #[error("not a checkpoint: no {:?} metadata", CHECKPOINT_KEY)]
+    NotACheckpoint,
+    /// The header (epoch, step count, history) cannot be written or read.
+    #[error("the checkpoint's header: {0}")]
+    Header(#[source] serde_json::Error),
+}
+
 #[derive(Serialize, Deserialize)]
 struct CheckpointHeader {
     epoch: usize,
@@ -33,7 +47,7 @@ struct CheckpointHeader {
 
 impl Checkpoint {
     /// The checkpoint as one safetensors buffer: `model.*` and `optimizer.*` tensors, the rest in metadata.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, String> {
+    pub fn to_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
         let header = CheckpointHeader {
             epoch: self.epoch,
             optimizer_steps: self.optimizer_steps,
@@ -41,7 +55,7 @@ impl Checkpoint {
         };
         let metadata = std::collections::HashMap::from([(
             CHECKPOINT_KEY.to_string(),
-            serde_json::to_string(&header).map_err(|e| e.to_string())?,
+            serde_json::to_string(&header).map_err(CheckpointError::Header)?,
         )]);
         let tensors: Vec<NamedTensor> = [("model.", &self.tensors), ("optimizer.", &self.optimizer_state)]
             .into_iter()
@@ -52,7 +66,7 @@ impl Checkpoint {
                 })
             })
             .collect();
-        crate::model::to_safetensors(&tensors, metadata)
+        Ok(crate::model::to_safetensors(&tensors, metadata)?)
     }
 
     /// Reads a checkpoint written by [`Checkpoint::to_bytes`].
@@ -70,14 +84,11 @@ impl Checkpoint {
     /// };
     /// assert_eq!(Checkpoint::from_bytes(&checkpoint.to_bytes().unwrap()).unwrap(), checkpoint);
     /// ```
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
         let (tensors, metadata) = crate::model::from_safetensors(bytes)?;
-        let header: CheckpointHeader = serde_json::from_str(
-            metadata
-                .get(CHECKPOINT_KEY)
-                .ok_or_else(|| format!("not a checkpoint: no {CHECKPOINT_KEY:?} metadata"))?,
-        )
-        .map_err(|e| e.to_string())?;
+        let header: CheckpointHeader =
+            serde_json::from_str(metadata.get(CHECKPOINT_KEY).ok_or(CheckpointError::NotACheckpoint)?)
+                .map_err(CheckpointError::Header)?;
         let (mut model, mut optimizer) = (Vec::new(), Vec::new());
         for t in tensors {
             if let Some(name) = t.name.strip_prefix("model.") {

@@ -12,6 +12,7 @@ use std::sync::{Once, OnceLock};
 
 use tch::Device;
 
+use super::error::OptionsError;
 use super::options::DeviceChoice;
 
 /// What became of libtorch's CUDA library in this process.
@@ -121,7 +122,7 @@ fn why_no_gpu(wanted: Option<usize>, gpus: usize) -> String {
 
 /// The device for a rank: its index among the ranks on its host (`local_rank`) picks the GPU. `cuda` where
 /// libtorch has no such GPU is an error saying why; `auto` then trains on the CPU and says why once in the log.
-pub(crate) fn pick_device(choice: &DeviceChoice, local_rank: usize) -> Result<Device, String> {
+pub(crate) fn pick_device(choice: &DeviceChoice, local_rank: usize) -> Result<Device, OptionsError> {
     let gpus = match choice {
         DeviceChoice::Cpu => return Ok(Device::Cpu),
         DeviceChoice::Cuda(_) | DeviceChoice::Auto => cuda_device_count(),
@@ -131,7 +132,10 @@ pub(crate) fn pick_device(choice: &DeviceChoice, local_rank: usize) -> Result<De
         DeviceChoice::Cuda(None) | DeviceChoice::Auto if gpus > 0 => Ok(Device::Cuda(local_rank % gpus)),
         DeviceChoice::Cuda(wanted) => {
             let asked = wanted.map_or("cuda".to_string(), |i| format!("cuda:{i}"));
-            Err(format!("device {asked} asked for, but {}", why_no_gpu(*wanted, gpus)))
+            Err(OptionsError {
+                option: "device",
+                message: format!("device {asked} asked for, but {}", why_no_gpu(*wanted, gpus)),
+            })
         }
         _ => {
             static SAID: Once = Once::new();
@@ -181,9 +185,12 @@ mod tests {
             return; // a machine with a GPU: the error cannot happen here
         }
         let error = pick_device(&DeviceChoice::Cuda(None), 0).unwrap_err();
-        assert!(error.starts_with("device cuda asked for, but "), "{error}");
+        assert!(error.message.starts_with("device cuda asked for, but "), "{error}");
         let numbered = pick_device(&DeviceChoice::Cuda(Some(1)), 0).unwrap_err();
-        assert!(numbered.starts_with("device cuda:1 asked for, but "), "{numbered}");
+        assert!(
+            numbered.message.starts_with("device cuda:1 asked for, but "),
+            "{numbered}"
+        );
         assert_eq!(pick_device(&DeviceChoice::Auto, 0), Ok(Device::Cpu));
         assert_eq!(pick_device(&DeviceChoice::Cpu, 3), Ok(Device::Cpu));
     }

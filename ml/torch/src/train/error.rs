@@ -29,12 +29,15 @@ pub enum TrainError {
         message: String,
     },
     /// The options cannot train on this stage (a strategy's parameter, one worker asked for on several).
-    #[error("rank {rank}: {message}")]
+    #[error("rank {rank}: {message}{}", cause.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
     Options {
         /// The rank.
         rank: usize,
-        /// What is wrong, naming the option and its value.
+        /// What is wrong, naming the option and its value (or, with a cause, where it was checked).
         message: String,
+        /// The option's check that refused it, when there is one.
+        #[source]
+        cause: Option<OptionsError>,
     },
     /// The job was cancelled while the rank trained.
     #[error("rank {rank}: cancelled in epoch {epoch}")]
@@ -44,6 +47,16 @@ pub enum TrainError {
         /// The epoch it was in (from 1).
         epoch: usize,
     },
+}
+
+/// An option whose value cannot be used: which option, and what is wrong with its value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct OptionsError {
+    /// The option, as the settings name it: `optimizer`, `strategy` or `device`.
+    pub option: &'static str,
+    /// What is wrong, naming the parameter and its value.
+    pub message: String,
 }
 
 impl TrainError {

@@ -19,9 +19,9 @@ mod strategy;
 mod trainer;
 
 pub use augment::Augmentation;
-pub use checkpoint::Checkpoint;
+pub use checkpoint::{Checkpoint, CheckpointError};
 pub use device::{CudaLibrary, cuda_device_count, cuda_library, prediction_device, why_no_gpus};
-pub use error::TrainError;
+pub use error::{OptionsError, TrainError};
 pub use optimizer::{Optimizer, OptimizerSpec};
 pub use options::{DeviceChoice, Loss, LrSchedule, Precision, TrainOptions, TrainSettings};
 pub use report::{EpochStats, RankOutcome, RankReport};

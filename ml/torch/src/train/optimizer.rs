@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
+use super::error::OptionsError;
+
 fn zero() -> f64 {
     0.0
 }
@@ -171,13 +173,16 @@ impl OptimizerSpec {
     ///     weight_decay: 0.0,
     ///     initial_accumulator_value: -0.1,
     /// };
-    /// assert!(negative.check().unwrap_err().contains("initial_accumulator_value"));
+    /// assert!(negative.check().unwrap_err().to_string().contains("initial_accumulator_value"));
     /// assert!(OptimizerSpec::adagrad(0.01).check().is_ok());
     /// ```
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), OptionsError> {
         match self.initial_state() {
             start if start.is_finite() && start >= 0.0 => Ok(()),
-            start => Err(format!("adagrad needs initial_accumulator_value ≥ 0, got {start}")),
+            start => Err(OptionsError {
+                option: "optimizer",
+                message: format!("adagrad needs initial_accumulator_value ≥ 0, got {start}"),
+            }),
         }
     }
 

@@ -36,7 +36,8 @@ impl Placement {
         let local_rank = local_ranks.iter().position(|&r| r == rank).unwrap_or(0);
         let device = pick_device(&settings.device, local_rank).map_err(|why| TrainError::Options {
             rank,
-            message: format!("on host {host}: {why}"),
+            message: format!("on host {host}"),
+            cause: Some(why),
         })?;
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         tch::set_num_threads(settings.threads.unwrap_or((cores / local_ranks.len().max(1)).max(1)) as i32);
@@ -49,18 +50,21 @@ pub(super) type Precisioned = (Vec<(String, Tensor)>, Option<Bf16Compute>);
 
 /// The named tensors checkpoints and the allreduce see, and under bf16 the bfloat16 copy the network computes
 /// with: the names keep the fp32 master tensors (new handles on their memory), the network's own parameters
-/// move to the copy.
+/// move to the copy. An error, as rank `rank`'s, where the network cannot train in the precision asked for.
 pub(super) fn precision_split(
+    rank: usize,
     options: &TrainOptions,
     network: &Network,
     optimizer: &Optimizer,
-) -> Result<Precisioned, String> {
+) -> Result<Precisioned, TrainError> {
     let named = network.named_tensors();
     match options.settings.precision {
         Precision::Fp32 => Ok((named, None)),
-        Precision::Bf16 if options.model.layers().1.contains(&Layer::BatchNorm) => {
-            Err("precision bf16 is not available for networks with batch normalisation yet; use fp32".into())
-        }
+        Precision::Bf16 if options.model.layers().1.contains(&Layer::BatchNorm) => Err(TrainError::Options {
+            rank,
+            message: "precision bf16 is not available for networks with batch normalisation yet; use fp32".into(),
+            cause: None,
+        }),
         Precision::Bf16 => {
             let master = named.iter().map(|(name, t)| (name.clone(), t.detach())).collect();
             Ok((
@@ -71,8 +75,9 @@ pub(super) fn precision_split(
     }
 }
 
-/// The `[C, H, W]` shape of the images, when training augments them.
-pub(super) fn image_shape(options: &TrainOptions) -> Result<Option<[i64; 3]>, String> {
+/// The `[C, H, W]` shape of the images, when training augments them; an error, as rank `rank`'s, where the
+/// model does not take images.
+pub(super) fn image_shape(rank: usize, options: &TrainOptions) -> Result<Option<[i64; 3]>, TrainError> {
     match (&options.model, options.settings.augmentation.is_identity()) {
         (_, true) => Ok(None),
         (ModelSpec::Sequential { input_shape, .. }, false) if input_shape.len() == 3 => Ok(Some([
@@ -80,10 +85,14 @@ pub(super) fn image_shape(options: &TrainOptions) -> Result<Option<[i64; 3]>, St
             input_shape[1] as i64,
             input_shape[2] as i64,
         ])),
-        (model, false) => Err(format!(
-            "augmentation (flips, crops) needs a Sequential model whose input shape is [channels, height, width]; \
-             this model's input is {:?}",
-            model.layers().0
-        )),
+        (model, false) => Err(TrainError::Options {
+            rank,
+            message: format!(
+                "augmentation (flips, crops) needs a Sequential model whose input shape is [channels, height, \
+                 width]; this model's input is {:?}",
+                model.layers().0
+            ),
+            cause: None,
+        }),
     }
 }

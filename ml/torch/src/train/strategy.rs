@@ -21,6 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::OptionsError;
+
 /// How ranks combine their learning (default: [`Strategy::Synchronous`]).
 ///
 /// ```
@@ -163,27 +165,34 @@ impl Strategy {
     /// Checks the parameters, given the optimizer's rate (scaled by the ranks where it is): windows ≥ 1,
     /// `0 < α < 1` (from α = 1 the elastic move overshoots the center; from 2 it diverges),
     /// `0 ≤ momentum < 1`. The message names the parameter and its value.
-    pub fn check(&self, optimizer_rate: f64) -> Result<(), String> {
+    pub fn check(&self, optimizer_rate: f64) -> Result<(), OptionsError> {
+        let refused = |message: String| OptionsError {
+            option: "strategy",
+            message,
+        };
         if self.window() == 0 {
             let name = if matches!(self, Strategy::LocalSgd { .. }) {
                 "period"
             } else {
                 "communication_window"
             };
-            return Err(format!("{} needs {name} ≥ 1, got 0", self.name()));
+            return Err(refused(format!("{} needs {name} ≥ 1, got 0", self.name())));
         }
         if let Some(alpha) = self.alpha(optimizer_rate)
             && !(alpha > 0.0 && alpha < 1.0)
         {
-            return Err(format!(
+            return Err(refused(format!(
                 "{} needs 0 < α = rho × learning_rate < 1, got α = {alpha}",
                 self.name()
-            ));
+            )));
         }
         if let Some(momentum) = self.momentum()
             && !(0.0..1.0).contains(&momentum)
         {
-            return Err(format!("{} needs 0 ≤ momentum < 1, got {momentum}", self.name()));
+            return Err(refused(format!(
+                "{} needs 0 ≤ momentum < 1, got {momentum}",
+                self.name()
+            )));
         }
         Ok(())
     }
@@ -284,16 +293,16 @@ mod tests {
             communication_window: 3,
             learning_rate: Some(0.1),
         };
-        assert!(too_strong.check(1e-3).unwrap_err().contains("α = 5"));
+        assert!(too_strong.check(1e-3).unwrap_err().to_string().contains("α = 5"));
         let no_period = Strategy::LocalSgd { period: 0 };
-        assert!(no_period.check(1e-3).unwrap_err().contains("period ≥ 1"));
+        assert!(no_period.check(1e-3).unwrap_err().to_string().contains("period ≥ 1"));
         let momentum = Strategy::AsyncEamsgd {
             rho: 5.0,
             communication_window: 10,
             momentum: 1.5,
             learning_rate: Some(0.01),
         };
-        assert!(momentum.check(1e-3).unwrap_err().contains("momentum"));
+        assert!(momentum.check(1e-3).unwrap_err().to_string().contains("momentum"));
         assert!(Strategy::Synchronous.check(1e-3).is_ok());
     }
 

@@ -32,7 +32,7 @@ use super::averaging::Averaging;
 use super::batches::{Batch, ShardTensors};
 use super::checkpoint::Checkpoint;
 use super::device::device_name;
-use super::error::TrainError;
+use super::error::{OptionsError, TrainError};
 use super::exchange::{Exchange, set, swap_in};
 use super::loss::{check_shard, hits_of, loss_of};
 use super::optimizer::Optimizer;
@@ -224,29 +224,30 @@ impl<'a> Job<'a> {
         if let Some(v) = trainer.validation {
             check_shard(rank, "validation", v, inputs, outputs, options.loss)?;
         }
-        let invalid = |message: String| TrainError::Options { rank, message };
-        settings
-            .optimizer
-            .check()
-            .map_err(|e| invalid(format!("optimizer {e}")))?;
+        let refused = |e: OptionsError| TrainError::Options {
+            rank,
+            message: e.option.to_string(),
+            cause: Some(e),
+        };
+        settings.optimizer.check().map_err(refused)?;
         let network = Network::new(&options.model, device, settings.seed)?;
         let optimizer = Optimizer::new(settings.optimizer.clone(), network.parameters());
-        let (named, bf16) = precision_split(options, &network, &optimizer).map_err(invalid)?;
+        let (named, bf16) = precision_split(rank, options, &network, &optimizer)?;
         let world = comm.world_size();
         let strategy = &settings.strategy;
-        strategy
-            .check(settings.scaled_learning_rate(world))
-            .map_err(|e| invalid(format!("strategy {e}")))?;
+        strategy.check(settings.scaled_learning_rate(world)).map_err(refused)?;
         if *strategy == Strategy::Single && world > 1 {
-            return Err(invalid(format!(
-                "strategy single trains on one worker, and this stage has {world}"
-            )));
+            return Err(TrainError::Options {
+                rank,
+                message: format!("strategy single trains on one worker, and this stage has {world}"),
+                cause: None,
+            });
         }
         let averaging = match strategy.averages_gradients() && world > 1 {
             true => Averaging::start(comm, device)?,
             false => Averaging::Not,
         };
-        let image_shape = image_shape(options).map_err(invalid)?;
+        let image_shape = image_shape(rank, options)?;
         let mut job = Self {
             options,
             rank,

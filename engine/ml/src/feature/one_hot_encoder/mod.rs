@@ -83,21 +83,13 @@ impl OneHotEncoder {
     fn check_params(&self) -> Result<()> {
         check_column_pairs(&self.uid, &self.input_cols, &self.output_cols)?;
         if self.handle_invalid == HandleInvalid::Skip {
-            return Err(HearthError::InvalidParam {
-                stage: self.uid.clone(),
-                param: "handleInvalid",
-                message: "OneHotEncoder takes \"error\" or \"keep\", not \"skip\"".to_string(),
-            });
+            return Err(HearthError::invalid_param(
+                &self.uid,
+                "handleInvalid",
+                "OneHotEncoder takes \"error\" or \"keep\", not \"skip\"",
+            ));
         }
         Ok(())
-    }
-
-    fn invalid(&self, column: &str, message: String) -> HearthError {
-        HearthError::InvalidData {
-            stage: self.uid.clone(),
-            column: column.to_string(),
-            message,
-        }
     }
 
     /// Category counts from the data for the columns without attribute metadata: one aggregate query.
@@ -122,7 +114,11 @@ impl OneHotEncoder {
         }
         let batches = df.clone().aggregate(vec![], aggregates)?.collect().await?;
         let Some(row) = batches.iter().find(|b| b.num_rows() > 0) else {
-            return Err(self.invalid(columns[0], "the fitting query returned no row".to_string()));
+            return Err(HearthError::invalid_data(
+                &self.uid,
+                columns[0],
+                "the fitting query returned no row",
+            ));
         };
         let number = |j: usize| -> Result<Option<f64>> {
             let column = cast(row.column(j), &DataType::Float64)?;
@@ -138,22 +134,32 @@ impl OneHotEncoder {
             let base = i * 5;
             let (rows, values) = (whole(base + 3), whole(base + 4));
             if rows == 0 {
-                return Err(self.invalid(column, "cannot fit on an empty input".to_string()));
+                return Err(HearthError::invalid_data(
+                    &self.uid,
+                    *column,
+                    "cannot fit on an empty input",
+                ));
             }
             if values < rows {
-                return Err(self.invalid(
-                    column,
+                return Err(HearthError::invalid_data(
+                    &self.uid,
+                    *column,
                     format!("{} null values; category indices must be non-null", rows - values),
                 ));
             }
             let (max, min) = (number(base)?.unwrap_or(f64::NAN), number(base + 1)?.unwrap_or(f64::NAN));
             if min < 0.0 || whole(base + 2) > 0 || !max.is_finite() || max > f64::from(i32::MAX) {
-                return Err(self.invalid(
-                    column,
+                return Err(HearthError::invalid_data(
+                    &self.uid,
+                    *column,
                     format!(
                         "values must be category indices (whole numbers from 0 to {}), found values from {min} to {max}{}",
                         i32::MAX,
-                        if whole(base + 2) > 0 { " and fractional values" } else { "" }
+                        if whole(base + 2) > 0 {
+                            " and fractional values"
+                        } else {
+                            ""
+                        }
                     ),
                 ));
             }
@@ -190,11 +196,11 @@ impl Estimator for OneHotEncoder {
         for column in &self.input_cols {
             let field = input_field(&self.uid, df, column)?;
             if !field.data_type().is_numeric() {
-                return Err(HearthError::Schema {
-                    stage: self.uid.clone(),
-                    column: column.clone(),
-                    message: format!("has type {}; it must hold numeric category indices", field.data_type()),
-                });
+                return Err(HearthError::schema(
+                    &self.uid,
+                    column,
+                    format!("has type {}; it must hold numeric category indices", field.data_type()),
+                ));
             }
             sizes.push(NominalAttribute::from_field(field).map(|a| a.values().len()));
         }

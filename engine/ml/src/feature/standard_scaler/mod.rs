@@ -101,11 +101,11 @@ impl Estimator for StandardScaler {
     async fn fit(&self, df: &DataFrame) -> Result<StandardScalerModel> {
         let field = input_field(&self.uid, df, &self.input_col)?;
         if vector_dim(field.data_type()).is_none() {
-            return Err(HearthError::Schema {
-                stage: self.uid.clone(),
-                column: self.input_col.clone(),
-                message: format!("must be a vector column, got {}", field.data_type()),
-            });
+            return Err(HearthError::schema(
+                &self.uid,
+                &self.input_col,
+                format!("must be a vector column, got {}", field.data_type()),
+            ));
         }
         let query = match assembled_input(df, &self.input_col) {
             Some((columns, arguments)) => {
@@ -121,10 +121,20 @@ impl Estimator for StandardScaler {
             .iter()
             .find(|b| b.num_rows() > 0)
             .map(|b| b.column(0).as_struct().clone())
-            .ok_or_else(|| self.empty_input())?;
+            .ok_or_else(|| {
+                HearthError::invalid_data(
+                    &self.uid,
+                    &self.input_col,
+                    "cannot fit on an empty input (no non-null vectors)",
+                )
+            })?;
         let (count, mean, std) = read_summary(&summary);
         if count == 0 {
-            return Err(self.empty_input());
+            return Err(HearthError::invalid_data(
+                &self.uid,
+                &self.input_col,
+                "cannot fit on an empty input (no non-null vectors)",
+            ));
         }
         Ok(StandardScalerModel {
             uid: self.uid.clone(),
@@ -146,16 +156,6 @@ crate::stage_example!(
         .output_col("scaled")
         .with_mean(true)
 );
-
-impl StandardScaler {
-    fn empty_input(&self) -> HearthError {
-        HearthError::InvalidData {
-            stage: self.uid.clone(),
-            column: self.input_col.clone(),
-            message: "cannot fit on an empty input (no non-null vectors)".to_string(),
-        }
-    }
-}
 
 /// `(count, mean, std)` from the first row of `ml_vector_summary`'s struct.
 /// When `column` is assembled by a `VectorAssembler` in `df`'s last projection: the projection's input and the
@@ -215,15 +215,15 @@ impl Transformer for StandardScalerModel {
         match vector_dim(field.data_type()) {
             Some(dim) if dim == self.std.len() => {}
             _ => {
-                return Err(HearthError::Schema {
-                    stage: self.uid.clone(),
-                    column: self.input_col.clone(),
-                    message: format!(
+                return Err(HearthError::schema(
+                    &self.uid,
+                    &self.input_col,
+                    format!(
                         "expected a vector of {} slots (the fitted width), got {}",
                         self.std.len(),
                         field.data_type()
                     ),
-                });
+                ));
             }
         }
         ensure_new_column(&self.uid, df, &self.output_col)?;

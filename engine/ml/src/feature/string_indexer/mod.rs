@@ -142,11 +142,11 @@ impl Estimator for StringIndexer {
         for column in &self.input_cols {
             let field = input_field(&self.uid, df, column)?;
             if !is_indexable(field.data_type()) {
-                return Err(HearthError::Schema {
-                    stage: self.uid.clone(),
-                    column: column.clone(),
-                    message: format!("has type {}; string or numeric columns only", field.data_type()),
-                });
+                return Err(HearthError::schema(
+                    &self.uid,
+                    column,
+                    format!("has type {}; string or numeric columns only", field.data_type()),
+                ));
             }
         }
         let aggregates: Vec<Expr> = self
@@ -156,23 +156,18 @@ impl Estimator for StringIndexer {
             .map(|(i, c)| LABEL_COUNTS.call(vec![ident(c)]).alias(format!("labels_{i}")))
             .collect();
         let batches = df.clone().aggregate(vec![], aggregates)?.collect().await?;
-        let batch = batches
-            .iter()
-            .find(|b| b.num_rows() > 0)
-            .ok_or_else(|| HearthError::InvalidData {
-                stage: self.uid.clone(),
-                column: self.input_cols[0].clone(),
-                message: "the fitting query returned no row".to_string(),
-            })?;
+        let batch = batches.iter().find(|b| b.num_rows() > 0).ok_or_else(|| {
+            HearthError::invalid_data(&self.uid, &self.input_cols[0], "the fitting query returned no row")
+        })?;
         let mut labels = Vec::with_capacity(self.input_cols.len());
         for (i, column) in self.input_cols.iter().enumerate() {
             let counts = read_counts(batch, i);
             if counts.is_empty() {
-                return Err(HearthError::InvalidData {
-                    stage: self.uid.clone(),
-                    column: column.clone(),
-                    message: "no labels to index: the input has no non-null values in this column".to_string(),
-                });
+                return Err(HearthError::invalid_data(
+                    &self.uid,
+                    column,
+                    "no labels to index: the input has no non-null values in this column",
+                ));
             }
             labels.push(order_labels(counts, self.string_order_type));
         }

@@ -112,21 +112,21 @@ impl VectorAssembler {
 impl Transformer for VectorAssembler {
     fn transform(&self, df: &DataFrame) -> Result<DataFrame> {
         if self.input_cols.is_empty() {
-            return Err(HearthError::InvalidParam {
-                stage: self.uid.clone(),
-                param: "inputCols",
-                message: "no input column is set".to_string(),
-            });
+            return Err(HearthError::invalid_param(
+                &self.uid,
+                "inputCols",
+                "no input column is set",
+            ));
         }
         for column in &self.input_cols {
             let field = input_field(&self.uid, df, column)?;
             let data_type = field.data_type();
             if !(data_type.is_numeric() || *data_type == DataType::Boolean || vector_dim(data_type).is_some()) {
-                return Err(HearthError::Schema {
-                    stage: self.uid.clone(),
-                    column: column.clone(),
-                    message: format!("data type {data_type} is not supported (numeric, boolean or vector only)"),
-                });
+                return Err(HearthError::schema(
+                    &self.uid,
+                    column,
+                    format!("data type {data_type} is not supported (numeric, boolean or vector only)"),
+                ));
             }
         }
         ensure_new_column(&self.uid, df, &self.output_col)?;
