@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::acceptor::Acceptor;
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
 use super::link::Link;
@@ -213,19 +214,21 @@ fn serve(
     closing: &AtomicBool,
 ) {
     let deadline = Instant::now() + timeout;
+    let secret = secret.clone();
+    let acceptor = match Acceptor::new(listener, "parameter server", move |stream, _, handshake| {
+        admit(stream, &secret, handshake)
+    }) {
+        Ok(acceptor) => acceptor,
+        Err(e) => return fail(center, format!("cannot poll its listener: {e}")),
+    };
     let mut accepted: Vec<(usize, Link)> = Vec::new();
     while accepted.len() < ranks && Instant::now() < deadline && !closing.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((stream, from)) => match admit(stream, secret, deadline) {
-                Ok((rank, _)) if rank >= ranks || accepted.iter().any(|(r, _)| *r == rank) => {
-                    log::warn!(
-                        "parameter server: refused {from}: it says it is rank {rank}, already linked or not of 0..{ranks}"
-                    );
-                }
-                Ok(link) => accepted.push(link),
-                Err(e) => log::warn!("parameter server: refused {from}: {e}"),
-            },
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
+        match acceptor.next(deadline, Duration::from_millis(2)) {
+            Ok(Some((rank, _))) if rank >= ranks || accepted.iter().any(|(r, _)| *r == rank) => {
+                log::warn!("parameter server: refused rank {rank}: already linked or not of 0..{ranks}");
+            }
+            Ok(Some(link)) => accepted.push(link),
+            Ok(None) => {}
             Err(e) => {
                 log::warn!("parameter server: accepting a link: {e}");
                 std::thread::sleep(Duration::from_millis(20));
@@ -255,12 +258,8 @@ fn serve(
     });
 }
 
-/// Checks a new link's proof of the secret and reads which rank it is.
-fn admit(stream: TcpStream, secret: &JobSecret, deadline: Instant) -> Result<(usize, Link)> {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_nodelay(true);
-    let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
-    let _ = stream.set_read_timeout(Some(remaining(handshake)));
+/// Checks a new link's proof of the secret and reads which rank it is, before `handshake`.
+fn admit(stream: TcpStream, secret: &JobSecret, handshake: Instant) -> Result<(usize, Link)> {
     let mut link = prove_as_server(stream, secret)?;
     let hello = link.read_message(handshake).map_err(|source| CollectiveError::Local {
         what: "reading a parameter-server link's rank".to_string(),

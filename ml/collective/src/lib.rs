@@ -16,6 +16,7 @@
 // No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
 #![warn(clippy::too_many_lines)]
 
+mod acceptor;
 mod auth;
 mod center;
 mod error;

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::acceptor::Acceptor;
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
 use super::link::Link;
@@ -115,10 +116,15 @@ impl Coordinator {
         let (sender, outcome) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let latest = Arc::new(Mutex::new(None));
-        let service = Service {
+        let acceptor = Acceptor::new(
             listener,
+            format!("rendezvous at {address}"),
+            move |stream, _, deadline| admit_connection(stream, deadline, &secret),
+        )
+        .map_err(|e| CollectiveError::rendezvous_caused(address, "cannot poll the listener", e))?;
+        let service = Service {
+            acceptor,
             address,
-            secret,
             stop: Arc::clone(&stop),
             latest: Arc::clone(&latest),
         };
@@ -175,40 +181,28 @@ impl Drop for Coordinator {
 
 /// The coordinator's listener and what it keeps.
 struct Service {
-    listener: TcpListener,
+    acceptor: Acceptor<Admitted>,
     address: SocketAddr,
-    secret: JobSecret,
     stop: Arc<AtomicBool>,
     latest: Arc<Mutex<Option<Upload>>>,
 }
 
+/// A connection that proved the job secret, with its request (an upload with its bytes).
+enum Admitted {
+    Register(Link, Registration),
+    Upload(Link, Upload),
+}
+
 impl Service {
-    /// The next authenticated connection and its request, or `None` when nothing is waiting.
-    fn next_request(&self, deadline: Instant) -> Result<Option<(Link, Request)>> {
-        match self.listener.accept() {
-            Ok((stream, from)) => {
-                let _ = stream.set_nonblocking(false);
-                let _ = stream.set_nodelay(true);
-                match self.admit(stream, from, deadline) {
-                    Ok(admitted) => Ok(Some(admitted)),
-                    Err(reason) => {
-                        log::warn!("{reason}");
-                        Ok(None)
-                    }
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(5));
-                Ok(None)
-            }
-            Err(e) => Err(CollectiveError::rendezvous_caused(self.address, "accept failed", e)),
-        }
+    /// The next connection admitted, or `None` when none is within a few milliseconds; connections that have
+    /// not proven the secret do not hold it up ([`Acceptor`]).
+    fn next_admitted(&self, deadline: Instant) -> Result<Option<Admitted>> {
+        self.acceptor
+            .next(deadline, Duration::from_millis(5))
+            .map_err(|e| CollectiveError::rendezvous_caused(self.address, "accept failed", e))
     }
 
     fn gather(&self, world_size: usize, deadline: Instant) -> Result<Vec<Peer>> {
-        self.listener
-            .set_nonblocking(true)
-            .map_err(|e| CollectiveError::rendezvous_caused(self.address, "cannot poll the listener", e))?;
         let mut waiting: Vec<(Link, Registration)> = Vec::with_capacity(world_size);
         while waiting.len() < world_size {
             let stopped = self.stop.load(Ordering::Relaxed);
@@ -238,9 +232,9 @@ impl Service {
                 }
                 return Err(CollectiveError::rendezvous(self.address, message));
             }
-            match self.next_request(deadline)? {
-                Some((stream, Request::Register(registration))) => waiting.push((stream, registration)),
-                Some((_, Request::Upload { rank, .. })) => {
+            match self.next_admitted(deadline)? {
+                Some(Admitted::Register(link, registration)) => waiting.push((link, registration)),
+                Some(Admitted::Upload(_, Upload { rank, .. })) => {
                     log::warn!(
                         "rendezvous at {}: rank {rank} uploaded before the ring formed",
                         self.address
@@ -275,49 +269,19 @@ impl Service {
         Ok(peers)
     }
 
-    /// Authenticates the task connecting from `from` and reads its request; the error says why it was refused.
-    fn admit(&self, stream: TcpStream, from: SocketAddr, deadline: Instant) -> Result<(Link, Request)> {
-        let refused = format!("refused {from}");
-        // A task that connects but says nothing is given a few seconds, never past the rendezvous deadline.
-        let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
-        stream
-            .set_read_timeout(Some(
-                handshake
-                    .saturating_duration_since(Instant::now())
-                    .max(Duration::from_millis(1)),
-            ))
-            .map_err(|e| CollectiveError::rendezvous_caused(self.address, &refused, e))?;
-        let mut link = prove_as_server(stream, &self.secret)
-            .map_err(|e| CollectiveError::rendezvous_caused(self.address, &refused, e))?;
-        let bytes = link
-            .read_message(handshake)
-            .map_err(|e| CollectiveError::rendezvous(self.address, format!("{refused}: {}", describe_io(&e))))?;
-        let request = serde_json::from_slice(&bytes).map_err(|e| {
-            CollectiveError::rendezvous_caused(self.address, format!("{refused}: sent an unreadable request"), e)
-        })?;
-        Ok((link, request))
-    }
-
     /// After the rendezvous: keeps the latest upload, refuses late registrations, until stopped.
     fn take_uploads(&self) {
         while !self.stop.load(Ordering::Relaxed) {
-            match self.next_request(deadline_in(60)) {
-                Ok(Some((mut link, Request::Upload { rank, epoch }))) => match link.read_message(deadline_in(60)) {
-                    Ok(bytes) => {
-                        if let Ok(mut latest) = self.latest.lock()
-                            && latest.as_ref().is_none_or(|l| l.epoch <= epoch)
-                        {
-                            *latest = Some(Upload { rank, epoch, bytes });
-                        }
-                        let _ = link.write_message(b"ok", deadline_in(5));
+            match self.next_admitted(deadline_in(60)) {
+                Ok(Some(Admitted::Upload(mut link, upload))) => {
+                    if let Ok(mut latest) = self.latest.lock()
+                        && latest.as_ref().is_none_or(|l| l.epoch <= upload.epoch)
+                    {
+                        *latest = Some(upload);
                     }
-                    Err(e) => log::warn!(
-                        "rendezvous at {}: rank {rank}'s upload of epoch {epoch} {}",
-                        self.address,
-                        describe_io(&e)
-                    ),
-                },
-                Ok(Some((mut link, Request::Register(registration)))) => {
+                    let _ = link.write_message(b"ok", deadline_in(5));
+                }
+                Ok(Some(Admitted::Register(mut link, registration))) => {
                     let answer = Assignment::Failed {
                         message: format!(
                             "the ring of this job formed without {}; a late task cannot join it",
@@ -336,6 +300,33 @@ impl Service {
     }
 }
 
+/// Authenticates a task's connection and reads its request (an upload's bytes too) before `deadline`; the
+/// error says why it was refused.
+fn admit_connection(stream: TcpStream, deadline: Instant, secret: &JobSecret) -> Result<Admitted> {
+    let mut link = prove_as_server(stream, secret)?;
+    let bytes = link.read_message(deadline).map_err(|source| CollectiveError::Local {
+        what: "reading its request".to_string(),
+        source,
+    })?;
+    let request = serde_json::from_slice(&bytes).map_err(|e| CollectiveError::Local {
+        what: "reading its request".to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    })?;
+    match request {
+        Request::Register(registration) => Ok(Admitted::Register(link, registration)),
+        Request::Upload { rank, epoch } => {
+            let bytes = link
+                .read_message(deadline_in(60))
+                .map_err(|source| CollectiveError::Local {
+                    what: format!("reading rank {rank}'s upload of epoch {epoch}"),
+                    source,
+                })?;
+            Ok(Admitted::Upload(link, Upload { rank, epoch, bytes }))
+        }
+    }
+}
+
+/// The moment `seconds` from now.
 fn deadline_in(seconds: u64) -> Instant {
     Instant::now() + Duration::from_secs(seconds)
 }
@@ -410,4 +401,54 @@ pub fn upload(
             describe_io(&e)
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registration(host: &str) -> Registration {
+        Registration {
+            listen: "127.0.0.1:1".parse().unwrap(),
+            host: host.to_string(),
+            devices: vec!["cpu".to_string()],
+            position: 0,
+            process: None,
+        }
+    }
+
+    #[test]
+    fn idle_connections_hold_up_neither_the_ranks_nor_an_upload() {
+        let secret = JobSecret::generate();
+        let coordinator = Coordinator::start(
+            "127.0.0.1:0".parse().unwrap(),
+            2,
+            secret.clone(),
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        let address = coordinator.address();
+        // Five connections that never say a word, each allowed 5 s to prove the secret: taken one at a time
+        // they would keep the ranks waiting 25 s.
+        let idle: Vec<TcpStream> = (0..5).map(|_| TcpStream::connect(address).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let ranks: Vec<_> = ["a", "b"]
+            .map(|host| {
+                let secret = secret.clone();
+                std::thread::spawn(move || register(address, &secret, &registration(host), Duration::from_secs(3)))
+            })
+            .into_iter()
+            .collect();
+        for rank in ranks {
+            rank.join().unwrap().unwrap();
+        }
+        assert_eq!(coordinator.wait().unwrap().len(), 2);
+        let more_idle: Vec<TcpStream> = (0..5).map(|_| TcpStream::connect(address).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(100));
+        upload(address, &secret, 0, 1, b"checkpoint", Duration::from_secs(2)).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+        assert_eq!(coordinator.latest_upload().unwrap().bytes, b"checkpoint");
+        drop((idle, more_idle));
+    }
 }

@@ -6,6 +6,7 @@ use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::acceptor::{Acceptor, HANDSHAKE_TIME};
 use crate::auth::{JobSecret, prove_as_client, prove_as_server};
 use crate::error::{CollectiveError, Result, describe_io};
 use crate::link::Link;
@@ -158,7 +159,8 @@ fn connect_right(place: Place<'_>, secret: &JobSecret, in_memory: bool, deadline
 }
 
 /// Accepts the left neighbour's link on `listener`, refusing whatever cannot prove the secret or says it is
-/// another rank; takes over its mailbox when `in_memory`.
+/// another rank (connections that never prove it do not hold the neighbour up: [`Acceptor`]); takes over its
+/// mailbox when `in_memory`.
 fn accept_left(
     place: Place<'_>,
     listener: &TcpListener,
@@ -167,62 +169,48 @@ fn accept_left(
     deadline: Instant,
 ) -> Result<Linked> {
     let left = place.left_rank();
-    listener
-        .set_nonblocking(true)
-        .map_err(|source| CollectiveError::Local {
-            what: "polling the collective listener".to_string(),
-            source,
-        })?;
+    let polling = |source| CollectiveError::Local {
+        what: "polling the collective listener".to_string(),
+        source,
+    };
+    let secret = secret.clone();
+    let acceptor = Acceptor::new(
+        listener.try_clone().map_err(polling)?,
+        format!("rank {}", place.rank),
+        move |stream, from, handshake| {
+            let mut link = prove_as_server(stream, &secret)?;
+            let hello = link.read_message(handshake).map_err(|source| CollectiveError::Local {
+                what: "reading which rank it is".to_string(),
+                source,
+            })?;
+            let said = hello
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(u64::MAX, u64::from_le_bytes);
+            if said != left as u64 {
+                return Err(CollectiveError::Auth {
+                    addr: from.to_string(),
+                    message: format!("it says it is rank {said}, expected rank {left}"),
+                });
+            }
+            Ok((link, hello))
+        },
+    )
+    .map_err(polling)?;
     loop {
         if Instant::now() >= deadline {
             return Err(place.peer_error("connecting the ring", left, "never connected".to_string()));
         }
-        let (stream, from) = match listener.accept() {
-            Ok(accepted) => accepted,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(5));
-                continue;
-            }
-            Err(source) => {
-                return Err(CollectiveError::Local {
-                    what: "accepting a ring link".to_string(),
-                    source,
-                });
-            }
+        let admitted = acceptor
+            .next(deadline, Duration::from_millis(5))
+            .map_err(|source| CollectiveError::Local {
+                what: "accepting a ring link".to_string(),
+                source,
+            })?;
+        let Some((mut link, hello)) = admitted else {
+            continue;
         };
-        let _ = stream.set_nonblocking(false);
-        let _ = stream.set_nodelay(true);
-        let handshake = deadline.min(Instant::now() + Duration::from_secs(5));
-        let _ = stream.set_read_timeout(Some(
-            handshake
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1)),
-        ));
-        let mut link = match prove_as_server(stream, secret) {
-            Ok(link) => link,
-            Err(e) => {
-                log::warn!("rank {}: refused a ring connection from {from}: {e}", place.rank);
-                continue;
-            }
-        };
-        let hello = match link.read_message(handshake) {
-            Ok(hello) if hello.get(..8) == Some(&(left as u64).to_le_bytes()[..]) => hello,
-            Ok(hello) => {
-                log::warn!(
-                    "rank {}: refused {from}: it says it is rank {}, expected rank {left}",
-                    place.rank,
-                    hello
-                        .get(..8)
-                        .and_then(|b| b.try_into().ok())
-                        .map_or(u64::MAX, u64::from_le_bytes)
-                );
-                continue;
-            }
-            Err(e) => {
-                log::warn!("rank {}: refused {from}: {}", place.rank, describe_io(&e));
-                continue;
-            }
-        };
+        let handshake = deadline.min(Instant::now() + HANDSHAKE_TIME);
         if !in_memory {
             return Ok(Linked::Tcp(link));
         }
