@@ -85,6 +85,32 @@ pub fn write_dir_whole<E: From<WholeDirError>>(
     sync(&parent).map_err(failed(format!("syncing {}", parent.display())))
 }
 
+/// Writes the file `path` whole: `bytes` go into a hidden sibling, which is synced and renamed over `path`, and
+/// the directory is synced — a reader (or a machine that crashed) finds the old file or the new one, never a
+/// part of either. For small records: a job's, a fleet's.
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("hearth-doc-record-{}.json", std::process::id()));
+/// hearth_common::files::write_file_whole(&path, b"{\"state\": \"running\"}").unwrap();
+/// assert_eq!(std::fs::read(&path).unwrap(), b"{\"state\": \"running\"}");
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+pub fn write_file_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let parent = parent_of(path);
+    let staged = sibling(&parent, path, "writing");
+    let written = File::create(&staged)
+        .and_then(|mut file| {
+            io::Write::write_all(&mut file, bytes)?;
+            file.sync_all()
+        })
+        .and_then(|()| fs::rename(&staged, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&staged);
+    }
+    written?;
+    sync(&parent)
+}
+
 /// An error unless `dir` is free to save into — missing, or an empty directory — as Spark's `MLWriter.save`
 /// refuses a path that exists unless told to overwrite it; `how_to_replace` says how to.
 ///

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hearth_engine::ballista::{FleetAccess, now_ms};
+use hearth_engine::files::write_file_whole;
 use hearth_engine::session::{APP_NAME_ENV, JOB_ID_ENV};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -298,10 +299,7 @@ impl JobBoard {
         let folder = self.dir.join(&record.id);
         let file = folder.join("job.json");
         let json = serde_json::to_string_pretty(record).map_err(|e| FleetError::jobs(&file, e.into()))?;
-        let temporary = folder.join("job.json.tmp");
-        std::fs::write(&temporary, json)
-            .and_then(|()| std::fs::rename(&temporary, &file))
-            .map_err(|e| FleetError::jobs(&folder, e))
+        write_file_whole(&file, json.as_bytes()).map_err(|e| FleetError::jobs(&folder, e))
     }
 
     /// Whether job `id`'s driver runs (or its record is not written yet).

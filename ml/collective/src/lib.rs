@@ -39,6 +39,6 @@ pub use error::{CollectiveError, Result};
 pub use frames::FrameProtection;
 pub use local::LocalWorld;
 pub use nccl::{Nccl, NcclDeclined, NcclVote, nccl_choice};
-pub use rendezvous::{Coordinator, Peer, Registration, Upload, register, upload};
+pub use rendezvous::{Coordinator, Peer, Registration, Upload, UploadRule, register, upload};
 pub use ring::{Communicator, JoinOptions};
 pub use update::{add_into, elastic_exchange};

@@ -72,6 +72,35 @@ pub struct Upload {
     pub bytes: Vec<u8>,
 }
 
+/// Which uploads a coordinator keeps ([`Coordinator::keep_uploads`]): those of one rank, up to an epoch — a
+/// training job's checkpoints come from rank 0, one per epoch of its plan. Anything else holding the job secret
+/// (a task of another rank, a sniffed secret) cannot make the driver resume from an epoch that never ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UploadRule {
+    /// The only rank whose uploads are kept.
+    pub rank: usize,
+    /// The last epoch an upload may be of.
+    pub last_epoch: usize,
+}
+
+impl UploadRule {
+    /// Why `upload` is not kept under this rule, if it is not.
+    fn refuses(&self, upload: &Upload) -> Option<String> {
+        if upload.rank != self.rank {
+            return Some(format!(
+                "it says it is rank {}; this job's uploads come from rank {}",
+                upload.rank, self.rank
+            ));
+        }
+        (upload.epoch > self.last_epoch).then(|| {
+            format!(
+                "epoch {} is past the job's last epoch, {}",
+                upload.epoch, self.last_epoch
+            )
+        })
+    }
+}
+
 /// The coordinator's answer.
 #[derive(Debug, Serialize, Deserialize)]
 enum Assignment {
@@ -98,6 +127,7 @@ pub struct Coordinator {
     outcome: Mutex<mpsc::Receiver<Result<Vec<Peer>>>>,
     stop: Arc<AtomicBool>,
     latest: Arc<Mutex<Option<Upload>>>,
+    rule: Arc<Mutex<Option<UploadRule>>>,
     worker: Option<JoinHandle<()>>,
 }
 
@@ -116,6 +146,7 @@ impl Coordinator {
         let (sender, outcome) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let latest = Arc::new(Mutex::new(None));
+        let rule = Arc::new(Mutex::new(None));
         let acceptor = Acceptor::new(
             listener,
             format!("rendezvous at {address}"),
@@ -127,6 +158,7 @@ impl Coordinator {
             address,
             stop: Arc::clone(&stop),
             latest: Arc::clone(&latest),
+            rule: Arc::clone(&rule),
         };
         let worker = std::thread::Builder::new()
             .name("hearth-rendezvous".to_string())
@@ -147,6 +179,7 @@ impl Coordinator {
             outcome: Mutex::new(outcome),
             stop,
             latest,
+            rule,
             worker: Some(worker),
         })
     }
@@ -162,6 +195,14 @@ impl Coordinator {
         let ended = || CollectiveError::rendezvous(self.address, "the rendezvous already ended");
         let outcome = self.outcome.lock().map_err(|_| ended())?;
         outcome.recv().unwrap_or_else(|_| Err(ended()))
+    }
+
+    /// Keeps only the uploads `rule` allows from now on (by default every rank's, of any epoch); the others are
+    /// logged and left unconfirmed.
+    pub fn keep_uploads(&self, rule: UploadRule) {
+        if let Ok(mut kept) = self.rule.lock() {
+            *kept = Some(rule);
+        }
     }
 
     /// The last upload of the highest epoch received so far.
@@ -185,6 +226,7 @@ struct Service {
     address: SocketAddr,
     stop: Arc<AtomicBool>,
     latest: Arc<Mutex<Option<Upload>>>,
+    rule: Arc<Mutex<Option<UploadRule>>>,
 }
 
 /// A connection that proved the job secret, with its request (an upload with its bytes).
@@ -274,6 +316,11 @@ impl Service {
         while !self.stop.load(Ordering::Relaxed) {
             match self.next_admitted(deadline_in(60)) {
                 Ok(Some(Admitted::Upload(mut link, upload))) => {
+                    let rule = self.rule.lock().ok().and_then(|rule| *rule);
+                    if let Some(why) = rule.and_then(|rule| rule.refuses(&upload)) {
+                        log::warn!("rendezvous at {}: ignored an upload: {why}", self.address);
+                        continue;
+                    }
                     if let Ok(mut latest) = self.latest.lock()
                         && latest.as_ref().is_none_or(|l| l.epoch <= upload.epoch)
                     {
@@ -450,5 +497,27 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
         assert_eq!(coordinator.latest_upload().unwrap().bytes, b"checkpoint");
         drop((idle, more_idle));
+    }
+
+    #[test]
+    fn an_upload_the_rule_does_not_allow_is_ignored() {
+        let secret = JobSecret::generate();
+        let coordinator = Coordinator::start(
+            "127.0.0.1:0".parse().unwrap(),
+            1,
+            secret.clone(),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        coordinator.keep_uploads(UploadRule { rank: 0, last_epoch: 3 });
+        let address = coordinator.address();
+        register(address, &secret, &registration("a"), Duration::from_secs(5)).unwrap();
+        upload(address, &secret, 0, 2, b"epoch 2", Duration::from_secs(5)).unwrap();
+        // Holders of the job secret claiming another rank, or an epoch the job never reaches, are not confirmed
+        // and change nothing: a retry resumes from the true epoch.
+        assert!(upload(address, &secret, 7, usize::MAX, b"forged", Duration::from_millis(500)).is_err());
+        assert!(upload(address, &secret, 0, usize::MAX, b"forged", Duration::from_millis(500)).is_err());
+        let kept = coordinator.latest_upload().unwrap();
+        assert_eq!((kept.rank, kept.epoch, kept.bytes.as_slice()), (0, 2, &b"epoch 2"[..]));
     }
 }

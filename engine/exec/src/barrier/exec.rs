@@ -23,8 +23,8 @@ use futures::TryStreamExt;
 use super::context::Joining;
 use super::gpus::{lease, offered_gpus};
 use super::program::run_in_program;
-use super::spec::BarrierSpec;
 use super::spec::ProgramRef;
+use super::spec::{BarrierSpec, reason, task_error};
 use super::{BarrierFunction, BarrierTaskContext, function};
 
 /// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
@@ -245,17 +245,4 @@ fn run_task(
     function
         .run(&mut context, &spec.args, batches)
         .map_err(|e| task_error(spec, &format!("rank {rank}"), "running", &reason(&e)))
-}
-
-/// A task's failure, naming the stage, the task and what it was doing.
-pub(super) fn task_error(spec: &BarrierSpec, task: &str, doing: &str, error: &dyn fmt::Display) -> DataFusionError {
-    DataFusionError::Execution(format!(
-        "barrier stage {} ({}), {task}, {doing}: {error}",
-        spec.job, spec.function
-    ))
-}
-
-/// An error's message without DataFusion's kind prefix, so wrapped errors read once.
-pub(super) fn reason(error: &DataFusionError) -> String {
-    error.message().into_owned()
 }

@@ -31,10 +31,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::context::Joining;
-use super::exec::{reason, task_error};
 use super::gpus::GpuLease;
 use super::spec::BarrierSpec;
 pub use super::spec::ProgramRef;
+use super::spec::{reason, task_error};
 use super::{BarrierFunction, BarrierTaskContext};
 use crate::error::HearthError;
 use crate::host::host_name;

@@ -1,9 +1,11 @@
 //! What a barrier stage's plan carries to every task: the function and its arguments, the rendezvous, the
 //! job's secret and deadlines, and the driver program that holds the function when executors must run a copy.
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use datafusion::error::DataFusionError;
 use hearth_collective::{FrameProtection, JobSecret};
 use serde::{Deserialize, Serialize};
 
@@ -65,4 +67,17 @@ pub struct ProgramRef {
     /// The function's output schema, as an Arrow IPC stream without batches (base64), for the plan's
     /// schema on hosts without the function.
     pub schema: String,
+}
+
+/// A task's failure, naming the stage, the task and what it was doing.
+pub(super) fn task_error(spec: &BarrierSpec, task: &str, doing: &str, error: &dyn fmt::Display) -> DataFusionError {
+    DataFusionError::Execution(format!(
+        "barrier stage {} ({}), {task}, {doing}: {error}",
+        spec.job, spec.function
+    ))
+}
+
+/// An error's message without DataFusion's kind prefix, so wrapped errors read once.
+pub(super) fn reason(error: &DataFusionError) -> String {
+    error.message().into_owned()
 }

@@ -12,7 +12,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::collect;
 use datafusion::prelude::DataFrame;
-use hearth_collective::{Coordinator, FrameProtection, JobSecret, Upload};
+use hearth_collective::{Coordinator, FrameProtection, JobSecret, Upload, UploadRule};
 use serde::{Deserialize, Serialize};
 
 use super::program::{ProgramRef, worker_function};
@@ -33,6 +33,7 @@ pub struct BarrierStage {
     args: String,
     options: BarrierOptions,
     on_upload: Option<UploadObserver>,
+    upload_rule: Option<UploadRule>,
 }
 
 /// Called on the driver with each new upload of a running stage (a checkpoint after an epoch).
@@ -124,6 +125,7 @@ impl BarrierStage {
             args: args.into(),
             options: BarrierOptions::default(),
             on_upload: None,
+            upload_rule: None,
         }
     }
 
@@ -131,6 +133,13 @@ impl BarrierStage {
     /// checkpoint reaches the driver after each epoch), for progress reports.
     pub fn on_upload(mut self, observer: Arc<dyn Fn(&Upload) + Send + Sync>) -> Self {
         self.on_upload = Some(UploadObserver(observer));
+        self
+    }
+
+    /// Keeps only the uploads `rule` allows (a trainer's checkpoints: rank 0's, up to its last epoch); by
+    /// default every task's upload is kept.
+    pub fn keep_uploads(mut self, rule: UploadRule) -> Self {
+        self.upload_rule = Some(rule);
         self
     }
 
@@ -324,6 +333,9 @@ impl BarrierStage {
             self.options.rendezvous_timeout,
         )
         .map_err(|e| HearthError::barrier(&job, "starting the rendezvous").caused_by(e))?;
+        if let Some(rule) = self.upload_rule {
+            coordinator.keep_uploads(rule);
+        }
         let spec = BarrierSpec {
             function: self.function.clone(),
             args: self.args.clone(),

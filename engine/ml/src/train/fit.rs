@@ -2,6 +2,7 @@
 //! as a whole from rank 0's last checkpoint), its progress, and what it reports.
 
 use datafusion::prelude::DataFrame;
+use hearth_collective::UploadRule;
 use hearth_torch::artifact::ModelArtifact;
 use hearth_torch::train::RankReport;
 use serde::{Deserialize, Serialize};
@@ -30,7 +31,14 @@ pub(crate) async fn train(
 ) -> Result<(ModelArtifact, TrainingSummary)> {
     let json = serde_json::to_string(args)
         .map_err(|e| HearthError::barrier(TRAIN_FUNCTION, "cannot write the training arguments").caused_by(e))?;
-    let mut stage = BarrierStage::new(TRAIN_FUNCTION, json).options(options.clone());
+    // Rank 0 sends a checkpoint after each epoch; nothing else is one.
+    let rule = UploadRule {
+        rank: 0,
+        last_epoch: args.options.settings.epochs,
+    };
+    let mut stage = BarrierStage::new(TRAIN_FUNCTION, json)
+        .options(options.clone())
+        .keep_uploads(rule);
     if let Some(progress) = progress_of(df) {
         stage = stage.on_upload(on_checkpoint(progress, uid.to_string(), args.options.settings.epochs));
     }

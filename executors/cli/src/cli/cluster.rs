@@ -81,6 +81,10 @@ pub struct StartArgs {
     /// must be at the same path on every host.
     #[arg(long = "tls-dir")]
     tls_dir: Option<PathBuf>,
+    /// With --hosts, start without --tls-dir anyway, on a network whose every user you trust: the secret's
+    /// proof, plans and training data then cross it in clear.
+    #[arg(long, requires = "hosts")]
+    insecure: bool,
 }
 
 /// `hearth cluster …`.
@@ -122,6 +126,15 @@ fn resolve(host: &str) -> Result<IpAddr, Failed> {
 }
 
 async fn start(args: StartArgs) -> CommandResult {
+    if args.hosts.is_some() && args.tls_dir.is_none() && !args.insecure {
+        return Err(Failed::new(
+            "--hosts without --tls-dir: the fleet's plans (a training job's secret among them) and its data would \
+             cross the network in clear, and each executor's task service would take tasks from anyone who reaches \
+             it; give --tls-dir DIR (`hearth cluster certs --host HOST …` makes one), or --insecure on a network \
+             whose every user you trust",
+        )
+        .into());
+    }
     let dir = args.state.path()?;
     refuse_running_fleet(&dir)?;
     let logs = dir.join("logs");

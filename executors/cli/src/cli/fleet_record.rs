@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls};
+use hearth_engine::files::write_file_whole;
 use serde::{Deserialize, Serialize};
 
 use super::cache_dir;
@@ -104,11 +105,8 @@ pub fn read_record(dir: &Path) -> Result<Option<ClusterRecord>, Failed> {
 /// Replaces the record in `dir` in one rename.
 pub fn write_record(dir: &Path, record: &ClusterRecord) -> Result<(), Failed> {
     let file = record_file(dir);
-    let temporary = dir.join("cluster.json.tmp");
     let json = serde_json::to_string_pretty(record).map_err(|e| Failed::file(&file, e))?;
-    std::fs::write(&temporary, json)
-        .and_then(|()| std::fs::rename(&temporary, &file))
-        .map_err(|e| Failed::file(&file, e))
+    write_file_whole(&file, json.as_bytes()).map_err(|e| Failed::file(&file, e))
 }
 
 /// The master the fleet's commands talk to: `--master` (a `df://` URL), else the fleet `hearth cluster

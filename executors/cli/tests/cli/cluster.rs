@@ -177,6 +177,31 @@ fn ssh_here(dir: &Path) {
 }
 
 #[test]
+fn hosts_without_tls_are_refused_unless_insecure_is_given() {
+    let bin = tempfile::tempdir().unwrap();
+    let hosts = bin.path().join("workers");
+    std::fs::write(&hosts, "node-1\n").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let start = hearth()
+        .env("HEARTH_CLUSTER_DIR", state.path())
+        .args(["cluster", "start", "--hosts"])
+        .arg(&hosts)
+        .output()
+        .unwrap();
+    assert_eq!(start.status.code(), Some(1), "{}", shown(&start));
+    let said = String::from_utf8_lossy(&start.stderr);
+    assert!(
+        said.contains("--hosts without --tls-dir") && said.contains("--insecure"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(state.path()).unwrap().count(),
+        0,
+        "nothing started or written"
+    );
+}
+
+#[test]
 fn a_hosts_file_starts_one_executor_per_host_through_ssh() {
     let bin = tempfile::tempdir().unwrap();
     ssh_here(bin.path());
