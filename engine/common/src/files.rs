@@ -2,9 +2,10 @@
 //! are synced, and the sibling takes the destination's place in one step — on Linux the two are exchanged by
 //! `renameat2(RENAME_EXCHANGE)`, so there is no moment without a destination; elsewhere (or on a file system
 //! without it) the old one is renamed aside first and put back if the move fails, which leaves a crash between
-//! the two renames with the old one only in its hidden sibling. A failure (of the writer, a full disk) leaves the
-//! destination as it was and nothing beside it; what a killed writer left beside it (its `.writing-` or
-//! `.replaced-` sibling, named with its process id) is swept by the next write to that destination.
+//! the two renames with the old one only in its hidden sibling (the next write puts it back). A failure (of the
+//! writer, a full disk) leaves the destination as it was and nothing beside it; what a killed writer left beside
+//! it (its `.writing-` or `.replaced-` sibling, named with its host and process id) is swept by the next write to
+//! that destination on that host.
 //!
 //! ```
 //! use hearth_common::files::{WholeDirError, write_dir_whole};
@@ -246,9 +247,11 @@ fn remove_replaced(dest: &Path, old: &Path) {
     }
 }
 
-/// Removes the hidden siblings of `dest` in `parent` that a writer which no longer runs left behind (a
-/// `.writing-` directory it was filling, a `.replaced-` one it was removing), as the process id in their names
-/// tells. Siblings of running processes are theirs and stay.
+/// Removes the hidden siblings of `dest` in `parent` that a writer of this host which no longer runs left behind
+/// (a `.writing-` directory it was filling, a `.replaced-` one it was removing), as the host and process id in
+/// their names tell; siblings of running processes, and of other hosts sharing the directory, stay. When `dest`
+/// itself is missing — a writer killed between the two renames of the fallback in [`move_into_place`] — the
+/// newest `.replaced-` sibling is what `dest` held, and is put back instead.
 pub fn sweep_leftovers(parent: &Path, dest: &Path) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
@@ -257,33 +260,80 @@ pub fn sweep_leftovers(parent: &Path, dest: &Path) {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    for entry in entries.flatten() {
-        let file_name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = leftover_pid(&file_name, &name) else {
-            continue;
-        };
-        if process_runs(pid) {
-            continue;
+    let host = host_tag();
+    let mut dead: Vec<(Leftover, PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| Some((Leftover::of(&entry.file_name().to_string_lossy(), &name)?, entry.path())))
+        .filter(|(leftover, _)| leftover.host == host && !process_runs(leftover.pid))
+        .collect();
+    if fs::symlink_metadata(dest).is_err() {
+        let newest = dead
+            .iter()
+            .enumerate()
+            .filter(|(_, (leftover, _))| leftover.replaced)
+            .max_by_key(|(_, (leftover, _))| leftover.nanos)
+            .map(|(i, _)| i);
+        if let Some(i) = newest {
+            let (_, old) = dead.swap_remove(i);
+            match fs::rename(&old, dest) {
+                Ok(()) => log::warn!(
+                    "{}: put back from {}, left by a killed save",
+                    dest.display(),
+                    old.display()
+                ),
+                Err(e) => log::warn!("{}: cannot put back {}: {e}", dest.display(), old.display()),
+            }
         }
-        let path = entry.path();
+    }
+    for (leftover, path) in dead {
         log::info!(
-            "{}: removing {} left by process {pid}, which no longer runs",
+            "{}: removing {} left by process {}, which no longer runs",
             dest.display(),
-            path.display()
+            path.display(),
+            leftover.pid
         );
         remove_replaced(dest, &path);
     }
 }
 
-/// The process id in the name of a hidden sibling of `dest_name` that a write made ([`sibling`]), if it is one.
-fn leftover_pid(file_name: &str, dest_name: &str) -> Option<u32> {
-    let rest = file_name.strip_prefix('.')?.strip_prefix(dest_name)?;
-    let rest = rest
-        .strip_prefix(".writing-")
-        .or_else(|| rest.strip_prefix(".replaced-"))?;
-    let (pid, nanos) = rest.split_once('-')?;
-    nanos.parse::<u128>().ok()?;
-    pid.parse().ok()
+/// What the name of a hidden sibling a write made ([`sibling`]) tells.
+#[derive(Debug, PartialEq)]
+struct Leftover {
+    /// A replaced destination (`.replaced-`), rather than one being written (`.writing-`).
+    replaced: bool,
+    /// The host of the process that made it.
+    host: String,
+    /// That process.
+    pid: u32,
+    /// When it was made, in nanoseconds since 1970.
+    nanos: u128,
+}
+
+impl Leftover {
+    /// What the name `file_name` tells, if it is a hidden sibling of `dest_name` that a write made.
+    fn of(file_name: &str, dest_name: &str) -> Option<Self> {
+        let rest = file_name.strip_prefix('.')?.strip_prefix(dest_name)?;
+        let (replaced, rest) = match (rest.strip_prefix(".writing-"), rest.strip_prefix(".replaced-")) {
+            (Some(rest), _) => (false, rest),
+            (None, Some(rest)) => (true, rest),
+            (None, None) => return None,
+        };
+        let mut parts = rest.rsplitn(3, '-');
+        let nanos = parts.next()?.parse().ok()?;
+        let pid = parts.next()?.parse().ok()?;
+        let host = parts.next()?.to_string();
+        Some(Self {
+            replaced,
+            host,
+            pid,
+            nanos,
+        })
+    }
+}
+
+/// This host's name as sibling names carry it (no path separators).
+fn host_tag() -> String {
+    crate::host::host_name().replace(['/', '\\'], "_")
 }
 
 /// Whether the process `pid` runs (this one included).
@@ -313,7 +363,7 @@ pub fn sibling(parent: &Path, dest: &Path, doing: &str) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    parent.join(format!(".{name}.{doing}-{}-{nanos}", std::process::id()))
+    parent.join(format!(".{name}.{doing}-{}-{}-{nanos}", host_tag(), std::process::id()))
 }
 
 #[cfg(test)]
@@ -378,28 +428,62 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dest = root.path().join("model");
         write_dir_whole(&dest, |dir| put(dir, "a.json", "old")).unwrap();
-        // A writer killed mid-save (its pid no longer runs; pids stop below 2^22 on Linux) left a staging
-        // directory and a replaced one; a running process's (this one's) staging directory is its own.
-        let dead = 4_194_304 + 17;
-        let leftovers = [format!(".model.writing-{dead}-1"), format!(".model.replaced-{dead}-2")];
-        let ours = format!(".model.writing-{}-3", std::process::id());
-        for name in leftovers.iter().chain([&ours]) {
+        // A writer of this host killed mid-save (its pid no longer runs; pids stop below 2^22 on Linux) left a
+        // staging directory and a replaced one; a running process's (this one's) staging directory is its own,
+        // and so is another host's (it may share this directory).
+        let (host, dead) = (host_tag(), 4_194_304 + 17);
+        let leftovers = [
+            format!(".model.writing-{host}-{dead}-1"),
+            format!(".model.replaced-{host}-{dead}-2"),
+        ];
+        let ours = format!(".model.writing-{host}-{}-3", std::process::id());
+        let elsewhere = format!(".model.writing-other-host-{dead}-4");
+        for name in leftovers.iter().chain([&ours, &elsewhere]) {
             fs::create_dir(root.path().join(name)).unwrap();
             put(&root.path().join(name), "a.json", "half").unwrap();
         }
-        fs::create_dir(root.path().join(".other.writing-1-1")).unwrap();
         write_dir_whole(&dest, |dir| put(dir, "a.json", "new")).unwrap();
         let left: Vec<String> = contents(root.path()).into_iter().map(|(name, _)| name).collect();
-        assert_eq!(left, [ours, ".other.writing-1-1".to_string(), "model".to_string()]);
+        let mut kept = vec![elsewhere, ours, "model".to_string()];
+        kept.sort();
+        assert_eq!(left, kept);
         assert_eq!(contents(&dest), [("a.json".to_string(), "new".to_string())]);
     }
 
     #[test]
+    fn a_destination_a_killed_save_left_only_beside_it_is_put_back() {
+        // The fallback's two renames, killed between them: the old directory is only in `.replaced-`.
+        let root = tempfile::tempdir().unwrap();
+        let dest = root.path().join("model");
+        let (host, dead) = (host_tag(), 4_194_304 + 17);
+        for (nanos, text) in [(1, "older"), (2, "old")] {
+            let aside = root.path().join(format!(".model.replaced-{host}-{dead}-{nanos}"));
+            fs::create_dir(&aside).unwrap();
+            put(&aside, "a.json", text).unwrap();
+        }
+        sweep_leftovers(root.path(), &dest);
+        assert_eq!(contents(&dest), [("a.json".to_string(), "old".to_string())]);
+        assert_eq!(contents(root.path()).len(), 1, "{:?}", contents(root.path()));
+    }
+
+    #[test]
     fn only_names_a_write_makes_are_leftovers() {
-        assert_eq!(leftover_pid(".model.writing-41-123", "model"), Some(41));
-        assert_eq!(leftover_pid(".model.replaced-41-123", "model"), Some(41));
-        assert_eq!(leftover_pid(".model2.writing-41-123", "model"), None);
-        assert_eq!(leftover_pid(".model.writing-41", "model"), None);
-        assert_eq!(leftover_pid("model", "model"), None);
+        let leftover = Leftover::of(".model.writing-node-1.example-41-123", "model").unwrap();
+        assert_eq!(
+            leftover,
+            Leftover {
+                replaced: false,
+                host: "node-1.example".to_string(),
+                pid: 41,
+                nanos: 123
+            }
+        );
+        assert!(Leftover::of(".model.replaced-h-41-123", "model").unwrap().replaced);
+        assert_eq!(Leftover::of(".model2.writing-h-41-123", "model"), None);
+        assert_eq!(Leftover::of(".model.writing-41-123", "model"), None);
+        assert_eq!(Leftover::of("model", "model"), None);
+        let made = sibling(Path::new("dir"), Path::new("dir/model"), "writing");
+        let made = Leftover::of(&made.file_name().unwrap().to_string_lossy(), "model").unwrap();
+        assert_eq!((made.host, made.pid), (host_tag(), std::process::id()));
     }
 }

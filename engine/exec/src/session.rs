@@ -115,7 +115,9 @@ impl Session {
                 let state = hearth_state(config.with_extension(Arc::new(info)));
                 let (ctx, url) = crate::ballista::start_standalone(state)
                     .await
-                    .map_err(|e| HearthError::master(master.to_string(), "starting its cluster here").caused_by(e))?;
+                    // DataFusion's message already says what failed ("cannot reach the scheduler at …"); its
+                    // kind prefix ("Invalid or Unsupported Configuration") would only mislead.
+                    .map_err(|e| HearthError::master(master.to_string(), e.message()))?;
                 Ok(Self::with_scheduler(master, ctx, url))
             }
             Master::Remote { host, port } => {
@@ -137,7 +139,9 @@ impl Session {
                 }
                 let (ctx, url) = crate::ballista::connect_remote(host, *port, state.build())
                     .await
-                    .map_err(|e| HearthError::master(master.to_string(), "connecting to its scheduler").caused_by(e))?;
+                    // DataFusion's message already says what failed ("cannot reach the scheduler at …"); its
+                    // kind prefix ("Invalid or Unsupported Configuration") would only mislead.
+                    .map_err(|e| HearthError::master(master.to_string(), e.message()))?;
                 Ok(Self::with_scheduler(master, ctx, url))
             }
         }

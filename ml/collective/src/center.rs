@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::acceptor::Acceptor;
+use super::acceptor::{Acceptor, Refused};
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
 use super::link::Link;
@@ -215,8 +215,8 @@ fn serve(
 ) {
     let deadline = Instant::now() + timeout;
     let secret = secret.clone();
-    let acceptor = match Acceptor::new(listener, "parameter server", move |stream, _, handshake| {
-        admit(stream, &secret, handshake)
+    let acceptor = match Acceptor::new(listener, "parameter server", move |stream, from, handshake| {
+        admit(stream, &secret, ranks, handshake).map(|(rank, link)| (rank, link, from))
     }) {
         Ok(acceptor) => acceptor,
         Err(e) => return fail(center, format!("cannot poll its listener: {e}")),
@@ -224,10 +224,10 @@ fn serve(
     let mut accepted: Vec<(usize, Link)> = Vec::new();
     while accepted.len() < ranks && Instant::now() < deadline && !closing.load(Ordering::Relaxed) {
         match acceptor.next(deadline, Duration::from_millis(2)) {
-            Ok(Some((rank, _))) if rank >= ranks || accepted.iter().any(|(r, _)| *r == rank) => {
-                log::warn!("parameter server: refused rank {rank}: already linked or not of 0..{ranks}");
+            Ok(Some((rank, _, from))) if accepted.iter().any(|(r, _)| *r == rank) => {
+                log::warn!("parameter server: refused {from}: it says it is rank {rank}, which is already linked");
             }
-            Ok(Some(link)) => accepted.push(link),
+            Ok(Some((rank, link, _))) => accepted.push((rank, link)),
             Ok(None) => {}
             Err(e) => {
                 log::warn!("parameter server: accepting a link: {e}");
@@ -258,15 +258,24 @@ fn serve(
     });
 }
 
-/// Checks a new link's proof of the secret and reads which rank it is, before `handshake`.
-fn admit(stream: TcpStream, secret: &JobSecret, handshake: Instant) -> Result<(usize, Link)> {
+/// Checks a new link's proof of the secret and reads which rank (of `ranks`) it is, before `handshake`.
+fn admit(
+    stream: TcpStream,
+    secret: &JobSecret,
+    ranks: usize,
+    handshake: Instant,
+) -> std::result::Result<(usize, Link), Refused> {
     let mut link = prove_as_server(stream, secret)?;
-    let hello = link.read_message(handshake).map_err(|source| CollectiveError::Local {
-        what: "reading a parameter-server link's rank".to_string(),
-        source,
-    })?;
+    let hello = link
+        .read_message(handshake)
+        .map_err(|e| Refused::reading("which rank it is", &e))?;
     let rank = hello.as_slice().try_into().map_or(u64::MAX, u64::from_le_bytes);
-    Ok((rank as usize, link))
+    match usize::try_from(rank) {
+        Ok(rank) if rank < ranks => Ok((rank, link)),
+        _ => Err(Refused::said(format!(
+            "it says it is rank {rank}, not one of 0..{ranks}"
+        ))),
+    }
 }
 
 /// Waits for a request to begin, then reads it whole within `timeout`.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::acceptor::Acceptor;
+use super::acceptor::{Acceptor, Refused};
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
 use super::link::Link;
@@ -85,17 +85,17 @@ pub struct UploadRule {
 
 impl UploadRule {
     /// Why `upload` is not kept under this rule, if it is not.
-    fn refuses(&self, upload: &Upload) -> Option<String> {
-        if upload.rank != self.rank {
+    fn refuses(&self, rank: usize, epoch: usize) -> Option<String> {
+        if rank != self.rank {
             return Some(format!(
-                "it says it is rank {}; this job's uploads come from rank {}",
-                upload.rank, self.rank
+                "an upload as rank {rank}; this job's uploads come from rank {}",
+                self.rank
             ));
         }
-        (upload.epoch > self.last_epoch).then(|| {
+        (epoch > self.last_epoch).then(|| {
             format!(
-                "epoch {} is past the job's last epoch, {}",
-                upload.epoch, self.last_epoch
+                "an upload of epoch {epoch}, past the job's last epoch, {}",
+                self.last_epoch
             )
         })
     }
@@ -147,10 +147,11 @@ impl Coordinator {
         let stop = Arc::new(AtomicBool::new(false));
         let latest = Arc::new(Mutex::new(None));
         let rule = Arc::new(Mutex::new(None));
+        let kept = Arc::clone(&rule);
         let acceptor = Acceptor::new(
             listener,
             format!("rendezvous at {address}"),
-            move |stream, _, deadline| admit_connection(stream, deadline, &secret),
+            move |stream, _, deadline| admit_connection(stream, deadline, &secret, &kept),
         )
         .map_err(|e| CollectiveError::rendezvous_caused(address, "cannot poll the listener", e))?;
         let service = Service {
@@ -158,7 +159,6 @@ impl Coordinator {
             address,
             stop: Arc::clone(&stop),
             latest: Arc::clone(&latest),
-            rule: Arc::clone(&rule),
         };
         let worker = std::thread::Builder::new()
             .name("hearth-rendezvous".to_string())
@@ -226,7 +226,6 @@ struct Service {
     address: SocketAddr,
     stop: Arc<AtomicBool>,
     latest: Arc<Mutex<Option<Upload>>>,
-    rule: Arc<Mutex<Option<UploadRule>>>,
 }
 
 /// A connection that proved the job secret, with its request (an upload with its bytes).
@@ -316,11 +315,6 @@ impl Service {
         while !self.stop.load(Ordering::Relaxed) {
             match self.next_admitted(deadline_in(60)) {
                 Ok(Some(Admitted::Upload(mut link, upload))) => {
-                    let rule = self.rule.lock().ok().and_then(|rule| *rule);
-                    if let Some(why) = rule.and_then(|rule| rule.refuses(&upload)) {
-                        log::warn!("rendezvous at {}: ignored an upload: {why}", self.address);
-                        continue;
-                    }
                     if let Ok(mut latest) = self.latest.lock()
                         && latest.as_ref().is_none_or(|l| l.epoch <= upload.epoch)
                     {
@@ -338,36 +332,40 @@ impl Service {
                     let _ = link.write_message(&serde_json::to_vec(&answer).unwrap_or_default(), deadline_in(1));
                 }
                 Ok(None) => {}
+                // A full table of open files, a connection aborted before it was taken: the next may succeed.
                 Err(e) => {
                     log::warn!("{e}");
-                    return;
+                    std::thread::sleep(Duration::from_millis(20));
                 }
             }
         }
     }
 }
 
-/// Authenticates a task's connection and reads its request (an upload's bytes too) before `deadline`; the
-/// error says why it was refused.
-fn admit_connection(stream: TcpStream, deadline: Instant, secret: &JobSecret) -> Result<Admitted> {
+/// Authenticates a task's connection and reads its request before `deadline` — an upload's bytes too, when
+/// `rule` allows the upload (one it refuses is not read, and left unconfirmed); the error says why it was refused.
+fn admit_connection(
+    stream: TcpStream,
+    deadline: Instant,
+    secret: &JobSecret,
+    rule: &Mutex<Option<UploadRule>>,
+) -> std::result::Result<Admitted, Refused> {
     let mut link = prove_as_server(stream, secret)?;
-    let bytes = link.read_message(deadline).map_err(|source| CollectiveError::Local {
-        what: "reading its request".to_string(),
-        source,
-    })?;
-    let request = serde_json::from_slice(&bytes).map_err(|e| CollectiveError::Local {
-        what: "reading its request".to_string(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-    })?;
+    let bytes = link
+        .read_message(deadline)
+        .map_err(|e| Refused::reading("its request", &e))?;
+    let request =
+        serde_json::from_slice(&bytes).map_err(|e| Refused::said(format!("it sent an unreadable request: {e}")))?;
     match request {
         Request::Register(registration) => Ok(Admitted::Register(link, registration)),
         Request::Upload { rank, epoch } => {
+            let rule = rule.lock().ok().and_then(|rule| *rule);
+            if let Some(why) = rule.and_then(|rule| rule.refuses(rank, epoch)) {
+                return Err(Refused::said(why));
+            }
             let bytes = link
                 .read_message(deadline_in(60))
-                .map_err(|source| CollectiveError::Local {
-                    what: format!("reading rank {rank}'s upload of epoch {epoch}"),
-                    source,
-                })?;
+                .map_err(|e| Refused::reading(&format!("rank {rank}'s upload of epoch {epoch}"), &e))?;
             Ok(Admitted::Upload(link, Upload { rank, epoch, bytes }))
         }
     }

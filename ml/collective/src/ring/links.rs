@@ -6,7 +6,7 @@ use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::acceptor::{Acceptor, HANDSHAKE_TIME};
+use crate::acceptor::{Acceptor, HANDSHAKE_TIME, Refused};
 use crate::auth::{JobSecret, prove_as_client, prove_as_server};
 use crate::error::{CollectiveError, Result, describe_io};
 use crate::link::Link;
@@ -177,21 +177,19 @@ fn accept_left(
     let acceptor = Acceptor::new(
         listener.try_clone().map_err(polling)?,
         format!("rank {}", place.rank),
-        move |stream, from, handshake| {
+        move |stream, _, handshake| {
             let mut link = prove_as_server(stream, &secret)?;
-            let hello = link.read_message(handshake).map_err(|source| CollectiveError::Local {
-                what: "reading which rank it is".to_string(),
-                source,
-            })?;
+            let hello = link
+                .read_message(handshake)
+                .map_err(|e| Refused::reading("which rank it is", &e))?;
             let said = hello
                 .get(..8)
                 .and_then(|b| b.try_into().ok())
                 .map_or(u64::MAX, u64::from_le_bytes);
             if said != left as u64 {
-                return Err(CollectiveError::Auth {
-                    addr: from.to_string(),
-                    message: format!("it says it is rank {said}, expected rank {left}"),
-                });
+                return Err(Refused::said(format!(
+                    "it says it is rank {said}, expected rank {left}"
+                )));
             }
             Ok((link, hello))
         },
