@@ -157,11 +157,11 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn a_silent_connection_does_not_hold_up_the_next_one() {
+    /// An acceptor on a free port whose "handshake" reads one byte: a connection that sends nothing waits out
+    /// its deadline.
+    fn byte_acceptor() -> (Acceptor<u8>, SocketAddr) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
-        // A "handshake" that reads one byte: a connection that sends nothing waits out its deadline.
         let acceptor = Acceptor::new(listener, "test", |mut stream: TcpStream, _, _| {
             let mut byte = [0u8; 1];
             stream
@@ -170,6 +170,12 @@ mod tests {
             Ok(byte[0])
         })
         .unwrap();
+        (acceptor, address)
+    }
+
+    #[test]
+    fn a_silent_connection_does_not_hold_up_the_next_one() {
+        let (acceptor, address) = byte_acceptor();
         let silent: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(address).unwrap()).collect();
         let mut talking = TcpStream::connect(address).unwrap();
         talking.write_all(&[7]).unwrap();
@@ -185,16 +191,7 @@ mod tests {
 
     #[test]
     fn connections_past_the_handshakes_running_wait_in_the_queue() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let address = listener.local_addr().unwrap();
-        let acceptor = Acceptor::new(listener, "test", |mut stream: TcpStream, _, _| {
-            let mut byte = [0u8; 1];
-            stream
-                .read_exact(&mut byte)
-                .map_err(|e| Refused::reading("its byte", &e))?;
-            Ok(byte[0])
-        })
-        .unwrap();
+        let (acceptor, address) = byte_acceptor();
         let deadline = Instant::now() + Duration::from_secs(10);
         let silent: Vec<TcpStream> = (0..MAX_HANDSHAKES)
             .map(|_| TcpStream::connect(address).unwrap())
