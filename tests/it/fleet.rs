@@ -36,10 +36,12 @@ pub(crate) struct Fleet {
     _work: tempfile::TempDir,
 }
 
-/// Starts `program args…` and waits (up to 60 s) for a line of its output starting with `prefix`.
-fn spawn_until(args: &[&str], prefix: &str) -> (Child, String) {
+/// Starts `hearth args…` with the variables `env` and waits (up to 60 s) for a line of its output starting
+/// with `prefix`.
+pub(crate) fn spawn_until(args: &[&str], env: &[(&str, &str)], prefix: &str) -> (Child, String) {
     let mut child = Command::new(hearth_program())
         .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -73,6 +75,7 @@ impl Fleet {
         let work_dir = work.path().to_str().unwrap();
         let (scheduler, line) = spawn_until(
             &["scheduler", "--bind", "127.0.0.1:0", "--work-dir", work_dir],
+            &[],
             "hearth scheduler listening on",
         );
         let address = line.rsplit(' ').next().expect("address").to_string();
@@ -83,7 +86,11 @@ impl Fleet {
         };
         for n in slots {
             let n = n.to_string();
-            let (executor, _) = spawn_until(&["executor", "--scheduler", &address, "--slots", &n], "hearth executor");
+            let (executor, _) = spawn_until(
+                &["executor", "--scheduler", &address, "--slots", &n],
+                &[],
+                "hearth executor",
+            );
             fleet.processes.push(executor);
         }
         let want: usize = slots.iter().sum();
@@ -108,6 +115,7 @@ impl Fleet {
         let slots = slots.to_string();
         let (executor, _) = spawn_until(
             &["executor", "--scheduler", &self.scheduler, "--slots", &slots],
+            &[],
             "hearth executor",
         );
         self.processes.push(executor);

@@ -12,6 +12,7 @@ mod display;
 mod errors;
 mod evaluators;
 mod fleet;
+mod fleet_ports;
 mod frames;
 mod fuzz;
 mod horovod;

@@ -1,12 +1,14 @@
 //! `hearth executor`: a Ballista executor with hearth's functions and codec, which offers its barrier tasks
 //! the GPUs it was given and reports its resources (slots, memory, GPUs) to the scheduler every 5 seconds.
 
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ballista_core::ConfigProducer;
+use ballista_core::error::Result as BallistaResult;
 use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
@@ -18,11 +20,13 @@ use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysic
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
 
-use super::flight::guarded_flight_server;
+use super::flight::flight_front;
+use super::front::{Fronts, inner_host, task_front};
+use super::launch::LaunchToken;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory, usable_gpus};
 use super::stopped;
-use super::tls::{behind_relays, relay};
 use crate::error::{FleetError, Result};
+use hearth_engine::ballista::GpuInfo;
 
 /// How often an executor tells the scheduler it is alive, and what it offers.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -51,40 +55,30 @@ pub struct ExecutorOptions {
     pub access: FleetAccess,
 }
 
-/// A free port on `host`, for Ballista services that must know their port before they listen.
-fn free_port(host: IpAddr) -> std::io::Result<u16> {
-    Ok(TcpListener::bind((host, 0))?.local_addr()?.port())
-}
-
 /// `hearth executor --scheduler HOST:PORT --slots N --gpus auto|N|none`.
-// Over 80 lines: the fleet's start-up, to be cut into steps with authentication on every port.
-#[allow(clippy::too_many_lines)]
 pub async fn executor(options: ExecutorOptions) -> Result<()> {
-    let (scheduler_host, scheduler_port) = options
-        .scheduler
-        .rsplit_once(':')
-        .and_then(|(host, port)| Some((host.to_string(), port.parse::<u16>().ok()?)))
-        .ok_or_else(|| FleetError::option("--scheduler", format!("must be HOST:PORT, got {:?}", options.scheduler)))?;
+    let scheduler = scheduler_address(&options.scheduler)?;
     if options.slots == 0 {
         return Err(FleetError::option("--slots", "must be at least 1"));
     }
     let chosen = choose_gpus(options.gpus, detect_gpus())?;
     let gpus = usable_gpus(options.gpus, chosen, libtorch_sees_gpus)?;
     offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
-    let reached_at = match options.bind.is_unspecified() {
-        true => host_name(),
-        false => options.bind.to_string(),
+    let start = Start {
+        reached_at: match options.bind.is_unspecified() {
+            true => host_name(),
+            false => options.bind.to_string(),
+        },
+        tls: (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::tls)?,
+        inner: inner_host(options.bind)?,
+        registry: Arc::new(BallistaFunctionRegistry::from(&hearth_state(
+            SessionConfig::new_with_ballista(),
+        ))),
+        work_dir: WorkDir::of(options.work_dir.as_deref())?,
+        token: LaunchToken::generate(),
+        scheduler,
+        options,
     };
-    // With TLS, Ballista's servers listen on a loopback address, behind TLS relays on the one advertised.
-    let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::tls)?;
-    let ballista_bind = match tls {
-        Some(_) => behind_relays(options.bind)?,
-        None => options.bind,
-    };
-    let state = hearth_state(SessionConfig::new_with_ballista());
-    let mut reporting = None;
-    let mut relays: Vec<tokio::task::JoinHandle<()>> = Vec::new();
-    let mut executor_id = None;
     // Ballista's executor stops by itself, and returns as if asked to, when a server of its fails to listen.
     let asked_to_stop = Arc::new(AtomicBool::new(false));
     let watch = Arc::clone(&asked_to_stop);
@@ -92,78 +86,10 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
         stopped().await;
         watch.store(true, Ordering::Release);
     });
+    let picked = start.options.port == 0 || start.options.grpc_port == 0;
+    let mut executor_id = None;
     for attempt in 1..=BIND_ATTEMPTS {
-        // A free port is found by binding and letting go: another process may take it before Ballista binds
-        // it again, so a port taken in between is picked afresh.
-        let port = match options.port {
-            0 => free_port(options.bind).map_err(|e| FleetError::listen(options.bind, e))?,
-            port => port,
-        };
-        let grpc_port = match options.grpc_port {
-            0 => free_port(options.bind).map_err(|e| FleetError::listen(options.bind, e))?,
-            port => port,
-        };
-        relays.drain(..).for_each(|relay| relay.abort());
-        if let Some(tls) = &tls {
-            match start_relays(options.bind, ballista_bind, [port, grpc_port], tls).await {
-                Ok(started) => relays = started,
-                Err(e) if options.port == 0 || options.grpc_port == 0 => {
-                    log::warn!("a port picked for this executor was taken before it listened ({e}); picking others");
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let mut config = ExecutorProcessConfig {
-            bind_host: ballista_bind.to_string(),
-            external_host: Some(reached_at.clone()),
-            port,
-            grpc_port,
-            scheduler_host: scheduler_host.clone(),
-            scheduler_port,
-            vcores: options.slots,
-            work_dir: options.work_dir.clone(),
-            override_function_registry: Some(Arc::new(BallistaFunctionRegistry::from(&state))),
-            override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
-            override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
-            executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
-            grpc_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
-            grpc_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
-            // The secret goes with its calls to the scheduler and, through its tasks' sessions, to its peers'
-            // Flight servers (shuffle reads), over TLS when the fleet has it; its own Flight server asks for it.
-            override_create_grpc_client_endpoint: options.access.endpoint_override(),
-            override_config_producer: task_sessions(&options.access),
-            override_arrow_flight_service: (options.access.secret.clone())
-                .map(|secret| guarded_flight_server(secret, FLEET_MESSAGE_BYTES)),
-            ..ExecutorProcessConfig::default()
-        };
-        let id = executor_id.get_or_insert_with(|| config.executor_id.clone()).clone();
-        config.executor_id = id.clone();
-        println!(
-            "hearth executor {id} with {} slots and {} GPUs on {}:{port} (tasks on {grpc_port}), scheduler {}",
-            options.slots,
-            gpus.len(),
-            options.bind,
-            options.scheduler
-        );
-        if reporting.is_none() {
-            let resources = ExecutorResources {
-                executor_id: id,
-                host: reached_at.clone(),
-                slots: options.slots,
-                free_slots: None,
-                memory_bytes: host_memory(),
-                gpus: gpus.clone(),
-                busy_gpus: 0,
-                last_seen_ms: now_ms(),
-            };
-            let rest = SchedulerRest::with_access(&options.scheduler, &options.access)?;
-            reporting = Some(tokio::spawn(report(rest, resources)));
-        }
-        let served = start_executor_process(Arc::new(config)).await;
-        let picked = options.port == 0 || options.grpc_port == 0;
-        // A signal reaches Ballista's own watcher and this process's at once: give this one a moment.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let served = start.run(&mut executor_id, &gpus).await?;
         let stopped_itself = served.is_ok() && !asked_to_stop.load(Ordering::Acquire);
         match served {
             Err(e) if picked && attempt < BIND_ATTEMPTS && e.to_string().to_ascii_lowercase().contains("in use") => {
@@ -177,9 +103,6 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
                 );
                 TERMINATING.store(false, Ordering::Release);
                 executor_id = None;
-                if let Some(reporting) = reporting.take() {
-                    reporting.abort();
-                }
             }
             Ok(()) if stopped_itself => {
                 return Err(FleetError::Stopped(
@@ -187,15 +110,10 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
                 ));
             }
             served => {
-                if let Some(reporting) = reporting {
-                    reporting.abort();
-                }
-                relays.drain(..).for_each(|relay| relay.abort());
-                served.map_err(|source| FleetError::Ballista {
+                return served.map_err(|source| FleetError::Ballista {
                     part: "executor",
                     source,
-                })?;
-                return Ok(());
+                });
             }
         }
     }
@@ -204,40 +122,149 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
     )))
 }
 
-/// How the sessions of this executor's tasks reach the fleet (none: Ballista's default).
-fn task_sessions(access: &FleetAccess) -> Option<ConfigProducer> {
-    if access.secret.is_none() && access.tls.is_none() {
-        return None;
-    }
-    let access = access.clone();
-    Some(Arc::new(move || access.present_in(SessionConfig::new_with_ballista())))
+/// The scheduler's host and port from `--scheduler HOST:PORT`.
+fn scheduler_address(scheduler: &str) -> Result<(String, u16)> {
+    scheduler
+        .rsplit_once(':')
+        .and_then(|(host, port)| Some((host.to_string(), port.parse::<u16>().ok()?)))
+        .ok_or_else(|| FleetError::option("--scheduler", format!("must be HOST:PORT, got {scheduler:?}")))
 }
 
-/// TLS relays on `advertised` for Ballista's servers at `ballista` on the same `ports`.
-async fn start_relays(
-    advertised: IpAddr,
-    ballista: IpAddr,
-    ports: [u16; 2],
-    tls: &Arc<rustls::ServerConfig>,
-) -> Result<Vec<tokio::task::JoinHandle<()>>> {
-    let mut relays = Vec::new();
-    for port in ports {
-        let listener = match tokio::net::TcpListener::bind((advertised, port)).await {
-            Ok(listener) => listener,
-            Err(e) => {
-                relays.iter().for_each(tokio::task::JoinHandle::abort);
-                return Err(FleetError::listen(SocketAddr::new(advertised, port), e));
-            }
-        };
-        let inner = SocketAddr::new(ballista, port);
-        let tls = Arc::clone(tls);
-        relays.push(tokio::spawn(async move {
-            if let Err(e) = relay(listener, inner, tls).await {
-                log::error!("the TLS relay for {inner} stopped: {e}");
-            }
-        }));
+/// What every start of the executor's services shares.
+struct Start {
+    options: ExecutorOptions,
+    /// The scheduler's host and port.
+    scheduler: (String, u16),
+    /// The host the executor is reached at.
+    reached_at: String,
+    /// The TLS its fronts speak.
+    tls: Option<Arc<rustls::ServerConfig>>,
+    /// Where Ballista's task server listens, behind the task port's front.
+    inner: IpAddr,
+    /// hearth's SQL functions, for its tasks' plans.
+    registry: Arc<BallistaFunctionRegistry>,
+    /// Where shuffle files and spills go.
+    work_dir: WorkDir,
+    /// What the task port stamps the launches it lets through with.
+    token: LaunchToken,
+}
+
+/// The executor's work directory: the one it was given, or a new temporary one removed when it stops.
+enum WorkDir {
+    Given(PathBuf),
+    Temporary(tempfile::TempDir),
+}
+
+impl WorkDir {
+    fn of(given: Option<&str>) -> Result<Self> {
+        match given {
+            Some(dir) => Ok(Self::Given(PathBuf::from(dir))),
+            None => (tempfile::Builder::new().prefix("hearth-executor-").tempdir())
+                .map(Self::Temporary)
+                .map_err(|e| FleetError::Stopped(format!("cannot make a work directory for the executor: {e}"))),
+        }
     }
-    Ok(relays)
+
+    fn path(&self) -> &Path {
+        match self {
+            Self::Given(dir) => dir,
+            Self::Temporary(dir) => dir.path(),
+        }
+    }
+}
+
+impl Start {
+    /// One start of Ballista's executor behind new fronts, under `executor_id` (a new one when none), until
+    /// it stops; what Ballista answered.
+    async fn run(&self, executor_id: &mut Option<String>, gpus: &[GpuInfo]) -> Result<BallistaResult<()>> {
+        let options = &self.options;
+        let fronts = Fronts::bind(options.bind, options.port, options.grpc_port).await?;
+        let config = self.ballista_config(&fronts, executor_id);
+        println!(
+            "hearth executor {} with {} slots and {} GPUs on {}:{} (tasks on {}), scheduler {}",
+            config.executor_id,
+            options.slots,
+            gpus.len(),
+            options.bind,
+            config.port,
+            config.grpc_port,
+            options.scheduler
+        );
+        let reporting = tokio::spawn(report(self.rest()?, self.resources(&config.executor_id, gpus)));
+        let (flight, tasks) = fronts.into_listeners();
+        let secret = &options.access.secret;
+        let inner = SocketAddr::new(self.inner, config.grpc_port);
+        let task_front = task_front(tasks, self.tls.clone(), secret.clone(), inner, self.token.clone());
+        let flight = flight_front(flight, self.tls.clone(), secret.clone(), FLEET_MESSAGE_BYTES);
+        let config = ExecutorProcessConfig {
+            override_arrow_flight_service: Some(flight),
+            ..config
+        };
+        let served = start_executor_process(Arc::new(config)).await;
+        // A signal reaches Ballista's own watcher and this process's at once: give this one a moment.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        reporting.abort();
+        task_front.abort();
+        Ok(served)
+    }
+
+    /// Ballista's executor for the advertised ports of `fronts`, under `executor_id` (a new one when none).
+    fn ballista_config(&self, fronts: &Fronts, executor_id: &mut Option<String>) -> ExecutorProcessConfig {
+        let options = &self.options;
+        let mut config = ExecutorProcessConfig {
+            bind_host: self.inner.to_string(),
+            external_host: Some(self.reached_at.clone()),
+            port: fronts.flight_port(),
+            grpc_port: fronts.task_port(),
+            scheduler_host: self.scheduler.0.clone(),
+            scheduler_port: self.scheduler.1,
+            vcores: options.slots,
+            work_dir: Some(self.work_dir.path().display().to_string()),
+            override_function_registry: Some(Arc::clone(&self.registry)),
+            override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
+            override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
+            executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
+            grpc_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
+            grpc_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
+            // The secret goes with its calls to the scheduler and, through its tasks' sessions, to its peers'
+            // Flight servers (shuffle reads), over TLS when the fleet has it.
+            override_create_grpc_client_endpoint: options.access.endpoint_override(),
+            override_config_producer: Some(task_sessions(&options.access)),
+            // Tasks launched other than through the task port are refused (see `launch`).
+            override_runtime_producer: Some(self.token.runtime_producer(self.work_dir.path().to_path_buf())),
+            ..ExecutorProcessConfig::default()
+        };
+        config.executor_id = executor_id.get_or_insert_with(|| config.executor_id.clone()).clone();
+        config
+    }
+
+    /// What the executor offers, as it reports it to the scheduler.
+    fn resources(&self, executor_id: &str, gpus: &[GpuInfo]) -> ExecutorResources {
+        ExecutorResources {
+            executor_id: executor_id.to_string(),
+            host: self.reached_at.clone(),
+            slots: self.options.slots,
+            free_slots: None,
+            memory_bytes: host_memory(),
+            gpus: gpus.to_vec(),
+            busy_gpus: 0,
+            last_seen_ms: now_ms(),
+        }
+    }
+
+    /// The scheduler's REST routes, reached with the fleet's access.
+    fn rest(&self) -> Result<SchedulerRest> {
+        Ok(SchedulerRest::with_access(
+            &self.options.scheduler,
+            &self.options.access,
+        )?)
+    }
+}
+
+/// The sessions of this executor's tasks: reaching the fleet with `access`, with room for the task port's stamp.
+fn task_sessions(access: &FleetAccess) -> ConfigProducer {
+    let access = access.clone();
+    Arc::new(move || LaunchToken::task_config(access.present_in(SessionConfig::new_with_ballista())))
 }
 
 /// Tells the scheduler what this executor offers, now and every [`HEARTBEAT`], for as long as it runs.

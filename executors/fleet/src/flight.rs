@@ -1,52 +1,55 @@
-//! The executor's Arrow Flight server — shuffle data for its peers, results for drivers — admitting only calls
-//! that present the fleet's secret. Ballista's own server is used, behind a check of every call's headers;
-//! peers and drivers present the secret in their channel's user agent (see
-//! [`ClusterSecret::endpoint_override`]).
+//! The executor's Arrow Flight server — shuffle data for its peers, results for drivers — served by hearth on
+//! the executor's advertised Flight port: TLS when the fleet has it, and only calls that present the cluster
+//! secret reach Ballista's Flight service ([`guarded`]). Peers and drivers present the secret in their
+//! channel's user agent (see [`FleetAccess::endpoint_override`](hearth_engine::ballista::FleetAccess)).
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_flight::flight_service_server::FlightServiceServer;
 use ballista_core::error::BallistaError;
-use ballista_core::utils::{GrpcServerConfig, create_grpc_server};
 use ballista_executor::ArrowFlightServerProvider;
 use ballista_executor::flight_service::BallistaFlightService;
-use ballista_executor::shutdown::Shutdown;
 use hearth_engine::ballista::ClusterSecret;
-use tonic::service::interceptor::InterceptedService;
-use tonic::{Request, Status};
+use tokio::net::TcpListener;
+use tonic::service::RoutesBuilder;
 
-/// A Flight server for the executor whose calls must present `secret`; messages up to `max_message` bytes.
-pub fn guarded_flight_server(secret: ClusterSecret, max_message: usize) -> Arc<ArrowFlightServerProvider> {
-    let secret = Arc::new(secret);
-    Arc::new(
-        move |work_dir: String, address: SocketAddr, mut shutdown: Shutdown, config: GrpcServerConfig| {
-            let secret = Arc::clone(&secret);
-            tokio::spawn(async move {
-                log::info!("Arrow Flight server (calls must present the cluster secret) listening on {address}");
-                let flight = FlightServiceServer::new(BallistaFlightService::new(work_dir))
-                    .max_decoding_message_size(max_message)
-                    .max_encoding_message_size(max_message);
-                let guarded = InterceptedService::new(flight, move |request: Request<()>| admit(&secret, request));
-                create_grpc_server(&config)
-                    .add_service(guarded)
-                    .serve_with_shutdown(address, shutdown.recv())
-                    .await
-                    .map_err(BallistaError::TonicError)
-            })
-        },
-    )
-}
+use super::front::serve;
+use super::guard::guarded;
 
-/// Lets a call through if it presents the secret; refuses it as UNAUTHENTICATED otherwise, logging the peer.
-fn admit(secret: &ClusterSecret, request: Request<()>) -> Result<Request<()>, Status> {
-    let header = |name: &str| request.metadata().get(name).and_then(|v| v.to_str().ok());
-    if secret.admits(header("authorization"), header("user-agent")) {
-        return Ok(request);
-    }
-    let peer = request
-        .remote_addr()
-        .map_or_else(|| "an unknown peer".to_string(), |a| a.to_string());
-    log::warn!("refused an Arrow Flight call from {peer}: it did not present the cluster secret");
-    Err(Status::unauthenticated("this fleet needs its cluster secret"))
+/// What Ballista calls to start the executor's Flight server: it serves on `listener` (bound by hearth on the
+/// advertised address, whatever address Ballista names), with `tls` and `secret`, messages up to
+/// `max_message` bytes, until Ballista shuts the executor down.
+pub fn flight_front(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    secret: Option<ClusterSecret>,
+    max_message: usize,
+) -> Arc<ArrowFlightServerProvider> {
+    let listener = Mutex::new(Some(listener));
+    Arc::new(move |work_dir, _ballista_address, mut shutdown, _config| {
+        let listener = listener.lock().map(|mut listener| listener.take()).ok().flatten();
+        let (tls, secret) = (tls.clone(), secret.clone());
+        tokio::spawn(async move {
+            let Some(listener) = listener else {
+                return Err(BallistaError::Internal(
+                    "the executor's Flight port was already handed to a server".into(),
+                ));
+            };
+            let address = listener.local_addr().map_err(BallistaError::IoError)?;
+            log::info!("Arrow Flight server listening on {address}");
+            let flight = FlightServiceServer::new(BallistaFlightService::new(work_dir))
+                .max_decoding_message_size(max_message)
+                .max_encoding_message_size(max_message);
+            let mut routes = RoutesBuilder::default();
+            routes.add_service(flight);
+            let app = guarded(
+                routes.routes().into_axum_router(),
+                secret,
+                "the executor's Flight server",
+            );
+            serve(listener, tls, app, async move { shutdown.recv().await })
+                .await
+                .map_err(BallistaError::IoError)
+        })
+    })
 }

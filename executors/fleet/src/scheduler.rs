@@ -8,10 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{StatusCode, Uri, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::http::{StatusCode, Uri};
 use axum::routing::get;
 use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpcServer;
 use ballista_scheduler::cluster::BallistaCluster;
@@ -19,7 +16,7 @@ use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::create_scheduler;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls, SECRET_FILE_ENV, TLS_DIR_ENV};
+use hearth_engine::ballista::{FleetAccess, FleetTls, TLS_DIR_ENV};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
@@ -27,6 +24,7 @@ use tonic::service::RoutesBuilder;
 
 use super::book::FleetBook;
 use super::gang::GangPolicy;
+use super::guard::guarded;
 use super::jobs::JobBoard;
 use super::routes::{FleetState, Scheduler, routes};
 use super::stopped;
@@ -58,8 +56,6 @@ pub struct SchedulerOptions {
 
 /// `hearth scheduler --bind HOST:PORT`. The line `hearth scheduler listening on HOST:PORT` says where it
 /// listens; it runs until it is stopped (SIGTERM or Ctrl-C), and then stops the drivers it started.
-// Over 80 lines: the fleet's start-up, to be cut into steps with authentication on every port.
-#[allow(clippy::too_many_lines)]
 pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(options.bind)
         .await
@@ -88,23 +84,7 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
     )?);
     let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::tls)?;
     let book = Arc::new(FleetBook::default());
-    let config = SchedulerConfig {
-        bind_host: address.ip().to_string(),
-        bind_port: address.port(),
-        external_host: advertised.clone(),
-        override_session_builder: Some(Arc::new(|config: SessionConfig| Ok(hearth_state(config)))),
-        override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
-        override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
-        task_distribution: TaskDistributionPolicy::Custom(Arc::new(GangPolicy::new(Arc::clone(&book)))),
-        executor_timeout_seconds: EXECUTOR_TIMEOUT_SECONDS,
-        no_executors_grace_period_seconds: EXECUTOR_TIMEOUT_SECONDS,
-        grpc_server_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
-        grpc_server_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
-        grpc_client_max_message_size: FLEET_MESSAGE_BYTES as u32,
-        // Its calls to executors (task launches) go over TLS when the fleet has it.
-        override_create_grpc_client_endpoint: options.access.endpoint_override(),
-        ..SchedulerConfig::default()
-    };
+    let config = ballista_config(address, &advertised, &options.access, Arc::clone(&book));
     config.validate().map_err(FleetError::scheduler)?;
     let cluster = BallistaCluster::new_from_config(&config)
         .await
@@ -117,17 +97,52 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
         book,
         jobs: Arc::clone(&jobs),
     };
-    let app = match options.access.secret {
-        Some(secret) => service(fleet).layer(middleware::from_fn_with_state(Arc::new(secret), require_secret)),
-        None => {
-            log::warn!(
-                "no cluster secret: anyone who reaches {address} can register an executor and run jobs (give one with --secret-file or {SECRET_FILE_ENV})"
-            );
-            service(fleet)
-        }
+    let app = guarded(service(fleet), options.access.secret.clone(), "the scheduler");
+    log_access(&options.access);
+    println!("hearth scheduler listening on {address}");
+    log::info!("executors and clients reach it at {advertised}:{}", address.port());
+    log::info!("cluster-mode jobs are kept in {}", work_dir.display());
+    let listener = FleetListener::new(listener, tls).map_err(|e| FleetError::listen(address, e))?;
+    serve_until_stopped(listener, app, jobs).await?;
+    if temporary && let Err(e) = std::fs::remove_dir_all(&work_dir) {
+        log::warn!(
+            "cannot remove the jobs' temporary directory {}: {e}",
+            work_dir.display()
+        );
     }
-    .into_make_service_with_connect_info::<Peer>();
-    match &options.access.tls {
+    Ok(())
+}
+
+/// Ballista's scheduler listening on `address`, reached at `advertised`, with hearth's planner, codec and
+/// gang policy (which learns executors' GPUs from `book`), its calls to executors made with `access`.
+fn ballista_config(
+    address: SocketAddr,
+    advertised: &str,
+    access: &FleetAccess,
+    book: Arc<FleetBook>,
+) -> SchedulerConfig {
+    SchedulerConfig {
+        bind_host: address.ip().to_string(),
+        bind_port: address.port(),
+        external_host: advertised.to_string(),
+        override_session_builder: Some(Arc::new(|config: SessionConfig| Ok(hearth_state(config)))),
+        override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
+        override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
+        task_distribution: TaskDistributionPolicy::Custom(Arc::new(GangPolicy::new(book))),
+        executor_timeout_seconds: EXECUTOR_TIMEOUT_SECONDS,
+        no_executors_grace_period_seconds: EXECUTOR_TIMEOUT_SECONDS,
+        grpc_server_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
+        grpc_server_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
+        grpc_client_max_message_size: FLEET_MESSAGE_BYTES as u32,
+        // Its calls to executors (task launches) present the secret, over TLS when the fleet has it.
+        override_create_grpc_client_endpoint: access.endpoint_override(),
+        ..SchedulerConfig::default()
+    }
+}
+
+/// Says in the log whether the control plane is encrypted.
+fn log_access(access: &FleetAccess) {
+    match &access.tls {
         Some(tls) => log::info!(
             "TLS on: certificates from {}, clients' certificates required",
             tls.dir().display()
@@ -136,9 +151,11 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
             "the control plane is not encrypted (no TLS: give the fleet certificates with --tls-dir or {TLS_DIR_ENV}): keep the fleet on a network you trust"
         ),
     }
-    println!("hearth scheduler listening on {address}");
-    log::info!("executors and clients reach it at {advertised}:{}", address.port());
-    log::info!("cluster-mode jobs are kept in {}", work_dir.display());
+}
+
+/// Serves `app` on `listener` until the process is asked to stop; then ends the drivers of `jobs` and
+/// waits at most [`SHUTDOWN_DEADLINE`] for open connections to close.
+async fn serve_until_stopped(listener: FleetListener, app: Router, jobs: Arc<JobBoard>) -> Result<()> {
     let asked_to_stop = Arc::new(tokio::sync::Notify::new());
     let stopping = {
         let asked_to_stop = Arc::clone(&asked_to_stop);
@@ -150,23 +167,14 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
             asked_to_stop.notify_one();
         }
     };
-    let serving = axum::serve(
-        FleetListener::new(listener, tls).map_err(|e| FleetError::listen(address, e))?,
-        app,
-    )
-    .with_graceful_shutdown(stopping);
+    let serving =
+        axum::serve(listener, app.into_make_service_with_connect_info::<Peer>()).with_graceful_shutdown(stopping);
     tokio::select! {
         served = serving => served.map_err(|source| FleetError::Served { server: "the scheduler's REST and gRPC server", source })?,
         () = async {
             asked_to_stop.notified().await;
             tokio::time::sleep(SHUTDOWN_DEADLINE).await;
         } => log::warn!("connections still open {SHUTDOWN_DEADLINE:?} after stopping began; closing them"),
-    }
-    if temporary && let Err(e) = std::fs::remove_dir_all(&work_dir) {
-        log::warn!(
-            "cannot remove the jobs' temporary directory {}: {e}",
-            work_dir.display()
-        );
     }
     Ok(())
 }
@@ -199,43 +207,4 @@ fn service(fleet: FleetState) -> Router {
         .merge(probes)
         .merge(routes(fleet))
         .fallback(|uri: Uri| async move { (StatusCode::NOT_FOUND, format!("no route {uri}\n")) })
-}
-
-/// Lets through requests that carry the fleet's secret, and the health probes; refuses the rest — gRPC calls
-/// with the status UNAUTHENTICATED, REST calls with 401 — and logs each refusal with the peer's address.
-async fn require_secret(
-    State(secret): State<Arc<ClusterSecret>>,
-    ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let path = request.uri().path().to_string();
-    let (admitted, grpc) = {
-        let header = |name: header::HeaderName| request.headers().get(name).and_then(|v| v.to_str().ok());
-        (
-            secret.admits(header(header::AUTHORIZATION), header(header::USER_AGENT)),
-            header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/grpc")),
-        )
-    };
-    if admitted || path == "/healthz" || path == "/readyz" {
-        return next.run(request).await;
-    }
-    log::warn!(
-        "refused {} {path} from {peer}: it did not present the cluster secret",
-        request.method()
-    );
-    let refusal = "this fleet needs its cluster secret: set HEARTH_SECRET_FILE (or HEARTH_SECRET)";
-    match grpc {
-        // A gRPC error travels as trailers-only headers on an empty 200 response.
-        true => (
-            [
-                (header::CONTENT_TYPE, "application/grpc"),
-                (header::HeaderName::from_static("grpc-status"), "16"),
-                (header::HeaderName::from_static("grpc-message"), refusal),
-            ],
-            axum::body::Body::empty(),
-        )
-            .into_response(),
-        false => (StatusCode::UNAUTHORIZED, format!("{refusal}\n")).into_response(),
-    }
 }

@@ -1,7 +1,6 @@
-//! TLS on the fleet's ports. The scheduler serves its one port through a [`FleetListener`] (TLS when the
-//! fleet has TLS, plain TCP otherwise). An executor's two servers are Ballista's own, built without a way to
-//! add TLS: with TLS on, they listen on a loopback address and a [`relay`] on the advertised address does
-//! the TLS — checking the client's certificate before a byte reaches them — and passes the bytes on.
+//! TLS on the fleet's ports. The scheduler's one port and an executor's two ports (see
+//! [`front`](crate::front)) are served through a [`FleetListener`]: TLS when the fleet has TLS — the client's
+//! certificate checked before a byte reaches a server — and plain TCP otherwise.
 //!
 //! ```no_run
 //! # async fn serve() -> std::io::Result<()> {
@@ -14,7 +13,7 @@
 //! ```
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,8 +23,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
-
-use crate::error::FleetError;
 
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
@@ -150,48 +147,5 @@ pub struct Peer(pub SocketAddr);
 impl Connected<IncomingStream<'_, FleetListener>> for Peer {
     fn connect_info(stream: IncomingStream<'_, FleetListener>) -> Self {
         Peer(*stream.remote_addr())
-    }
-}
-
-/// Where an executor's Ballista servers listen when TLS relays stand on `advertised`: a loopback address
-/// other than it (so both may use the same port numbers, which Ballista advertises as they are).
-pub fn behind_relays(advertised: IpAddr) -> Result<IpAddr, FleetError> {
-    match advertised {
-        IpAddr::V4(v4) if v4.is_unspecified() => Err(FleetError::option(
-            "--bind",
-            "with TLS, an executor must be bound to one address: its servers listen on a loopback address behind TLS relays on it",
-        )),
-        // All of 127.0.0.0/8 is this machine's loopback.
-        IpAddr::V4(v4) if v4.is_loopback() => Ok(IpAddr::V4(match v4 == Ipv4Addr::new(127, 0, 0, 2) {
-            true => Ipv4Addr::new(127, 0, 0, 3),
-            false => Ipv4Addr::new(127, 0, 0, 2),
-        })),
-        IpAddr::V4(_) => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        IpAddr::V6(_) => Err(FleetError::option(
-            "--bind",
-            "with TLS, an executor must be bound to an IPv4 address",
-        )),
-    }
-}
-
-/// Serves TLS on `listener` for the plain server at `inner`: each connection's handshake (its certificate
-/// checked), then its bytes passed both ways until either side closes.
-pub async fn relay(listener: TcpListener, inner: SocketAddr, tls: Arc<rustls::ServerConfig>) -> io::Result<()> {
-    use axum::serve::Listener as _;
-
-    let mut incoming = FleetListener::new(listener, Some(tls))?;
-    loop {
-        let (mut connection, peer) = incoming.accept().await;
-        tokio::spawn(async move {
-            let mut upstream = match TcpStream::connect(inner).await {
-                Ok(upstream) => upstream,
-                Err(e) => {
-                    log::warn!("a connection from {peer}: cannot reach this executor's server at {inner}: {e}");
-                    return;
-                }
-            };
-            let _ = upstream.set_nodelay(true);
-            let _ = tokio::io::copy_bidirectional(&mut connection, &mut upstream).await;
-        });
     }
 }

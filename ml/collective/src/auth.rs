@@ -63,7 +63,7 @@ impl JobSecret {
         self.key.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    /// Parses [`JobSecret::to_hex`]'s output; frames are protected by [`FrameProtection::Integrity`] unless
+    /// Parses [`JobSecret::to_hex`]'s output; frames are protected by [`FrameProtection::Encryption`] unless
     /// [`JobSecret::with_protection`] says otherwise.
     pub fn from_hex(hex: &str) -> Option<Self> {
         if hex.len() != 64 {

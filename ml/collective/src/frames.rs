@@ -19,17 +19,19 @@ pub(crate) const TAG_LEN: usize = 16;
 ///
 /// ```
 /// use hearth_collective::{FrameProtection, JobSecret};
-/// let secret = JobSecret::generate().with_protection(FrameProtection::Encryption);
-/// assert_eq!(secret.protection(), FrameProtection::Encryption);
-/// assert_eq!(JobSecret::generate().protection(), FrameProtection::Integrity);
+/// let secret = JobSecret::generate().with_protection(FrameProtection::Integrity);
+/// assert_eq!(secret.protection(), FrameProtection::Integrity);
+/// assert_eq!(JobSecret::generate().protection(), FrameProtection::Encryption);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FrameProtection {
-    /// Every frame carries a 128-bit AES-GMAC tag; the data travels as it is (the default).
-    #[default]
+    /// Every frame carries a 128-bit AES-GMAC tag; the data travels as it is — an explicit choice for links
+    /// on a network whose every user is trusted, faster at large sizes (see BENCHMARKS.md, "Allreduce").
     Integrity,
-    /// Every frame is encrypted and authenticated with AES-256-GCM.
+    /// Every frame is encrypted and authenticated with AES-256-GCM (the default), as Spark's
+    /// `spark.network.crypto.enabled`: gradients, weights and checkpoints never cross a network in clear.
+    #[default]
     Encryption,
 }
 

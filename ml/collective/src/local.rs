@@ -62,7 +62,7 @@ impl LocalWorld {
         self
     }
 
-    /// How the ranks' links protect their frames (integrity-checked unless told otherwise).
+    /// How the ranks' links protect their frames (encrypted unless told otherwise).
     pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
         self.protection = protection;
         self

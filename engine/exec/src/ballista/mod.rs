@@ -21,5 +21,5 @@ pub use cluster::{DEFAULT_SCHEDULER_PORT, submit_physical};
 pub(crate) use cluster::{connect_remote, start_standalone};
 pub(crate) use fleet::task_slots;
 pub use fleet::{ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, alive, fleet_resources, now_ms};
-pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV};
+pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV, equal_in_constant_time};
 pub use tls::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, TLS_DIR_ENV};

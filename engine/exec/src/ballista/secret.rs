@@ -154,7 +154,7 @@ impl ClusterSecret {
                 .and_then(|a| a.strip_prefix(USER_AGENT_PREFIX))
                 .map(|rest| rest.split(' ').next().unwrap_or(rest))
         });
-        presented.is_some_and(|token| same(token.as_bytes(), self.0.as_bytes()))
+        presented.is_some_and(|token| equal_in_constant_time(token.as_bytes(), self.0.as_bytes()))
     }
 }
 
@@ -180,7 +180,13 @@ pub(super) fn owner_only(file: &Path, metadata: &std::fs::Metadata, what: &str) 
     }
 }
 
-/// Equality whose time does not depend on where the bytes differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
+/// Equality whose time does not depend on where the bytes differ, for comparing secrets and tokens.
+///
+/// ```
+/// use hearth_exec::ballista::equal_in_constant_time;
+/// assert!(equal_in_constant_time(b"token", b"token"));
+/// assert!(!equal_in_constant_time(b"token", b"tokem"));
+/// ```
+pub fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && std::hint::black_box(a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y))) == 0
 }

@@ -179,7 +179,7 @@ impl BarrierStage {
         self
     }
 
-    /// How the links between tasks protect their frames: integrity-checked (default) or encrypted too.
+    /// How the links between tasks protect their frames: encrypted (default) or integrity-checked alone.
     pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
         self.options.frame_protection = protection;
         self

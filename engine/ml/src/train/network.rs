@@ -247,7 +247,7 @@ impl<A: Architecture, T: Task> Network<A, T> {
         self
     }
 
-    /// How the links between workers protect their frames: integrity-checked (default) or encrypted too.
+    /// How the links between workers protect their frames: encrypted (default) or integrity-checked alone.
     pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
         self.barrier.frame_protection = protection;
         self

@@ -9,9 +9,12 @@
 //! STATE_DIR/executor-N/         each executor's shuffle files
 //! STATE_DIR/scheduler/jobs/     cluster-mode jobs (hearth submit --deploy-mode cluster)
 //! ```
+//!
+//! The state directory is made readable by its user alone (mode 700).
 
 use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -128,9 +131,8 @@ fn resolve(host: &str) -> Result<IpAddr, Failed> {
 async fn start(args: StartArgs) -> CommandResult {
     if args.hosts.is_some() && args.tls_dir.is_none() && !args.insecure {
         return Err(Failed::new(
-            "--hosts without --tls-dir: the fleet's plans (a training job's secret among them) and its data would \
-             cross the network in clear, and each executor's task service would take tasks from anyone who reaches \
-             it; give --tls-dir DIR (`hearth cluster certs --host HOST …` makes one), or --insecure on a network \
+            "--hosts without --tls-dir: the cluster secret, the fleet's plans (a training job's secret among them) \
+             and its data would cross the network in clear, for anyone on it to read and replay; give --tls-dir DIR (`hearth cluster certs --host HOST …` makes one), or --insecure on a network \
              whose every user you trust",
         )
         .into());
@@ -139,6 +141,9 @@ async fn start(args: StartArgs) -> CommandResult {
     refuse_running_fleet(&dir)?;
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| Failed::file(&logs, e))?;
+    // The state holds the secret, the logs (executors' ids among them), job records and shuffle files: its
+    // user's alone.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| Failed::file(&dir, e))?;
     let hosts = args.hosts.as_deref().map(read_hosts).transpose()?;
     let program = std::env::current_exe()?;
     let (bind, advertised) = scheduler_address(args.bind, hosts.as_deref())?;
@@ -232,8 +237,6 @@ fn scheduler_address(bind: Option<SocketAddr>, hosts: Option<&[String]>) -> Resu
 /// alone), where the fleet's processes and clients find it; with none, removes what an earlier fleet kept
 /// there, so this fleet's clients speak plain TCP.
 fn keep_tls(given: Option<&Path>, kept: &Path) -> Result<Option<FleetTls>, Box<dyn Error>> {
-    use std::os::unix::fs::PermissionsExt;
-
     if kept.exists() {
         std::fs::remove_dir_all(kept).map_err(|e| Failed::file(kept, e))?;
     }

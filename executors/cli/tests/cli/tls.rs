@@ -1,7 +1,8 @@
 //! A fleet that speaks TLS: `hearth cluster start --tls-dir` with the authority and certificate `hearth
 //! cluster certs` made, the main job over it in client and cluster mode with the metrics it has locally, and what a client
 //! without the fleet's certificate meets: nothing in clear on any of the fleet's ports, and a TLS handshake
-//! refused for want of a certificate.
+//! refused for want of a certificate; one with the certificate but not the secret is refused by every
+//! executor port.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -102,6 +103,46 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
             String::from_utf8_lossy(&answer)
         );
     }
+
+    // A client with the fleet's certificate but not its secret: each executor port refuses its calls before
+    // Ballista sees them (StopExecutor answered UNAUTHENTICATED), and the executors run on.
+    let empty_call = tls.path().join("empty-call");
+    std::fs::write(&empty_call, [0u8; 5]).unwrap();
+    for port in executor_ports(&fleet) {
+        let url = format!("https://127.0.0.1:{port}/ballista.protobuf.ExecutorGrpc/StopExecutor");
+        let call = Command::new("curl")
+            .args([
+                "--silent",
+                "--show-error",
+                "--http2",
+                "--max-time",
+                "10",
+                "--dump-header",
+                "-",
+            ])
+            .args(["--output", "/dev/null", "--cacert"])
+            .arg(tls.path().join("ca.pem"))
+            .arg("--cert")
+            .arg(tls.path().join("cert.pem"))
+            .arg("--key")
+            .arg(tls.path().join("key.pem"))
+            .args([
+                "-H",
+                "content-type: application/grpc",
+                "-H",
+                "te: trailers",
+                "--data-binary",
+            ])
+            .arg(format!("@{}", empty_call.display()))
+            .arg(&url)
+            .output()
+            .unwrap();
+        let headers = String::from_utf8_lossy(&call.stdout).to_ascii_lowercase();
+        assert!(headers.contains("grpc-status: 16"), "{url}: {}", shown(&call));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let status = fleet.status();
+    assert_eq!(status["executors"].as_array().map(Vec::len), Some(2), "{status}");
 
     // A TLS client that trusts the fleet but has no certificate of its own is refused in the handshake; with
     // the fleet's certificate (and secret) it is answered.

@@ -1,0 +1,219 @@
+//! Task launches that came through the executor's task port. Ballista 55 binds its task server to a TCP
+//! address and offers no hook on it, so it listens on loopback behind the task port's front
+//! ([`task_front`](super::front::task_front)), where other users of the machine can reach it too. The front
+//! therefore stamps every launch it lets through with a token that lives only in this process's memory
+//! ([`LaunchToken`]), and the executor builds a task's runtime — the first thing it does with a launched
+//! task, before its plan is decoded — only for a launch that carries the token. A launch sent to the loopback
+//! server directly is refused there and runs nothing.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use hearth_fleet::launch::LaunchToken;
+//!
+//! let token = LaunchToken::generate();
+//! // Calls other than launches pass unchanged.
+//! let body = Bytes::from_static(b"\0\0\0\0\0");
+//! assert_eq!(token.stamp("/ballista.protobuf.ExecutorGrpc/CancelTasks", body.clone()).unwrap(), body);
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ballista_core::RuntimeProducer;
+use ballista_core::serde::protobuf::{KeyValuePair, LaunchMultiTaskParams, LaunchTaskParams};
+use bytes::{BufMut, Bytes, BytesMut};
+use datafusion::common::{DataFusionError, extensions_options};
+use datafusion::config::ConfigExtension;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::SessionConfig;
+use hearth_engine::ballista::equal_in_constant_time;
+use prost::Message;
+
+/// The path of Ballista's call that launches tasks of one stage.
+const LAUNCH_MULTI_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchMultiTask";
+/// The path of Ballista's call that launches single tasks.
+const LAUNCH_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchTask";
+
+/// A gRPC message's prefix: a compression flag and the message's length.
+const FRAME_PREFIX: usize = 5;
+
+extensions_options! {
+    /// The session option a launch carries its token in (`hearth_front.token`).
+    pub struct FrontStamp {
+        /// The token the executor's task port added.
+        pub token: String, default = String::new()
+    }
+}
+
+impl ConfigExtension for FrontStamp {
+    const PREFIX: &'static str = "hearth_front";
+}
+
+/// The full name of the option that carries the token.
+fn token_key() -> String {
+    format!("{}.token", FrontStamp::PREFIX)
+}
+
+/// Why a launch could not be stamped.
+#[derive(Debug, thiserror::Error)]
+pub enum StampError {
+    /// The body is not one uncompressed gRPC message.
+    #[error("a task launch must be one uncompressed gRPC message")]
+    Framing,
+    /// The message is not the launch its path names.
+    #[error("the task launch cannot be decoded")]
+    Decode(#[from] prost::DecodeError),
+}
+
+/// The token of this executor process: random, never written anywhere or sent to anyone.
+#[derive(Clone)]
+pub struct LaunchToken(Arc<str>);
+
+impl std::fmt::Debug for LaunchToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LaunchToken(…)")
+    }
+}
+
+impl LaunchToken {
+    /// A fresh token from the operating system's random generator.
+    pub fn generate() -> Self {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).expect("the operating system's random generator is available");
+        Self(bytes.iter().map(|b| format!("{b:02x}")).collect::<String>().into())
+    }
+
+    /// Whether a call to `path` launches tasks.
+    pub fn is_launch(path: &str) -> bool {
+        path == LAUNCH_MULTI_TASK || path == LAUNCH_TASK
+    }
+
+    /// `body`, the request of a call to `path`, with this token on every task it launches (replacing any
+    /// token the caller put there); the bodies of other calls unchanged.
+    pub fn stamp(&self, path: &str, body: Bytes) -> Result<Bytes, StampError> {
+        match path {
+            LAUNCH_MULTI_TASK => {
+                let mut launch = LaunchMultiTaskParams::decode(message(&body)?)?;
+                (launch.multi_tasks.iter_mut()).for_each(|task| self.stamp_props(&mut task.props));
+                Ok(framed(&launch))
+            }
+            LAUNCH_TASK => {
+                let mut launch = LaunchTaskParams::decode(message(&body)?)?;
+                (launch.tasks.iter_mut()).for_each(|task| self.stamp_props(&mut task.props));
+                Ok(framed(&launch))
+            }
+            _ => Ok(body),
+        }
+    }
+
+    fn stamp_props(&self, props: &mut Vec<KeyValuePair>) {
+        let key = token_key();
+        props.retain(|prop| prop.key != key);
+        props.push(KeyValuePair {
+            key,
+            value: Some(self.0.to_string()),
+        });
+    }
+
+    /// The session every task of the executor starts from: `config` with room for the token.
+    pub fn task_config(config: SessionConfig) -> SessionConfig {
+        config.with_option_extension(FrontStamp::default())
+    }
+
+    /// The executor's runtimes for its tasks, spilling to `work_dir`, built only for a task whose launch
+    /// carries this token; any other launch is refused before its plan is decoded.
+    pub fn runtime_producer(&self, work_dir: PathBuf) -> RuntimeProducer {
+        let token = self.clone();
+        Arc::new(move |config: &SessionConfig| {
+            let stamp = config.options().extensions.get::<FrontStamp>();
+            if !stamp.is_some_and(|stamp| equal_in_constant_time(stamp.token.as_bytes(), token.0.as_bytes())) {
+                log::warn!("refused a task launch that did not come through this executor's task port");
+                return Err(DataFusionError::Execution(
+                    "task launches are taken only through the executor's task port, which checks the cluster \
+                     secret"
+                        .into(),
+                ));
+            }
+            Ok(Arc::new(
+                RuntimeEnvBuilder::new().with_temp_file_path(&work_dir).build()?,
+            ))
+        })
+    }
+}
+
+/// The one uncompressed message in a gRPC request body.
+fn message(body: &Bytes) -> Result<Bytes, StampError> {
+    let (prefix, rest) = body.split_at_checked(FRAME_PREFIX).ok_or(StampError::Framing)?;
+    let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+    match prefix[0] == 0 && rest.len() == length {
+        true => Ok(body.slice(FRAME_PREFIX..)),
+        false => Err(StampError::Framing),
+    }
+}
+
+/// `message` as a gRPC request body.
+fn framed(message: &impl Message) -> Bytes {
+    let length = message.encoded_len();
+    let mut body = BytesMut::with_capacity(FRAME_PREFIX + length);
+    body.put_u8(0);
+    body.put_u32(u32::try_from(length).unwrap_or(u32::MAX));
+    message.encode(&mut body).expect("the buffer holds the whole message");
+    body.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use ballista_core::serde::protobuf::MultiTaskDefinition;
+
+    use super::*;
+
+    fn launch_with(props: Vec<KeyValuePair>) -> Bytes {
+        framed(&LaunchMultiTaskParams {
+            multi_tasks: vec![MultiTaskDefinition {
+                job_id: "job".into(),
+                props,
+                ..MultiTaskDefinition::default()
+            }],
+            scheduler_endpoint: "scheduler:50050".into(),
+        })
+    }
+
+    fn config_of(body: &Bytes) -> SessionConfig {
+        let launch = LaunchMultiTaskParams::decode(message(body).unwrap()).unwrap();
+        let mut config = LaunchToken::task_config(SessionConfig::new());
+        for KeyValuePair { key, value } in &launch.multi_tasks[0].props {
+            let _ = config.options_mut().set(key, value.as_deref().unwrap_or_default());
+        }
+        config
+    }
+
+    #[test]
+    fn a_stamped_launch_gets_a_runtime_and_others_are_refused() {
+        let token = LaunchToken::generate();
+        let produce = token.runtime_producer(std::env::temp_dir());
+        let forged = KeyValuePair {
+            key: token_key(),
+            value: Some("guess".into()),
+        };
+        let unstamped = launch_with(vec![forged]);
+        assert!(produce(&config_of(&unstamped)).is_err(), "a launch without the token");
+        let stamped = token.stamp(LAUNCH_MULTI_TASK, unstamped).unwrap();
+        assert!(
+            produce(&config_of(&stamped)).is_ok(),
+            "the same launch through the front"
+        );
+        let other = LaunchToken::generate()
+            .stamp(LAUNCH_MULTI_TASK, launch_with(vec![]))
+            .unwrap();
+        assert!(produce(&config_of(&other)).is_err(), "another executor's token");
+    }
+
+    #[test]
+    fn bodies_that_are_not_one_message_are_refused() {
+        let token = LaunchToken::generate();
+        for body in [&b""[..], b"\x01\0\0\0\0", b"\0\0\0\0\x09abc"] {
+            let refused = token.stamp(LAUNCH_MULTI_TASK, Bytes::copy_from_slice(body));
+            assert!(matches!(refused, Err(StampError::Framing)), "{body:?}");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! An executor's ports let in only callers that present the cluster secret. A caller without it is refused
+//! on the Flight port and the task port alike — `StopExecutor` and `LaunchMultiTask` answered UNAUTHENTICATED,
+//! the executor alive — and a launch sent around the task port's front, straight to Ballista's task server
+//! on loopback, runs nothing; the same launch through the front with the secret runs (the plan writes a file).
+
+use std::path::Path;
+use std::process::Child;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ballista_core::JobId;
+use ballista_core::execution_plans::ShuffleWriterExec;
+use ballista_core::serde::protobuf::executor_grpc_client::ExecutorGrpcClient;
+use ballista_core::serde::protobuf::{
+    CancelTasksParams, LaunchMultiTaskParams, MultiTaskDefinition, StopExecutorParams, TaskId,
+};
+use datafusion::prelude::SessionContext;
+use datafusion_proto::physical_plan::AsExecutionPlan;
+use datafusion_proto::protobuf::PhysicalPlanNode;
+use hearth::engine::codec::HearthPhysicalCodec;
+use prost::Message;
+use tonic::Code;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::fleet::spawn_until;
+
+/// The test fleet's secret.
+const SECRET: &str = "0123456789abcdef0123456789abcdefsecret";
+
+/// A scheduler and one executor sharing [`SECRET`]; killed when dropped.
+struct GuardedFleet {
+    processes: Vec<Child>,
+    scheduler: String,
+    executor_id: String,
+    flight_port: u16,
+    task_port: u16,
+}
+
+impl GuardedFleet {
+    fn start(work: &Path) -> Self {
+        let env = [("HEARTH_SECRET", SECRET)];
+        let work = work.to_str().unwrap();
+        let (scheduler, line) = spawn_until(
+            &["scheduler", "--bind", "127.0.0.1:0", "--work-dir", work],
+            &env,
+            "hearth scheduler listening on",
+        );
+        let address = line.rsplit(' ').next().unwrap().to_string();
+        let (executor, line) = spawn_until(
+            &["executor", "--scheduler", &address, "--slots", "1"],
+            &env,
+            "hearth executor",
+        );
+        // hearth executor ID with 1 slots and 0 GPUs on 127.0.0.1:FLIGHT (tasks on TASKS), scheduler …
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let flight = words[10].rsplit(':').next().unwrap().parse().unwrap();
+        let tasks = words[13].trim_end_matches("),").parse().unwrap();
+        GuardedFleet {
+            processes: vec![scheduler, executor],
+            scheduler: address,
+            executor_id: words[2].to_string(),
+            flight_port: flight,
+            task_port: tasks,
+        }
+    }
+
+    fn executor_alive(&mut self) -> bool {
+        self.processes[1].try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for GuardedFleet {
+    fn drop(&mut self) {
+        for process in &mut self.processes {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+}
+
+/// A client of the executor's task service at `host:port`, presenting `secret` when given.
+async fn client(host: &str, port: u16, secret: Option<&str>) -> ExecutorGrpcClient<Channel> {
+    let endpoint = Endpoint::from_shared(format!("http://{host}:{port}")).unwrap();
+    let endpoint = match secret {
+        Some(secret) => endpoint.user_agent(format!("hearth-secret/{secret}")).unwrap(),
+        None => endpoint,
+    };
+    let channel = tokio::time::timeout(Duration::from_secs(10), endpoint.connect()).await;
+    ExecutorGrpcClient::new(channel.expect("connects within 10 s").unwrap())
+}
+
+/// A launch of one task whose plan writes `mark` as CSV, reporting to `scheduler`.
+async fn launch_writing(mark: &Path, job: &str, scheduler: &str) -> LaunchMultiTaskParams {
+    let ctx = SessionContext::new();
+    let copy = format!("COPY (SELECT 1 AS x) TO '{}' STORED AS CSV", mark.display());
+    let plan = ctx.sql(&copy).await.unwrap().create_physical_plan().await.unwrap();
+    let stage = ShuffleWriterExec::try_new(JobId::new(job), 1, plan, "unused".into()).unwrap();
+    let node = PhysicalPlanNode::try_from_physical_plan(Arc::new(stage), &HearthPhysicalCodec::default()).unwrap();
+    LaunchMultiTaskParams {
+        multi_tasks: vec![MultiTaskDefinition {
+            task_ids: vec![TaskId::default()],
+            job_id: job.to_string(),
+            stage_id: 1,
+            plan: node.encode_to_vec(),
+            session_id: format!("{job}-session"),
+            ..MultiTaskDefinition::default()
+        }],
+        scheduler_endpoint: scheduler.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn executor_ports_refuse_callers_without_the_secret_and_launches_around_the_front_run_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fleet = GuardedFleet::start(dir.path());
+    let (flight, tasks) = (fleet.flight_port, fleet.task_port);
+    let stop = StopExecutorParams {
+        executor_id: fleet.executor_id.clone(),
+        reason: "an intruder".into(),
+        force: true,
+    };
+    let outside = dir.path().join("outside.csv");
+
+    // Without the secret: both ports refuse both calls before Ballista sees them.
+    for port in [flight, tasks] {
+        let mut intruder = client("127.0.0.1", port, None).await;
+        let stopped = intruder.stop_executor(stop.clone()).await.unwrap_err();
+        assert_eq!(
+            stopped.code(),
+            Code::Unauthenticated,
+            "StopExecutor on port {port}: {stopped}"
+        );
+        let launch = launch_writing(&outside, "intruder", &fleet.scheduler).await;
+        let launched = intruder.launch_multi_task(launch).await.unwrap_err();
+        assert_eq!(
+            launched.code(),
+            Code::Unauthenticated,
+            "LaunchMultiTask on port {port}: {launched}"
+        );
+    }
+
+    // Around the front: Ballista's task server on loopback takes the call, and refuses to run it.
+    let inner_host = hearth_fleet::front::inner_host("127.0.0.1".parse().unwrap()).unwrap();
+    let mut around = client(&inner_host.to_string(), tasks, None).await;
+    let around_mark = dir.path().join("around.csv");
+    let launch = launch_writing(&around_mark, "around", &fleet.scheduler).await;
+    let answer = around.launch_multi_task(launch).await.unwrap().into_inner();
+    assert_eq!(answer.failed_jobs, ["around"], "a launch around the front is refused");
+
+    // Through the front with the secret, the same launch runs: the plan writes its file.
+    let mut member = client("127.0.0.1", tasks, Some(SECRET)).await;
+    let through_mark = dir.path().join("through.csv");
+    let launch = launch_writing(&through_mark, "through", &fleet.scheduler).await;
+    let answer = member.launch_multi_task(launch).await.unwrap().into_inner();
+    assert!(
+        answer.failed_jobs.is_empty(),
+        "a launch through the front with the secret is taken: {answer:?}"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !through_mark.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the launched task wrote nothing in 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    member.cancel_tasks(CancelTasksParams::default()).await.unwrap();
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !outside.exists() && !around_mark.exists(),
+        "no task ran without the secret"
+    );
+    assert!(fleet.executor_alive(), "the executor still runs");
+}
