@@ -4,7 +4,7 @@
 //! executor killed mid-training.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -70,6 +70,11 @@ pub(crate) fn spawn_until(args: &[&str], env: &[(&str, &str)], prefix: &str) -> 
 impl Fleet {
     /// One scheduler and an executor per entry of `slots`, all registered.
     pub(crate) async fn start(slots: &[usize]) -> Fleet {
+        Self::start_allowing(slots, None).await
+    }
+
+    /// [`Fleet::start`], with executors that may run the driver programs in `programs`.
+    pub(crate) async fn start_allowing(slots: &[usize], programs: Option<&Path>) -> Fleet {
         // The scheduler's job records in a directory the fleet removes (its processes are killed, not stopped).
         let work = tempfile::tempdir().unwrap();
         let work_dir = work.path().to_str().unwrap();
@@ -86,11 +91,11 @@ impl Fleet {
         };
         for n in slots {
             let n = n.to_string();
-            let (executor, _) = spawn_until(
-                &["executor", "--scheduler", &address, "--slots", &n],
-                &[],
-                "hearth executor",
-            );
+            let mut args = vec!["executor", "--scheduler", &address, "--slots", &n];
+            if let Some(programs) = programs {
+                args.extend(["--allow-programs", programs.to_str().unwrap()]);
+            }
+            let (executor, _) = spawn_until(&args, &[], "hearth executor");
             fleet.processes.push(executor);
         }
         let want: usize = slots.iter().sum();

@@ -1,10 +1,11 @@
 //! A driver program's own barrier functions on a real fleet, whose `hearth executor` processes know only
 //! hearth's functions: each task runs in a copy of the program its executor starts. The program is
 //! `examples/horovod_runner` (HorovodRunner's MNIST MLP, then sparklyr's cluster spec), which `cargo test`
-//! builds beside this test binary.
+//! builds beside this test binary. An executor runs only programs from the directories its operator allowed:
+//! on a fleet that allowed none, the same program's stage fails naming the rule, and nothing of it runs.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::fleet::Fleet;
@@ -22,13 +23,15 @@ fn example(name: &str) -> PathBuf {
     program
 }
 
-/// Runs `program args…` to its end (killed after `limit`), returning its exit status and output.
+/// Runs `program args…` to its end (killed after `limit`), returning its exit status and output (standard
+/// output, then standard error).
 fn run(program: &PathBuf, args: &[&str], limit: Duration) -> (bool, String) {
     let log = tempfile::NamedTempFile::new().unwrap();
+    let errors = tempfile::NamedTempFile::new().unwrap();
     let mut child = Command::new(program)
         .args(args)
         .stdout(log.reopen().unwrap())
-        .stderr(Stdio::inherit())
+        .stderr(errors.reopen().unwrap())
         .spawn()
         .expect("start the example");
     let deadline = Instant::now() + limit;
@@ -43,13 +46,14 @@ fn run(program: &PathBuf, args: &[&str], limit: Duration) -> (bool, String) {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    (status.success(), std::fs::read_to_string(log.path()).unwrap())
+    let errors = std::fs::read_to_string(errors.path()).unwrap();
+    (status.success(), std::fs::read_to_string(log.path()).unwrap() + &errors)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_programs_own_functions_run_in_copies_of_it_on_a_fleet() {
-    let fleet = Fleet::start(&[1, 1]).await;
     let program = example("horovod_runner");
+    let fleet = Fleet::start_allowing(&[1, 1], program.parent()).await;
     let master = fleet.master();
     let (ok, output) = tokio::task::spawn_blocking(move || {
         run(
@@ -89,5 +93,27 @@ async fn a_driver_programs_own_functions_run_in_copies_of_it_on_a_fleet() {
     assert!(
         specs.iter().all(|line| line.matches("127.0.0.1:").count() == 2),
         "{output}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_runs_no_driver_program_its_operator_did_not_allow() {
+    let fleet = Fleet::start(&[1, 1]).await;
+    let program = example("horovod_runner");
+    let master = fleet.master();
+    let (ok, output) = tokio::task::spawn_blocking(move || {
+        run(
+            &program,
+            &["--master", &master, "--np", "2", "--epochs", "1"],
+            Duration::from_secs(180),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(!ok, "the program ran on executors that allowed no program:\n{output}");
+    assert!(!output.contains("training accuracy"), "{output}");
+    assert!(
+        output.contains("does not run") && output.contains("--allow-programs DIR") && output.contains("allowed none"),
+        "the error names the rule:\n{output}"
     );
 }

@@ -106,6 +106,9 @@ pub enum FleetError {
     /// The process stopped for a reason its log gives.
     #[error("{0}")]
     Stopped(String),
+    /// hearth's engine refused a setting (the error names it).
+    #[error(transparent)]
+    Engine(#[from] hearth_engine::error::HearthError),
 }
 
 impl FleetError {

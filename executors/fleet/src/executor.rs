@@ -15,6 +15,7 @@ use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_
 use ballista_executor::executor_server::TERMINATING;
 use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetTls, SchedulerRest, now_ms};
+use hearth_engine::barrier::program::allow_programs;
 use hearth_engine::barrier::{libtorch_sees_gpus, offer_gpus};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
@@ -51,6 +52,8 @@ pub struct ExecutorOptions {
     pub grpc_port: u16,
     /// Where shuffle files go (default: a temporary directory).
     pub work_dir: Option<String>,
+    /// The directories whose driver programs its barrier tasks may run (none: no driver program runs).
+    pub allow_programs: Vec<PathBuf>,
     /// The fleet's secret, presented to the scheduler, and its TLS.
     pub access: FleetAccess,
 }
@@ -64,6 +67,7 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
     let chosen = choose_gpus(options.gpus, detect_gpus())?;
     let gpus = usable_gpus(options.gpus, chosen, libtorch_sees_gpus)?;
     offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
+    allow_programs(options.allow_programs.clone())?;
     let start = Start {
         reached_at: match options.bind.is_unspecified() {
             true => host_name(),

@@ -8,8 +8,10 @@
 //! `torchrun` and `horovodrun` start it. Until then sessions it connects are embedded ones, and running
 //! another barrier stage is an error that says to register functions first.
 //!
-//! The executor's host must hold the same build of the program at the same path (one machine, a shared file
-//! system, or a copy): a task fails naming the host and the path otherwise.
+//! An executor runs a driver program only from a directory its operator allowed ([`allow_programs`]: `hearth
+//! executor --allow-programs DIR…`), so a plan naming any other file — `/bin/sh`, say — runs nothing. Its
+//! host must hold the same build of the program at the same path (one machine, a shared file system, or a
+//! copy): a task fails naming the host and the path otherwise.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -38,6 +40,38 @@ use super::spec::{reason, task_error};
 use super::{BarrierFunction, BarrierTaskContext};
 use crate::error::HearthError;
 use crate::host::host_name;
+
+/// The directories whose programs this process runs as barrier tasks' workers (none until
+/// [`allow_programs`] is called).
+static ALLOWED_PROGRAMS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+
+/// Lets this process — a fleet's executor — run driver programs that lie under `dirs` (resolved, symbolic
+/// links and all), and no others; once a process.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// hearth_exec::barrier::program::allow_programs(vec![dir.path().to_path_buf()]).unwrap();
+/// assert!(hearth_exec::barrier::program::allow_programs(vec![]).is_err(), "set once");
+/// ```
+pub fn allow_programs(dirs: Vec<PathBuf>) -> std::result::Result<(), HearthError> {
+    let resolved = dirs
+        .iter()
+        .map(|dir| match fs::canonicalize(dir) {
+            Ok(resolved) if resolved.is_dir() => Ok(resolved),
+            Ok(_) => Err(HearthError::invalid_param(
+                "executor",
+                "--allow-programs",
+                format!("{} is not a directory", dir.display()),
+            )),
+            Err(e) => {
+                Err(HearthError::invalid_param("executor", "--allow-programs", dir.display().to_string()).caused_by(e))
+            }
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    ALLOWED_PROGRAMS
+        .set(resolved)
+        .map_err(|_| HearthError::invalid_param("executor", "--allow-programs", "the allowed programs are set once"))
+}
 
 /// The environment variable that makes a program a barrier task's worker: the directory holding the task.
 const TASK_DIR_ENV: &str = "HEARTH_BARRIER_TASK";
@@ -126,8 +160,9 @@ fn encode_schema(schema: &SchemaRef) -> Result<String> {
 /// A file as last hashed: its path, modification time and size.
 type FileKey = (PathBuf, SystemTime, u64);
 
-/// Checks that this host holds the driver's build of `program`, remembering files already hashed.
-fn check_program(program: &ProgramRef, function: &str) -> Result<()> {
+/// The file to run for `program`: under a directory its operator allowed, and this host's copy of the
+/// driver's build (files already hashed are remembered).
+fn check_program(program: &ProgramRef, function: &str) -> Result<PathBuf> {
     static HASHED: LazyLock<Mutex<HashMap<FileKey, String>>> = LazyLock::new(Default::default);
     let unusable = |why: String| {
         DataFusionError::Execution(format!(
@@ -137,16 +172,15 @@ fn check_program(program: &ProgramRef, function: &str) -> Result<()> {
             host_name()
         ))
     };
-    let metadata = fs::metadata(&program.path).map_err(|e| unusable(e.to_string()))?;
+    let path = fs::canonicalize(&program.path).map_err(|e| unusable(e.to_string()))?;
+    refuse_unless_allowed(&path, program, function)?;
+    let another_build = || unusable("the file here is another build than the driver's".into());
+    let metadata = fs::metadata(&path).map_err(|e| unusable(e.to_string()))?;
     if metadata.len() != program.size {
-        return Err(unusable(format!(
-            "the file here has {} bytes, the driver's {}",
-            metadata.len(),
-            program.size
-        )));
+        return Err(another_build());
     }
     let key = (
-        program.path.clone(),
+        path.clone(),
         metadata.modified().map_err(|e| unusable(e.to_string()))?,
         metadata.len(),
     );
@@ -158,7 +192,7 @@ fn check_program(program: &ProgramRef, function: &str) -> Result<()> {
     let sha256 = match known {
         Some(sha256) => sha256,
         None => {
-            let (_, sha256) = identify(&program.path).map_err(|e| unusable(e.to_string()))?;
+            let (_, sha256) = identify(&path).map_err(|e| unusable(e.to_string()))?;
             HASHED
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -166,14 +200,35 @@ fn check_program(program: &ProgramRef, function: &str) -> Result<()> {
             sha256
         }
     };
-    if sha256 != program.sha256 {
-        return Err(unusable(format!(
-            "the file here is another build (SHA-256 {}…, the driver's {}…)",
-            &sha256[..12],
-            &program.sha256[..12.min(program.sha256.len())]
-        )));
+    match sha256 == program.sha256 {
+        true => Ok(path),
+        false => Err(another_build()),
     }
-    Ok(())
+}
+
+/// An error unless `path`, `program`'s file resolved, lies under a directory this executor's operator allowed.
+fn refuse_unless_allowed(path: &Path, program: &ProgramRef, function: &str) -> Result<()> {
+    let allowed = ALLOWED_PROGRAMS.get().map_or(&[][..], Vec::as_slice);
+    if allowed.iter().any(|dir| path.starts_with(dir)) {
+        return Ok(());
+    }
+    let rule = match allowed {
+        [] => "it was allowed none".to_string(),
+        dirs => format!(
+            "it was allowed {}",
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(DataFusionError::Execution(format!(
+        "barrier function {function:?} is in the driver program {}, which the executor on host {} does not run: \
+         an executor runs driver programs only from the directories its operator allowed with `hearth executor \
+         --allow-programs DIR…` (or `hearth cluster start --allow-programs DIR…`), and {rule}",
+        program.path.display(),
+        host_name()
+    )))
 }
 
 /// A task's directory on the executor's host, removed with everything in it when dropped.
@@ -231,7 +286,7 @@ pub(crate) fn run_in_program(
     input_schema: &SchemaRef,
     batches: Vec<RecordBatch>,
 ) -> Result<RecordBatch> {
-    check_program(program, &spec.function)?;
+    let path = check_program(program, &spec.function)?;
     let dir = TaskDir::create(&spec.job)?;
     write_batches(&dir.0.join(INPUT_FILE), input_schema, &batches)?;
     drop(batches);
@@ -251,7 +306,7 @@ pub(crate) fn run_in_program(
         .filter(|dir| dir.is_dir())
         .cloned()
         .unwrap_or_else(std::env::temp_dir);
-    let mut child = Command::new(&program.path)
+    let mut child = Command::new(&path)
         .args(&program.args)
         .current_dir(working_dir)
         .env(TASK_DIR_ENV, &dir.0)

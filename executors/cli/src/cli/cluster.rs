@@ -84,6 +84,11 @@ pub struct StartArgs {
     /// must be at the same path on every host.
     #[arg(long = "tls-dir")]
     tls_dir: Option<PathBuf>,
+    /// Directories whose driver programs the executors' barrier tasks may run (`hearth executor
+    /// --allow-programs`); without any, no driver program runs on the fleet. With --hosts, the same paths on
+    /// every host.
+    #[arg(long = "allow-programs", num_args = 1.., value_name = "DIR")]
+    allow_programs: Vec<PathBuf>,
     /// With --hosts, start without --tls-dir anyway, on a network whose every user you trust: the secret's
     /// proof, plans and training data then cross it in clear.
     #[arg(long, requires = "hosts")]
@@ -291,8 +296,8 @@ impl Launch {
         match hosts {
             Some(hosts) => {
                 for (i, host) in hosts.iter().enumerate() {
-                    let mut executor_args =
-                        executor_args(&scheduler, args.slots, args.gpus, &dir.join(format!("executor-{i}")));
+                    let work_dir = dir.join(format!("executor-{i}"));
+                    let mut executor_args = executor_args(&scheduler, args, args.slots, args.gpus, &work_dir);
                     executor_args.extend(["--bind".to_string(), resolve(host)?.to_string()]);
                     if let Some(tls) = &args.tls_dir {
                         let tls = std::fs::canonicalize(tls).map_err(|e| Failed::file(tls, e))?;
@@ -310,12 +315,8 @@ impl Launch {
                 let slots = args.slots.unwrap_or_else(|| (cores() / args.executors).max(1));
                 let shares = gpu_shares(args.gpus, args.executors)?;
                 for (i, share) in shares.into_iter().enumerate() {
-                    let executor_args = executor_args(
-                        &scheduler,
-                        Some(slots),
-                        share.request,
-                        &dir.join(format!("executor-{i}")),
-                    );
+                    let work_dir = dir.join(format!("executor-{i}"));
+                    let executor_args = executor_args(&scheduler, args, Some(slots), share.request, &work_dir);
                     let log = logs.join(format!("executor-{i}.log"));
                     let mut env = share.env;
                     env.push((SECRET_FILE_ENV, dir.join(SECRET_FILE).display().to_string()));
@@ -423,8 +424,14 @@ impl Launch {
     }
 }
 
-/// `hearth executor`'s arguments for one executor of this fleet.
-fn executor_args(scheduler: &str, slots: Option<usize>, gpus: GpuRequest, work_dir: &Path) -> Vec<String> {
+/// `hearth executor`'s arguments for one executor of this fleet (`start` says which programs it may run).
+fn executor_args(
+    scheduler: &str,
+    start: &StartArgs,
+    slots: Option<usize>,
+    gpus: GpuRequest,
+    work_dir: &Path,
+) -> Vec<String> {
     let mut args = vec![
         "--scheduler".to_string(),
         scheduler.to_string(),
@@ -435,6 +442,13 @@ fn executor_args(scheduler: &str, slots: Option<usize>, gpus: GpuRequest, work_d
     ];
     if let Some(slots) = slots {
         args.extend(["--slots".to_string(), slots.to_string()]);
+    }
+    if !start.allow_programs.is_empty() {
+        args.push("--allow-programs".to_string());
+        args.extend(start.allow_programs.iter().map(|dir| {
+            let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+            absolute.display().to_string()
+        }));
     }
     args
 }

@@ -124,7 +124,8 @@ struct ExecutorArgs {
     /// The GPUs it offers training tasks: auto (every GPU the CUDA driver lists), a number, or none.
     #[arg(long, default_value_t = GpuRequest::Auto)]
     gpus: GpuRequest,
-    /// The address its servers listen on (when every interface, it is reached at this machine's host name).
+    /// The address its ports listen on: one IPv4 address (Ballista's task server sits behind the task port on
+    /// a loopback address with the same port number).
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     bind: IpAddr,
     /// The Arrow Flight port (0: any free port).
@@ -136,6 +137,10 @@ struct ExecutorArgs {
     /// The directory for shuffle files (default: a temporary one).
     #[arg(long = "work-dir")]
     work_dir: Option<String>,
+    /// Directories whose driver programs barrier tasks may run (a program's functions run in copies of it,
+    /// started by the executor); without any, it runs no driver program.
+    #[arg(long = "allow-programs", num_args = 1.., value_name = "DIR")]
+    allow_programs: Vec<PathBuf>,
     #[command(flatten)]
     access: AccessArgs,
 }
@@ -265,6 +270,7 @@ impl Cli {
                     port: args.port,
                     grpc_port: args.grpc_port,
                     work_dir: args.work_dir,
+                    allow_programs: args.allow_programs,
                     access: args.access.access()?,
                 })
                 .await?;
