@@ -25,7 +25,7 @@ fn example(name: &str) -> PathBuf {
 
 /// Runs `program args…` to its end (killed after `limit`), returning its exit status and output (standard
 /// output, then standard error).
-fn run(program: &PathBuf, args: &[&str], limit: Duration) -> (bool, String) {
+fn run(program: &PathBuf, args: &[String], limit: Duration) -> (bool, String) {
     let log = tempfile::NamedTempFile::new().unwrap();
     let errors = tempfile::NamedTempFile::new().unwrap();
     let mut child = Command::new(program)
@@ -50,20 +50,20 @@ fn run(program: &PathBuf, args: &[&str], limit: Duration) -> (bool, String) {
     (status.success(), std::fs::read_to_string(log.path()).unwrap() + &errors)
 }
 
+/// The horovod_runner example, `program`, on `fleet` with two ranks and one epoch (killed after 5 minutes).
+async fn horovod_runner_on(fleet: &Fleet, program: PathBuf) -> (bool, String) {
+    let master = fleet.master();
+    let args = ["--master", &master, "--np", "2", "--epochs", "1"].map(str::to_string);
+    tokio::task::spawn_blocking(move || run(&program, &args, Duration::from_secs(300)))
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_programs_own_functions_run_in_copies_of_it_on_a_fleet() {
     let program = example("horovod_runner");
     let fleet = Fleet::start_allowing(&[1, 1], program.parent()).await;
-    let master = fleet.master();
-    let (ok, output) = tokio::task::spawn_blocking(move || {
-        run(
-            &program,
-            &["--master", &master, "--np", "2", "--epochs", "1"],
-            Duration::from_secs(300),
-        )
-    })
-    .await
-    .unwrap();
+    let (ok, output) = horovod_runner_on(&fleet, program).await;
     assert!(ok, "the program failed:\n{output}");
     // HorovodRunner's main function trained on both executors; rank 0's result came back.
     let accuracy: f64 = output
@@ -99,17 +99,7 @@ async fn a_driver_programs_own_functions_run_in_copies_of_it_on_a_fleet() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_executor_runs_no_driver_program_its_operator_did_not_allow() {
     let fleet = Fleet::start(&[1, 1]).await;
-    let program = example("horovod_runner");
-    let master = fleet.master();
-    let (ok, output) = tokio::task::spawn_blocking(move || {
-        run(
-            &program,
-            &["--master", &master, "--np", "2", "--epochs", "1"],
-            Duration::from_secs(180),
-        )
-    })
-    .await
-    .unwrap();
+    let (ok, output) = horovod_runner_on(&fleet, example("horovod_runner")).await;
     assert!(!ok, "the program ran on executors that allowed no program:\n{output}");
     assert!(!output.contains("training accuracy"), "{output}");
     assert!(
