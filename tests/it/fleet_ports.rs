@@ -17,6 +17,7 @@ use ballista_core::serde::protobuf::{
 use datafusion::prelude::SessionContext;
 use datafusion_proto::physical_plan::AsExecutionPlan;
 use datafusion_proto::protobuf::PhysicalPlanNode;
+use hearth::engine::ballista::ClusterSecret;
 use hearth::engine::codec::HearthPhysicalCodec;
 use prost::Message;
 use tonic::Code;
@@ -82,7 +83,12 @@ impl Drop for GuardedFleet {
 async fn client(host: &str, port: u16, secret: Option<&str>) -> ExecutorGrpcClient<Channel> {
     let endpoint = Endpoint::from_shared(format!("http://{host}:{port}")).unwrap();
     let endpoint = match secret {
-        Some(secret) => endpoint.user_agent(format!("hearth-secret/{secret}")).unwrap(),
+        Some(secret) => {
+            let token = ClusterSecret::parse(secret)
+                .unwrap()
+                .token_for(&format!("{host}:{port}"));
+            endpoint.user_agent(token).unwrap()
+        }
         None => endpoint,
     };
     let channel = tokio::time::timeout(Duration::from_secs(10), endpoint.connect()).await;

@@ -60,17 +60,17 @@ async fn require_secret(
     let (admitted, grpc) = {
         let header = |name: header::HeaderName| request.headers().get(name).and_then(|v| v.to_str().ok());
         (
-            guard
-                .secret
-                .admits(header(header::AUTHORIZATION), header(header::USER_AGENT)),
+            (guard.secret).check(header(header::AUTHORIZATION), header(header::USER_AGENT), peer.ip()),
             header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/grpc")),
         )
     };
-    if admitted || PROBES.contains(&request.uri().path()) {
-        return next.run(request).await;
-    }
+    let refusal = match admitted {
+        Ok(()) => return next.run(request).await,
+        Err(_) if PROBES.contains(&request.uri().path()) => return next.run(request).await,
+        Err(refusal) => refusal,
+    };
     log::warn!(
-        "{} refused {} {} from {peer}: it did not present the cluster secret",
+        "{} refused {} {} from {peer}: {refusal}",
         guard.server,
         request.method(),
         request.uri().path()

@@ -34,33 +34,34 @@ impl FleetAccess {
         })
     }
 
-    /// What a Ballista channel needs to reach the fleet: TLS when there is TLS, the secret in its user agent
-    /// when there is a secret (Ballista gives some of its clients no other way to add it); none for neither.
+    /// What a Ballista channel needs to reach the fleet: TLS when there is TLS, and when there is a secret a
+    /// token of it for the channel's server in its user agent (Ballista gives some of its clients no other way
+    /// to add a header); none for neither.
     pub fn endpoint_override(&self) -> Option<EndpointOverrideFn> {
         if self.secret.is_none() && self.tls.is_none() {
             return None;
         }
-        let agent = self.secret.as_ref().map(ClusterSecret::user_agent);
+        let secret = self.secret.clone();
         let tls = self.tls.clone();
         Some(std::sync::Arc::new(move |endpoint: tonic::transport::Endpoint| {
             let endpoint = match &tls {
                 Some(tls) => tls.secure(endpoint)?,
                 None => endpoint,
             };
-            Ok(match &agent {
-                Some(agent) => endpoint.user_agent(agent.clone())?,
+            Ok(match &secret {
+                Some(secret) => {
+                    let server = endpoint.uri().authority().map_or("", |a| a.as_str());
+                    let token = secret.token_for(server);
+                    endpoint.user_agent(token)?
+                }
                 None => endpoint,
             })
         }))
     }
 
-    /// `config` reaching the fleet: the secret in the metadata of its calls to the scheduler, every channel
-    /// it opens through [`FleetAccess::endpoint_override`], and its Flight fetches over TLS when there is TLS.
+    /// `config` reaching the fleet: every channel it opens (to the scheduler, to executors' Flight servers)
+    /// through [`FleetAccess::endpoint_override`], over TLS when there is TLS.
     pub fn present_in(&self, mut config: SessionConfig) -> SessionConfig {
-        if let Some(secret) = &self.secret {
-            let metadata = [("authorization".to_string(), secret.bearer())].into_iter().collect();
-            config = config.with_ballista_grpc_metadata(metadata);
-        }
         if let Some(endpoint) = self.endpoint_override() {
             config = config.with_ballista_override_create_grpc_client_endpoint(endpoint);
         }

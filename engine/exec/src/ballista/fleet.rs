@@ -157,7 +157,7 @@ impl SchedulerRest {
             .request(method.clone(), format!("{}{path}", self.url))
             .header("Accept", "application/json");
         if let Some(secret) = &self.secret {
-            request = request.header("Authorization", secret.bearer());
+            request = request.header("Authorization", secret.bearer_for(super::authority(&self.url)));
         }
         if let Some(body) = body {
             request = request.json(body);

@@ -14,6 +14,7 @@ mod cluster;
 mod fleet;
 mod secret;
 mod tls;
+mod token;
 
 pub use crate::error::RestError;
 pub use access::FleetAccess;
@@ -23,3 +24,5 @@ pub(crate) use fleet::task_slots;
 pub use fleet::{ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, alive, fleet_resources, now_ms};
 pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV, equal_in_constant_time};
 pub use tls::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, TLS_DIR_ENV};
+pub use token::TokenRefusal;
+pub(crate) use token::authority;

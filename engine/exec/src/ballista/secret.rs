@@ -1,8 +1,8 @@
-//! The fleet's shared secret, as Spark's `spark.authenticate.secret` and Ray's cluster token: the scheduler
-//! refuses every request that does not carry it, so an executor without it cannot register and a client
-//! without it cannot submit a job or read one. Clients send it as `authorization: Bearer <secret>` (drivers'
-//! gRPC metadata, REST) or, where Ballista gives no way to add a header (an executor's scheduler client), in
-//! the user agent of their gRPC channel.
+//! The fleet's shared secret, as Spark's `spark.authenticate.secret` and Ray's cluster token: every port of
+//! the fleet refuses a request that does not prove it, so an executor without it cannot register and a client
+//! without it cannot submit a job or read one. The secret itself never crosses the wire: requests carry a
+//! token made from it for the connection's address (see [`token`](super::token)), as `authorization: Bearer
+//! <token>` (REST) or, where Ballista gives no way to add a header, in the user agent of a gRPC channel.
 //!
 //! It is found in `HEARTH_SECRET`, or in the file `HEARTH_SECRET_FILE` names, which must be readable by its
 //! owner alone; else in the program's default file (the `hearth` program's is the `secret` that `hearth
@@ -15,9 +15,6 @@
 //! let file = dir.path().join("secret");
 //! let secret = ClusterSecret::create(&file).unwrap();
 //! assert_eq!(ClusterSecret::read(&file).unwrap(), secret);
-//! assert!(secret.admits(Some(&secret.bearer()), None));
-//! assert!(secret.admits(None, Some(&format!("{} tonic/0.14", secret.user_agent()))));
-//! assert!(!secret.admits(Some("Bearer guess"), None));
 //! ```
 
 use std::fmt;
@@ -34,9 +31,6 @@ use crate::error::{HearthError, Result};
 pub const SECRET_ENV: &str = "HEARTH_SECRET";
 /// The environment variable that names a file holding the secret.
 pub const SECRET_FILE_ENV: &str = "HEARTH_SECRET_FILE";
-
-/// What a client's user agent starts with when it carries the secret.
-const USER_AGENT_PREFIX: &str = "hearth-secret/";
 
 /// The shortest secret accepted: 128 bits in hexadecimal.
 const SHORTEST: usize = 32;
@@ -131,30 +125,10 @@ impl ClusterSecret {
         }
     }
 
-    /// The value of an `authorization` header that carries it.
-    pub fn bearer(&self) -> String {
-        format!("Bearer {}", self.0)
-    }
-
-    /// A user agent that carries it.
-    pub fn user_agent(&self) -> String {
-        format!("{USER_AGENT_PREFIX}{}", self.0)
-    }
-
     /// The secret itself, to hand to a process this one starts (through its environment, never its command
     /// line, which other users can read).
     pub fn expose(&self) -> &str {
         &self.0
-    }
-
-    /// Whether a request with these headers carries the secret (compared in constant time).
-    pub fn admits(&self, authorization: Option<&str>, user_agent: Option<&str>) -> bool {
-        let presented = authorization.and_then(|a| a.strip_prefix("Bearer ")).or_else(|| {
-            user_agent
-                .and_then(|a| a.strip_prefix(USER_AGENT_PREFIX))
-                .map(|rest| rest.split(' ').next().unwrap_or(rest))
-        });
-        presented.is_some_and(|token| equal_in_constant_time(token.as_bytes(), self.0.as_bytes()))
     }
 }
 

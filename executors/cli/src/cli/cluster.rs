@@ -33,6 +33,7 @@ use super::fleet_record::{
 use super::processes::{Started, spawn_local, spawn_remote};
 use super::status::print_executors;
 use super::tables::{add_row, table};
+use super::token::TokenArgs;
 use super::{CommandResult, cores};
 use hearth_fleet::{GpuRequest, gpu_shares};
 
@@ -50,6 +51,9 @@ pub enum ClusterCommand {
     Status(StateDir),
     /// Make TLS certificates for a fleet: a new authority and a certificate for its hosts (for --tls-dir).
     Certs(CertsArgs),
+    /// Print a token of the fleet's secret for calling its REST routes with another tool (curl -H
+    /// "Authorization: Bearer TOKEN"); it is admitted only from this machine.
+    Token(TokenArgs),
 }
 
 /// `hearth cluster start`'s arguments.
@@ -102,6 +106,7 @@ pub async fn run(command: ClusterCommand) -> CommandResult {
         ClusterCommand::Stop(state) => stop(&state.path()?),
         ClusterCommand::Status(state) => status(&state.path()?).await,
         ClusterCommand::Certs(args) => super::certs::run(args),
+        ClusterCommand::Token(args) => super::token::run(args),
     }
 }
 

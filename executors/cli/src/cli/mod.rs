@@ -12,6 +12,7 @@ mod sql;
 mod status;
 mod submit;
 mod tables;
+mod token;
 
 use std::error::Error;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -6,6 +6,7 @@ mod commands;
 mod common;
 mod faults;
 mod object_stores;
+mod relay;
 mod secret;
 mod soak;
 mod tls;

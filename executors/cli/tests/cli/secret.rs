@@ -1,11 +1,13 @@
 //! The fleet's secret: `hearth cluster start` makes one readable by its user alone, its processes and clients
-//! present it, and the scheduler refuses executors and clients that do not — logging each refusal.
+//! prove it, and the scheduler refuses executors and clients that do not — logging each refusal. The secret
+//! itself never crosses the wire, nor reaches a log.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::{Fleet, hearth, shown, wait_for};
+use crate::relay::RecordingRelay;
 
 #[test]
 fn a_fleet_refuses_executors_and_clients_without_its_secret() {
@@ -85,4 +87,54 @@ fn a_fleet_refuses_executors_and_clients_without_its_secret() {
         "{}",
         shown(&refused)
     );
+}
+
+#[test]
+fn the_secret_never_crosses_the_wire_nor_reaches_a_log() {
+    let fleet = Fleet::start(&["--executors", "1", "--slots", "1"]);
+    let secret_file = fleet.state.path().join("secret");
+    let secret = std::fs::read_to_string(&secret_file).unwrap().trim().to_string();
+    let scheduler = fleet.master.trim_start_matches("df://").to_string();
+    let relay = RecordingRelay::start(&scheduler);
+    let through_relay = format!("df://{}", relay.address);
+    // `hearth` holding the secret as a program away from the fleet's state would.
+    let member = || {
+        let mut command = fleet.hearth();
+        command.env("HEARTH_SECRET_FILE", &secret_file);
+        command
+    };
+
+    // An executor, `hearth status` and the main job, each reaching the scheduler through the relay.
+    let executor_log = fleet.state.path().join("logs").join("relayed-executor.log");
+    let mut executor = member()
+        .args(["executor", "--scheduler", &relay.address, "--slots", "1"])
+        .stdout(std::fs::File::create(&executor_log).unwrap())
+        .stderr(std::fs::File::create(fleet.state.path().join("logs").join("relayed-executor.err")).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("the relayed executor registers", Duration::from_secs(60), || {
+        let out = member()
+            .args(["status", "--master", &through_relay, "--json"])
+            .output()
+            .unwrap();
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        (status["executors"].as_array()?.len() == 2).then_some(())
+    });
+    let job = member()
+        .args(["sql", "--master", &through_relay, "examples/german_credit.sql"])
+        .output()
+        .unwrap();
+    assert!(job.status.success(), "{}", shown(&job));
+
+    let captured = relay.captured();
+    let text = String::from_utf8_lossy(&captured);
+    assert!(text.contains("hearth-token/1/loopback/"), "the requests carried tokens");
+    assert!(!text.contains(&secret), "the secret crossed the relay");
+    let _ = executor.kill();
+    let _ = executor.wait();
+    for log in std::fs::read_dir(fleet.state.path().join("logs")).unwrap() {
+        let log = log.unwrap().path();
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(!text.contains(&secret), "the secret is in {}", log.display());
+    }
 }

@@ -155,7 +155,7 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
         .output()
         .unwrap();
     assert!(!anonymous.status.success(), "{}", shown(&anonymous));
-    let secret = std::fs::read_to_string(fleet.state.path().join("secret")).unwrap();
+    let token = fleet.ok(&["cluster", "token"]);
     let member = Command::new("curl")
         .args(["--silent", "--show-error", "--fail", "--max-time", "10", "--cacert"])
         .arg(&ca)
@@ -163,7 +163,7 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
         .arg(tls.path().join("cert.pem"))
         .arg("--key")
         .arg(tls.path().join("key.pem"))
-        .args(["-H", &format!("Authorization: Bearer {}", secret.trim()), &url])
+        .args(["-H", &format!("Authorization: Bearer {}", token.trim()), &url])
         .output()
         .unwrap();
     assert!(member.status.success(), "{}", shown(&member));

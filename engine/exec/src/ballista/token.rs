@@ -1,0 +1,183 @@
+//! Tokens that prove the fleet's secret without revealing it. A client never sends the secret: each connection
+//! (and each REST request) carries a token, `hearth-token/1/ADDRESS/NONCE/PROOF`, where PROOF is an
+//! HMAC-SHA256 under the secret of the address the client connects from and a fresh random nonce. A server
+//! admits a request only when the proof holds and the address is the one the connection comes from, so a
+//! token read off the wire or out of a log is worth nothing from any other machine; computing one for another
+//! address takes the secret. Loopback addresses count as one ("loopback"): they are all this machine.
+//!
+//! ```
+//! use std::net::{IpAddr, Ipv4Addr};
+//! use hearth_exec::ballista::{ClusterSecret, TokenRefusal};
+//!
+//! let secret = ClusterSecret::parse("0123456789abcdef0123456789abcdef").unwrap();
+//! let token = secret.token_for("127.0.0.1:50050");
+//! assert!(!token.contains(secret.expose()));
+//! let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+//! assert!(secret.check(None, Some(&format!("{token} tonic/0.14")), loopback).is_ok());
+//! let elsewhere = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
+//! assert!(matches!(secret.check(Some(&format!("Bearer {token}")), None, elsewhere), Err(TokenRefusal::Elsewhere { .. })));
+//! ```
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+
+use hearth_collective::JobSecret;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::secret::{ClusterSecret, equal_in_constant_time};
+use crate::host::address_towards;
+
+/// What every token starts with (its version is the `1`).
+const PREFIX: &str = "hearth-token/1/";
+/// What the proof covers besides the address and the nonce.
+const DOMAIN: &str = "hearth fleet token v1";
+/// How a token names any loopback address.
+const LOOPBACK: &str = "loopback";
+
+/// Why a request's token was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenRefusal {
+    /// It carried no token.
+    Missing,
+    /// Its token is malformed, or its proof does not hold: it was not made with the secret.
+    Forged,
+    /// Its token was made for connections from another address.
+    Elsewhere {
+        /// The address the token names.
+        named: String,
+        /// The address the connection came from.
+        peer: IpAddr,
+    },
+}
+
+impl fmt::Display for TokenRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Missing => f.write_str("it did not present the cluster secret"),
+            Self::Forged => f.write_str("its token does not prove the cluster secret"),
+            Self::Elsewhere { named, peer } => write!(
+                f,
+                "its token was made for connections from {named}, not {peer} (read off the wire, or an address \
+                 translated between them)"
+            ),
+        }
+    }
+}
+
+impl ClusterSecret {
+    /// A new token for this machine's connections to `server` (`host:port`, or a URL's authority): it names
+    /// the address this machine reaches the server from.
+    pub fn token_for(&self, server: &str) -> String {
+        let from = server
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addresses| addresses.next())
+            .and_then(address_towards)
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let address = named(from);
+        let nonce = &JobSecret::generate().to_hex()[..32];
+        format!("{PREFIX}{address}/{nonce}/{}", self.proof(&address, nonce))
+    }
+
+    /// The value of an `authorization` header for a request to `server` ([`ClusterSecret::token_for`]).
+    pub fn bearer_for(&self, server: &str) -> String {
+        format!("Bearer {}", self.token_for(server))
+    }
+
+    /// Whether a request with these headers, on a connection from `peer`, carries a token of this secret
+    /// made for `peer`'s address.
+    pub fn check(
+        &self,
+        authorization: Option<&str>,
+        user_agent: Option<&str>,
+        peer: IpAddr,
+    ) -> Result<(), TokenRefusal> {
+        let presented = authorization
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .or_else(|| user_agent.and_then(|agent| agent.split(' ').next()))
+            .and_then(|token| token.strip_prefix(PREFIX))
+            .ok_or(TokenRefusal::Missing)?;
+        let mut parts = presented.split('/');
+        let (Some(address), Some(nonce), Some(proof), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(TokenRefusal::Forged);
+        };
+        if !equal_in_constant_time(proof.as_bytes(), self.proof(address, nonce).as_bytes()) {
+            return Err(TokenRefusal::Forged);
+        }
+        match address == named(peer) {
+            true => Ok(()),
+            false => Err(TokenRefusal::Elsewhere {
+                named: address.to_string(),
+                peer,
+            }),
+        }
+    }
+
+    /// The HMAC-SHA256 under the secret of `address` and `nonce`, in hexadecimal.
+    fn proof(&self, address: &str, nonce: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(self.expose().as_bytes()).expect("HMAC takes keys of any length");
+        mac.update(format!("{DOMAIN}\n{address}\n{nonce}").as_bytes());
+        mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// How a token names `address`: any loopback address as one, IPv4-mapped IPv6 as IPv4.
+fn named(address: IpAddr) -> String {
+    let address = address.to_canonical();
+    match address.is_loopback() {
+        true => LOOPBACK.to_string(),
+        false => address.to_string(),
+    }
+}
+
+/// The `host:port` of a URL or URI (`http://host:port/path` → `host:port`), for [`ClusterSecret::token_for`].
+pub(crate) fn authority(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    rest.split('/').next().unwrap_or(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret() -> ClusterSecret {
+        ClusterSecret::parse("0123456789abcdef0123456789abcdef").unwrap()
+    }
+
+    #[test]
+    fn a_token_is_admitted_from_its_address_only_and_only_with_its_proof() {
+        let secret = secret();
+        let loopback = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+        let token = secret.token_for("127.0.0.1:9");
+        assert!(
+            secret.check(None, Some(&token), loopback).is_ok(),
+            "all of loopback is this machine"
+        );
+        assert_eq!(secret.check(None, None, loopback), Err(TokenRefusal::Missing));
+        assert_eq!(
+            secret.check(Some(&format!("Bearer {}", secret.expose())), None, loopback),
+            Err(TokenRefusal::Missing)
+        );
+        let other = ClusterSecret::parse("fedcba9876543210fedcba9876543210").unwrap();
+        assert_eq!(other.check(None, Some(&token), loopback), Err(TokenRefusal::Forged));
+        let moved = token.replace("/loopback/", "/192.0.2.7/");
+        assert_eq!(
+            secret.check(None, Some(&moved), "192.0.2.7".parse().unwrap()),
+            Err(TokenRefusal::Forged)
+        );
+        assert!(matches!(
+            secret.check(None, Some(&token), "192.0.2.7".parse().unwrap()),
+            Err(TokenRefusal::Elsewhere { .. })
+        ));
+        assert_ne!(secret.token_for("127.0.0.1:9"), token, "each token has a fresh nonce");
+    }
+
+    #[test]
+    fn urls_give_their_authority() {
+        assert_eq!(authority("http://10.0.0.5:50050/hearth/jobs"), "10.0.0.5:50050");
+        assert_eq!(authority("10.0.0.5:50050"), "10.0.0.5:50050");
+        assert_eq!(authority("https://127.0.0.1:1/"), "127.0.0.1:1");
+    }
+}
