@@ -278,14 +278,41 @@ fn admit(
     }
 }
 
-/// Waits for a request to begin, then reads it whole within `timeout`.
-fn next_request(link: &mut Link, timeout: Duration) -> io::Result<Vec<u8>> {
-    link.stream().set_read_timeout(None)?;
+/// How often a link waiting for its next request looks whether the server is closing.
+const IDLE_POLL: Duration = Duration::from_millis(500);
+
+/// How long a rank may send no request before the server gives up on it: ten times the stage's deadline for
+/// one collective, and at least ten minutes, since between requests a rank trains a whole window.
+fn idle_limit(timeout: Duration) -> Duration {
+    (timeout * 10).max(Duration::from_secs(600))
+}
+
+/// Waits for a request to begin — until the server closes (none) or [`idle_limit`] passes — then reads it
+/// whole within `timeout`.
+fn next_request(link: &mut Link, timeout: Duration, closing: &AtomicBool) -> io::Result<Option<Vec<u8>>> {
+    let idle = idle_limit(timeout);
+    let waited = Instant::now();
+    link.stream().set_read_timeout(Some(IDLE_POLL))?;
     let mut first = [0u8; 1];
-    if link.stream().peek(&mut first)? == 0 {
-        return Err(io::ErrorKind::UnexpectedEof.into());
+    loop {
+        match link.stream().peek(&mut first) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => break,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                if closing.load(Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                if waited.elapsed() > idle {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("sent no request for {} s", idle.as_secs()),
+                    ));
+                }
+            }
+            Err(e) => return Err(e),
+        }
     }
-    link.read_message(Instant::now() + timeout)
+    link.read_message(Instant::now() + timeout).map(Some)
 }
 
 /// Little-endian `f32`s from bytes (a whole number of them, checked by the caller).
@@ -310,14 +337,21 @@ fn fail(center: &Mutex<Center>, message: String) {
     }
 }
 
-/// Answers one rank's requests until it says goodbye; a link that breaks, or a request that does not arrive
-/// whole within the deadline once it has begun, fails the center, naming the rank. Between requests a rank
-/// trains a whole window, so the wait for the next one has no deadline: a rank that stalls there holds up
-/// only the collectives, which have theirs, and the link closes when the server drops.
+/// Answers one rank's requests until it says goodbye or the server closes; a link that breaks, a rank that
+/// sends nothing for [`idle_limit`], or a request that does not arrive whole within the deadline once it has
+/// begun, fails the center, naming the rank.
 fn serve_rank(rank: usize, mut link: Link, timeout: Duration, center: &Mutex<Center>, closing: &AtomicBool) {
     loop {
-        let request = match next_request(&mut link, timeout) {
-            Ok(request) => request,
+        let request = match next_request(&mut link, timeout, closing) {
+            Ok(Some(request)) => request,
+            Ok(None) => return,
+            Err(e) if e.kind() == io::ErrorKind::TimedOut && e.get_ref().is_some() => {
+                fail(
+                    center,
+                    format!("rank {rank} {e}: it stalled, or a window of training outlasts the stage's deadline"),
+                );
+                return;
+            }
             Err(e) => {
                 if !closing.load(Ordering::Relaxed) {
                     fail(
