@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tonic::service::RoutesBuilder;
 
 use super::front::serve;
-use super::guard::guarded;
+use super::guard::{any_job, guarded};
 
 /// What Ballista calls to start the executor's Flight server: it serves on `listener` (bound by hearth on the
 /// advertised address, whatever address Ballista names), with `tls` and `secret`, messages up to
@@ -46,6 +46,7 @@ pub fn flight_front(
                 routes.routes().into_axum_router(),
                 secret,
                 "the executor's Flight server",
+                any_job,
             );
             serve(listener, tls, app, async move { shutdown.recv().await })
                 .await

@@ -36,7 +36,7 @@ use tokio::net::TcpListener;
 use tonic::codegen::Service;
 use tonic::transport::{Channel, Endpoint};
 
-use super::guard::{grpc_error, guarded};
+use super::guard::{grpc_error, guarded, no_job};
 use super::launch::LaunchToken;
 use super::tls::{FleetListener, Peer};
 use crate::error::{FleetError, Result};
@@ -146,7 +146,7 @@ pub fn task_front(
             address: inner,
             token,
         }));
-        let app = guarded(proxy, secret, "the executor's task port");
+        let app = guarded(proxy, secret, "the executor's task port", no_job);
         if let Err(e) = serve(listener, tls, app, std::future::pending()).await {
             log::error!("the executor's task port stopped: {e}");
         }

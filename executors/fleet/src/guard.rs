@@ -1,12 +1,14 @@
 //! The check in front of every server of the fleet — the scheduler's gRPC and REST port, each executor's
 //! Flight and task ports: a request that does not present the cluster secret is refused before it reaches
 //! the server behind, gRPC calls with the status UNAUTHENTICATED and REST calls with 401, and each refusal is
-//! logged with the peer's address. The health probes (`/healthz`, `/readyz`) stay open.
+//! logged with the peer's address. The health probes (`/healthz`, `/readyz`) stay open. A cluster-mode job's
+//! driver proves only its job's key: each server says what a job may ask of it ([`JobRule`]); anything else
+//! is refused as PERMISSION_DENIED (gRPC) or 403 (REST).
 //!
 //! ```no_run
 //! # fn guard(secret: hearth_engine::ballista::ClusterSecret) -> axum::Router {
 //! let service = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
-//! hearth_fleet::guard::guarded(service, Some(secret), "an example server")
+//! hearth_fleet::guard::guarded(service, Some(secret), "an example server", hearth_fleet::guard::no_job)
 //! # }
 //! ```
 
@@ -14,10 +16,10 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use hearth_engine::ballista::{ClusterSecret, SECRET_FILE_ENV};
+use hearth_engine::ballista::{ClusterSecret, Principal, SECRET_FILE_ENV};
 
 use super::tls::Peer;
 
@@ -27,18 +29,33 @@ const PROBES: [&str; 2] = ["/healthz", "/readyz"];
 /// What a refused client is told.
 const REFUSAL: &str = "this fleet needs its cluster secret: set HEARTH_SECRET_FILE (or HEARTH_SECRET)";
 
-/// The secret a server's requests must present, and the server's name for its log.
+/// What a cluster-mode job's driver may ask of a server: whether job `job` may send `method` to `path`.
+pub type JobRule = fn(job: &str, method: &Method, path: &str) -> bool;
+
+/// The rule of a server whose every request a job may make (an executor's Flight port: results of queries).
+pub fn any_job(_job: &str, _method: &Method, _path: &str) -> bool {
+    true
+}
+
+/// The rule of a server no job may reach (an executor's task port: only the scheduler launches tasks).
+pub fn no_job(_job: &str, _method: &Method, _path: &str) -> bool {
+    false
+}
+
+/// The secret a server's requests must prove, what jobs may ask of it, and the server's name for its log.
 struct Guard {
     secret: ClusterSecret,
     server: &'static str,
+    jobs: JobRule,
 }
 
 /// `service` behind the check of `secret` (none: a fleet without a secret, whose servers let anyone in —
-/// logged once as a warning naming `server`). Serve the result with connect info ([`Peer`]).
-pub fn guarded(service: Router, secret: Option<ClusterSecret>, server: &'static str) -> Router {
+/// logged once as a warning naming `server`), jobs admitted as `jobs` says. Serve the result with connect
+/// info ([`Peer`]).
+pub fn guarded(service: Router, secret: Option<ClusterSecret>, server: &'static str, jobs: JobRule) -> Router {
     match secret {
         Some(secret) => service.layer(middleware::from_fn_with_state(
-            Arc::new(Guard { secret, server }),
+            Arc::new(Guard { secret, server, jobs }),
             require_secret,
         )),
         None => {
@@ -65,7 +82,11 @@ async fn require_secret(
         )
     };
     let refusal = match admitted {
-        Ok(()) => return next.run(request).await,
+        Ok(Principal::Member) => return next.run(request).await,
+        Ok(Principal::Job(job)) if (guard.jobs)(&job, request.method(), request.uri().path()) => {
+            return next.run(request).await;
+        }
+        Ok(Principal::Job(job)) => return beyond_its_job(&guard, &job, &request, peer, grpc),
         Err(_) if PROBES.contains(&request.uri().path()) => return next.run(request).await,
         Err(refusal) => refusal,
     };
@@ -80,6 +101,27 @@ async fn require_secret(
         false => (StatusCode::UNAUTHORIZED, format!("{REFUSAL}\n")).into_response(),
     }
 }
+
+/// The refusal of a request job `job` may not make.
+fn beyond_its_job(guard: &Guard, job: &str, request: &Request, peer: std::net::SocketAddr, grpc: bool) -> Response {
+    let (method, path) = (request.method(), request.uri().path());
+    log::warn!(
+        "{} refused {method} {path} from {peer}: job {job} may not ask it",
+        guard.server
+    );
+    let refusal = format!(
+        "job {job}'s credential may not ask {method} {path} of {}: a cluster-mode job reaches its own record, \
+         its queries and their results",
+        guard.server
+    );
+    match grpc {
+        true => grpc_error(PERMISSION_DENIED, &refusal),
+        false => (StatusCode::FORBIDDEN, format!("{refusal}\n")).into_response(),
+    }
+}
+
+/// gRPC's status PERMISSION_DENIED.
+const PERMISSION_DENIED: u8 = 7;
 
 /// A gRPC error with `status` (tonic's `Code` as a number) and `message`: trailers-only headers on an empty
 /// 200 response, as gRPC carries an error that comes before any answer.

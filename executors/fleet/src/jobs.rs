@@ -205,7 +205,8 @@ impl JobBoard {
             .arg(&statements)
             .env(APP_NAME_ENV, &request.name)
             .env(JOB_ID_ENV, &id)
-            .envs(self.access.environment())
+            // The driver proves its job's key, not the fleet's secret (see `ClusterSecret::for_job`).
+            .envs(self.access.for_job(&id).environment())
             .current_dir(&working_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::{StatusCode, Uri};
+use axum::http::{Method, StatusCode, Uri};
 use axum::routing::get;
 use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpcServer;
 use ballista_scheduler::cluster::BallistaCluster;
@@ -16,7 +16,7 @@ use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::create_scheduler;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::ballista::{FleetAccess, FleetTls, TLS_DIR_ENV};
+use hearth_engine::ballista::{EXECUTORS_ROUTE, FleetAccess, FleetTls, TLS_DIR_ENV};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
@@ -97,7 +97,12 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
         book,
         jobs: Arc::clone(&jobs),
     };
-    let app = guarded(service(fleet), options.access.secret.clone(), "the scheduler");
+    let app = guarded(
+        service(fleet),
+        options.access.secret.clone(),
+        "the scheduler",
+        what_a_job_may_ask,
+    );
     log_access(&options.access);
     println!("hearth scheduler listening on {address}");
     log::info!("executors and clients reach it at {advertised}:{}", address.port());
@@ -139,6 +144,35 @@ fn ballista_config(
         ..SchedulerConfig::default()
     }
 }
+
+/// What a cluster-mode job's driver may ask of the scheduler: to run and follow its queries (Ballista's
+/// client calls, not an executor's), the executors' resources, Ballista's read-only REST API, and its own
+/// record, log and kill — not another job's, not a new job, not an executor's registration.
+fn what_a_job_may_ask(job: &str, method: &Method, path: &str) -> bool {
+    if let Some(call) = path.strip_prefix("/ballista.protobuf.SchedulerGrpc/") {
+        return CLIENT_CALLS.contains(&call);
+    }
+    let own = format!("/hearth/jobs/{job}");
+    match *method {
+        Method::GET => {
+            path == EXECUTORS_ROUTE || path == own || path == format!("{own}/logs") || path.starts_with("/api/")
+        }
+        Method::POST => path == format!("{own}/kill"),
+        _ => false,
+    }
+}
+
+/// Ballista's scheduler calls a client makes (the rest are executors').
+const CLIENT_CALLS: [&str; 8] = [
+    "ExecuteQuery",
+    "ExecuteQueryPush",
+    "GetJobStatus",
+    "GetJobMetrics",
+    "CancelJob",
+    "CleanJobData",
+    "CreateUpdateSession",
+    "RemoveSession",
+];
 
 /// Says in the log whether the control plane is encrypted.
 fn log_access(access: &FleetAccess) {

@@ -12,7 +12,7 @@
 use ballista_core::extension::{EndpointOverrideFn, SessionConfigExt};
 use datafusion::prelude::SessionConfig;
 
-use super::secret::{ClusterSecret, SECRET_ENV};
+use super::secret::{ClusterSecret, SECRET_ENV, SECRET_JOB_ENV};
 use super::tls::{FleetTls, TLS_DIR_ENV};
 use crate::error::Result;
 
@@ -68,11 +68,20 @@ impl FleetAccess {
         config.with_ballista_use_tls(self.tls.is_some())
     }
 
+    /// This access for cluster-mode job `job`'s driver: its job's key in place of the fleet's secret.
+    pub fn for_job(&self, job: &str) -> Self {
+        Self {
+            secret: self.secret.as_ref().map(|secret| secret.for_job(job)),
+            tls: self.tls.clone(),
+        }
+    }
+
     /// The variables that hand this access to a process this one starts (its environment, never its command
     /// line, which other users can read).
     pub fn environment(&self) -> Vec<(&'static str, String)> {
         let secret = self.secret.iter().map(|s| (SECRET_ENV, s.expose().to_string()));
+        let job = (self.secret.iter()).filter_map(|s| Some((SECRET_JOB_ENV, s.job()?.to_string())));
         let tls = self.tls.iter().map(|t| (TLS_DIR_ENV, t.dir().display().to_string()));
-        secret.chain(tls).collect()
+        secret.chain(job).chain(tls).collect()
     }
 }

@@ -29,6 +29,8 @@ use crate::error::{HearthError, Result};
 
 /// The environment variable that holds the secret itself.
 pub const SECRET_ENV: &str = "HEARTH_SECRET";
+/// The environment variable that names the job `HEARTH_SECRET` is the key of, for a cluster-mode job's driver.
+pub const SECRET_JOB_ENV: &str = "HEARTH_SECRET_JOB";
 /// The environment variable that names a file holding the secret.
 pub const SECRET_FILE_ENV: &str = "HEARTH_SECRET_FILE";
 
@@ -38,9 +40,14 @@ const SHORTEST: usize = 32;
 /// Where [`ClusterSecret::find`] looks when the environment names no secret.
 static DEFAULT_FILE: OnceLock<PathBuf> = OnceLock::new();
 
-/// The fleet's shared secret.
+/// The fleet's shared secret, or a key derived from it for one cluster-mode job
+/// ([`ClusterSecret::for_job`]), which the fleet's ports admit only for that job's own business.
 #[derive(Clone, PartialEq, Eq)]
-pub struct ClusterSecret(String);
+pub struct ClusterSecret {
+    key: String,
+    /// The job the key is scoped to (none: the fleet's secret itself).
+    job: Option<String>,
+}
 
 impl fmt::Debug for ClusterSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -51,7 +58,7 @@ impl fmt::Debug for ClusterSecret {
 impl ClusterSecret {
     /// A new random secret, written to `file` readable by its owner alone (what `hearth cluster start` does).
     pub fn create(file: &Path) -> Result<Self> {
-        let secret = Self(JobSecret::generate().to_hex());
+        let secret = Self::member(JobSecret::generate().to_hex());
         let staging = file.with_extension("writing");
         let written = (|| {
             let mut out = std::fs::OpenOptions::new()
@@ -60,7 +67,7 @@ impl ClusterSecret {
                 .truncate(true)
                 .mode(0o600)
                 .open(&staging)?;
-            out.write_all(format!("{}\n", secret.0).as_bytes())?;
+            out.write_all(format!("{}\n", secret.key).as_bytes())?;
             out.sync_all()?;
             std::fs::rename(&staging, file)
         })();
@@ -80,7 +87,7 @@ impl ClusterSecret {
             .map_err(|e| HearthError::persistence(file, "reading the cluster secret").caused_by(e))?;
         let text = text.trim();
         match well_formed(text) {
-            true => Ok(Self(text.to_string())),
+            true => Ok(Self::member(text.to_string())),
             false => Err(HearthError::persistence(file, malformed())),
         }
     }
@@ -88,7 +95,7 @@ impl ClusterSecret {
     /// The secret given as text, as `HEARTH_SECRET` gives it (an error names that variable).
     pub fn parse(text: &str) -> Result<Self> {
         match well_formed(text) {
-            true => Ok(Self(text.to_string())),
+            true => Ok(Self::member(text.to_string())),
             false => Err(HearthError::invalid_param(
                 "the fleet's access",
                 SECRET_ENV,
@@ -97,10 +104,35 @@ impl ClusterSecret {
         }
     }
 
-    /// The secret from `HEARTH_SECRET`, or from the file `HEARTH_SECRET_FILE` names; `None` when neither is set.
+    fn member(key: String) -> Self {
+        Self { key, job: None }
+    }
+
+    /// The key of cluster-mode job `job`, derived from this (the fleet's) secret: an HMAC-SHA256 of the job's
+    /// id. The scheduler hands it to the job's driver instead of the fleet's secret; every port derives it
+    /// again to check the job's tokens, and admits them only for what the job may do (its own records, its
+    /// queries, results from executors — not registering executors, launching tasks, or other jobs).
+    pub fn for_job(&self, job: &str) -> Self {
+        Self {
+            key: super::token::job_key(&self.key, job),
+            job: Some(job.to_string()),
+        }
+    }
+
+    /// The job this key is scoped to; none for the fleet's secret itself.
+    pub fn job(&self) -> Option<&str> {
+        self.job.as_deref()
+    }
+
+    /// The secret from `HEARTH_SECRET` (a job's key when `HEARTH_SECRET_JOB` names the job), or from the file
+    /// `HEARTH_SECRET_FILE` names; `None` when neither is set.
     pub fn from_env() -> Result<Option<Self>> {
         if let Ok(text) = std::env::var(SECRET_ENV) {
-            return Self::parse(text.trim()).map(Some);
+            let secret = Self::parse(text.trim())?;
+            return Ok(Some(Self {
+                job: std::env::var(SECRET_JOB_ENV).ok(),
+                ..secret
+            }));
         }
         match std::env::var_os(SECRET_FILE_ENV) {
             Some(file) => Self::read(Path::new(&file)).map(Some),
@@ -128,7 +160,7 @@ impl ClusterSecret {
     /// The secret itself, to hand to a process this one starts (through its environment, never its command
     /// line, which other users can read).
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.key
     }
 }
 

@@ -3,7 +3,10 @@
 //! HMAC-SHA256 under the secret of the address the client connects from and a fresh random nonce. A server
 //! admits a request only when the proof holds and the address is the one the connection comes from, so a
 //! token read off the wire or out of a log is worth nothing from any other machine; computing one for another
-//! address takes the secret. Loopback addresses count as one ("loopback"): they are all this machine.
+//! address takes the secret. Loopback addresses count as one ("loopback"): they are all this machine. A
+//! cluster-mode job's driver holds only its job's key ([`ClusterSecret::for_job`]); its tokens end in the job's
+//! id (`…/PROOF/JOB`) and prove that key, and a port that checks one learns it speaks with that job
+//! ([`Principal::Job`]), to admit it only for the job's own business.
 //!
 //! ```
 //! use std::net::{IpAddr, Ipv4Addr};
@@ -34,6 +37,15 @@ const PREFIX: &str = "hearth-token/1/";
 const DOMAIN: &str = "hearth fleet token v1";
 /// How a token names any loopback address.
 const LOOPBACK: &str = "loopback";
+
+/// Who a request's token speaks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// A holder of the fleet's secret: its processes, the operator's commands.
+    Member,
+    /// The driver of the cluster-mode job with this id.
+    Job(String),
+}
 
 /// Why a request's token was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +89,11 @@ impl ClusterSecret {
             .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         let address = named(from);
         let nonce = &JobSecret::generate().to_hex()[..32];
-        format!("{PREFIX}{address}/{nonce}/{}", self.proof(&address, nonce))
+        let proof = proof(self.expose(), &address, nonce);
+        match self.job() {
+            None => format!("{PREFIX}{address}/{nonce}/{proof}"),
+            Some(job) => format!("{PREFIX}{address}/{nonce}/{proof}/{job}"),
+        }
     }
 
     /// The value of an `authorization` header for a request to `server` ([`ClusterSecret::token_for`]).
@@ -85,42 +101,57 @@ impl ClusterSecret {
         format!("Bearer {}", self.token_for(server))
     }
 
-    /// Whether a request with these headers, on a connection from `peer`, carries a token of this secret
-    /// made for `peer`'s address.
+    /// Whom a request with these headers, on a connection from `peer`, speaks for: a token of this (the
+    /// fleet's) secret, or of a job's key derived from it, made for `peer`'s address.
     pub fn check(
         &self,
         authorization: Option<&str>,
         user_agent: Option<&str>,
         peer: IpAddr,
-    ) -> Result<(), TokenRefusal> {
+    ) -> Result<Principal, TokenRefusal> {
         let presented = authorization
             .and_then(|a| a.strip_prefix("Bearer "))
             .or_else(|| user_agent.and_then(|agent| agent.split(' ').next()))
             .and_then(|token| token.strip_prefix(PREFIX))
             .ok_or(TokenRefusal::Missing)?;
         let mut parts = presented.split('/');
-        let (Some(address), Some(nonce), Some(proof), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(address), Some(nonce), Some(presented_proof), job, None) =
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(TokenRefusal::Forged);
         };
-        if !equal_in_constant_time(proof.as_bytes(), self.proof(address, nonce).as_bytes()) {
+        let (key, principal) = match job {
+            None => (self.expose().to_string(), Principal::Member),
+            Some(job) => (job_key(self.expose(), job), Principal::Job(job.to_string())),
+        };
+        if !equal_in_constant_time(presented_proof.as_bytes(), proof(&key, address, nonce).as_bytes()) {
             return Err(TokenRefusal::Forged);
         }
         match address == named(peer) {
-            true => Ok(()),
+            true => Ok(principal),
             false => Err(TokenRefusal::Elsewhere {
                 named: address.to_string(),
                 peer,
             }),
         }
     }
+}
 
-    /// The HMAC-SHA256 under the secret of `address` and `nonce`, in hexadecimal.
-    fn proof(&self, address: &str, nonce: &str) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(self.expose().as_bytes()).expect("HMAC takes keys of any length");
-        mac.update(format!("{DOMAIN}\n{address}\n{nonce}").as_bytes());
-        mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
-    }
+/// The HMAC-SHA256 under `key` of `message`, in hexadecimal.
+fn hmac_hex(key: &str, message: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes keys of any length");
+    mac.update(message.as_bytes());
+    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A token's proof: the HMAC under `key` of `address` and `nonce`.
+fn proof(key: &str, address: &str, nonce: &str) -> String {
+    hmac_hex(key, &format!("{DOMAIN}\n{address}\n{nonce}"))
+}
+
+/// The key of cluster-mode job `job` under the fleet's secret `secret`.
+pub(super) fn job_key(secret: &str, job: &str) -> String {
+    hmac_hex(secret, &format!("hearth job key v1\n{job}"))
 }
 
 /// How a token names `address`: any loopback address as one, IPv4-mapped IPv6 as IPv4.
@@ -172,6 +203,31 @@ mod tests {
             Err(TokenRefusal::Elsewhere { .. })
         ));
         assert_ne!(secret.token_for("127.0.0.1:9"), token, "each token has a fresh nonce");
+    }
+
+    #[test]
+    fn a_jobs_token_speaks_for_that_job_only() {
+        let secret = secret();
+        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let job = secret.for_job("driver-1");
+        assert_ne!(job.expose(), secret.expose());
+        let token = job.token_for("127.0.0.1:9");
+        assert_eq!(
+            secret.check(None, Some(&token), loopback),
+            Ok(Principal::Job("driver-1".into()))
+        );
+        let renamed = token.replace("/driver-1", "/driver-2");
+        assert_eq!(
+            secret.check(None, Some(&renamed), loopback),
+            Err(TokenRefusal::Forged),
+            "another job's name"
+        );
+        let unscoped = token.trim_end_matches("/driver-1");
+        assert_eq!(
+            secret.check(None, Some(unscoped), loopback),
+            Err(TokenRefusal::Forged),
+            "a member's"
+        );
     }
 
     #[test]

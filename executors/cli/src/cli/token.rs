@@ -17,12 +17,20 @@ pub struct TokenArgs {
     /// The server the token is for, HOST:PORT (default: the fleet's scheduler).
     #[arg(long = "for", value_name = "HOST:PORT")]
     server: Option<String>,
+    /// A token of cluster-mode job ID's key, as its driver holds, instead of the fleet's secret: admitted
+    /// only for that job's own business.
+    #[arg(long, value_name = "ID")]
+    job: Option<String>,
 }
 
 /// Prints a token of the recorded fleet's secret for its scheduler (or `--for` server).
 pub fn run(args: TokenArgs) -> CommandResult {
     let dir = args.state.path()?;
     let secret = ClusterSecret::read(&dir.join(SECRET_FILE))?;
+    let secret = match &args.job {
+        Some(job) => secret.for_job(job),
+        None => secret,
+    };
     let server = match args.server {
         Some(server) => server,
         None => {

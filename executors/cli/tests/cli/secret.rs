@@ -138,3 +138,70 @@ fn the_secret_never_crosses_the_wire_nor_reaches_a_log() {
         assert!(!text.contains(&secret), "the secret is in {}", log.display());
     }
 }
+
+/// What `curl` gets for `method path` on the fleet's scheduler with `token`: the HTTP status.
+fn status_with(fleet: &Fleet, token: &str, method: &str, path: &str) -> String {
+    let url = format!("http://{}{path}", fleet.master.trim_start_matches("df://"));
+    let out = std::process::Command::new("curl")
+        .args([
+            "--silent",
+            "--max-time",
+            "10",
+            "--output",
+            "/dev/null",
+            "--write-out",
+            "%{http_code}",
+        ])
+        .args(["-X", method, "-H", &format!("Authorization: Bearer {token}"), &url])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_cluster_mode_job_reaches_only_its_own_business() {
+    let fleet = Fleet::start(&["--executors", "1", "--slots", "2"]);
+    let models = tempfile::tempdir().unwrap();
+    let models = models.path().to_str().unwrap();
+    // Each driver holds only its job's key, and the main job runs with it.
+    let first = fleet.submit_cluster("examples/german_credit.sql", &["--models", models]);
+    let second = fleet.submit_cluster("examples/german_credit.sql", &["--models", models]);
+    for id in [&first, &second] {
+        let job = fleet.job_ended(id, Duration::from_secs(180));
+        assert_eq!(job["state"], "succeeded", "{job}\n{}", fleet.ok(&["job", "logs", id]));
+    }
+
+    // The first job's credential: its own record, log and kill, and the executors' resources — nothing else.
+    let token = fleet.ok(&["cluster", "token", "--job", &first]);
+    let token = token.trim();
+    assert_eq!(
+        status_with(&fleet, token, "GET", &format!("/hearth/jobs/{first}")),
+        "200"
+    );
+    assert_eq!(
+        status_with(&fleet, token, "GET", &format!("/hearth/jobs/{first}/logs")),
+        "200"
+    );
+    assert_eq!(status_with(&fleet, token, "GET", "/hearth/executors"), "200");
+    assert_eq!(
+        status_with(&fleet, token, "GET", &format!("/hearth/jobs/{second}")),
+        "403"
+    );
+    assert_eq!(
+        status_with(&fleet, token, "POST", &format!("/hearth/jobs/{second}/kill")),
+        "403"
+    );
+    assert_eq!(status_with(&fleet, token, "GET", "/hearth/jobs"), "403");
+    assert_eq!(status_with(&fleet, token, "POST", "/hearth/jobs"), "403");
+    assert_eq!(status_with(&fleet, token, "POST", "/hearth/executors"), "403");
+    let member = fleet.ok(&["cluster", "token"]);
+    assert_eq!(
+        status_with(&fleet, member.trim(), "GET", &format!("/hearth/jobs/{second}")),
+        "200"
+    );
+    let log = std::fs::read_to_string(fleet.state.path().join("logs/scheduler.log")).unwrap();
+    assert!(
+        log.contains(&format!("job {first} may not ask it")),
+        "the refusals are logged"
+    );
+}
