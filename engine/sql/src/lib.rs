@@ -39,6 +39,7 @@
 
 mod catalog;
 mod create_model;
+mod data_roots;
 mod error;
 mod estimators;
 mod hparams;
@@ -58,6 +59,7 @@ mod trials;
 
 pub use catalog::{CatalogModel, ENTRY_FILE, EVALUATION_FILE, ModelCatalog, ModelEntry, default_models_dir};
 pub use create_model::{BestTrial, CreatedModel};
+pub use data_roots::DataRoots;
 pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType};
 pub use parser::{CreateModel, Statement, parse_statements};
 pub use relation::MlRelationPlanner;

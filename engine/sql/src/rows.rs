@@ -13,10 +13,17 @@ use datafusion::sql::sqlparser::ast::{Query, Statement as SqlStatement};
 use hearth_engine::error::Result;
 use hearth_engine::session::Session;
 
-/// Plans and runs one of DataFusion's statements in `session`.
+use crate::data_roots::DataRoots;
+
+/// Plans and runs one of DataFusion's statements in `session` — once its plan names no file outside the
+/// session's [`DataRoots`], when it has them.
 pub(super) async fn run_statement(session: &Session, statement: DFStatement) -> Result<DataFrame> {
     let ctx = session.context();
-    let plan = ctx.state().statement_to_plan(statement).await?;
+    let state = ctx.state();
+    let plan = state.statement_to_plan(statement).await?;
+    if let Some(roots) = state.config().get_extension::<DataRoots>() {
+        roots.check_plan(&plan)?;
+    }
     Ok(ctx.execute_logical_plan(plan).await?)
 }
 

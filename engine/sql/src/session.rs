@@ -11,6 +11,7 @@ use datafusion::sql::parser::Statement as DFStatement;
 
 use super::catalog::{ModelCatalog, ModelEntry};
 use super::create_model::{CreatedModel, create_model};
+use super::data_roots::DataRoots;
 use super::install::with_catalog;
 use super::parser::{Statement, parse_statements};
 use super::rows::{literal_frame, run_statement};
@@ -45,6 +46,10 @@ pub trait SqlSessionExt: Sized {
 
     /// Runs a parsed statement (see [`parse_statements`]).
     fn execute(&self, statement: &Statement) -> impl Future<Output = Result<DataFrame>> + Send;
+
+    /// This session with its statements confined to `roots` (see [`DataRoots`]): a statement whose plan
+    /// names a file elsewhere is refused before it runs.
+    fn with_data_roots(self, roots: DataRoots) -> Self;
 }
 
 impl SqlSessionExt for Session {
@@ -54,6 +59,12 @@ impl SqlSessionExt for Session {
 
     fn with_models(self, dir: impl Into<PathBuf>) -> Self {
         let state = with_catalog(self.context().state(), ModelCatalog::new(dir));
+        self.with_state(state)
+    }
+
+    fn with_data_roots(self, roots: DataRoots) -> Self {
+        let mut state = self.context().state();
+        state.config_mut().set_extension(Arc::new(roots));
         self.with_state(state)
     }
 

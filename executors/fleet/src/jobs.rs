@@ -120,6 +120,8 @@ pub struct JobBoard {
     master: String,
     /// The fleet's secret and TLS, handed to the drivers it starts (in their environment).
     access: FleetAccess,
+    /// The directories and URL prefixes, besides its own folder, that a job's statements may name.
+    data_roots: Vec<String>,
     program: PathBuf,
     sequence: AtomicUsize,
     running: Mutex<HashMap<String, StopReason>>,
@@ -135,9 +137,10 @@ const KILLED_BY_USER: &str = "killed by hearth job kill";
 const KILLED_BY_SHUTDOWN: &str = "the scheduler stopped";
 
 impl JobBoard {
-    /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master`. Jobs a previous scheduler left
-    /// running are marked failed: their drivers lost their fleet.
-    pub fn open(work_dir: &Path, master: String, access: FleetAccess) -> Result<Self> {
+    /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master` and may name files only in their
+    /// job's folder and under `data_roots`. Jobs a previous scheduler left running are marked failed: their
+    /// drivers lost their fleet.
+    pub fn open(work_dir: &Path, master: String, access: FleetAccess, data_roots: Vec<String>) -> Result<Self> {
         let dir = work_dir.join("jobs");
         std::fs::create_dir_all(&dir).map_err(|e| FleetError::jobs(&dir, e))?;
         let program = std::env::current_exe().map_err(|e| FleetError::driver("cannot find the hearth program", e))?;
@@ -146,6 +149,7 @@ impl JobBoard {
             dir,
             master,
             access,
+            data_roots,
             program,
             running: Mutex::default(),
         };
@@ -202,6 +206,10 @@ impl JobBoard {
             .arg(&self.master)
             .arg("--models")
             .arg(&request.models)
+            .arg("--data-roots")
+            .arg(&folder)
+            .args(&self.data_roots)
+            .arg("--")
             .arg(&statements)
             .env(APP_NAME_ENV, &request.name)
             .env(JOB_ID_ENV, &id)

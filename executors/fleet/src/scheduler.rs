@@ -52,6 +52,8 @@ pub struct SchedulerOptions {
     /// The fleet's secret, which every executor and client must present (none lets anyone in), and its TLS
     /// (none: plain TCP).
     pub access: FleetAccess,
+    /// The directories and URL prefixes cluster-mode jobs' statements may name besides their job's folder.
+    pub data_roots: Vec<String>,
 }
 
 /// `hearth scheduler --bind HOST:PORT`. The line `hearth scheduler listening on HOST:PORT` says where it
@@ -81,6 +83,7 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
         &work_dir,
         format!("df://{local}"),
         options.access.clone(),
+        options.data_roots.clone(),
     )?);
     let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::tls)?;
     let book = Arc::new(FleetBook::default());

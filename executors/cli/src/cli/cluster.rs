@@ -88,6 +88,10 @@ pub struct StartArgs {
     /// must be at the same path on every host.
     #[arg(long = "tls-dir")]
     tls_dir: Option<PathBuf>,
+    /// Directories and URL prefixes (`s3://bucket/data/`) cluster-mode jobs' statements may read and write,
+    /// besides their job's folder (default: the directory this command runs in).
+    #[arg(long = "data-roots", num_args = 1.., value_name = "DIR|URL")]
+    data_roots: Vec<String>,
     /// Directories whose driver programs the executors' barrier tasks may run (`hearth executor
     /// --allow-programs`); without any, no driver program runs on the fleet. With --hosts, the same paths on
     /// every host.
@@ -157,14 +161,16 @@ async fn start(args: StartArgs) -> CommandResult {
     let hosts = args.hosts.as_deref().map(read_hosts).transpose()?;
     let program = std::env::current_exe()?;
     let (bind, advertised) = scheduler_address(args.bind, hosts.as_deref())?;
-    let scheduler_args = vec![
+    let mut scheduler_args = vec![
         "--bind".to_string(),
         bind.to_string(),
         "--advertise".to_string(),
         advertised.to_string(),
         "--work-dir".to_string(),
         dir.join("scheduler").display().to_string(),
+        "--data-roots".to_string(),
     ];
+    scheduler_args.extend(data_roots(&args.data_roots)?);
     // A new secret for every fleet, readable by this user alone; its processes find it through their
     // environment, never their command lines.
     let secret_file = dir.join(SECRET_FILE);
@@ -427,6 +433,21 @@ impl Launch {
             let _ = std::fs::remove_file(record_file(&self.dir));
         }
     }
+}
+
+/// The fleet's data roots: `given` with directories made absolute, or this directory when none are given.
+fn data_roots(given: &[String]) -> Result<Vec<String>, Failed> {
+    if given.is_empty() {
+        let here = std::env::current_dir().map_err(|e| Failed::because("this directory", e))?;
+        return Ok(vec![here.display().to_string()]);
+    }
+    Ok(given
+        .iter()
+        .map(|root| match root.contains("://") {
+            true => root.clone(),
+            false => std::path::absolute(root).map_or_else(|_| root.clone(), |dir| dir.display().to_string()),
+        })
+        .collect())
 }
 
 /// `hearth executor`'s arguments for one executor of this fleet (`start` says which programs it may run).

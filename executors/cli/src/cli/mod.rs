@@ -106,6 +106,10 @@ enum Command {
         /// Where cluster-mode jobs keep their records and output (default: a new temporary directory).
         #[arg(long = "work-dir")]
         work_dir: Option<PathBuf>,
+        /// Directories and URL prefixes cluster-mode jobs' statements may read and write, besides their job's
+        /// folder (none: only that folder).
+        #[arg(long = "data-roots", num_args = 1.., value_name = "DIR|URL")]
+        data_roots: Vec<String>,
         #[command(flatten)]
         access: AccessArgs,
     },
@@ -251,12 +255,14 @@ impl Cli {
                 bind,
                 advertise,
                 work_dir,
+                data_roots,
                 access,
             } => {
                 hearth_fleet::scheduler(SchedulerOptions {
                     bind,
                     advertise,
                     work_dir,
+                    data_roots,
                     access: access.access()?,
                 })
                 .await?;

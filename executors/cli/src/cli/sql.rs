@@ -15,7 +15,7 @@ use hearth_display::CatalogPlots;
 use hearth_engine::prelude::*;
 use hearth_engine::train::epoch_line;
 use hearth_engine::train::{EpochStats, TrainingProgress};
-use hearth_sql::{SqlSessionExt, Statement, parse_statements};
+use hearth_sql::{DataRoots, SqlSessionExt, Statement, parse_statements};
 use indicatif::{ProgressBar, ProgressStyle};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
@@ -43,6 +43,11 @@ pub struct SqlArgs {
     /// the confusion matrix and (two classes) ROC and precision-recall curves.
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+    /// Confine the statements' files to these directories and URL prefixes (`s3://bucket/data/`): a statement
+    /// that reads or writes a file elsewhere is refused before it runs, and so is a model catalog elsewhere.
+    /// A fleet's scheduler runs cluster-mode jobs so.
+    #[arg(long = "data-roots", num_args = 1.., value_name = "DIR|URL")]
+    data_roots: Vec<String>,
 }
 
 /// Where a statement's results go: printed in `format`, and models' plots saved into `plots`.
@@ -57,6 +62,11 @@ pub async fn run(master: &str, args: SqlArgs) -> CommandResult {
     let terminal = std::io::stderr().is_terminal();
     let progress = terminal.then(|| Arc::new(Progress::default()));
     let mut session = Session::connect(master).await?.with_models(&args.models);
+    if !args.data_roots.is_empty() {
+        let roots = DataRoots::new(&args.data_roots)?;
+        roots.check(&args.models.display().to_string(), "the model catalog (--models)")?;
+        session = session.with_data_roots(roots);
+    }
     if let Some(progress) = &progress {
         session = session.with_progress(Arc::clone(progress) as Arc<dyn TrainingProgress>);
     }

@@ -65,12 +65,18 @@ impl Fleet {
         Self::start_with_env(args, &[])
     }
 
-    /// `hearth cluster start` with `args` and the variables `env` (which its processes inherit).
+    /// `hearth cluster start` with `args` and the variables `env` (which its processes inherit). Unless
+    /// `args` say otherwise, cluster-mode jobs may use the repository and the temporary directory, where
+    /// the tests keep their models.
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Fleet {
         let state = tempfile::tempdir().unwrap();
-        let output = in_state(state.path(), env!("CARGO_BIN_EXE_hearth"))
-            .args(["cluster", "start"])
-            .args(args)
+        let mut command = in_state(state.path(), env!("CARGO_BIN_EXE_hearth"));
+        command.args(["cluster", "start"]).args(args);
+        if !args.contains(&"--data-roots") {
+            let temporary = std::env::temp_dir();
+            command.arg("--data-roots").arg(repository()).arg(temporary);
+        }
+        let output = command
             .envs(env.iter().copied())
             .output()
             .unwrap();

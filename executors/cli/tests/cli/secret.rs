@@ -159,7 +159,7 @@ fn status_with(fleet: &Fleet, token: &str, method: &str, path: &str) -> String {
 }
 
 #[test]
-fn a_cluster_mode_job_reaches_only_its_own_business() {
+fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
     let fleet = Fleet::start(&["--executors", "1", "--slots", "2"]);
     let models = tempfile::tempdir().unwrap();
     let models = models.path().to_str().unwrap();
@@ -204,4 +204,18 @@ fn a_cluster_mode_job_reaches_only_its_own_business() {
         log.contains(&format!("job {first} may not ask it")),
         "the refusals are logged"
     );
+
+    // Its statements name files only under the fleet's data roots (here the repository and the temporary
+    // directory) and in its own folder: a table over /etc/passwd, or a catalog in /var/tmp, is refused.
+    let script = tempfile::tempdir().unwrap();
+    let outside = script.path().join("outside.sql");
+    std::fs::write(&outside, "CREATE EXTERNAL TABLE p STORED AS CSV LOCATION '/etc/passwd';").unwrap();
+    let outside = outside.to_str().unwrap();
+    for (file, models) in [(outside, models), ("examples/german_credit.sql", "/var/tmp/hearth-models")] {
+        let id = fleet.submit_cluster(file, &["--models", models]);
+        let job = fleet.job_ended(&id, Duration::from_secs(60));
+        let logs = fleet.ok(&["job", "logs", &id]);
+        assert_eq!(job["state"], "failed", "{job}\n{logs}");
+        assert!(logs.contains("is outside the data roots"), "{logs}");
+    }
 }
