@@ -32,8 +32,8 @@ fn hearth_program() -> PathBuf {
 pub(crate) struct Fleet {
     scheduler: String,
     processes: Vec<Child>,
-    /// The scheduler's work directory, removed with the fleet.
-    _work: tempfile::TempDir,
+    /// The scheduler's and executors' work directories, removed with the fleet.
+    work: tempfile::TempDir,
 }
 
 /// Starts `hearth args…` with the variables `env` and waits (up to 60 s) for a line of its output starting
@@ -87,16 +87,10 @@ impl Fleet {
         let mut fleet = Fleet {
             scheduler: address.clone(),
             processes: vec![scheduler],
-            _work: work,
+            work,
         };
-        for n in slots {
-            let n = n.to_string();
-            let mut args = vec!["executor", "--scheduler", &address, "--slots", &n];
-            if let Some(programs) = programs {
-                args.extend(["--allow-programs", programs.to_str().unwrap()]);
-            }
-            let (executor, _) = spawn_until(&args, &[], "hearth executor");
-            fleet.processes.push(executor);
+        for &n in slots {
+            fleet.spawn_executor(n, programs);
         }
         let want: usize = slots.iter().sum();
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -115,14 +109,25 @@ impl Fleet {
         }
     }
 
-    /// Starts one more executor with `slots` slots.
-    fn add_executor(&mut self, slots: usize) {
+    /// Starts one more executor with `slots` slots, running driver programs from `programs`; its shuffle
+    /// files go to the fleet's directory, removed with it even when the executor is killed.
+    fn spawn_executor(&mut self, slots: usize, programs: Option<&Path>) {
         let slots = slots.to_string();
-        let (executor, _) = spawn_until(
-            &["executor", "--scheduler", &self.scheduler, "--slots", &slots],
-            &[],
-            "hearth executor",
-        );
+        let work_dir = self.work.path().join(format!("executor-{}", self.processes.len()));
+        let work_dir = work_dir.to_str().unwrap();
+        let mut args = vec![
+            "executor",
+            "--scheduler",
+            &self.scheduler,
+            "--slots",
+            &slots,
+            "--work-dir",
+            work_dir,
+        ];
+        if let Some(programs) = programs {
+            args.extend(["--allow-programs", programs.to_str().unwrap()]);
+        }
+        let (executor, _) = spawn_until(&args, &[], "hearth executor");
         self.processes.push(executor);
     }
 
@@ -285,7 +290,7 @@ async fn asynchronous_training_survives_an_executor_killed_mid_training() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert!(!training.is_finished(), "training ended before the executor was killed");
     fleet.kill_executor(0);
-    fleet.add_executor(1);
+    fleet.spawn_executor(1, None);
     let model = tokio::time::timeout(Duration::from_secs(240), training)
         .await
         .expect("training ends")

@@ -48,7 +48,15 @@ impl GuardedFleet {
         );
         let address = line.rsplit(' ').next().unwrap().to_string();
         let (executor, line) = spawn_until(
-            &["executor", "--scheduler", &address, "--slots", "1"],
+            &[
+                "executor",
+                "--scheduler",
+                &address,
+                "--slots",
+                "1",
+                "--work-dir",
+                &format!("{work}/executor"),
+            ],
             &env,
             "hearth executor",
         );

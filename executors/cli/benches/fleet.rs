@@ -106,8 +106,11 @@ async fn main() {
     let model_dir = |name: &str| models.path().join(name).display().to_string();
     let state = state.path();
 
+    // Cluster-mode jobs may use the repository (their data) and the models' directory.
+    let roots = [repository().display().to_string(), models.path().display().to_string()];
     let start_seconds = timed(|| {
-        hearth(state, &["cluster", "start", "--executors", "2", "--slots", "2"]);
+        let start = ["cluster", "start", "--executors", "2", "--slots", "2", "--data-roots"];
+        hearth(state, &[&start[..], &[&roots[0], &roots[1]]].concat());
     });
     let _plain = StopOnDrop(state);
     let status = String::from_utf8_lossy(&hearth(state, &["cluster", "status"]).stdout).into_owned();

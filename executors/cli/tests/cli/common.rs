@@ -76,10 +76,7 @@ impl Fleet {
             let temporary = std::env::temp_dir();
             command.arg("--data-roots").arg(repository()).arg(temporary);
         }
-        let output = command
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
+        let output = command.envs(env.iter().copied()).output().unwrap();
         assert!(output.status.success(), "cluster start: {}", shown(&output));
         let text = String::from_utf8_lossy(&output.stdout);
         let master = text

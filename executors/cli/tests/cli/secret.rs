@@ -209,9 +209,16 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
     // directory) and in its own folder: a table over /etc/passwd, or a catalog in /var/tmp, is refused.
     let script = tempfile::tempdir().unwrap();
     let outside = script.path().join("outside.sql");
-    std::fs::write(&outside, "CREATE EXTERNAL TABLE p STORED AS CSV LOCATION '/etc/passwd';").unwrap();
+    std::fs::write(
+        &outside,
+        "CREATE EXTERNAL TABLE p STORED AS CSV LOCATION '/etc/passwd';",
+    )
+    .unwrap();
     let outside = outside.to_str().unwrap();
-    for (file, models) in [(outside, models), ("examples/german_credit.sql", "/var/tmp/hearth-models")] {
+    for (file, models) in [
+        (outside, models),
+        ("examples/german_credit.sql", "/var/tmp/hearth-models"),
+    ] {
         let id = fleet.submit_cluster(file, &["--models", models]);
         let job = fleet.job_ended(&id, Duration::from_secs(60));
         let logs = fleet.ok(&["job", "logs", &id]);
