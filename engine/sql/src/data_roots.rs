@@ -23,17 +23,21 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::datasource::listing::ListingTable;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::datasource::source_as_provider;
-use datafusion::logical_expr::{DdlStatement, LogicalPlan};
+use datafusion::logical_expr::{DdlStatement, LogicalPlan, TableSource};
 use hearth_engine::error::{HearthError, Result};
+use hearth_engine::read::file_urls;
+use url::Url;
 
 /// The directories and URL prefixes a session's statements may name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataRoots {
     dirs: Vec<PathBuf>,
-    urls: Vec<String>,
+    urls: Vec<Url>,
+    /// Directories refused even under a root, unless a root inside them holds the file.
+    denied: Vec<PathBuf>,
 }
 
 impl DataRoots {
@@ -42,31 +46,54 @@ impl DataRoots {
         let (mut dirs, mut urls) = (Vec::new(), Vec::new());
         for root in roots {
             let root = root.as_ref();
-            if root.contains("://") && !root.starts_with("file://") {
-                urls.push(format!("{}/", root.trim_end_matches('/')));
-                continue;
+            let invalid =
+                |why: String| HearthError::invalid_param("data roots", "--data-roots", format!("{root}: {why}"));
+            match Url::parse(root) {
+                Ok(url) if url.scheme() != "file" => urls.push(url),
+                parsed => {
+                    let dir = match parsed {
+                        Ok(url) => url.to_file_path().map_err(|()| invalid("not a local path".into()))?,
+                        Err(_) => PathBuf::from(root),
+                    };
+                    dirs.push(std::fs::canonicalize(&dir).map_err(|e| invalid(e.to_string()))?);
+                }
             }
-            let dir = Path::new(root.trim_start_matches("file://"));
-            let resolved = std::fs::canonicalize(dir)
-                .map_err(|e| HearthError::invalid_param("data roots", "--data-roots", root.to_string()).caused_by(e))?;
-            dirs.push(resolved);
         }
-        Ok(Self { dirs, urls })
+        Ok(Self {
+            dirs,
+            urls,
+            denied: Vec::new(),
+        })
+    }
+
+    /// These roots, refusing the files under `dirs` (those that exist) unless a root inside one of them holds
+    /// them: a fleet refuses its state directory — the secret, other jobs' folders — while a job's own folder
+    /// in it stays a root.
+    pub fn denying(self, dirs: impl IntoIterator<Item = impl AsRef<Path>>) -> Self {
+        let denied = (dirs.into_iter())
+            .filter_map(|dir| std::fs::canonicalize(dir.as_ref()).ok())
+            .collect();
+        Self { denied, ..self }
+    }
+
+    /// The directories refused under the roots (see [`DataRoots::denying`]).
+    pub fn denied(&self) -> &[PathBuf] {
+        &self.denied
     }
 
     /// The roots as given to `hearth sql --data-roots`.
     pub fn to_args(&self) -> Vec<String> {
         let dirs = self.dirs.iter().map(|dir| dir.display().to_string());
-        dirs.chain(self.urls.iter().cloned()).collect()
+        dirs.chain(self.urls.iter().map(ToString::to_string)).collect()
     }
 
-    /// An error unless `location` — a path (relative to the working directory) or a URL — lies under a root;
-    /// `what` says what names it (`COPY TO`, `the model catalog`).
+    /// An error unless `location` — a path (relative to the working directory) or a URL, read as DataFusion
+    /// reads it (`file:` URLs decoded, dot segments resolved) — lies under a root; `what` says what names it
+    /// (`COPY TO`, `the model catalog`).
     pub fn check(&self, location: &str, what: &str) -> Result<()> {
-        let inside = match location.split_once("://") {
-            Some(("file", path)) => self.holds_path(Path::new(path)),
-            Some(_) => self.urls.iter().any(|url| location.starts_with(url.as_str())),
-            None => self.holds_path(Path::new(location)),
+        let inside = match ListingTableUrl::parse(location) {
+            Ok(url) => self.holds(url.get_url()),
+            Err(_) => false,
         };
         match inside {
             true => Ok(()),
@@ -82,21 +109,45 @@ impl DataRoots {
         }
     }
 
-    fn holds_path(&self, path: &Path) -> bool {
-        let resolved = resolved(path);
-        self.dirs.iter().any(|dir| resolved.starts_with(dir))
+    /// Whether `url` lies under a root: a local file under a directory, else under a URL prefix of the same
+    /// scheme and host, segment by segment.
+    fn holds(&self, url: &Url) -> bool {
+        if url.scheme() == "file" {
+            let Ok(path) = url.to_file_path() else {
+                return false;
+            };
+            let resolved = resolved(&path);
+            return self.dirs.iter().any(|dir| {
+                resolved.starts_with(dir)
+                    && (self.denied.iter()).all(|denied| !resolved.starts_with(denied) || dir.starts_with(denied))
+            });
+        }
+        let segments = |url: &Url| -> Vec<String> {
+            url.path_segments()
+                .map(|segments| segments.filter(|s| !s.is_empty()).map(str::to_string).collect())
+                .unwrap_or_default()
+        };
+        let inside = segments(url);
+        self.urls.iter().any(|root| {
+            let prefix = segments(root);
+            root.scheme() == url.scheme()
+                && root.host_str() == url.host_str()
+                && root.port() == url.port()
+                && inside.starts_with(&prefix)
+        })
     }
 
-    /// An error unless every file `plan` would read or write lies under a root.
+    /// An error unless every file `plan` would read or write — its subqueries' included — lies under a root.
     pub fn check_plan(&self, plan: &LogicalPlan) -> Result<()> {
         let mut refused = Ok(());
-        plan.apply(|node| {
+        plan.apply_with_subqueries(|node| {
             let checked = match node {
                 LogicalPlan::Ddl(DdlStatement::CreateExternalTable(create)) => {
                     (create.locations.iter()).try_for_each(|location| self.check(location, "CREATE EXTERNAL TABLE"))
                 }
                 LogicalPlan::Copy(copy) => self.check(&copy.output_url, "COPY TO"),
-                LogicalPlan::TableScan(scan) => self.check_scan(&scan.source, scan.table_name.table()),
+                LogicalPlan::TableScan(scan) => self.check_table(&scan.source, scan.table_name.table()),
+                LogicalPlan::Dml(dml) => self.check_table(&dml.target, dml.table_name.table()),
                 _ => Ok(()),
             };
             Ok(match checked {
@@ -110,15 +161,13 @@ impl DataRoots {
         refused
     }
 
-    fn check_scan(&self, source: &Arc<dyn datafusion::logical_expr::TableSource>, table: &str) -> Result<()> {
+    /// An error unless the files of `table` (`source`), when it reads files, lie under a root.
+    fn check_table(&self, source: &Arc<dyn TableSource>, table: &str) -> Result<()> {
         let Ok(provider) = source_as_provider(source) else {
             return Ok(());
         };
-        let Some(listing) = provider.downcast_ref::<ListingTable>() else {
-            return Ok(());
-        };
         let what = format!("table {table}");
-        (listing.table_paths().iter()).try_for_each(|url| self.check(url.as_str(), &what))
+        (file_urls(provider.as_ref()).unwrap_or_default().iter()).try_for_each(|url| self.check(url, &what))
     }
 }
 
@@ -176,6 +225,42 @@ mod tests {
             "a prefix ends at a /"
         );
         assert!(roots.check("/etc/passwd", "table t").is_err());
+        assert!(
+            roots.check("s3://bucket/data/../other/x", "COPY TO").is_err(),
+            "dot segments resolved"
+        );
+        assert!(roots.check("s3://other/data/x", "COPY TO").is_err(), "another bucket");
+        // URLs as DataFusion reads them: a host of localhost, no slashes, percent-encoded dot segments.
+        for outside in ["file://localhost/etc/passwd", "file:/etc/passwd", "file:///etc/passwd"] {
+            assert!(roots.check(outside, "table t").is_err(), "{outside}");
+        }
+        let encoded = format!("file://{}/%2e%2e/%2e%2e/x.csv", root.path().display());
+        assert!(roots.check(&encoded, "COPY TO").is_err(), "{encoded}");
+        let in_root = format!("file://{}/x.csv", root.path().display());
+        assert!(roots.check(&in_root, "COPY TO").is_ok(), "{in_root}");
+
+        // A denied directory under a root stays refused, but for a root inside it.
+        std::fs::create_dir_all(root.path().join("state/jobs/own")).unwrap();
+        let own = root.path().join("state/jobs/own").display().to_string();
+        let roots = DataRoots::new([root.path().display().to_string(), own.clone()])
+            .unwrap()
+            .denying([root.path().join("state")]);
+        assert!(
+            roots
+                .check(&root.path().join("state/secret").display().to_string(), "t")
+                .is_err()
+        );
+        assert!(
+            roots
+                .check(&root.path().join("state/jobs/other/x").display().to_string(), "t")
+                .is_err()
+        );
+        assert!(roots.check(&format!("{own}/out.csv"), "COPY TO").is_ok());
+        assert!(
+            roots
+                .check(&root.path().join("data.csv").display().to_string(), "t")
+                .is_ok()
+        );
         let link = root.path().join("link");
         std::os::unix::fs::symlink("/etc", &link).unwrap();
         assert!(
@@ -184,5 +269,31 @@ mod tests {
                 .is_err(),
             "a link out"
         );
+    }
+
+    #[tokio::test]
+    async fn a_table_read_in_a_subquery_is_checked_too() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let file = outside.path().join("t.csv");
+        std::fs::write(&file, "x\n1\n").unwrap();
+        let ctx = datafusion::prelude::SessionContext::new();
+        let options = datafusion::prelude::CsvReadOptions::new();
+        ctx.register_csv("t", file.to_str().unwrap(), options).await.unwrap();
+        let roots = DataRoots::new([root.path().display().to_string()]).unwrap();
+        for sql in [
+            "SELECT x FROM t",
+            "SELECT (SELECT max(x) FROM t) AS m",
+            "SELECT 1 WHERE EXISTS (SELECT x FROM t)",
+        ] {
+            let plan = ctx.state().create_logical_plan(sql).await.unwrap();
+            let refused = roots.check_plan(&plan).unwrap_err().to_string();
+            assert!(
+                refused.contains("table t") && refused.contains("outside the data roots"),
+                "{sql}: {refused}"
+            );
+        }
+        let plan = ctx.state().create_logical_plan("SELECT 1 AS one").await.unwrap();
+        assert!(roots.check_plan(&plan).is_ok());
     }
 }

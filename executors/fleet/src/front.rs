@@ -160,9 +160,11 @@ struct Inner {
     token: LaunchToken,
 }
 
-/// Passes one call to Ballista's task server — a task launch stamped with the token — and its answer
-/// back, trailers included.
-async fn forward(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+/// Passes one call to Ballista's task server — a task launch stamped with the token, the caller's token
+/// taken off — and its answer back, trailers included.
+async fn forward(State(inner): State<Arc<Inner>>, mut request: Request) -> Response {
+    request.headers_mut().remove(header::USER_AGENT);
+    request.headers_mut().remove(header::AUTHORIZATION);
     let request = match LaunchToken::is_launch(request.uri().path()) {
         true => match stamped(&inner.token, request).await {
             Ok(request) => request,

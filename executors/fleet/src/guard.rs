@@ -126,7 +126,14 @@ const PERMISSION_DENIED: u8 = 7;
 /// A gRPC error with `status` (tonic's `Code` as a number) and `message`: trailers-only headers on an empty
 /// 200 response, as gRPC carries an error that comes before any answer.
 pub(crate) fn grpc_error(status: u8, message: &str) -> Response {
-    let message = header::HeaderValue::from_str(message)
+    // gRPC percent-encodes its message (anything outside printable ASCII, and `%` itself).
+    let encoded: String = (message.bytes())
+        .map(|b| match b {
+            b' '..=b'~' if b != b'%' => char::from(b).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let message = header::HeaderValue::from_str(&encoded)
         .unwrap_or_else(|_| header::HeaderValue::from_static("refused (the reason is not printable)"));
     let mut response = axum::body::Body::empty().into_response();
     let headers = response.headers_mut();

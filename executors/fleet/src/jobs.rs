@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hearth_engine::ballista::{FleetAccess, now_ms};
+use hearth_engine::ballista::{FleetAccess, SECRET_FILE_ENV, TLS_DIR_ENV, now_ms};
 use hearth_engine::files::write_file_whole;
 use hearth_engine::session::{APP_NAME_ENV, JOB_ID_ENV};
 use nix::sys::signal::{Signal, kill};
@@ -137,6 +137,14 @@ const KILLED_BY_USER: &str = "killed by hearth job kill";
 const KILLED_BY_SHUTDOWN: &str = "the scheduler stopped";
 
 impl JobBoard {
+    /// What jobs' statements may not name even under a data root: every job's folder (a job's own folder is a
+    /// root of its own), and where the fleet's secret and TLS key are.
+    fn denied_to_jobs(&self) -> Vec<PathBuf> {
+        let secret = std::env::var_os(SECRET_FILE_ENV).and_then(|file| Some(Path::new(&file).parent()?.to_path_buf()));
+        let tls = std::env::var_os(TLS_DIR_ENV).map(PathBuf::from);
+        std::iter::once(self.dir.clone()).chain(secret).chain(tls).collect()
+    }
+
     /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master` and may name files only in their
     /// job's folder and under `data_roots`. Jobs a previous scheduler left running are marked failed: their
     /// drivers lost their fleet.
@@ -209,6 +217,8 @@ impl JobBoard {
             .arg("--data-roots")
             .arg(&folder)
             .args(&self.data_roots)
+            .arg("--data-deny")
+            .args(self.denied_to_jobs())
             .arg("--")
             .arg(&statements)
             .env(APP_NAME_ENV, &request.name)

@@ -149,17 +149,23 @@ fn ballista_config(
 }
 
 /// What a cluster-mode job's driver may ask of the scheduler: to run and follow its queries (Ballista's
-/// client calls, not an executor's), the executors' resources, Ballista's read-only REST API, and its own
-/// record, log and kill — not another job's, not a new job, not an executor's registration.
+/// client calls, not an executor's), the executors (Ballista's and hearth's routes), Ballista's version, and its own record, log
+/// and kill — not another job's, not Ballista's listing of jobs and their plans, not a new job, not an
+/// executor's registration.
 fn what_a_job_may_ask(job: &str, method: &Method, path: &str) -> bool {
     if let Some(call) = path.strip_prefix("/ballista.protobuf.SchedulerGrpc/") {
         return CLIENT_CALLS.contains(&call);
     }
     let own = format!("/hearth/jobs/{job}");
     match *method {
-        Method::GET => {
-            path == EXECUTORS_ROUTE || path == own || path == format!("{own}/logs") || path.starts_with("/api/")
-        }
+        Method::GET => [
+            EXECUTORS_ROUTE,
+            "/api/version",
+            "/api/executors",
+            &own,
+            &format!("{own}/logs"),
+        ]
+        .contains(&path),
         Method::POST => path == format!("{own}/kill"),
         _ => false,
     }

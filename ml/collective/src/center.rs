@@ -278,6 +278,18 @@ fn admit(
     }
 }
 
+/// A rank that sent no request for this long.
+#[derive(Debug)]
+struct Idle(Duration);
+
+impl std::fmt::Display for Idle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sent no request for {} s", self.0.as_secs())
+    }
+}
+
+impl std::error::Error for Idle {}
+
 /// How often a link waiting for its next request looks whether the server is closing.
 const IDLE_POLL: Duration = Duration::from_millis(500);
 
@@ -303,12 +315,10 @@ fn next_request(link: &mut Link, timeout: Duration, closing: &AtomicBool) -> io:
                     return Ok(None);
                 }
                 if waited.elapsed() > idle {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("sent no request for {} s", idle.as_secs()),
-                    ));
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, Idle(idle)));
                 }
             }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
@@ -345,7 +355,7 @@ fn serve_rank(rank: usize, mut link: Link, timeout: Duration, center: &Mutex<Cen
         let request = match next_request(&mut link, timeout, closing) {
             Ok(Some(request)) => request,
             Ok(None) => return,
-            Err(e) if e.kind() == io::ErrorKind::TimedOut && e.get_ref().is_some() => {
+            Err(e) if matches!(e.get_ref(), Some(inner) if inner.is::<Idle>()) => {
                 fail(
                     center,
                     format!("rank {rank} {e}: it stalled, or a window of training outlasts the stage's deadline"),

@@ -109,10 +109,13 @@ impl ClusterSecret {
         user_agent: Option<&str>,
         peer: IpAddr,
     ) -> Result<Principal, TokenRefusal> {
-        let presented = authorization
-            .and_then(|a| a.strip_prefix("Bearer "))
-            .or_else(|| user_agent.and_then(|agent| agent.split(' ').next()))
-            .and_then(|token| token.strip_prefix(PREFIX))
+        let bearer = (authorization.and_then(|a| a.split_once(' ')))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        let presented = [bearer, user_agent.and_then(|agent| agent.split(' ').next())]
+            .into_iter()
+            .flatten()
+            .find_map(|token| token.strip_prefix(PREFIX))
             .ok_or(TokenRefusal::Missing)?;
         let mut parts = presented.split('/');
         let (Some(address), Some(nonce), Some(presented_proof), job, None) =

@@ -38,6 +38,7 @@ use super::spec::BarrierSpec;
 pub use super::spec::ProgramRef;
 use super::spec::{reason, task_error};
 use super::{BarrierFunction, BarrierTaskContext};
+use crate::ballista::{SECRET_ENV, SECRET_FILE_ENV, SECRET_JOB_ENV};
 use crate::error::HearthError;
 use crate::host::host_name;
 
@@ -306,9 +307,13 @@ pub(crate) fn run_in_program(
         .filter(|dir| dir.is_dir())
         .cloned()
         .unwrap_or_else(std::env::temp_dir);
+    // The copy's sessions are embedded ones: it gets none of the fleet's credentials.
     let mut child = Command::new(&path)
         .args(&program.args)
         .current_dir(working_dir)
+        .env_remove(SECRET_ENV)
+        .env_remove(SECRET_FILE_ENV)
+        .env_remove(SECRET_JOB_ENV)
         .env(TASK_DIR_ENV, &dir.0)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)

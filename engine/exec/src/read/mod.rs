@@ -21,6 +21,30 @@ use crate::master::Master;
 pub(crate) use located_table::LocatedCsvFactory;
 use located_table::{CsvFiles, LocatedCsvTable};
 
+/// The URLs of the files behind a table, when it reads files: DataFusion's listing tables and hearth's CSV
+/// tables; `None` for any other table (in memory, computed).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let ctx = datafusion::prelude::SessionContext::new();
+/// let numbers = ctx.sql("SELECT 1").await.unwrap().into_view();
+/// assert_eq!(hearth_exec::read::file_urls(numbers.as_ref()), None);
+/// # });
+/// ```
+pub fn file_urls(table: &dyn datafusion::datasource::TableProvider) -> Option<Vec<String>> {
+    if let Some(located) = table.downcast_ref::<LocatedCsvTable>() {
+        return file_urls(located.inner.as_ref());
+    }
+    let listing = table.downcast_ref::<datafusion::datasource::listing::ListingTable>()?;
+    Some(
+        listing
+            .table_paths()
+            .iter()
+            .map(|url| url.as_str().to_string())
+            .collect(),
+    )
+}
+
 /// How to read a CSV file. Defaults: a header line, `,` separated, `"` quoted, types inferred from the data,
 /// an empty field is null (Spark's `nullValue = ""`), and a row with the wrong number of fields or a value
 /// that does not parse fails the read with the file, its line in the file and the value (Spark's

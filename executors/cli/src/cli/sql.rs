@@ -48,6 +48,10 @@ pub struct SqlArgs {
     /// A fleet's scheduler runs cluster-mode jobs so.
     #[arg(long = "data-roots", num_args = 1.., value_name = "DIR|URL")]
     data_roots: Vec<String>,
+    /// With --data-roots, directories refused even under a root unless a root inside them holds the file
+    /// (a fleet refuses its state directory so).
+    #[arg(long = "data-deny", num_args = 1.., value_name = "DIR", requires = "data_roots")]
+    data_deny: Vec<PathBuf>,
 }
 
 /// Where a statement's results go: printed in `format`, and models' plots saved into `plots`.
@@ -63,7 +67,7 @@ pub async fn run(master: &str, args: SqlArgs) -> CommandResult {
     let progress = terminal.then(|| Arc::new(Progress::default()));
     let mut session = Session::connect(master).await?.with_models(&args.models);
     if !args.data_roots.is_empty() {
-        let roots = DataRoots::new(&args.data_roots)?;
+        let roots = DataRoots::new(&args.data_roots)?.denying(&args.data_deny);
         roots.check(&args.models.display().to_string(), "the model catalog (--models)")?;
         session = session.with_data_roots(roots);
     }

@@ -206,23 +206,27 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
     );
 
     // Its statements name files only under the fleet's data roots (here the repository and the temporary
-    // directory) and in its own folder: a table over /etc/passwd, or a catalog in /var/tmp, is refused.
+    // directory) and in its own folder, never in the fleet's state: a table over /etc/passwd (however its
+    // URL is spelled) or over the fleet's secret, or a catalog in /var/tmp, is refused.
     let script = tempfile::tempdir().unwrap();
-    let outside = script.path().join("outside.sql");
-    std::fs::write(
-        &outside,
-        "CREATE EXTERNAL TABLE p STORED AS CSV LOCATION '/etc/passwd';",
-    )
-    .unwrap();
-    let outside = outside.to_str().unwrap();
-    for (file, models) in [
-        (outside, models),
-        ("examples/german_credit.sql", "/var/tmp/hearth-models"),
-    ] {
-        let id = fleet.submit_cluster(file, &["--models", models]);
+    let secret = fleet.state.path().join("secret");
+    let tables = [
+        "CREATE EXTERNAL TABLE p STORED AS CSV LOCATION '/etc/passwd';".to_string(),
+        "CREATE EXTERNAL TABLE p STORED AS CSV LOCATION 'file://localhost/etc/passwd';".to_string(),
+        format!("CREATE EXTERNAL TABLE s STORED AS CSV LOCATION '{}';", secret.display()),
+    ];
+    let mut jobs: Vec<(String, &str)> = Vec::new();
+    for (i, statement) in tables.iter().enumerate() {
+        let file = script.path().join(format!("outside-{i}.sql"));
+        std::fs::write(&file, statement).unwrap();
+        jobs.push((file.display().to_string(), models));
+    }
+    jobs.push(("examples/german_credit.sql".to_string(), "/var/tmp/hearth-models"));
+    for (file, models) in jobs {
+        let id = fleet.submit_cluster(&file, &["--models", models]);
         let job = fleet.job_ended(&id, Duration::from_secs(60));
         let logs = fleet.ok(&["job", "logs", &id]);
-        assert_eq!(job["state"], "failed", "{job}\n{logs}");
-        assert!(logs.contains("is outside the data roots"), "{logs}");
+        assert_eq!(job["state"], "failed", "{file}: {job}\n{logs}");
+        assert!(logs.contains("is outside the data roots"), "{file}: {logs}");
     }
 }
