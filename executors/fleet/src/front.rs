@@ -37,7 +37,7 @@ use tonic::codegen::Service;
 use tonic::transport::{Channel, Endpoint};
 
 use super::guard::{grpc_error, guarded, no_job};
-use super::launch::LaunchToken;
+use super::launch::{FRAME_PREFIX, LaunchToken};
 use super::tls::{FleetListener, Peer};
 use crate::error::{FleetError, Result};
 
@@ -190,7 +190,7 @@ async fn forward(State(inner): State<Arc<Inner>>, mut request: Request) -> Respo
 /// of at most [`FLEET_MESSAGE_BYTES`].
 async fn stamped(token: &LaunchToken, request: Request) -> std::result::Result<Request, Response> {
     let (mut head, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, FLEET_MESSAGE_BYTES + 5)
+    let body = axum::body::to_bytes(body, FLEET_MESSAGE_BYTES + FRAME_PREFIX)
         .await
         .map_err(|_| grpc_error(RESOURCE_EXHAUSTED, "a task launch larger than the fleet's messages"))?;
     let body = (token.stamp(head.uri.path(), body)).map_err(|e| grpc_error(INVALID_ARGUMENT, &e.to_string()))?;

@@ -35,7 +35,7 @@ const LAUNCH_MULTI_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchMultiTask
 const LAUNCH_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchTask";
 
 /// A gRPC message's prefix: a compression flag and the message's length.
-const FRAME_PREFIX: usize = 5;
+pub(crate) const FRAME_PREFIX: usize = 5;
 
 extensions_options! {
     /// The session option a launch carries its token in (`hearth_front.token`).

@@ -462,17 +462,17 @@ mod tests {
         }
     }
 
+    /// A coordinator of `ranks` on loopback with a new secret and `timeout`, and its address.
+    fn coordinator(ranks: usize, timeout: Duration) -> (JobSecret, Coordinator, SocketAddr) {
+        let secret = JobSecret::generate();
+        let coordinator = Coordinator::start("127.0.0.1:0".parse().unwrap(), ranks, secret.clone(), timeout).unwrap();
+        let address = coordinator.address();
+        (secret, coordinator, address)
+    }
+
     #[test]
     fn idle_connections_hold_up_neither_the_ranks_nor_an_upload() {
-        let secret = JobSecret::generate();
-        let coordinator = Coordinator::start(
-            "127.0.0.1:0".parse().unwrap(),
-            2,
-            secret.clone(),
-            Duration::from_secs(20),
-        )
-        .unwrap();
-        let address = coordinator.address();
+        let (secret, coordinator, address) = coordinator(2, Duration::from_secs(20));
         // Five connections that never say a word, each allowed 5 s to prove the secret: taken one at a time
         // they would keep the ranks waiting 25 s.
         let idle: Vec<TcpStream> = (0..5).map(|_| TcpStream::connect(address).unwrap()).collect();
@@ -499,16 +499,8 @@ mod tests {
 
     #[test]
     fn an_upload_the_rule_does_not_allow_is_ignored() {
-        let secret = JobSecret::generate();
-        let coordinator = Coordinator::start(
-            "127.0.0.1:0".parse().unwrap(),
-            1,
-            secret.clone(),
-            Duration::from_secs(10),
-        )
-        .unwrap();
+        let (secret, coordinator, address) = coordinator(1, Duration::from_secs(10));
         coordinator.keep_uploads(UploadRule { rank: 0, last_epoch: 3 });
-        let address = coordinator.address();
         register(address, &secret, &registration("a"), Duration::from_secs(5)).unwrap();
         upload(address, &secret, 0, 2, b"epoch 2", Duration::from_secs(5)).unwrap();
         // Holders of the job secret claiming another rank, or an epoch the job never reaches, are not confirmed

@@ -83,8 +83,9 @@ fn seen_within(last_seen_ms: u64, window: Duration) -> bool {
 pub struct SchedulerRest {
     url: String,
     client: reqwest::Client,
-    /// The fleet's secret, sent with every request ([`ClusterSecret::find`]'s unless told otherwise).
-    secret: Option<ClusterSecret>,
+    /// The `authorization` header of every request: a token of the fleet's secret ([`ClusterSecret::find`]'s
+    /// unless told otherwise) for this machine's connections to the scheduler, made once per client.
+    authorization: Option<String>,
 }
 
 impl SchedulerRest {
@@ -125,13 +126,15 @@ impl SchedulerRest {
         Ok(Self {
             url,
             client,
-            secret: access.secret.clone(),
-        })
+            authorization: None,
+        }
+        .with_secret(access.secret.clone()))
     }
 
     /// The same client presenting `secret` (or none) instead.
     pub fn with_secret(self, secret: Option<ClusterSecret>) -> Self {
-        Self { secret, ..self }
+        let authorization = secret.map(|secret| secret.bearer_for(super::authority(&self.url)));
+        Self { authorization, ..self }
     }
 
     /// The scheduler's base URL.
@@ -156,8 +159,8 @@ impl SchedulerRest {
             .client
             .request(method.clone(), format!("{}{path}", self.url))
             .header("Accept", "application/json");
-        if let Some(secret) = &self.secret {
-            request = request.header("Authorization", secret.bearer_for(super::authority(&self.url)));
+        if let Some(authorization) = &self.authorization {
+            request = request.header("Authorization", authorization);
         }
         if let Some(body) = body {
             request = request.json(body);

@@ -1,5 +1,5 @@
 //! Tokens that prove the fleet's secret without revealing it. A client never sends the secret: each connection
-//! (and each REST request) carries a token, `hearth-token/1/ADDRESS/NONCE/PROOF`, where PROOF is an
+//! (and each REST client) carries a token, `hearth-token/1/ADDRESS/NONCE/PROOF`, where PROOF is an
 //! HMAC-SHA256 under the secret of the address the client connects from and a fresh random nonce. A server
 //! admits a request only when the proof holds and the address is the one the connection comes from, so a
 //! token read off the wire or out of a log is worth nothing from any other machine; computing one for another
@@ -86,7 +86,10 @@ impl ClusterSecret {
             .ok()
             .and_then(|mut addresses| addresses.next())
             .and_then(address_towards)
-            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+            .unwrap_or_else(|| {
+                log::warn!("no route to {server}: its token names no address, and it will refuse it");
+                IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+            });
         let address = named(from);
         let nonce = &JobSecret::generate().to_hex()[..32];
         let proof = proof(self.expose(), &address, nonce);

@@ -174,31 +174,22 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
     // The first job's credential: its own record, log and kill, and the executors' resources — nothing else.
     let token = fleet.ok(&["cluster", "token", "--job", &first]);
     let token = token.trim();
-    assert_eq!(
-        status_with(&fleet, token, "GET", &format!("/hearth/jobs/{first}")),
-        "200"
-    );
-    assert_eq!(
-        status_with(&fleet, token, "GET", &format!("/hearth/jobs/{first}/logs")),
-        "200"
-    );
-    assert_eq!(status_with(&fleet, token, "GET", "/hearth/executors"), "200");
-    assert_eq!(
-        status_with(&fleet, token, "GET", &format!("/hearth/jobs/{second}")),
-        "403"
-    );
-    assert_eq!(
-        status_with(&fleet, token, "POST", &format!("/hearth/jobs/{second}/kill")),
-        "403"
-    );
-    assert_eq!(status_with(&fleet, token, "GET", "/hearth/jobs"), "403");
-    assert_eq!(status_with(&fleet, token, "POST", "/hearth/jobs"), "403");
-    assert_eq!(status_with(&fleet, token, "POST", "/hearth/executors"), "403");
+    let (own, other) = (format!("/hearth/jobs/{first}"), format!("/hearth/jobs/{second}"));
+    let asks = [
+        ("GET", own.clone(), "200"),
+        ("GET", format!("{own}/logs"), "200"),
+        ("GET", "/hearth/executors".to_string(), "200"),
+        ("GET", other.clone(), "403"),
+        ("POST", format!("{other}/kill"), "403"),
+        ("GET", "/hearth/jobs".to_string(), "403"),
+        ("POST", "/hearth/jobs".to_string(), "403"),
+        ("POST", "/hearth/executors".to_string(), "403"),
+    ];
+    for (method, path, expected) in asks {
+        assert_eq!(status_with(&fleet, token, method, &path), expected, "{method} {path}");
+    }
     let member = fleet.ok(&["cluster", "token"]);
-    assert_eq!(
-        status_with(&fleet, member.trim(), "GET", &format!("/hearth/jobs/{second}")),
-        "200"
-    );
+    assert_eq!(status_with(&fleet, member.trim(), "GET", &other), "200");
     let log = std::fs::read_to_string(fleet.state.path().join("logs/scheduler.log")).unwrap();
     assert!(
         log.contains(&format!("job {first} may not ask it")),
