@@ -18,6 +18,7 @@
 // No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
 #![warn(clippy::too_many_lines)]
 
+pub mod appending;
 pub mod attribute;
 pub mod error;
 pub mod files;

@@ -14,7 +14,9 @@ use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
 use ballista_executor::executor_server::TERMINATING;
 use datafusion::prelude::SessionConfig;
-use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetTls, SchedulerRest, now_ms};
+use hearth_engine::ballista::{
+    EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetPort, FleetTls, SchedulerRest, now_ms,
+};
 use hearth_engine::barrier::program::allow_programs;
 use hearth_engine::barrier::{libtorch_sees_gpus, offer_gpus};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
@@ -73,7 +75,7 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
             true => host_name(),
             false => options.bind.to_string(),
         },
-        tls: (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::tls)?,
+        tls: options.access.tls.as_ref().map(FrontTls::of).transpose()?,
         inner: inner_host(options.bind)?,
         registry: Arc::new(BallistaFunctionRegistry::from(&hearth_state(
             SessionConfig::new_with_ballista(),
@@ -142,7 +144,7 @@ struct Start {
     /// The host the executor is reached at.
     reached_at: String,
     /// The TLS its fronts speak.
-    tls: Option<Arc<rustls::ServerConfig>>,
+    tls: Option<FrontTls>,
     /// Where Ballista's task server listens, behind the task port's front.
     inner: IpAddr,
     /// hearth's SQL functions, for its tasks' plans.
@@ -151,6 +153,24 @@ struct Start {
     work_dir: WorkDir,
     /// What the task port stamps the launches it lets through with.
     token: LaunchToken,
+}
+
+/// What an executor's two ports speak TLS with: the task port admits the scheduler's certificate, the Flight
+/// port executors' and clients'.
+#[derive(Clone)]
+struct FrontTls {
+    tasks: Arc<rustls::ServerConfig>,
+    flight: Arc<rustls::ServerConfig>,
+}
+
+impl FrontTls {
+    fn of(tls: &FleetTls) -> Result<Self> {
+        let config = |port| tls.server_config(port).map_err(FleetError::tls);
+        Ok(Self {
+            tasks: config(FleetPort::ExecutorTasks)?,
+            flight: config(FleetPort::ExecutorFlight)?,
+        })
+    }
 }
 
 /// The executor's work directory: the one it was given, or a new temporary one removed when it stops.
@@ -198,8 +218,9 @@ impl Start {
         let (flight, tasks) = fronts.into_listeners();
         let secret = &options.access.secret;
         let inner = SocketAddr::new(self.inner, config.grpc_port);
-        let task_front = task_front(tasks, self.tls.clone(), secret.clone(), inner, self.token.clone());
-        let flight = flight_front(flight, self.tls.clone(), secret.clone(), FLEET_MESSAGE_BYTES);
+        let (tasks_tls, flight_tls) = self.tls.clone().map(|tls| (tls.tasks, tls.flight)).unzip();
+        let task_front = task_front(tasks, tasks_tls, secret.clone(), inner, self.token.clone());
+        let flight = flight_front(flight, flight_tls, secret.clone(), FLEET_MESSAGE_BYTES);
         let config = ExecutorProcessConfig {
             override_arrow_flight_service: Some(flight),
             ..config
@@ -253,6 +274,7 @@ impl Start {
             gpus: gpus.to_vec(),
             busy_gpus: 0,
             last_seen_ms: now_ms(),
+            certificate_expires_at: self.options.access.tls.as_ref().map(|tls| tls.certificate().expires_at),
         }
     }
 

@@ -211,6 +211,7 @@ mod tests {
                 .collect(),
             busy_gpus: 0,
             last_seen_ms: now_ms(),
+            certificate_expires_at: None,
         }
     }
 

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hearth_engine::ballista::{FleetAccess, SECRET_FILE_ENV, TLS_DIR_ENV, now_ms};
+use hearth_engine::ballista::{FleetAccess, Role, SECRET_FILE_ENV, TLS_DIR_ENV, now_ms};
 use hearth_engine::files::write_file_whole;
 use hearth_engine::session::{APP_NAME_ENV, JOB_ID_ENV};
 use nix::sys::signal::{Signal, kill};
@@ -145,10 +145,15 @@ impl JobBoard {
         std::iter::once(self.dir.clone()).chain(secret).chain(tls).collect()
     }
 
-    /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master` and may name files only in their
-    /// job's folder and under `data_roots`. Jobs a previous scheduler left running are marked failed: their
-    /// drivers lost their fleet.
+    /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master` as clients of the fleet `access`
+    /// reaches (its client certificate when the fleet's TLS has roles) and may name files only in their job's
+    /// folder and under `data_roots`. Jobs a previous scheduler left running are marked failed: their drivers
+    /// lost their fleet.
     pub fn open(work_dir: &Path, master: String, access: FleetAccess, data_roots: Vec<String>) -> Result<Self> {
+        let access = FleetAccess {
+            tls: (access.tls.as_ref().map(|tls| tls.as_role(Role::Client)).transpose()).map_err(FleetError::tls)?,
+            ..access
+        };
         let dir = work_dir.join("jobs");
         std::fs::create_dir_all(&dir).map_err(|e| FleetError::jobs(&dir, e))?;
         let program = std::env::current_exe().map_err(|e| FleetError::driver("cannot find the hearth program", e))?;

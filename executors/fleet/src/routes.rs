@@ -78,6 +78,7 @@ async fn list_executors(State(fleet): State<FleetState>) -> Response {
                 gpus: Vec::new(),
                 busy_gpus: 0,
                 last_seen_ms,
+                certificate_expires_at: None,
             });
             let holds = held.get(&metadata.id).copied().unwrap_or_default();
             resources.slots = slots;

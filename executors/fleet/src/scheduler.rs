@@ -16,7 +16,7 @@ use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::create_scheduler;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::ballista::{EXECUTORS_ROUTE, FleetAccess, FleetTls, TLS_DIR_ENV};
+use hearth_engine::ballista::{EXECUTORS_ROUTE, FleetAccess, FleetPort, TLS_DIR_ENV};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
 use hearth_engine::session::hearth_state;
@@ -85,7 +85,10 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
         options.access.clone(),
         options.data_roots.clone(),
     )?);
-    let tls = (options.access.tls.as_ref().map(FleetTls::server_config).transpose()).map_err(FleetError::tls)?;
+    let tls = (options.access.tls.as_ref())
+        .map(|tls| tls.server_config(FleetPort::Scheduler))
+        .transpose()
+        .map_err(FleetError::tls)?;
     let book = Arc::new(FleetBook::default());
     let config = ballista_config(address, &advertised, &options.access, Arc::clone(&book));
     config.validate().map_err(FleetError::scheduler)?;

@@ -54,6 +54,9 @@ pub struct ExecutorResources {
     pub busy_gpus: usize,
     /// When it last reported (milliseconds since the Unix epoch).
     pub last_seen_ms: u64,
+    /// When its TLS certificate expires (seconds since the Unix epoch); none without TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_expires_at: Option<i64>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -118,7 +121,10 @@ impl SchedulerRest {
             .connect_timeout(Duration::from_secs(3))
             .timeout(Duration::from_secs(10));
         if let Some(tls) = &access.tls {
-            builder = tls.rest_client(builder).map_err(|e| failed("its TLS").caused_by(e))?;
+            builder = tls
+                .rest_client(builder)
+                .map_err(|e| failed("its TLS").caused_by(e))?
+                .tls_info(true);
         }
         let client = builder
             .build()
@@ -154,7 +160,22 @@ impl SchedulerRest {
         self.json(&Method::POST, path, &answer)
     }
 
-    async fn send<B: Serialize>(&self, method: Method, path: &str, body: Option<&B>) -> Result<String, RestError> {
+    /// The certificate (DER) the scheduler presents over HTTPS; none over HTTP.
+    pub async fn server_certificate(&self) -> Result<Option<Vec<u8>>, RestError> {
+        let path = "/api/version";
+        let response = self.request(Method::GET, path, None::<&()>).await?;
+        let info = response.extensions().get::<reqwest::tls::TlsInfo>();
+        Ok(info
+            .and_then(reqwest::tls::TlsInfo::peer_certificate)
+            .map(<[u8]>::to_vec))
+    }
+
+    async fn request<B: Serialize>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<reqwest::Response, RestError> {
         let mut request = self
             .client
             .request(method.clone(), format!("{}{path}", self.url))
@@ -165,10 +186,14 @@ impl SchedulerRest {
         if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request
+        request
             .send()
             .await
-            .map_err(|e| self.failed(&method, path, None, unreachable(&e)))?;
+            .map_err(|e| self.failed(&method, path, None, unreachable(&e)))
+    }
+
+    async fn send<B: Serialize>(&self, method: Method, path: &str, body: Option<&B>) -> Result<String, RestError> {
+        let response = self.request(method.clone(), path, body).await?;
         let status = response.status();
         let text = response.text().await.map_err(|e| {
             self.failed(&method, path, Some(status), "reading the answer")

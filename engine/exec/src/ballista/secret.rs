@@ -119,6 +119,24 @@ impl ClusterSecret {
         }
     }
 
+    /// The job secret of a training stage whose plan names `nonce`: an HMAC-SHA256 of it under this key. The
+    /// driver derives it from the key it holds, each executor again from the fleet's secret (through
+    /// [`ClusterSecret::for_job`] when the driver held a job's key), so no plan carries the secret its ranks
+    /// prove.
+    ///
+    /// ```
+    /// use hearth_exec::ballista::ClusterSecret;
+    ///
+    /// let fleet = ClusterSecret::parse("0123456789abcdef0123456789abcdef").unwrap();
+    /// let driver = fleet.for_job("job-7"); // what a cluster-mode driver holds
+    /// assert_eq!(driver.training_secret("nonce"), fleet.for_job("job-7").training_secret("nonce"));
+    /// assert_ne!(driver.training_secret("nonce"), fleet.training_secret("nonce"));
+    /// ```
+    pub fn training_secret(&self, nonce: &str) -> JobSecret {
+        let hex = super::token::training_key(&self.key, nonce);
+        JobSecret::from_hex(&hex).expect("an HMAC-SHA256 is 64 hexadecimal digits")
+    }
+
     /// The job this key is scoped to; none for the fleet's secret itself.
     pub fn job(&self) -> Option<&str> {
         self.job.as_deref()

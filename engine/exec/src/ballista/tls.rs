@@ -5,17 +5,20 @@
 //! gRPC). With TLS on, no plan, job secret or data crosses the network in clear, and training jobs encrypt
 //! their collective frames as well.
 //!
-//! A TLS directory holds `ca.pem` (the authority every side trusts), `cert.pem` (this side's certificate,
-//! signed by it, naming each host the fleet runs on) and `key.pem` (its private key, readable by its owner
-//! alone). It is found in `HEARTH_TLS_DIR`, else the program's default (the `hearth` program's is the copy
-//! that `hearth cluster start --tls-dir` keeps in the fleet's state directory).
+//! A side's TLS directory holds `ca.pem` (the authority every side trusts), `cert.pem` (this side's
+//! certificate, signed by it, naming each host the fleet runs on) and `key.pem` (its private key, readable by
+//! its owner alone). `hearth cluster certs` writes one per [`Role`] — `scheduler/`, `executor/` and
+//! `client/` under the directory it is given — and each process reads its own role's
+//! ([`FleetTls::read_as`]); a directory with one `cert.pem` of no role serves every role. It is found in
+//! `HEARTH_TLS_DIR`, else the program's default (the `hearth` program's is the copy that `hearth cluster start
+//! --tls-dir` keeps in the fleet's state directory).
 //!
 //! ```no_run
-//! use hearth_exec::ballista::FleetTls;
+//! use hearth_exec::ballista::{FleetPort, FleetTls, Role};
 //!
-//! let tls = FleetTls::read(std::path::Path::new("/etc/hearth/tls")).unwrap();
-//! let server = tls.server_config().unwrap(); // what the scheduler and executors listen with
-//! assert!(server.alpn_protocols.contains(&b"h2".to_vec()));
+//! let tls = FleetTls::read_as(std::path::Path::new("/etc/hearth/tls"), Role::Executor).unwrap();
+//! let tasks = tls.server_config(FleetPort::ExecutorTasks).unwrap(); // admits the scheduler's certificate alone
+//! assert!(tasks.alpn_protocols.contains(&b"h2".to_vec()));
 //! ```
 
 use std::fmt;
@@ -27,6 +30,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
+use super::roles::{CertificateFacts, FleetPort, Role, role_check};
 use super::secret::owner_only;
 use crate::error::{HearthError, Result};
 
@@ -45,7 +49,10 @@ static DEFAULT_DIR: OnceLock<PathBuf> = OnceLock::new();
 /// The fleet's TLS material, read from a TLS directory and checked.
 #[derive(Clone)]
 pub struct FleetTls {
+    /// The directory it was found from: a side's, or one holding a directory per role.
+    found_in: PathBuf,
     dir: PathBuf,
+    facts: CertificateFacts,
     ca: Vec<u8>,
     cert: Vec<u8>,
     key: Vec<u8>,
@@ -58,8 +65,26 @@ impl fmt::Debug for FleetTls {
 }
 
 impl FleetTls {
+    /// Reads `role`'s TLS from `dir`: its `role` subdirectory when that holds a certificate (the layout
+    /// `hearth cluster certs` writes), else `dir` itself; refused when the certificate names another role.
+    pub fn read_as(dir: &Path, role: Role) -> Result<Self> {
+        let own = dir.join(role.name());
+        let mut tls = match own.join(CERT_FILE).exists() {
+            true => Self::read(&own)?,
+            false => Self::read(dir)?,
+        };
+        if let Some(named) = tls.facts.role.filter(|named| *named != role) {
+            let message = format!(
+                "is the {named}'s certificate, and the {role} needs its own (`hearth cluster certs` writes one per role, each in its own directory)"
+            );
+            return Err(HearthError::persistence(tls.dir.join(CERT_FILE), message));
+        }
+        tls.found_in = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        Ok(tls)
+    }
+
     /// Reads and checks `dir`'s `ca.pem`, `cert.pem` and `key.pem`; an error names the file and what is
-    /// wrong with it (missing, not PEM, no certificate, a key others can read).
+    /// wrong with it (missing, not PEM, no certificate, expired, a key others can read).
     pub fn read(dir: &Path) -> Result<Self> {
         // Kept whole, so processes started elsewhere (a driver in its job's directory) find it too.
         let dir = &std::fs::canonicalize(dir)
@@ -72,22 +97,36 @@ impl FleetTls {
         if let Ok(metadata) = std::fs::metadata(&key_file) {
             owner_only(&key_file, &metadata, "the TLS key")?;
         }
+        let cert = read(CERT_FILE)?;
+        let chain = certificates(&dir.join(CERT_FILE), &cert)?;
+        let facts = CertificateFacts::of(&chain[0]).map_err(|e| HearthError::persistence(dir.join(CERT_FILE), e))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
+        if facts.expires_at < now {
+            let message = format!(
+                "expired {} (make new certificates with `hearth cluster certs`)",
+                facts.expires
+            );
+            return Err(HearthError::persistence(dir.join(CERT_FILE), message));
+        }
         let tls = Self {
+            found_in: dir.clone(),
             dir: dir.clone(),
+            facts,
             ca: read(CA_FILE)?,
-            cert: read(CERT_FILE)?,
+            cert,
             key: read(KEY_FILE)?,
         };
         tls.authorities()?;
-        tls.chain()?;
         tls.private_key()?;
         Ok(tls)
     }
 
-    /// The directory `HEARTH_TLS_DIR` names, read; none when it is unset.
-    pub fn from_env() -> Result<Option<Self>> {
+    /// `role`'s TLS in the directory `HEARTH_TLS_DIR` names; none when it is unset.
+    pub fn from_env(role: Role) -> Result<Option<Self>> {
         match std::env::var_os(TLS_DIR_ENV) {
-            Some(dir) if !dir.is_empty() => Self::read(Path::new(&dir)).map(Some),
+            Some(dir) if !dir.is_empty() => Self::read_as(Path::new(&dir), role).map(Some),
             _ => Ok(None),
         }
     }
@@ -98,26 +137,45 @@ impl FleetTls {
         let _ = DEFAULT_DIR.set(dir);
     }
 
-    /// The TLS this process speaks to the fleet: `HEARTH_TLS_DIR`'s, else the default directory's when it
-    /// holds a certificate, else none (plain TCP).
+    /// The TLS this process speaks to the fleet as a client: `HEARTH_TLS_DIR`'s, else the default
+    /// directory's when it holds a certificate, else none (plain TCP).
     pub fn find() -> Result<Option<Self>> {
-        if let Some(tls) = Self::from_env()? {
+        if let Some(tls) = Self::from_env(Role::Client)? {
             return Ok(Some(tls));
         }
         match DEFAULT_DIR.get() {
-            Some(dir) if dir.join(CERT_FILE).exists() => Self::read(dir).map(Some),
+            Some(dir)
+                if [dir.join(CERT_FILE), dir.join(Role::Client.name()).join(CERT_FILE)]
+                    .iter()
+                    .any(|f| f.exists()) =>
+            {
+                Self::read_as(dir, Role::Client).map(Some)
+            }
             _ => Ok(None),
         }
     }
 
-    /// The directory the material was read from (handed to the processes this one starts).
+    /// The same fleet's TLS for `role`, from the directory this was found in (the scheduler's drivers are
+    /// clients).
+    pub fn as_role(&self, role: Role) -> Result<Self> {
+        Self::read_as(&self.found_in, role)
+    }
+
+    /// The directory this side's material was read from (handed to the processes this one starts as the
+    /// same role).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// What a server of the fleet listens with: its certificate, clients' certificates required and checked
-    /// against the authority, HTTP/2 (gRPC) and HTTP/1.1 (REST) offered.
-    pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>> {
+    /// This side's certificate: its role and expiry.
+    pub fn certificate(&self) -> &CertificateFacts {
+        &self.facts
+    }
+
+    /// What a server of the fleet listens with on `port`: its certificate, clients' certificates required,
+    /// checked against the authority and — when this side's certificate names a role — for a role `port`
+    /// admits; HTTP/2 (gRPC) and HTTP/1.1 (REST) offered.
+    pub fn server_config(&self, port: FleetPort) -> Result<Arc<rustls::ServerConfig>> {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut roots = rustls::RootCertStore::empty();
         for authority in self.authorities()? {
@@ -132,6 +190,10 @@ impl FleetTls {
                     HearthError::persistence(self.dir.join(CA_FILE), "cannot check clients' TLS certificates")
                         .caused_by(e)
                 })?;
+        let clients = match self.facts.role {
+            Some(_) => role_check(clients, port),
+            None => clients,
+        };
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| HearthError::persistence(&self.dir, "choosing the TLS protocol versions").caused_by(e))?
@@ -181,26 +243,26 @@ impl FleetTls {
     }
 
     fn authorities(&self) -> Result<Vec<CertificateDer<'static>>> {
-        self.certificates(CA_FILE, &self.ca)
+        certificates(&self.dir.join(CA_FILE), &self.ca)
     }
 
     fn chain(&self) -> Result<Vec<CertificateDer<'static>>> {
-        self.certificates(CERT_FILE, &self.cert)
-    }
-
-    fn certificates(&self, name: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
-        let file = self.dir.join(name);
-        let certificates = CertificateDer::pem_slice_iter(pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| HearthError::persistence(&file, "not PEM TLS certificates").caused_by(e))?;
-        match certificates.is_empty() {
-            true => Err(HearthError::persistence(file, "holds no PEM certificate")),
-            false => Ok(certificates),
-        }
+        certificates(&self.dir.join(CERT_FILE), &self.cert)
     }
 
     fn private_key(&self) -> Result<PrivateKeyDer<'static>> {
         PrivateKeyDer::from_pem_slice(&self.key)
             .map_err(|e| HearthError::persistence(self.dir.join(KEY_FILE), "no PEM private key").caused_by(e))
+    }
+}
+
+/// The PEM certificates in `pem`, read from `file`: at least one.
+fn certificates(file: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
+    let certificates = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| HearthError::persistence(file, "not PEM TLS certificates").caused_by(e))?;
+    match certificates.is_empty() {
+        true => Err(HearthError::persistence(file, "holds no PEM certificate")),
+        false => Ok(certificates),
     }
 }

@@ -160,6 +160,11 @@ pub(super) fn job_key(secret: &str, job: &str) -> String {
     hmac_hex(secret, &format!("hearth job key v1\n{job}"))
 }
 
+/// A training stage's job secret under `key` for the stage's `nonce` (64 hex digits).
+pub(super) fn training_key(key: &str, nonce: &str) -> String {
+    hmac_hex(key, &format!("hearth training secret v1\n{nonce}"))
+}
+
 /// How a token names `address`: any loopback address as one, IPv4-mapped IPv6 as IPv4.
 fn named(address: IpAddr) -> String {
     let address = address.to_canonical();

@@ -236,9 +236,9 @@ fn run_task(
         Runner::Here(function) => function,
         Runner::Program(program) => return run_in_program(spec, program, joining, input_schema, batches),
     };
-    let secret = spec.job_secret().ok_or_else(|| {
-        DataFusionError::Execution(format!("barrier stage {}: the plan's job secret is not hex", spec.job))
-    })?;
+    let secret = spec
+        .job_secret()
+        .map_err(|why| DataFusionError::Execution(format!("barrier stage {}: {why}", spec.job)))?;
     let mut context = BarrierTaskContext::join(spec.coordinator, secret, timeout, joining)
         .map_err(|e| task_error(spec, "a task", "joining", &e))?;
     let rank = context.rank();

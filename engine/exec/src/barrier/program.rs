@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -244,7 +245,11 @@ impl TaskDir {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let path = std::env::temp_dir().join(name);
-        fs::create_dir(&path).map_err(|e| DataFusionError::Execution(format!("{}: {e}", path.display())))?;
+        // Its task file holds the job's secret: this user's alone.
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", path.display())))?;
         Ok(Self(path))
     }
 }
@@ -291,8 +296,12 @@ pub(crate) fn run_in_program(
     let dir = TaskDir::create(&spec.job)?;
     write_batches(&dir.0.join(INPUT_FILE), input_schema, &batches)?;
     drop(batches);
+    // The copy gets none of the fleet's credentials: it is handed the job's secret itself, in its task
+    // directory, which only this user reads.
     let task = WorkerTask {
-        spec: spec.clone(),
+        spec: spec
+            .with_secret_resolved()
+            .map_err(|why| task_error(spec, "a task", "starting", &why))?,
         position: joining.position,
         gpu: joining.gpu.as_ref().map(GpuLease::index),
     };
@@ -442,7 +451,7 @@ fn serve(dir: &Path, task: &WorkerTask, function: &dyn BarrierFunction) -> Resul
         read_batches(&dir.join(INPUT_FILE)).map_err(|e| task_error(spec, "a task", "reading its rows", &e))?;
     let secret = spec
         .job_secret()
-        .ok_or_else(|| task_error(spec, "a task", "starting", &"the job secret is not hex"))?;
+        .map_err(|why| task_error(spec, "a task", "starting", &why))?;
     let joining = Joining {
         position: task.position,
         resume: spec.resume.clone(),

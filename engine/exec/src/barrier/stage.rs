@@ -16,8 +16,9 @@ use hearth_collective::{Coordinator, FrameProtection, JobSecret, Upload, UploadR
 use serde::{Deserialize, Serialize};
 
 use super::program::{ProgramRef, worker_function};
+use super::spec::DerivedSecret;
 use super::{BarrierExec, BarrierOptions, BarrierSpec, ResumePoint, function, is_user_function};
-use crate::ballista::submit_physical;
+use crate::ballista::{ClusterSecret, submit_physical};
 use crate::error::{HearthError, Result};
 use crate::exchange::{HearthQueryPlanner, into_shuffles};
 use crate::frame::exact_repartition;
@@ -324,7 +325,8 @@ impl BarrierStage {
         program: Option<ProgramRef>,
     ) -> Result<(Coordinator, BarrierSpec)> {
         let workers = self.options.workers;
-        let secret = JobSecret::generate().with_protection(protection);
+        let (secret, secret_from) = stage_secret(info)?;
+        let secret = secret.with_protection(protection);
         let job = format!("job-{}", &JobSecret::generate().to_hex()[..12]);
         let coordinator = Coordinator::start(
             SocketAddr::new(info.driver_host(), 0),
@@ -341,7 +343,11 @@ impl BarrierStage {
             args: self.args.clone(),
             world_size: workers,
             coordinator: coordinator.address(),
-            secret: secret.to_hex(),
+            secret: match secret_from {
+                Some(_) => String::new(),
+                None => secret.to_hex(),
+            },
+            secret_from,
             timeout_secs: self.options.timeout.as_secs_f64(),
             job,
             resume,
@@ -351,6 +357,24 @@ impl BarrierStage {
         };
         Ok((coordinator, spec))
     }
+}
+
+/// A new stage's job secret, and where the executors derive it from: from the key this driver holds (the
+/// fleet's secret or its job's) and a fresh nonce when the session reaches a remote fleet with a secret, so
+/// the plan carries none; else a fresh random secret, which the plan carries (embedded sessions, and fleets
+/// without a secret).
+fn stage_secret(info: &SessionInfo) -> Result<(JobSecret, Option<DerivedSecret>)> {
+    let key = match info.master() {
+        Master::Remote { .. } => ClusterSecret::find()?,
+        Master::Local { .. } | Master::Standalone { .. } => None,
+    };
+    Ok(match key {
+        Some(key) => {
+            let (secret, derived) = DerivedSecret::new_from(&key);
+            (secret, Some(derived))
+        }
+        None => (JobSecret::generate(), None),
+    })
 }
 
 /// Runs the barrier stage `spec` over `df`, exactly repartitioned: collected here, or submitted to the

@@ -3,8 +3,8 @@
 //!
 //! The files are written into a hidden sibling of the destination, synced, and renamed into place, so a
 //! reader never sees half a job and a failed job leaves nothing behind: the destination appears whole (a new
-//! directory, or an old one replaced in one step: `hearth_common::files`), or, when appending, each part file
-//! appears whole. Vector columns are Parquet lists of floats and JSON arrays; CSV has no list type, so a vector
+//! directory, or an old one replaced in one step: `hearth_common::files`), or, when appending, the new part
+//! files appear all at once (`hearth_common::appending`). Vector columns are Parquet lists of floats and JSON arrays; CSV has no list type, so a vector
 //! column `v` of `n` slots is written as `n` number columns `v_0` … `v_{n-1}`.
 //!
 //! On a `local[N]` session Parquet is written as Spark writes it, one part file per partition, each by its
@@ -39,6 +39,7 @@ use datafusion::common::config::TableParquetOptions;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::functions_nested::expr_fn::array_element;
 use datafusion::prelude::{DataFrame, Expr, col, lit};
+use hearth_common::appending::append_whole;
 use hearth_common::files::{StagingDir, move_into_place, parent_of, sibling, sweep_leftovers, sync};
 
 use crate::error::{HearthError, Result};
@@ -296,6 +297,16 @@ fn part_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Where the part files of `staged` are once moved into `dest`.
+fn placed(dest: &Path, staged: &[PathBuf]) -> Vec<PathBuf> {
+    staged
+        .iter()
+        .filter_map(|file| file.file_name())
+        .filter(|name| *name != SUCCESS_FILE)
+        .map(|name| dest.join(name))
+        .collect()
+}
+
 /// A hidden sibling of the destination that the files are written into; removed unless committed.
 struct Staging {
     dir: StagingDir,
@@ -321,38 +332,15 @@ impl Staging {
         let aside = replace.then(|| sibling(parent, dest, "replaced"));
         move_into_place(self.dir.path(), dest, aside.as_deref())
             .map_err(|e| HearthError::persistence(&self.dest, "moving the written files into place").caused_by(e))?;
-        Ok(staged
-            .iter()
-            .filter_map(|file| file.file_name())
-            .filter(|name| *name != SUCCESS_FILE)
-            .map(|name| dest.join(name))
-            .collect())
+        Ok(placed(dest, staged))
     }
 
-    /// Moves each staged part file into the existing directory `dest`, then marks it complete.
+    /// Adds the staged part files to the existing directory `dest` in one step
+    /// ([`append_whole`]: the staged directory, given links to `dest`'s files, takes its place); returns the
+    /// new part files at their place.
     fn append_into(self, dest: &Path, staged: &[PathBuf]) -> Result<Vec<PathBuf>> {
-        let mut files = Vec::new();
-        for file in staged {
-            let Some(name) = file.file_name() else { continue };
-            if name == SUCCESS_FILE {
-                continue;
-            }
-            let target = dest.join(name);
-            if target.exists() {
-                return Err(HearthError::persistence(
-                    &self.dest,
-                    format!("already holds a file named {}", name.to_string_lossy()),
-                ));
-            }
-            fs::rename(file, &target).map_err(|e| {
-                HearthError::persistence(&self.dest, format!("moving {} into it", name.to_string_lossy())).caused_by(e)
-            })?;
-            files.push(target);
-        }
-        let marker = dest.join(SUCCESS_FILE);
-        File::create(&marker)
-            .map_err(|e| HearthError::persistence(&self.dest, format!("writing {SUCCESS_FILE}")).caused_by(e))?;
-        sync(dest).map_err(|e| HearthError::persistence(&self.dest, "syncing it").caused_by(e))?;
-        Ok(files)
+        append_whole(&self.dir, dest, &[SUCCESS_FILE])
+            .map_err(|e| HearthError::persistence(&self.dest, "appending the rows").caused_by(e))?;
+        Ok(placed(dest, staged))
     }
 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use hearth_engine::ballista::{
-    CA_FILE, CERT_FILE, ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetTls, KEY_FILE, SECRET_FILE_ENV,
+    CA_FILE, CERT_FILE, ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetTls, KEY_FILE, Role, SECRET_FILE_ENV,
     SchedulerRest, TLS_DIR_ENV, now_ms,
 };
 use hearth_engine::host::address_towards;
@@ -49,7 +49,7 @@ pub enum ClusterCommand {
     Stop(StateDir),
     /// Show the processes `hearth cluster start` started, and what the fleet has.
     Status(StateDir),
-    /// Make TLS certificates for a fleet: a new authority and a certificate for its hosts (for --tls-dir).
+    /// Make TLS certificates for a fleet: a new authority and a certificate per role — scheduler, executor, client (for --tls-dir).
     Certs(CertsArgs),
     /// Print a token of the fleet's secret for calling its REST routes with another tool (curl -H
     /// "Authorization: Bearer TOKEN"); it is admitted only from this machine.
@@ -177,7 +177,7 @@ async fn start(args: StartArgs) -> CommandResult {
     let secret = ClusterSecret::create(&secret_file)?;
     let tls = keep_tls(args.tls_dir.as_deref(), &dir.join(TLS_DIR))?;
     let mut fleet_env = vec![(SECRET_FILE_ENV, secret_file.display().to_string())];
-    fleet_env.extend(tls.iter().map(|tls| (TLS_DIR_ENV, tls.dir().display().to_string())));
+    fleet_env.extend(tls.iter().map(|tls| (TLS_DIR_ENV, tls.display().to_string())));
     let scheduler = spawn_local(
         &program,
         "scheduler",
@@ -249,28 +249,30 @@ fn scheduler_address(bind: Option<SocketAddr>, hosts: Option<&[String]>) -> Resu
     Ok((bind, advertised))
 }
 
-/// Checks the operator's TLS directory and keeps a copy of it at `kept` (the key readable by its owner
-/// alone), where the fleet's processes and clients find it; with none, removes what an earlier fleet kept
-/// there, so this fleet's clients speak plain TCP.
-fn keep_tls(given: Option<&Path>, kept: &Path) -> Result<Option<FleetTls>, Box<dyn Error>> {
+/// Checks the operator's TLS directory and keeps a copy of it at `kept`, a directory per role (keys readable
+/// by their owner alone), where the fleet's processes and clients each find their own; with none, removes
+/// what an earlier fleet kept there, so this fleet's clients speak plain TCP.
+fn keep_tls(given: Option<&Path>, kept: &Path) -> Result<Option<PathBuf>, Box<dyn Error>> {
     if kept.exists() {
         std::fs::remove_dir_all(kept).map_err(|e| Failed::file(kept, e))?;
     }
     let Some(given) = given else {
         return Ok(None);
     };
-    FleetTls::read(given)?;
-    let copy = |name: &str| {
-        let (from, to) = (given.join(name), kept.join(name));
-        let copying = format!("copying {} to {}", from.display(), to.display());
-        std::fs::copy(&from, &to).map_err(|e| Failed::because(copying, e))
-    };
     std::fs::create_dir_all(kept).map_err(|e| Failed::file(kept, e))?;
     std::fs::set_permissions(kept, std::fs::Permissions::from_mode(0o700)).map_err(|e| Failed::file(kept, e))?;
-    for name in [CA_FILE, CERT_FILE, KEY_FILE] {
-        copy(name)?;
+    for role in Role::ALL {
+        let tls = FleetTls::read_as(given, role)?;
+        let to = kept.join(role.name());
+        std::fs::create_dir_all(&to).map_err(|e| Failed::file(&to, e))?;
+        for name in [CA_FILE, CERT_FILE, KEY_FILE] {
+            let from = tls.dir().join(name);
+            let copying = format!("copying {} to {}", from.display(), to.display());
+            std::fs::copy(&from, to.join(name)).map_err(|e| Failed::because(copying, e))?;
+        }
+        FleetTls::read_as(kept, role)?;
     }
-    Ok(Some(FleetTls::read(kept)?))
+    Ok(Some(kept.to_path_buf()))
 }
 
 /// A fleet being started, recorded in its state directory after each process starts (so `hearth cluster

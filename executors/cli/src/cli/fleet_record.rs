@@ -5,7 +5,7 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls};
+use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls, Role};
 use hearth_engine::files::write_file_whole;
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +51,10 @@ pub fn fleet_access(dir: &Path) -> Result<FleetAccess, Box<dyn Error>> {
     let tls = dir.join(TLS_DIR);
     Ok(FleetAccess {
         secret: ClusterSecret::read(&dir.join(SECRET_FILE)).ok(),
-        tls: tls.exists().then(|| FleetTls::read(&tls)).transpose()?,
+        tls: tls
+            .exists()
+            .then(|| FleetTls::read_as(&tls, Role::Client))
+            .transpose()?,
     })
 }
 

@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls};
+use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls, Role};
 
 use hearth_fleet::{ExecutorOptions, GpuRequest, SchedulerOptions};
 
@@ -157,21 +157,23 @@ struct AccessArgs {
     /// HEARTH_SECRET; none: no secret is asked or presented).
     #[arg(long = "secret-file")]
     secret_file: Option<PathBuf>,
-    /// A directory holding the fleet's TLS certificates: ca.pem, cert.pem and key.pem (else HEARTH_TLS_DIR;
-    /// none: plain TCP).
+    /// A directory holding the fleet's TLS certificates: the one `hearth cluster certs` wrote (this process
+    /// reads its role's subdirectory), or one with ca.pem, cert.pem and key.pem (else HEARTH_TLS_DIR; none:
+    /// plain TCP).
     #[arg(long = "tls-dir")]
     tls_dir: Option<PathBuf>,
 }
 
 impl AccessArgs {
-    fn access(&self) -> Result<FleetAccess, Box<dyn Error>> {
+    /// The secret, and the TLS of `role`.
+    fn access(&self, role: Role) -> Result<FleetAccess, Box<dyn Error>> {
         let secret = match &self.secret_file {
             Some(file) => ClusterSecret::read(file).map(Some),
             None => ClusterSecret::from_env(),
         }?;
         let tls = match &self.tls_dir {
-            Some(dir) => FleetTls::read(dir).map(Some),
-            None => FleetTls::from_env(),
+            Some(dir) => FleetTls::read_as(dir, role).map(Some),
+            None => FleetTls::from_env(role),
         }?;
         Ok(FleetAccess { secret, tls })
     }
@@ -263,7 +265,7 @@ impl Cli {
                     advertise,
                     work_dir,
                     data_roots,
-                    access: access.access()?,
+                    access: access.access(Role::Scheduler)?,
                 })
                 .await?;
                 Ok(())
@@ -278,7 +280,7 @@ impl Cli {
                     grpc_port: args.grpc_port,
                     work_dir: args.work_dir,
                     allow_programs: args.allow_programs,
-                    access: args.access.access()?,
+                    access: args.access.access(Role::Executor)?,
                 })
                 .await?;
                 Ok(())

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use ballista_api_types::dto::JobResponse;
 use clap::Args;
-use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, now_ms};
+use hearth_engine::ballista::{
+    CertificateFacts, EXECUTORS_ROUTE, ExecutorResources, FleetTls, GpuInfo, SchedulerRest, now_ms,
+};
 use serde::Serialize;
 
 use super::CommandResult;
@@ -28,7 +30,19 @@ struct Status<'a> {
     master: &'a str,
     executors: &'a [ExecutorResources],
     jobs: &'a [JobResponse],
+    certificates: &'a Certificates,
 }
+
+/// The TLS certificates of this client and of the scheduler it reached (none without TLS); executors report
+/// theirs with their resources.
+#[derive(Serialize)]
+struct Certificates {
+    client: Option<CertificateFacts>,
+    scheduler: Option<CertificateFacts>,
+}
+
+/// How many days before a certificate expires `hearth status` warns.
+const RENEW_WITHIN_DAYS: i64 = 30;
 
 /// `hearth status`.
 pub async fn run(master: Option<&str>, args: StatusArgs) -> CommandResult {
@@ -38,11 +52,17 @@ pub async fn run(master: Option<&str>, args: StatusArgs) -> CommandResult {
     let mut jobs: Vec<JobResponse> = rest.get("/api/jobs").await?;
     jobs.sort_by_key(|job| std::cmp::Reverse(job.start_time));
     jobs.truncate(args.jobs);
+    let scheduler = rest.server_certificate().await?;
+    let certificates = Certificates {
+        client: FleetTls::find()?.map(|tls| tls.certificate().clone()),
+        scheduler: scheduler.map(|der| CertificateFacts::of(&der)).transpose()?,
+    };
     if args.json {
         let status = Status {
             master: &master,
             executors: &executors,
             jobs: &jobs,
+            certificates: &certificates,
         };
         println!("{}", serde_json::to_string_pretty(&status)?);
         return Ok(());
@@ -50,7 +70,45 @@ pub async fn run(master: Option<&str>, args: StatusArgs) -> CommandResult {
     print_executors(&master, &executors);
     println!();
     print_jobs(&jobs);
+    print_certificates(&certificates, &executors);
     Ok(())
+}
+
+/// The fleet's TLS certificates — this client's, the scheduler's, each executor's — and when each expires,
+/// with a word when one expires within [`RENEW_WITHIN_DAYS`].
+fn print_certificates(certificates: &Certificates, executors: &[ExecutorResources]) {
+    let holders = [
+        ("this client", certificates.client.as_ref().map(|c| c.expires_at)),
+        ("the scheduler", certificates.scheduler.as_ref().map(|c| c.expires_at)),
+    ];
+    let mut expiries: Vec<(String, i64)> = holders
+        .into_iter()
+        .filter_map(|(holder, at)| Some((holder.to_string(), at?)))
+        .collect();
+    expiries.extend(
+        executors
+            .iter()
+            .filter_map(|e| Some((format!("executor {}", e.executor_id), e.certificate_expires_at?))),
+    );
+    if expiries.is_empty() {
+        return;
+    }
+    let now = i64::try_from(now_ms() / 1000).unwrap_or(i64::MAX);
+    println!("\nTLS certificates");
+    let mut rows = table(&["held by", "expires (UTC)", "days left"]);
+    for (holder, at) in &expiries {
+        let expires = chrono::DateTime::from_timestamp(*at, 0).map_or_else(|| at.to_string(), |t| t.to_string());
+        add_row(
+            &mut rows,
+            &[holder.clone(), expires, (at - now).div_euclid(86_400).to_string()],
+        );
+    }
+    rows.printstd();
+    if let Some((holder, _)) = expiries.iter().find(|(_, at)| (at - now) < RENEW_WITHIN_DAYS * 86_400) {
+        println!(
+            "{holder}'s certificate expires within {RENEW_WITHIN_DAYS} days: make a new set with `hearth cluster certs` and restart the fleet with it"
+        );
+    }
 }
 
 /// The fleet's summary line and its executors' table.

@@ -161,6 +161,31 @@ const CREDIT_PIPELINE: &str = r#"{"format": "Pipeline", "version": 1, "uid": "cr
     {"class": "VectorAssembler", "inputCols": ["p_vec", "age", "duration"], "outputCol": "raw"},
     {"class": "StandardScaler", "inputCol": "raw", "outputCol": "features", "withMean": true}]}"#;
 
+/// A temporary directory with [`CREDIT_PIPELINE`] in it, the German credit data, and where a model and a
+/// Parquet output go.
+pub struct CreditFiles {
+    pub dir: tempfile::TempDir,
+    pub spec: std::path::PathBuf,
+    pub data: std::path::PathBuf,
+    pub model: std::path::PathBuf,
+    pub out: std::path::PathBuf,
+}
+
+impl CreditFiles {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("pipeline.json");
+        std::fs::write(&spec, CREDIT_PIPELINE).unwrap();
+        Self {
+            spec,
+            data: dataset("german_credit/credit-g.csv"),
+            model: dir.path().join("model"),
+            out: dir.path().join("features.parquet"),
+            dir,
+        }
+    }
+}
+
 /// What pyarrow (from the libtorch environment ./dev puts first on PATH) reads of a Parquet directory:
 /// `rows columns type width max|mean|<1e-6` of the `features` column.
 fn pyarrow_reads(dir: &std::path::Path) -> String {
@@ -182,12 +207,13 @@ fn pyarrow_reads(dir: &std::path::Path) -> String {
 
 #[test]
 fn fit_transform_writes_features_that_pyarrow_reads_under_spark_save_modes() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("pipeline.json");
-    std::fs::write(&spec, CREDIT_PIPELINE).unwrap();
-    let data = dataset("german_credit/credit-g.csv");
-    let model = dir.path().join("model");
-    let out = dir.path().join("features.parquet");
+    let CreditFiles {
+        dir,
+        spec,
+        data,
+        model,
+        out,
+    } = CreditFiles::new();
     let run = hearth()
         .args(["--master", "local[2]", "fit-transform"])
         .args([&spec, &data, &model])

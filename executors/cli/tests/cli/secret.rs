@@ -90,7 +90,7 @@ fn a_fleet_refuses_executors_and_clients_without_its_secret() {
 }
 
 #[test]
-fn the_secret_never_crosses_the_wire_nor_reaches_a_log() {
+fn the_secret_never_crosses_the_wire_nor_reaches_a_log_nor_a_plan() {
     let fleet = Fleet::start(&["--executors", "1", "--slots", "1"]);
     let secret_file = fleet.state.path().join("secret");
     let secret = std::fs::read_to_string(&secret_file).unwrap().trim().to_string();
@@ -130,6 +130,17 @@ fn the_secret_never_crosses_the_wire_nor_reaches_a_log() {
     let text = String::from_utf8_lossy(&captured);
     assert!(text.contains("hearth-token/1/loopback/"), "the requests carried tokens");
     assert!(!text.contains(&secret), "the secret crossed the relay");
+    // The training stage's plan names where its job secret comes from, and carries none.
+    assert!(
+        text.contains("\"secret_from\":{"),
+        "the training plan crossed the relay"
+    );
+    let carried: Vec<&str> = text
+        .match_indices("\"secret\":\"")
+        .map(|(at, found)| &text[at + found.len()..(at + found.len() + 8).min(text.len())])
+        .filter(|after| !after.starts_with('"'))
+        .collect();
+    assert!(carried.is_empty(), "a plan carried a job secret: {carried:?}");
     let _ = executor.kill();
     let _ = executor.wait();
     for log in std::fs::read_dir(fleet.state.path().join("logs")).unwrap() {

@@ -1,8 +1,9 @@
-//! A fleet that speaks TLS: `hearth cluster start --tls-dir` with the authority and certificate `hearth
-//! cluster certs` made, the main job over it in client and cluster mode with the metrics it has locally, and what a client
-//! without the fleet's certificate meets: nothing in clear on any of the fleet's ports, and a TLS handshake
-//! refused for want of a certificate; one with the certificate but not the secret is refused by every
-//! executor port.
+//! A fleet that speaks TLS: `hearth cluster start --tls-dir` with the authority and the certificate per role
+//! `hearth cluster certs` made, the main job over it in client and cluster mode with the metrics it has
+//! locally, and what a client without the fleet's certificate meets: nothing in clear on any of the fleet's
+//! ports, and a TLS handshake refused for want of a certificate. A client's certificate is refused by every
+//! executor's task port (the scheduler's alone is admitted there), and one admitted without the secret is
+//! refused by every executor port. `hearth status` shows each certificate's expiry.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -23,8 +24,14 @@ fn certificates(dir: &Path) {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", shown(&out));
-    let key = std::fs::metadata(dir.join("key.pem")).unwrap();
-    assert_eq!(key.permissions().mode() & 0o777, 0o600, "the key is its owner's alone");
+    for role in ["scheduler", "executor", "client"] {
+        let key = std::fs::metadata(dir.join(role).join("key.pem")).unwrap();
+        assert_eq!(
+            key.permissions().mode() & 0o777,
+            0o600,
+            "the {role}'s key is its owner's alone"
+        );
+    }
     // A second run replaces nothing.
     let again = hearth().args(["cluster", "certs", "--out"]).arg(dir).output().unwrap();
     let error = String::from_utf8_lossy(&again.stderr);
@@ -43,7 +50,7 @@ fn answer_in_clear(port: u16) -> Vec<u8> {
 }
 
 /// The Flight and task ports each executor printed it listens on.
-fn executor_ports(fleet: &Fleet) -> Vec<u16> {
+fn executor_ports(fleet: &Fleet) -> Vec<[u16; 2]> {
     fleet
         .executor_logs()
         .lines()
@@ -52,8 +59,44 @@ fn executor_ports(fleet: &Fleet) -> Vec<u16> {
             let (flight, rest) = rest.split_once(" (tasks on ")?;
             Some([flight.parse().ok()?, rest.split(')').next()?.parse().ok()?])
         })
-        .flatten()
         .collect()
+}
+
+/// A `StopExecutor` call on `port` with `role`'s certificate from `tls` and no secret: the response headers
+/// when the TLS handshake succeeded, curl's error when it did not.
+fn stop_executor_as(tls: &Path, role: &str, port: u16) -> (bool, String) {
+    let url = format!("https://127.0.0.1:{port}/ballista.protobuf.ExecutorGrpc/StopExecutor");
+    let side = tls.join(role);
+    let call = Command::new("curl")
+        .args([
+            "--silent",
+            "--show-error",
+            "--http2",
+            "--max-time",
+            "10",
+            "--dump-header",
+            "-",
+        ])
+        .args(["--output", "/dev/null", "--cacert"])
+        .arg(side.join("ca.pem"))
+        .arg("--cert")
+        .arg(side.join("cert.pem"))
+        .arg("--key")
+        .arg(side.join("key.pem"))
+        // No body: the refusal answers the headers, so nothing is left unsent when the stream ends.
+        .args([
+            "-X",
+            "POST",
+            "-H",
+            "content-type: application/grpc",
+            "-H",
+            "te: trailers",
+        ])
+        .arg(&url)
+        .output()
+        .unwrap();
+    let answered = !call.stdout.is_empty();
+    (answered, format!("{url} as {role}: {}", shown(&call)))
 }
 
 #[test]
@@ -94,8 +137,8 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
     // plain request with a TLS alert (a record of type 21) or by closing.
     let scheduler_port: u16 = fleet.master.rsplit(':').next().unwrap().parse().unwrap();
     let ports = executor_ports(&fleet);
-    assert_eq!(ports.len(), 4, "two ports per executor: {ports:?}");
-    for port in std::iter::once(scheduler_port).chain(ports) {
+    assert_eq!(ports.len(), 2, "two ports per executor: {ports:?}");
+    for port in std::iter::once(scheduler_port).chain(ports.iter().flatten().copied()) {
         let answer = answer_in_clear(port);
         assert!(
             answer.is_empty() || answer[0] == 21,
@@ -104,49 +147,44 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
         );
     }
 
-    // A client with the fleet's certificate but not its secret: each executor port refuses its calls before
-    // Ballista sees them (StopExecutor answered UNAUTHENTICATED), and the executors run on.
-    for port in executor_ports(&fleet) {
-        let url = format!("https://127.0.0.1:{port}/ballista.protobuf.ExecutorGrpc/StopExecutor");
-        let call = Command::new("curl")
-            .args([
-                "--silent",
-                "--show-error",
-                "--http2",
-                "--max-time",
-                "10",
-                "--dump-header",
-                "-",
-            ])
-            .args(["--output", "/dev/null", "--cacert"])
-            .arg(tls.path().join("ca.pem"))
-            .arg("--cert")
-            .arg(tls.path().join("cert.pem"))
-            .arg("--key")
-            .arg(tls.path().join("key.pem"))
-            // No body: the refusal answers the headers, so nothing is left unsent when the stream ends.
-            .args([
-                "-X",
-                "POST",
-                "-H",
-                "content-type: application/grpc",
-                "-H",
-                "te: trailers",
-            ])
-            .arg(&url)
-            .output()
-            .unwrap();
-        let headers = String::from_utf8_lossy(&call.stdout).to_ascii_lowercase();
-        assert!(headers.contains("grpc-status: 16"), "{url}: {}", shown(&call));
+    // Roles: a client's certificate is refused by each task port in the handshake, naming the rule in the
+    // executor's log; the scheduler's is admitted there and a client's on Flight, and without the secret both
+    // are refused before Ballista sees the call (UNAUTHENTICATED). The executors run on.
+    for [flight, tasks] in ports {
+        let (answered, said) = stop_executor_as(tls.path(), "client", tasks);
+        assert!(!answered, "a client's certificate on the task port: {said}");
+        for (role, port) in [("scheduler", tasks), ("client", flight)] {
+            let (answered, said) = stop_executor_as(tls.path(), role, port);
+            assert!(
+                answered && said.to_ascii_lowercase().contains("grpc-status: 16"),
+                "{said}"
+            );
+        }
     }
+    let executor_logs = fleet.executor_logs();
+    assert!(
+        executor_logs.contains("a client certificate may not call an executor's task port"),
+        "{executor_logs}"
+    );
     std::thread::sleep(Duration::from_secs(1));
     let status = fleet.status();
     assert_eq!(status["executors"].as_array().map(Vec::len), Some(2), "{status}");
+    assert_eq!(status["certificates"]["client"]["role"], "client", "{status}");
+    assert_eq!(status["certificates"]["scheduler"]["role"], "scheduler", "{status}");
+    for executor in status["executors"].as_array().unwrap() {
+        assert!(executor["certificate_expires_at"].as_i64().is_some(), "{executor}");
+    }
+    let shown_status = fleet.ok(&["status"]);
+    assert!(
+        shown_status.contains("TLS certificates") && shown_status.contains("the scheduler"),
+        "{shown_status}"
+    );
 
     // A TLS client that trusts the fleet but has no certificate of its own is refused in the handshake; with
     // the fleet's certificate (and secret) it is answered.
     let url = format!("https://127.0.0.1:{scheduler_port}/api/version");
     let ca = tls.path().join("ca.pem");
+    let client = tls.path().join("client");
     let anonymous = Command::new("curl")
         .args(["--silent", "--show-error", "--max-time", "10", "--cacert"])
         .arg(&ca)
@@ -159,9 +197,9 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
         .args(["--silent", "--show-error", "--fail", "--max-time", "10", "--cacert"])
         .arg(&ca)
         .arg("--cert")
-        .arg(tls.path().join("cert.pem"))
+        .arg(client.join("cert.pem"))
         .arg("--key")
-        .arg(tls.path().join("key.pem"))
+        .arg(client.join("key.pem"))
         .args(["-H", &format!("Authorization: Bearer {}", token.trim()), &url])
         .output()
         .unwrap();

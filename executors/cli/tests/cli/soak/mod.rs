@@ -11,6 +11,7 @@
 
 mod driver;
 mod procfs;
+mod saves;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
