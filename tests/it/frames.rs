@@ -224,3 +224,39 @@ async fn parquet_is_written_a_part_file_per_partition_with_the_codec_asked() {
     assert_eq!(back.schema().fields().len(), 2);
     assert_eq!(back.count().await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn rows_appended_through_a_link_go_into_the_directory_it_names_all_at_once() {
+    use hearth::engine::write::{FrameWriter, OutputFormat, SaveMode};
+    let session = Session::local(2);
+    let df = session
+        .sql("SELECT x FROM generate_series(1, 1000) AS t(x)")
+        .await
+        .unwrap()
+        .repartition_rows(2)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    FrameWriter::new(OutputFormat::Parquet)
+        .save(df.clone(), &data)
+        .await
+        .unwrap();
+    let link = dir.path().join("latest");
+    std::os::unix::fs::symlink(&data, &link).unwrap();
+    let appended = FrameWriter::new(OutputFormat::Parquet)
+        .mode(SaveMode::Append)
+        .save(df, &link)
+        .await
+        .unwrap();
+    assert_eq!(appended.files.len(), 2);
+    assert!(
+        std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(),
+        "the link stays a link"
+    );
+    assert_eq!(session.read_parquet(&data).await.unwrap().count().await.unwrap(), 2000);
+    let beside: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(beside.len(), 2, "nothing left beside them: {beside:?}");
+}

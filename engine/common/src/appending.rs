@@ -4,8 +4,11 @@
 //! system has no links) and takes the destination's place as a replacing save does
 //! ([`move_into_place`]). A reader lists the old files or all of them, never some of the new; a writer
 //! killed at any point leaves the destination as it was (what it left beside it is swept by the next write).
-//! Appends to one destination take turns — an exclusive lock on the destination directory itself, checked to
-//! still be the destination once held — so none drops the files of another.
+//! Appends to one destination, and saves that replace it, take turns — an exclusive lock on the destination
+//! directory itself, checked to still be the destination once held — so none drops the files of another.
+//! Where the exchange is two renames (systems without `RENAME_EXCHANGE`), the destination is missing for a
+//! moment between them, and where it is a mount point it cannot be exchanged at all: its new files are moved
+//! in one at a time, with a warning.
 //!
 //! ```
 //! use hearth_common::appending::append_whole;
@@ -36,50 +39,127 @@ const TURN_ATTEMPTS: usize = 64;
 
 /// Adds the files in `staged` to the existing directory `dest` in one step (see the [module](self) docs).
 /// A name both hold is an error naming it, except the names in `staged_replaces` (a `_SUCCESS` marker),
-/// whose staged file is kept.
+/// whose staged file is kept. A destination that is a mount point cannot be exchanged: its new files are
+/// moved in one at a time, with a warning.
 pub fn append_whole(staged: &StagingDir, dest: &Path, staged_replaces: &[&str]) -> Result<(), WholeDirError> {
-    let _turn = Turn::take(dest)?;
-    link_tree(dest, staged.path(), staged_replaces).map_err(|e| match e.kind() {
+    let _turn = take_turn(dest)?;
+    let clash = |e: io::Error| match e.kind() {
         io::ErrorKind::AlreadyExists => WholeDirError::new(dest, e.to_string()),
-        _ => WholeDirError::new(dest, "linking its files beside the new ones").caused_by(e),
-    })?;
+        _ => WholeDirError::new(dest, "putting its files beside the new ones").caused_by(e),
+    };
+    if mount_point(dest) {
+        log::warn!(
+            "{}: a mount point, which cannot be replaced in one step: the appended files appear one at a time",
+            dest.display()
+        );
+        return move_tree(staged.path(), dest, staged_replaces).map_err(clash);
+    }
+    let copied = link_tree(dest, staged.path(), staged_replaces).map_err(clash)?;
+    if copied > 0 {
+        log::warn!(
+            "{}: its file system makes no hard links, so its {copied} files were copied beside the new ones",
+            dest.display()
+        );
+    }
+    // The directory keeps its permissions.
+    if let Ok(metadata) = fs::metadata(dest) {
+        let _ = fs::set_permissions(staged.path(), metadata.permissions());
+    }
     sync_tree(staged.path()).map_err(|e| WholeDirError::new(dest, "syncing the new files").caused_by(e))?;
     let aside = sibling(&parent_of(dest), dest, "replaced");
     move_into_place(staged.path(), dest, Some(&aside))
         .map_err(|e| WholeDirError::new(dest, "moving the files into place").caused_by(e))
 }
 
-/// Links each file under `from` to the same place under `to`, making directories `to` lacks; a file `to`
-/// already has is an `AlreadyExists` error naming it, unless its name is in `to_keeps`.
-fn link_tree(from: &Path, to: &Path, to_keeps: &[&str]) -> io::Result<()> {
+/// Links each file under `from` to the same place under `to`, making directories `to` lacks; a name `to`
+/// already has is an `AlreadyExists` error naming it, unless it is a file named in `to_keeps`. Returns how
+/// many files had to be copied (a file system without hard links).
+fn link_tree(from: &Path, to: &Path, to_keeps: &[&str]) -> io::Result<usize> {
+    let mut copied = 0;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let taken = fs::symlink_metadata(&target).ok();
+        if entry.file_type()?.is_dir() {
+            match taken {
+                Some(taken) if !taken.is_dir() => return Err(already_holds(&target)),
+                Some(_) => {}
+                None => fs::create_dir(&target)?,
+            }
+            copied += link_tree(&source, &target, to_keeps)?;
+            continue;
+        }
+        if taken.is_some() {
+            if to_keeps.iter().any(|name| entry.file_name() == *name) {
+                continue;
+            }
+            return Err(already_holds(&target));
+        }
+        if fs::hard_link(&source, &target).is_err() {
+            fs::copy(&source, &target)?;
+            copied += 1;
+        }
+    }
+    Ok(copied)
+}
+
+/// Moves each file under `from` to the same place under `to`, one at a time (the staged ones into a mount
+/// point); a name `to` already has is an error, as in [`link_tree`], and a file named in `from_replaces`
+/// replaces its namesake.
+fn move_tree(from: &Path, to: &Path, from_replaces: &[&str]) -> io::Result<()> {
     for entry in fs::read_dir(from)? {
         let entry = entry?;
         let (source, target) = (entry.path(), to.join(entry.file_name()));
         if entry.file_type()?.is_dir() {
-            if !target.is_dir() {
-                fs::create_dir(&target)?;
-            }
-            link_tree(&source, &target, to_keeps)?;
-            continue;
-        }
-        if fs::symlink_metadata(&target).is_ok() {
-            if to_keeps.iter().any(|name| entry.file_name() == *name) {
-                continue;
-            }
-            let message = format!("already holds a file named {}", entry.file_name().to_string_lossy());
-            return Err(io::Error::new(io::ErrorKind::AlreadyExists, message));
-        }
-        if fs::hard_link(&source, &target).is_err() {
-            fs::copy(&source, &target)?;
+            fs::create_dir_all(&target)?;
+            move_tree(&source, &target, from_replaces)?;
+        } else if fs::symlink_metadata(&target).is_ok() && !from_replaces.iter().any(|n| entry.file_name() == *n) {
+            return Err(already_holds(&target));
+        } else {
+            fs::rename(&source, &target)?;
         }
     }
-    Ok(())
+    crate::files::sync(to)
 }
 
-/// An append's exclusive turn at one destination: a lock on the directory itself, released when dropped.
-struct Turn {
+/// The error for a name the destination already holds.
+fn already_holds(target: &Path) -> io::Error {
+    let name = target.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("already holds a file named {name}"),
+    )
+}
+
+/// Whether `dir` is the root of a mounted file system (its device differs from its parent's).
+#[cfg(unix)]
+fn mount_point(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let device = |path: &Path| fs::metadata(path).map(|m| m.dev()).ok();
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    matches!((device(dir), device(parent)), (Some(a), Some(b)) if a != b)
+}
+
+#[cfg(not(unix))]
+fn mount_point(_dir: &Path) -> bool {
+    false
+}
+
+/// Waits for an exclusive turn at replacing `dest` (an append, or a save that overwrites it), released when
+/// the turn is dropped; see the [module](self) docs. Where the file system has no locks on directories (NFS
+/// gives `flock` on a directory opened to read no lock), the turn is not taken, with a warning: one writer at
+/// a time is then the caller's to keep.
+pub fn take_turn(dest: &Path) -> Result<Turn, WholeDirError> {
+    Turn::take(dest)
+}
+
+/// An exclusive turn at replacing one destination: a lock on the directory itself, released when dropped.
+pub struct Turn {
     #[cfg(unix)]
-    _locked: nix::fcntl::Flock<File>,
+    _locked: Option<nix::fcntl::Flock<File>>,
 }
 
 impl Turn {
@@ -89,6 +169,7 @@ impl Turn {
     fn take(dest: &Path) -> Result<Self, WholeDirError> {
         use std::os::unix::fs::MetadataExt;
 
+        use nix::errno::Errno;
         use nix::fcntl::{Flock, FlockArg};
         let failed = |message: &str| {
             let message = message.to_string();
@@ -96,21 +177,30 @@ impl Turn {
         };
         for _ in 0..TURN_ATTEMPTS {
             let directory = File::open(dest).map_err(failed("opening it to append"))?;
-            let locked = Flock::lock(directory, FlockArg::LockExclusive)
-                .map_err(|(_, errno)| failed("waiting for another append to it")(errno.into()))?;
+            let locked = match Flock::lock(directory, FlockArg::LockExclusive) {
+                Ok(locked) => locked,
+                Err((_, Errno::EBADF | Errno::ENOLCK | Errno::EOPNOTSUPP | Errno::EINVAL)) => {
+                    log::warn!(
+                        "{}: its file system cannot lock a directory, so writers to it do not take turns",
+                        dest.display()
+                    );
+                    return Ok(Self { _locked: None });
+                }
+                Err((_, errno)) => return Err(failed("waiting for another writer to it")(errno.into())),
+            };
             let held = locked.metadata().map_err(failed("reading it"))?;
             let now = fs::metadata(dest).map_err(failed("reading it"))?;
             if (held.dev(), held.ino()) == (now.dev(), now.ino()) {
-                return Ok(Self { _locked: locked });
+                return Ok(Self { _locked: Some(locked) });
             }
         }
         Err(WholeDirError::new(
             dest,
-            format!("replaced by other writers {TURN_ATTEMPTS} times while this append waited for its turn"),
+            format!("replaced by other writers {TURN_ATTEMPTS} times while this one waited for its turn"),
         ))
     }
 
-    /// Appends take no turns here (no `flock`): one writer at a time is the caller's to keep.
+    /// Writers take no turns here (no `flock`): one writer at a time is the caller's to keep.
     #[cfg(not(unix))]
     fn take(_dest: &Path) -> Result<Self, WholeDirError> {
         Ok(Self {})

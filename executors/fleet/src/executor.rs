@@ -15,7 +15,7 @@ use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_
 use ballista_executor::executor_server::TERMINATING;
 use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::{
-    EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetPort, FleetTls, SchedulerRest, now_ms,
+    ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetPort, FleetTls, SchedulerRest, now_ms,
 };
 use hearth_engine::barrier::program::allow_programs;
 use hearth_engine::barrier::{libtorch_sees_gpus, offer_gpus};
@@ -70,6 +70,10 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
     let gpus = usable_gpus(options.gpus, chosen, libtorch_sees_gpus)?;
     offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
     allow_programs(options.allow_programs.clone())?;
+    // Its tasks derive their stages' job secrets from the secret it was started with.
+    if let Some(secret) = &options.access.secret {
+        ClusterSecret::use_in_process(secret.clone());
+    }
     let start = Start {
         reached_at: match options.bind.is_unspecified() {
             true => host_name(),

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hearth_engine::ballista::{FleetAccess, Role, SECRET_FILE_ENV, TLS_DIR_ENV, now_ms};
+use hearth_engine::ballista::{FleetAccess, FleetTls, Role, SECRET_FILE_ENV, TLS_DIR_ENV, now_ms};
 use hearth_engine::files::write_file_whole;
 use hearth_engine::session::{APP_NAME_ENV, JOB_ID_ENV};
 use nix::sys::signal::{Signal, kill};
@@ -118,8 +118,10 @@ pub const KILL_GRACE: Duration = Duration::from_secs(5);
 pub struct JobBoard {
     dir: PathBuf,
     master: String,
-    /// The fleet's secret and TLS, handed to the drivers it starts (in their environment).
+    /// The scheduler's secret and TLS: the drivers it starts get their job's key of the secret.
     access: FleetAccess,
+    /// The client's TLS the drivers speak, or why there is none to give them.
+    drivers_tls: std::result::Result<Option<FleetTls>, String>,
     /// The directories and URL prefixes, besides its own folder, that a job's statements may name.
     data_roots: Vec<String>,
     program: PathBuf,
@@ -138,11 +140,20 @@ const KILLED_BY_SHUTDOWN: &str = "the scheduler stopped";
 
 impl JobBoard {
     /// What jobs' statements may not name even under a data root: every job's folder (a job's own folder is a
-    /// root of its own), and where the fleet's secret and TLS key are.
+    /// root of its own), and where the fleet's secret and TLS keys are.
     fn denied_to_jobs(&self) -> Vec<PathBuf> {
         let secret = std::env::var_os(SECRET_FILE_ENV).and_then(|file| Some(Path::new(&file).parent()?.to_path_buf()));
         let tls = std::env::var_os(TLS_DIR_ENV).map(PathBuf::from);
-        std::iter::once(self.dir.clone()).chain(secret).chain(tls).collect()
+        let scheduler_tls = self
+            .access
+            .tls
+            .iter()
+            .flat_map(|tls| [tls.root().to_path_buf(), tls.dir().to_path_buf()]);
+        std::iter::once(self.dir.clone())
+            .chain(secret)
+            .chain(tls)
+            .chain(scheduler_tls)
+            .collect()
     }
 
     /// The jobs kept under `work_dir/jobs`, whose drivers connect to `master` as clients of the fleet `access`
@@ -150,10 +161,11 @@ impl JobBoard {
     /// folder and under `data_roots`. Jobs a previous scheduler left running are marked failed: their drivers
     /// lost their fleet.
     pub fn open(work_dir: &Path, master: String, access: FleetAccess, data_roots: Vec<String>) -> Result<Self> {
-        let access = FleetAccess {
-            tls: (access.tls.as_ref().map(|tls| tls.as_role(Role::Client)).transpose()).map_err(FleetError::tls)?,
-            ..access
-        };
+        let drivers_tls = (access.tls.as_ref().map(|tls| tls.as_role(Role::Client)).transpose()).map_err(|e| {
+            let why = format!("the drivers of cluster-mode jobs need the fleet's client certificate: {e}");
+            log::warn!("cluster-mode jobs will be refused: {why}");
+            why
+        });
         let dir = work_dir.join("jobs");
         std::fs::create_dir_all(&dir).map_err(|e| FleetError::jobs(&dir, e))?;
         let program = std::env::current_exe().map_err(|e| FleetError::driver("cannot find the hearth program", e))?;
@@ -162,6 +174,7 @@ impl JobBoard {
             dir,
             master,
             access,
+            drivers_tls,
             data_roots,
             program,
             running: Mutex::default(),
@@ -193,6 +206,16 @@ impl JobBoard {
         valid.then(|| self.dir.join(id))
     }
 
+    /// What job `id`'s driver reaches the fleet with: its job's key, not the fleet's secret (see
+    /// `ClusterSecret::for_job`), and the client's certificate.
+    fn driver_access(&self, id: &str) -> Result<FleetAccess> {
+        let access = FleetAccess {
+            secret: self.access.secret.clone(),
+            tls: self.drivers_tls.clone().map_err(FleetError::Refused)?,
+        };
+        Ok(access.for_job(id))
+    }
+
     /// Starts a driver for `request` and returns its job's record.
     pub fn submit(self: &Arc<Self>, request: SubmitRequest) -> Result<JobRecord> {
         if request.name.trim().is_empty() {
@@ -200,6 +223,7 @@ impl JobBoard {
         }
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
         let id = format!("driver-{}-{sequence:04}", chrono::Utc::now().format("%Y%m%d%H%M%S"));
+        let access = self.driver_access(&id)?;
         let folder = self.dir.join(&id);
         std::fs::create_dir_all(&folder).map_err(|e| FleetError::jobs(&folder, e))?;
         let statements = folder.join("job.sql");
@@ -210,9 +234,7 @@ impl JobBoard {
             .map(PathBuf::from)
             .filter(|dir| dir.is_dir())
             .unwrap_or_else(|| folder.clone());
-        let log_path = folder.join("driver.log");
-        let log = File::create(&log_path).map_err(|e| FleetError::jobs(&log_path, e))?;
-        let log_too = log.try_clone().map_err(|e| FleetError::jobs(&log_path, e))?;
+        let (log, log_too) = driver_log(&folder)?;
         let spawned = tokio::process::Command::new(&self.program)
             .arg("sql")
             .arg("--master")
@@ -228,8 +250,7 @@ impl JobBoard {
             .arg(&statements)
             .env(APP_NAME_ENV, &request.name)
             .env(JOB_ID_ENV, &id)
-            // The driver proves its job's key, not the fleet's secret (see `ClusterSecret::for_job`).
-            .envs(self.access.for_job(&id).environment())
+            .envs(access.environment())
             .current_dir(&working_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
@@ -450,6 +471,14 @@ fn incomplete_tail(bytes: &[u8]) -> usize {
     };
     let present = bytes.len() - start;
     if present < needed { present } else { 0 }
+}
+
+/// The driver's log in job folder `folder`, opened for its standard output and error.
+fn driver_log(folder: &Path) -> Result<(File, File)> {
+    let path = folder.join("driver.log");
+    let log = File::create(&path).map_err(|e| FleetError::jobs(&path, e))?;
+    let log_too = log.try_clone().map_err(|e| FleetError::jobs(&path, e))?;
+    Ok((log, log_too))
 }
 
 #[cfg(test)]

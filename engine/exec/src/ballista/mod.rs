@@ -23,7 +23,7 @@ pub use cluster::{DEFAULT_SCHEDULER_PORT, submit_physical};
 pub(crate) use cluster::{connect_remote, start_standalone};
 pub(crate) use fleet::task_slots;
 pub use fleet::{ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, alive, fleet_resources, now_ms};
-pub use roles::{CertificateFacts, FleetPort, Role};
+pub use roles::{CertificateFacts, FleetPort, Role, days_left};
 pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV, SECRET_JOB_ENV, equal_in_constant_time};
 pub use tls::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, TLS_DIR_ENV};
 pub(crate) use token::authority;

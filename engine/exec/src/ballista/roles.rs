@@ -134,8 +134,13 @@ impl CertificateFacts {
 
     /// Whole days from `now` (seconds since the epoch) until it expires; negative once it has.
     pub fn days_left(&self, now: i64) -> i64 {
-        (self.expires_at - now).div_euclid(86_400)
+        days_left(self.expires_at, now)
     }
+}
+
+/// Whole days from `now` until `expires_at` (both in seconds since the epoch); negative once past.
+pub fn days_left(expires_at: i64, now: i64) -> i64 {
+    (expires_at - now).div_euclid(86_400)
 }
 
 /// Checks a client's certificate chain with `chain`, then its role against what `port` admits.

@@ -40,6 +40,9 @@ const SHORTEST: usize = 32;
 /// Where [`ClusterSecret::find`] looks when the environment names no secret.
 static DEFAULT_FILE: OnceLock<PathBuf> = OnceLock::new();
 
+/// What [`ClusterSecret::find`] finds first: the secret a daemon of the fleet was started with.
+static IN_PROCESS: OnceLock<ClusterSecret> = OnceLock::new();
+
 /// The fleet's shared secret, or a key derived from it for one cluster-mode job
 /// ([`ClusterSecret::for_job`]), which the fleet's ports admit only for that job's own business.
 #[derive(Clone, PartialEq, Eq)]
@@ -163,9 +166,20 @@ impl ClusterSecret {
         let _ = DEFAULT_FILE.set(file);
     }
 
-    /// The secret from the environment ([`ClusterSecret::from_env`]), else from the default file if it
-    /// exists; `None` when there is none — a fleet without a secret.
+    /// Makes `secret` what [`ClusterSecret::find`] finds first in this process: the secret a scheduler or
+    /// executor was started with (`--secret-file` included), from which its tasks derive their job secrets.
+    /// Only the first call counts.
+    pub fn use_in_process(secret: ClusterSecret) {
+        let _ = IN_PROCESS.set(secret);
+    }
+
+    /// The secret this process was started with ([`ClusterSecret::use_in_process`]), else the one in the
+    /// environment ([`ClusterSecret::from_env`]), else the default file's if it exists; `None` when there is
+    /// none — a fleet without a secret.
     pub fn find() -> Result<Option<Self>> {
+        if let Some(secret) = IN_PROCESS.get() {
+            return Ok(Some(secret.clone()));
+        }
         if let Some(secret) = Self::from_env()? {
             return Ok(Some(secret));
         }

@@ -69,9 +69,15 @@ impl FleetTls {
     /// `hearth cluster certs` writes), else `dir` itself; refused when the certificate names another role.
     pub fn read_as(dir: &Path, role: Role) -> Result<Self> {
         let own = dir.join(role.name());
-        let mut tls = match own.join(CERT_FILE).exists() {
-            true => Self::read(&own)?,
-            false => Self::read(dir)?,
+        let mut tls = match (own.join(CERT_FILE).exists(), dir.join(CERT_FILE).exists()) {
+            (true, _) => Self::read(&own)?,
+            (false, true) => Self::read(dir)?,
+            (false, false) => {
+                let message = format!(
+                    "holds no {role} certificate: neither {role}/{CERT_FILE} (as `hearth cluster certs` writes them) nor {CERT_FILE}"
+                );
+                return Err(HearthError::persistence(dir, message));
+            }
         };
         if let Some(named) = tls.facts.role.filter(|named| *named != role) {
             let message = format!(
@@ -155,10 +161,20 @@ impl FleetTls {
         }
     }
 
-    /// The same fleet's TLS for `role`, from the directory this was found in (the scheduler's drivers are
-    /// clients).
+    /// The same fleet's TLS for `role` (the scheduler's drivers are clients): from the directory this was
+    /// found in, else — when that is this side's own role directory — from the one beside it.
     pub fn as_role(&self, role: Role) -> Result<Self> {
-        Self::read_as(&self.found_in, role)
+        let found = Self::read_as(&self.found_in, role);
+        let in_own_role_dir = (self.facts.role).is_some_and(|own| self.found_in.ends_with(own.name()));
+        match (found, self.found_in.parent()) {
+            (Err(_), Some(parent)) if in_own_role_dir => Self::read_as(parent, role),
+            (found, _) => found,
+        }
+    }
+
+    /// The directory it was found in: this side's, or the one holding a directory per role.
+    pub fn root(&self) -> &Path {
+        &self.found_in
     }
 
     /// The directory this side's material was read from (handed to the processes this one starts as the

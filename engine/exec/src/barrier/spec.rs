@@ -105,7 +105,12 @@ impl DerivedSecret {
     fn secret(&self) -> Result<JobSecret, String> {
         let fleet = ClusterSecret::find()
             .map_err(|e| format!("reading the fleet's secret to derive the job's: {e}"))?
-            .ok_or("the job's secret is derived from the fleet's secret, and this process has none")?;
+            .ok_or_else(|| {
+                format!(
+                    "the job's secret is derived from the fleet's secret, and this executor (on {}) has none: start it with --secret-file or HEARTH_SECRET_FILE",
+                    hearth_common::host::host_name()
+                )
+            })?;
         if fleet.job().is_some() {
             return Err(
                 "the job's secret is derived from the fleet's secret, and this process holds only a job's key".into(),

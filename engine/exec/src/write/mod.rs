@@ -39,7 +39,7 @@ use datafusion::common::config::TableParquetOptions;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::functions_nested::expr_fn::array_element;
 use datafusion::prelude::{DataFrame, Expr, col, lit};
-use hearth_common::appending::append_whole;
+use hearth_common::appending::{append_whole, take_turn};
 use hearth_common::files::{StagingDir, move_into_place, parent_of, sibling, sweep_leftovers, sync};
 
 use crate::error::{HearthError, Result};
@@ -201,6 +201,16 @@ impl FrameWriter {
             }
             _ => {}
         }
+        // Rows appended through a link go into the directory it names, which keeps its place.
+        let resolved;
+        let dest = match (exists, self.mode) {
+            (true, SaveMode::Append) => {
+                resolved = fs::canonicalize(dest)
+                    .map_err(|e| HearthError::persistence(dest, "finding the directory it names").caused_by(e))?;
+                resolved.as_path()
+            }
+            _ => dest,
+        };
         let parent = parent_of(dest);
         fs::create_dir_all(&parent)
             .map_err(|e| HearthError::persistence(dest, "creating its directory").caused_by(e))?;
@@ -330,6 +340,9 @@ impl Staging {
     fn commit(self, dest: &Path, staged: &[PathBuf], replace: bool) -> Result<Vec<PathBuf>> {
         let parent = self.dir.path().parent().unwrap_or(Path::new("."));
         let aside = replace.then(|| sibling(parent, dest, "replaced"));
+        // Not while an append builds on what is there.
+        let _turn = (aside.is_some().then(|| take_turn(dest)).transpose())
+            .map_err(|e| HearthError::persistence(&self.dest, "replacing it").caused_by(e))?;
         move_into_place(self.dir.path(), dest, aside.as_deref())
             .map_err(|e| HearthError::persistence(&self.dest, "moving the written files into place").caused_by(e))?;
         Ok(placed(dest, staged))

@@ -209,6 +209,22 @@ mod tests {
             error.contains("client's certificate") && error.contains("executor needs its own"),
             "{error}"
         );
+        // A scheduler given its own directory finds its drivers' client certificate beside it; given that
+        // directory alone, it says what is missing.
+        let scheduler = FleetTls::read_as(&out.path().join("scheduler"), Role::Scheduler).unwrap();
+        assert_eq!(
+            scheduler.as_role(Role::Client).unwrap().certificate().role,
+            Some(Role::Client)
+        );
+        let alone = tempfile::tempdir().unwrap();
+        let scheduler_only = alone.path().join("scheduler");
+        std::fs::create_dir(&scheduler_only).unwrap();
+        for name in [CA_FILE, CERT_FILE, KEY_FILE] {
+            std::fs::copy(out.path().join("scheduler").join(name), scheduler_only.join(name)).unwrap();
+        }
+        let scheduler = FleetTls::read_as(&scheduler_only, Role::Scheduler).unwrap();
+        let error = scheduler.as_role(Role::Client).unwrap_err().to_string();
+        assert!(error.contains("holds no client certificate"), "{error}");
     }
 
     #[test]

@@ -82,10 +82,11 @@ pub struct StartArgs {
     /// How long to wait for every executor to register, in seconds.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
-    /// The fleet's TLS certificates: a directory holding ca.pem (the authority), cert.pem (naming every
-    /// host and 127.0.0.1) and key.pem. The scheduler, the executors and every client then speak TLS and
-    /// prove themselves with it; a copy is kept in the state directory. With --hosts, the same directory
-    /// must be at the same path on every host.
+    /// The fleet's TLS certificates: the directory `hearth cluster certs` wrote (scheduler/, executor/ and
+    /// client/, each with ca.pem, cert.pem and key.pem), or one with ca.pem, cert.pem and key.pem for every
+    /// role. The scheduler, the executors and every client then speak TLS and prove themselves with their
+    /// role's certificate; a copy is kept in the state directory. With --hosts, each host needs the
+    /// executor's (or the one certificate) at the same path.
     #[arg(long = "tls-dir")]
     tls_dir: Option<PathBuf>,
     /// Directories and URL prefixes (`s3://bucket/data/`) cluster-mode jobs' statements may read and write,
@@ -145,7 +146,7 @@ fn resolve(host: &str) -> Result<IpAddr, Failed> {
 async fn start(args: StartArgs) -> CommandResult {
     if args.hosts.is_some() && args.tls_dir.is_none() && !args.insecure {
         return Err(Failed::new(
-            "--hosts without --tls-dir: the cluster secret, the fleet's plans (a training job's secret among them) \
+            "--hosts without --tls-dir: the proofs of the cluster secret, the fleet's plans \
              and its data would cross the network in clear, for anyone on it to read and replay; give --tls-dir DIR (`hearth cluster certs --host HOST …` makes one), or --insecure on a network \
              whose every user you trust",
         )

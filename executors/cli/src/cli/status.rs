@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use ballista_api_types::dto::JobResponse;
 use clap::Args;
 use hearth_engine::ballista::{
-    CertificateFacts, EXECUTORS_ROUTE, ExecutorResources, FleetTls, GpuInfo, SchedulerRest, now_ms,
+    CertificateFacts, EXECUTORS_ROUTE, ExecutorResources, FleetTls, GpuInfo, SchedulerRest, days_left, now_ms,
 };
 use serde::Serialize;
 
@@ -98,13 +98,10 @@ fn print_certificates(certificates: &Certificates, executors: &[ExecutorResource
     let mut rows = table(&["held by", "expires (UTC)", "days left"]);
     for (holder, at) in &expiries {
         let expires = chrono::DateTime::from_timestamp(*at, 0).map_or_else(|| at.to_string(), |t| t.to_string());
-        add_row(
-            &mut rows,
-            &[holder.clone(), expires, (at - now).div_euclid(86_400).to_string()],
-        );
+        add_row(&mut rows, &[holder.clone(), expires, days_left(*at, now).to_string()]);
     }
     rows.printstd();
-    if let Some((holder, _)) = expiries.iter().find(|(_, at)| (at - now) < RENEW_WITHIN_DAYS * 86_400) {
+    if let Some((holder, _)) = expiries.iter().find(|(_, at)| days_left(*at, now) < RENEW_WITHIN_DAYS) {
         println!(
             "{holder}'s certificate expires within {RENEW_WITHIN_DAYS} days: make a new set with `hearth cluster certs` and restart the fleet with it"
         );
