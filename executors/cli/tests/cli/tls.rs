@@ -1,8 +1,8 @@
 //! A fleet that speaks TLS: `hearth cluster start --tls-dir` with the authority and the certificate per role
 //! `hearth cluster certs` made, the main job over it in client and cluster mode with the metrics it has
 //! locally, and what a client without the fleet's certificate meets: nothing in clear on any of the fleet's
-//! ports, and a TLS handshake refused for want of a certificate. A client's certificate is refused by every
-//! executor's task port (the scheduler's alone is admitted there), and one admitted without the secret is
+//! ports, and a TLS handshake refused for want of a certificate. A client's or an executor's certificate is
+//! refused by every executor's task port (the scheduler's alone is admitted there), and one admitted without the secret is
 //! refused by every executor port. `hearth status` shows each certificate's expiry.
 
 use std::io::{Read, Write};
@@ -151,8 +151,10 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
     // executor's log; the scheduler's is admitted there and a client's on Flight, and without the secret both
     // are refused before Ballista sees the call (UNAUTHENTICATED). The executors run on.
     for [flight, tasks] in ports {
-        let (answered, said) = stop_executor_as(tls.path(), "client", tasks);
-        assert!(!answered, "a client's certificate on the task port: {said}");
+        for role in ["client", "executor"] {
+            let (answered, said) = stop_executor_as(tls.path(), role, tasks);
+            assert!(!answered, "{role}'s certificate on the task port: {said}");
+        }
         for (role, port) in [("scheduler", tasks), ("client", flight)] {
             let (answered, said) = stop_executor_as(tls.path(), role, port);
             assert!(
