@@ -13,11 +13,12 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
+use std::iter;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use super::auth::fill_random;
-use super::transfer::{Combine, HEADER_LEN, Plan, Side};
+use super::transfer::{Combine, HEADER_GRACE, HEADER_LEN, Plan, Side};
 
 /// One message between neighbours.
 enum Message {
@@ -193,6 +194,24 @@ impl MemoryLinks {
         self.left.0.receive(deadline).map_err(|e| (Side::Left, e))
     }
 
+    /// Sends an operation's opening messages (its header first) to the right. A right neighbour that closed has
+    /// often only failed first on the garbage this rank is about to take from the left: the left's header is
+    /// then looked at for a moment, and garbage in it is the cause named.
+    fn send_opening(
+        &self,
+        opening: impl IntoIterator<Item = Message>,
+        check_header: &dyn Fn(&[u8; HEADER_LEN]) -> io::Result<()>,
+        deadline: Instant,
+    ) -> Result<(), (Side, io::Error)> {
+        let Err(sent) = opening.into_iter().try_for_each(|message| self.send(message)) else {
+            return Ok(());
+        };
+        match self.receive_header(check_header, deadline.min(Instant::now() + HEADER_GRACE)) {
+            Err(garbage) if garbage.1.kind() == io::ErrorKind::InvalidData => Err(garbage),
+            _ => Err(sent),
+        }
+    }
+
     /// Takes the left neighbour's header and checks it.
     fn receive_header(
         &self,
@@ -209,10 +228,15 @@ impl MemoryLinks {
     /// header is checked, and its spans are combined in order (each passed on where asked). On failure, says
     /// which neighbour's link failed and how.
     pub(crate) fn run(&self, values: &mut [f32], plan: &Plan, deadline: Instant) -> Result<(), (Side, io::Error)> {
-        self.send(Message::Header(plan.header))?;
-        if let Some(first) = &plan.first {
-            self.send(self.right.0.copy_of(&values[first.clone()]))?;
-        }
+        let first = plan
+            .first
+            .iter()
+            .map(|first| self.right.0.copy_of(&values[first.clone()]));
+        self.send_opening(
+            iter::once(Message::Header(plan.header)).chain(first),
+            plan.check_header,
+            deadline,
+        )?;
         self.receive_header(plan.check_header, deadline)?;
         for expected in plan.receives {
             let Message::Values(mut incoming) = self.receive(deadline)? else {
@@ -252,8 +276,8 @@ impl MemoryLinks {
         check_header: &dyn Fn(&[u8; HEADER_LEN]) -> io::Result<()>,
         deadline: Instant,
     ) -> Result<Vec<Vec<u8>>, (Side, io::Error)> {
-        self.send(Message::Header(header))?;
-        self.send(Message::Bytes(mine.to_vec()))?;
+        let opening = [Message::Header(header), Message::Bytes(mine.to_vec())];
+        self.send_opening(opening, check_header, deadline)?;
         self.receive_header(check_header, deadline)?;
         let mut gathered = vec![Vec::new(); world];
         gathered[rank] = mine.to_vec();

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::ops::Range;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::frames::{Opener, Sealer, TAG_LEN};
 use super::link::Link;
@@ -26,6 +26,9 @@ const PIECE: usize = 128 * 1024;
 
 /// Bytes of an operation's header.
 pub(crate) const HEADER_LEN: usize = 24;
+
+/// How long a rank that could not send still waits for its left neighbour's header, to name garbage there.
+pub(crate) const HEADER_GRACE: Duration = Duration::from_millis(200);
 
 /// How received values combine with local ones.
 #[derive(Clone, Copy)]
@@ -148,7 +151,10 @@ impl<'a> Transfer<'a> {
     fn drive(mut self, left: &TcpStream, right: &TcpStream, deadline: Instant) -> Result<(), (Side, io::Error)> {
         let (mut last_read, mut last_write) = (Instant::now(), Instant::now());
         loop {
-            let wrote = self.send_some(right).map_err(|e| (Side::Right, e))?;
+            let wrote = match self.send_some(right) {
+                Ok(wrote) => wrote,
+                Err(e) => return Err(self.blame_failed_send(left, e)),
+            };
             let read = self.receive_some(left).map_err(|e| (Side::Left, e))?;
             let (reading, writing) = (self.wants_to_read(), self.wants_to_write());
             if !reading && !writing {
@@ -172,6 +178,23 @@ impl<'a> Transfer<'a> {
                 ready.map_err(|e| (side, e))?;
             }
         }
+    }
+
+    /// The neighbour a failed send is blamed on. A right neighbour that dropped the connection has often only
+    /// failed first on the garbage this rank is about to read: the left's header is read for a moment, and
+    /// garbage in it is the cause named.
+    fn blame_failed_send(&mut self, left: &TcpStream, sent: io::Error) -> (Side, io::Error) {
+        let until = Instant::now() + HEADER_GRACE;
+        while self.header_read < self.their_header.len() {
+            match self.receive_header(left) {
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => return (Side::Left, e),
+                Err(_) => break,
+                Ok(true) => {}
+                Ok(false) if wait_ready(Some(left), None, until).is_err() => break,
+                Ok(false) => {}
+            }
+        }
+        (Side::Right, sent)
     }
 
     fn wants_to_write(&self) -> bool {
@@ -275,18 +298,27 @@ impl<'a> Transfer<'a> {
 
     /// Reads the header, then pieces, until the left link has nothing more, a piece must wait for a send, or a
     /// piece was completed (so that it is passed on at once); whether anything was read.
-    fn receive_some(&mut self, left: &TcpStream) -> io::Result<bool> {
-        if self.header_read < self.their_header.len() {
-            let got = read_some(left, &mut self.their_header[self.header_read..])?;
-            self.header_read += got;
-            if self.header_read < self.their_header.len() {
-                return Ok(got > 0);
-            }
+    /// Reads what has arrived of the left neighbour's header; once whole, opens and checks it. Says whether
+    /// anything was read.
+    fn receive_header(&mut self, left: &TcpStream) -> io::Result<bool> {
+        let got = read_some(left, &mut self.their_header[self.header_read..])?;
+        self.header_read += got;
+        if self.header_read == self.their_header.len() {
             let (header, tag) = self.their_header.split_at_mut(HEADER_LEN);
             let tag: [u8; TAG_LEN] = (&*tag).try_into().map_err(|_| io::ErrorKind::InvalidData)?;
             self.open.open(header, 0, &tag)?;
             let header: [u8; HEADER_LEN] = (&*header).try_into().map_err(|_| io::ErrorKind::InvalidData)?;
             (self.check_header)(&header)?;
+        }
+        Ok(got > 0)
+    }
+
+    fn receive_some(&mut self, left: &TcpStream) -> io::Result<bool> {
+        if self.header_read < self.their_header.len() {
+            let moved = self.receive_header(left)?;
+            if self.header_read < self.their_header.len() {
+                return Ok(moved);
+            }
         }
         let mut read = false;
         while !self.receives.is_empty() && !self.waits_for_send() {

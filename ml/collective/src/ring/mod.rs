@@ -19,15 +19,12 @@ use crate::auth::JobSecret;
 use crate::error::{CollectiveError, Result, describe_io};
 use crate::memory;
 use crate::rendezvous::{Peer, Registration, register};
-use crate::transfer::{self, Combine, HEADER_LEN, Plan, Receive, Side};
+use crate::transfer::{self, Combine, HEADER_GRACE, HEADER_LEN, Plan, Receive, Side};
 use header::{Header, Op};
 use links::{Links, Place};
 
 mod header;
 mod links;
-
-/// How long a rank that could not send its header still waits for its left neighbour's, to name garbage there.
-const HEADER_GRACE: Duration = Duration::from_millis(200);
 
 /// How a rank joins the job.
 #[derive(Clone, Debug)]
