@@ -26,6 +26,7 @@ use hearth_engine::session::hearth_state;
 use super::flight::flight_front;
 use super::front::{Fronts, inner_host, task_front};
 use super::launch::LaunchToken;
+use super::ownership::JobOwners;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory, usable_gpus};
 use super::stopped;
 use crate::error::{FleetError, Result};
@@ -223,8 +224,15 @@ impl Start {
         let secret = &options.access.secret;
         let inner = SocketAddr::new(self.inner, config.grpc_port);
         let (tasks_tls, flight_tls) = self.tls.clone().map(|tls| (tls.tasks, tls.flight)).unzip();
-        let task_front = task_front(tasks, tasks_tls, secret.clone(), inner, self.token.clone());
-        let flight = flight_front(flight, flight_tls, secret.clone(), FLEET_MESSAGE_BYTES);
+        let owners = JobOwners::default();
+        let task_front = task_front(
+            tasks,
+            tasks_tls,
+            secret.clone(),
+            inner,
+            (self.token.clone(), owners.clone()),
+        );
+        let flight = flight_front(flight, (flight_tls, secret.clone()), owners, FLEET_MESSAGE_BYTES);
         let config = ExecutorProcessConfig {
             override_arrow_flight_service: Some(flight),
             ..config

@@ -1,11 +1,13 @@
 //! The executor's Arrow Flight server — shuffle data for its peers, results for drivers — served by hearth on
 //! the executor's advertised Flight port: TLS when the fleet has it, and only calls that present the cluster
 //! secret reach Ballista's Flight service ([`guarded`]). Peers and drivers present the secret in their
-//! channel's user agent (see [`FleetAccess::endpoint_override`](hearth_engine::ballista::FleetAccess)).
+//! channel's user agent (see [`FleetAccess::endpoint_override`](hearth_engine::ballista::FleetAccess)); a
+//! cluster-mode job's driver fetches its own jobs' partitions alone.
 
 use std::sync::{Arc, Mutex};
 
 use arrow_flight::flight_service_server::FlightServiceServer;
+use axum::middleware;
 use ballista_core::error::BallistaError;
 use ballista_executor::ArrowFlightServerProvider;
 use ballista_executor::flight_service::BallistaFlightService;
@@ -15,20 +17,22 @@ use tonic::service::RoutesBuilder;
 
 use super::front::serve;
 use super::guard::{any_job, guarded};
+use super::ownership::{JobOwners, fetches_of_own_jobs};
 
 /// What Ballista calls to start the executor's Flight server: it serves on `listener` (bound by hearth on the
 /// advertised address, whatever address Ballista names), with `tls` and `secret`, messages up to
-/// `max_message` bytes, until Ballista shuts the executor down.
+/// `max_message` bytes, a job's driver only its own jobs' partitions (as `owners` knows them), until Ballista
+/// shuts the executor down.
 pub fn flight_front(
     listener: TcpListener,
-    tls: Option<Arc<rustls::ServerConfig>>,
-    secret: Option<ClusterSecret>,
+    (tls, secret): (Option<Arc<rustls::ServerConfig>>, Option<ClusterSecret>),
+    owners: JobOwners,
     max_message: usize,
 ) -> Arc<ArrowFlightServerProvider> {
     let listener = Mutex::new(Some(listener));
     Arc::new(move |work_dir, _ballista_address, mut shutdown, _config| {
         let listener = listener.lock().map(|mut listener| listener.take()).ok().flatten();
-        let (tls, secret) = (tls.clone(), secret.clone());
+        let (tls, secret, owners) = (tls.clone(), secret.clone(), owners.clone());
         tokio::spawn(async move {
             let Some(listener) = listener else {
                 return Err(BallistaError::Internal(
@@ -42,8 +46,9 @@ pub fn flight_front(
                 .max_encoding_message_size(max_message);
             let mut routes = RoutesBuilder::default();
             routes.add_service(flight);
+            let own_jobs = middleware::from_fn_with_state(owners, fetches_of_own_jobs);
             let app = guarded(
-                routes.routes().into_axum_router(),
+                routes.routes().into_axum_router().layer(own_jobs),
                 secret,
                 "the executor's Flight server",
                 any_job,

@@ -14,7 +14,8 @@
 //! let inner = SocketAddr::new(hearth_fleet::front::inner_host(advertised)?, fronts.task_port());
 //! let (_flight, tasks) = fronts.into_listeners();
 //! let token = hearth_fleet::launch::LaunchToken::generate();
-//! let serving = hearth_fleet::front::task_front(tasks, None, None, inner, token);
+//! let owners = hearth_fleet::JobOwners::default();
+//! let serving = hearth_fleet::front::task_front(tasks, None, None, inner, (token, owners));
 //! # serving.abort();
 //! # Ok(())
 //! # }
@@ -31,25 +32,19 @@ use axum::extract::{Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use hearth_engine::ballista::ClusterSecret;
-use hearth_engine::codec::FLEET_MESSAGE_BYTES;
 use tokio::net::TcpListener;
 use tonic::codegen::Service;
 use tonic::transport::{Channel, Endpoint};
 
-use super::guard::{grpc_error, guarded, no_job};
-use super::launch::{FRAME_PREFIX, LaunchToken};
+use super::guard::{guarded, no_job};
+use super::launch::LaunchToken;
+use super::ownership::JobOwners;
 use super::tls::{FleetListener, Peer};
 use crate::error::{FleetError, Result};
+use crate::grpc::{INVALID_ARGUMENT, UNAVAILABLE, grpc_error, read_whole, with_body};
 
 /// How long the task proxy waits to connect to Ballista's task server.
 const INNER_CONNECT: Duration = Duration::from_secs(5);
-
-/// gRPC's status INVALID_ARGUMENT.
-const INVALID_ARGUMENT: u8 = 3;
-/// gRPC's status RESOURCE_EXHAUSTED.
-const RESOURCE_EXHAUSTED: u8 = 8;
-/// gRPC's status UNAVAILABLE.
-const UNAVAILABLE: u8 = 14;
 
 /// The two advertised ports of an executor, bound before Ballista starts so that their numbers are known
 /// (Ballista advertises them) and no other process can take them in between.
@@ -122,14 +117,14 @@ pub async fn serve(
 }
 
 /// The task port: calls that present `secret` are passed to Ballista's task server at `inner`, launches
-/// stamped with `token` (see [`launch`](super::launch)); the rest are refused. Runs until the returned task
-/// is aborted.
+/// stamped with `token` (see [`launch`](super::launch)) and their jobs' owners told to `owners`; the rest
+/// are refused. Runs until the returned task is aborted.
 pub fn task_front(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     secret: Option<ClusterSecret>,
     inner: SocketAddr,
-    token: LaunchToken,
+    (token, owners): (LaunchToken, JobOwners),
 ) -> tokio::task::JoinHandle<()> {
     let channel = Endpoint::from_shared(format!("http://{inner}"))
         .map(|endpoint| endpoint.connect_timeout(INNER_CONNECT).connect_lazy());
@@ -145,6 +140,7 @@ pub fn task_front(
             channel,
             address: inner,
             token,
+            owners,
         }));
         let app = guarded(proxy, secret, "the executor's task port", no_job);
         if let Err(e) = serve(listener, tls, app, std::future::pending()).await {
@@ -153,11 +149,13 @@ pub fn task_front(
     })
 }
 
-/// Ballista's task server, as the proxy reaches it, and the token it stamps launches with.
+/// Ballista's task server, as the proxy reaches it, the token it stamps launches with, and the owners of
+/// the jobs launched.
 struct Inner {
     channel: Channel,
     address: SocketAddr,
     token: LaunchToken,
+    owners: JobOwners,
 }
 
 /// Passes one call to Ballista's task server — a task launch stamped with the token, the caller's token
@@ -166,7 +164,7 @@ async fn forward(State(inner): State<Arc<Inner>>, mut request: Request) -> Respo
     request.headers_mut().remove(header::USER_AGENT);
     request.headers_mut().remove(header::AUTHORIZATION);
     let request = match LaunchToken::is_launch(request.uri().path()) {
-        true => match stamped(&inner.token, request).await {
+        true => match stamped(&inner, request).await {
             Ok(request) => request,
             Err(refusal) => return refusal,
         },
@@ -186,14 +184,11 @@ async fn forward(State(inner): State<Arc<Inner>>, mut request: Request) -> Respo
     }
 }
 
-/// A launch `request` with `token` on each of its tasks, or the refusal of a launch that is not one message
-/// of at most [`FLEET_MESSAGE_BYTES`].
-async fn stamped(token: &LaunchToken, request: Request) -> std::result::Result<Request, Response> {
-    let (mut head, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, FLEET_MESSAGE_BYTES + FRAME_PREFIX)
-        .await
-        .map_err(|_| grpc_error(RESOURCE_EXHAUSTED, "a task launch larger than the fleet's messages"))?;
-    let body = (token.stamp(head.uri.path(), body)).map_err(|e| grpc_error(INVALID_ARGUMENT, &e.to_string()))?;
-    head.headers.remove(header::CONTENT_LENGTH);
-    Ok(Request::from_parts(head, axum::body::Body::from(body)))
+/// A launch `request` with the token on each of its tasks (its jobs' owners learnt), or the refusal of a launch that is not one message
+/// of at most the fleet's message size.
+async fn stamped(inner: &Inner, request: Request) -> std::result::Result<Request, Response> {
+    let (head, body) = read_whole(request, "a task launch").await?;
+    inner.owners.learn(head.uri.path(), &body);
+    let body = (inner.token.stamp(head.uri.path(), body)).map_err(|e| grpc_error(INVALID_ARGUMENT, &e.to_string()))?;
+    Ok(with_body(head, body))
 }

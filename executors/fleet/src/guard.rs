@@ -3,7 +3,8 @@
 //! the server behind, gRPC calls with the status UNAUTHENTICATED and REST calls with 401, and each refusal is
 //! logged with the peer's address. The health probes (`/healthz`, `/readyz`) stay open. A cluster-mode job's
 //! driver proves only its job's key: each server says what a job may ask of it ([`JobRule`]); anything else
-//! is refused as PERMISSION_DENIED (gRPC) or 403 (REST).
+//! is refused as PERMISSION_DENIED (gRPC) or 403 (REST). An admitted request carries its [`Principal`] in its
+//! extensions for the server behind.
 //!
 //! ```no_run
 //! # fn guard(secret: hearth_engine::ballista::ClusterSecret) -> axum::Router {
@@ -22,6 +23,7 @@ use axum::response::{IntoResponse, Response};
 use hearth_engine::ballista::{ClusterSecret, Principal, SECRET_FILE_ENV};
 
 use super::tls::Peer;
+use crate::grpc::{PERMISSION_DENIED, UNAUTHENTICATED, grpc_error};
 
 /// Paths anyone may ask for: liveness and readiness probes, which say nothing about the fleet's work.
 const PROBES: [&str; 2] = ["/healthz", "/readyz"];
@@ -71,7 +73,7 @@ pub fn guarded(service: Router, secret: Option<ClusterSecret>, server: &'static 
 async fn require_secret(
     State(guard): State<Arc<Guard>>,
     ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let (admitted, grpc) = {
@@ -82,11 +84,14 @@ async fn require_secret(
         )
     };
     let refusal = match admitted {
-        Ok(Principal::Member) => return next.run(request).await,
-        Ok(Principal::Job(job)) if (guard.jobs)(&job, request.method(), request.uri().path()) => {
+        Ok(Principal::Job(job)) if !(guard.jobs)(&job, request.method(), request.uri().path()) => {
+            return beyond_its_job(&guard, &job, &request, peer, grpc);
+        }
+        Ok(principal) => {
+            // The servers behind learn whom the request speaks for (the scheduler: whose Ballista jobs).
+            request.extensions_mut().insert(principal);
             return next.run(request).await;
         }
-        Ok(Principal::Job(job)) => return beyond_its_job(&guard, &job, &request, peer, grpc),
         Err(_) if PROBES.contains(&request.uri().path()) => return next.run(request).await,
         Err(refusal) => refusal,
     };
@@ -97,7 +102,7 @@ async fn require_secret(
         request.uri().path()
     );
     match grpc {
-        true => grpc_error(16, REFUSAL),
+        true => grpc_error(UNAUTHENTICATED, REFUSAL),
         false => (StatusCode::UNAUTHORIZED, format!("{REFUSAL}\n")).into_response(),
     }
 }
@@ -118,30 +123,4 @@ fn beyond_its_job(guard: &Guard, job: &str, request: &Request, peer: std::net::S
         true => grpc_error(PERMISSION_DENIED, &refusal),
         false => (StatusCode::FORBIDDEN, format!("{refusal}\n")).into_response(),
     }
-}
-
-/// gRPC's status PERMISSION_DENIED.
-const PERMISSION_DENIED: u8 = 7;
-
-/// A gRPC error with `status` (tonic's `Code` as a number) and `message`: trailers-only headers on an empty
-/// 200 response, as gRPC carries an error that comes before any answer.
-pub(crate) fn grpc_error(status: u8, message: &str) -> Response {
-    // gRPC percent-encodes its message (anything outside printable ASCII, and `%` itself).
-    let encoded: String = (message.bytes())
-        .map(|b| match b {
-            b' '..=b'~' if b != b'%' => char::from(b).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let message = header::HeaderValue::from_str(&encoded)
-        .unwrap_or_else(|_| header::HeaderValue::from_static("refused (the reason is not printable)"));
-    let mut response = axum::body::Body::empty().into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/grpc"),
-    );
-    headers.insert("grpc-status", header::HeaderValue::from(u16::from(status)));
-    headers.insert("grpc-message", message);
-    response
 }

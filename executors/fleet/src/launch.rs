@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use ballista_core::RuntimeProducer;
 use ballista_core::serde::protobuf::{KeyValuePair, LaunchMultiTaskParams, LaunchTaskParams};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use datafusion::common::{DataFusionError, extensions_options};
 use datafusion::config::ConfigExtension;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -29,13 +29,12 @@ use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::equal_in_constant_time;
 use prost::Message;
 
-/// The path of Ballista's call that launches tasks of one stage.
-const LAUNCH_MULTI_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchMultiTask";
-/// The path of Ballista's call that launches single tasks.
-const LAUNCH_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchTask";
+use crate::grpc::{framed, message};
 
-/// A gRPC message's prefix: a compression flag and the message's length.
-pub(crate) const FRAME_PREFIX: usize = 5;
+/// The path of Ballista's call that launches tasks of one stage.
+pub(crate) const LAUNCH_MULTI_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchMultiTask";
+/// The path of Ballista's call that launches single tasks.
+pub(crate) const LAUNCH_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchTask";
 
 extensions_options! {
     /// The session option a launch carries its token in (`hearth_front.token`).
@@ -93,12 +92,12 @@ impl LaunchToken {
     pub fn stamp(&self, path: &str, body: Bytes) -> Result<Bytes, StampError> {
         match path {
             LAUNCH_MULTI_TASK => {
-                let mut launch = LaunchMultiTaskParams::decode(message(&body)?)?;
+                let mut launch = LaunchMultiTaskParams::decode(message(&body).ok_or(StampError::Framing)?)?;
                 (launch.multi_tasks.iter_mut()).for_each(|task| self.stamp_props(&mut task.props));
                 Ok(framed(&launch))
             }
             LAUNCH_TASK => {
-                let mut launch = LaunchTaskParams::decode(message(&body)?)?;
+                let mut launch = LaunchTaskParams::decode(message(&body).ok_or(StampError::Framing)?)?;
                 (launch.tasks.iter_mut()).for_each(|task| self.stamp_props(&mut task.props));
                 Ok(framed(&launch))
             }
@@ -139,26 +138,6 @@ impl LaunchToken {
             ))
         })
     }
-}
-
-/// The one uncompressed message in a gRPC request body.
-fn message(body: &Bytes) -> Result<Bytes, StampError> {
-    let (prefix, rest) = body.split_at_checked(FRAME_PREFIX).ok_or(StampError::Framing)?;
-    let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
-    match prefix[0] == 0 && rest.len() == length {
-        true => Ok(body.slice(FRAME_PREFIX..)),
-        false => Err(StampError::Framing),
-    }
-}
-
-/// `message` as a gRPC request body.
-fn framed(message: &impl Message) -> Bytes {
-    let length = message.encoded_len();
-    let mut body = BytesMut::with_capacity(FRAME_PREFIX + length);
-    body.put_u8(0);
-    body.put_u32(u32::try_from(length).unwrap_or(u32::MAX));
-    message.encode(&mut body).expect("the buffer holds the whole message");
-    body.freeze()
 }
 
 #[cfg(test)]

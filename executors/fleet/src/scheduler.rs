@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::{Method, StatusCode, Uri};
+use axum::middleware;
 use axum::routing::get;
 use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpcServer;
 use ballista_scheduler::cluster::BallistaCluster;
@@ -26,6 +27,7 @@ use super::book::FleetBook;
 use super::gang::GangPolicy;
 use super::guard::guarded;
 use super::jobs::JobBoard;
+use super::ownership::{self, own_jobs_only};
 use super::routes::{FleetState, Scheduler, routes};
 use super::stopped;
 use super::tls::{FleetListener, Peer};
@@ -137,6 +139,8 @@ fn ballista_config(
         bind_port: address.port(),
         external_host: advertised.to_string(),
         override_session_builder: Some(Arc::new(|config: SessionConfig| Ok(hearth_state(config)))),
+        // Every query's session records which cluster-mode job (if any) submitted it.
+        override_config_producer: Some(Arc::new(ownership::session_config)),
         override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
         override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
         task_distribution: TaskDistributionPolicy::Custom(Arc::new(GangPolicy::new(book))),
@@ -225,8 +229,8 @@ async fn serve_until_stopped(listener: FleetListener, app: Router, jobs: Arc<Job
     Ok(())
 }
 
-/// One service on one port: Ballista's gRPC service and REST API, liveness and readiness probes, and
-/// hearth's routes.
+/// One service on one port: Ballista's gRPC service (cluster-mode jobs' calls checked by
+/// [`own_jobs_only`]) and REST API, liveness and readiness probes, and hearth's routes.
 fn service(fleet: FleetState) -> Router {
     let scheduler = Arc::clone(&fleet.scheduler);
     let config = &scheduler.state.config;
@@ -248,8 +252,9 @@ fn service(fleet: FleetState) -> Router {
             }
         }),
     );
+    let calls_on_jobs = middleware::from_fn_with_state(Arc::clone(&scheduler), own_jobs_only);
     ballista_scheduler::api::get_routes(scheduler)
-        .merge(grpc_routes.routes().into_axum_router())
+        .merge(grpc_routes.routes().into_axum_router().layer(calls_on_jobs))
         .merge(probes)
         .merge(routes(fleet))
         .fallback(|uri: Uri| async move { (StatusCode::NOT_FOUND, format!("no route {uri}\n")) })

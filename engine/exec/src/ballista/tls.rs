@@ -106,9 +106,7 @@ impl FleetTls {
         let cert = read(CERT_FILE)?;
         let chain = certificates(&dir.join(CERT_FILE), &cert)?;
         let facts = CertificateFacts::of(&chain[0]).map_err(|e| HearthError::persistence(dir.join(CERT_FILE), e))?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
+        let now = i64::try_from(super::now_ms() / 1000).unwrap_or(i64::MAX);
         if facts.expires_at < now {
             let message = format!(
                 "expired {} (make new certificates with `hearth cluster certs`)",

@@ -169,21 +169,116 @@ fn status_with(fleet: &Fleet, token: &str, method: &str, path: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The ids of the Ballista jobs the fleet's scheduler knows.
+fn ballista_job_ids(fleet: &Fleet) -> Vec<String> {
+    let status = fleet.status();
+    let jobs = status["jobs"].as_array().unwrap();
+    jobs.iter()
+        .map(|job| job["job_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `bytes` as a length-delimited protobuf field number `field` (every length here is under 128).
+fn field(field: u8, bytes: &[u8]) -> Vec<u8> {
+    [&[field << 3 | 2, bytes.len() as u8][..], bytes].concat()
+}
+
+/// The gRPC status `address` answers a call to `path` with one `message`, made with `token` (`curl` over
+/// HTTP/2 without TLS).
+fn grpc_status(address: &str, path: &str, token: &str, message: &[u8]) -> String {
+    let body = [&[0u8][..], &(message.len() as u32).to_be_bytes(), message].concat();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), body).unwrap();
+    let out = std::process::Command::new("curl")
+        .args([
+            "--silent",
+            "--max-time",
+            "10",
+            "--http2-prior-knowledge",
+            "--raw",
+            "--dump-header",
+            "-",
+        ])
+        .args([
+            "--output",
+            "/dev/null",
+            "-H",
+            "content-type: application/grpc",
+            "-H",
+            "te: trailers",
+        ])
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args(["--data-binary", &format!("@{}", file.path().display())])
+        .arg(format!("http://{address}{path}"))
+        .output()
+        .unwrap();
+    // A refusal comes in the headers; an answer's status in the trailers, which curl prints with them.
+    let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let status = headers.lines().find_map(|line| line.strip_prefix("grpc-status:"));
+    status
+        .unwrap_or_else(|| panic!("no grpc-status for {path}: {headers}"))
+        .trim()
+        .to_string()
+}
+
+/// The gRPC status the fleet's scheduler answers Ballista's `call` on Ballista job `job` with, made with
+/// `token` (each of these calls names the job in its first field).
+fn scheduler_status_with(fleet: &Fleet, token: &str, call: &str, job: &str) -> String {
+    let scheduler = fleet.master.trim_start_matches("df://");
+    let path = format!("/ballista.protobuf.SchedulerGrpc/{call}");
+    grpc_status(scheduler, &path, token, &field(1, job.as_bytes()))
+}
+
+/// The Flight address of the fleet's first executor, from Ballista's REST API (asked with `token`).
+fn flight_address(fleet: &Fleet, token: &str) -> String {
+    let url = format!("http://{}/api/executors", fleet.master.trim_start_matches("df://"));
+    let out = std::process::Command::new("curl")
+        .args([
+            "--silent",
+            "--max-time",
+            "10",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            &url,
+        ])
+        .output()
+        .unwrap();
+    let executors: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    format!("{}:{}", executors[0]["host"].as_str().unwrap(), executors[0]["port"])
+}
+
+/// The gRPC status an executor's Flight port (`address`) answers a `DoGet` of a partition of Ballista job
+/// `job` with, made with `token`: a ticket holding Ballista's `Action` with a `FetchPartition` (field 3).
+fn fetch_status_with(address: &str, token: &str, job: &str) -> String {
+    let ticket = field(1, &field(3, &field(1, job.as_bytes())));
+    grpc_status(address, "/arrow.flight.protocol.FlightService/DoGet", token, &ticket)
+}
+
 #[test]
 fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
     let fleet = Fleet::start(&["--executors", "1", "--slots", "2"]);
     let models = tempfile::tempdir().unwrap();
     let models = models.path().to_str().unwrap();
-    // Each driver holds only its job's key, and the main job runs with it.
-    let first = fleet.submit_cluster("examples/german_credit.sql", &["--models", models]);
-    let second = fleet.submit_cluster("examples/german_credit.sql", &["--models", models]);
-    for id in [&first, &second] {
-        let job = fleet.job_ended(id, Duration::from_secs(180));
-        assert_eq!(job["state"], "succeeded", "{job}\n{}", fleet.ok(&["job", "logs", id]));
+    // Each driver holds only its job's key, and the main job runs with it. The jobs run one after the other,
+    // so that the Ballista jobs of each are known.
+    let mut ballista_jobs: Vec<Vec<String>> = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let id = fleet.submit_cluster("examples/german_credit.sql", &["--models", models]);
+        let job = fleet.job_ended(&id, Duration::from_secs(180));
+        assert_eq!(job["state"], "succeeded", "{job}\n{}", fleet.ok(&["job", "logs", &id]));
+        let earlier: Vec<&String> = ballista_jobs.iter().flatten().collect();
+        let queries = ballista_job_ids(&fleet)
+            .into_iter()
+            .filter(|q| !earlier.contains(&q))
+            .collect();
+        ballista_jobs.push(queries);
+        ids.push(id);
     }
+    let (first, second) = (&ids[0], &ids[1]);
 
     // The first job's credential: its own record, log and kill, and the executors' resources — nothing else.
-    let token = fleet.ok(&["cluster", "token", "--job", &first]);
+    let token = fleet.ok(&["cluster", "token", "--job", first]);
     let token = token.trim();
     let (own, other) = (format!("/hearth/jobs/{first}"), format!("/hearth/jobs/{second}"));
     let asks = [
@@ -199,11 +294,57 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
     for (method, path, expected) in asks {
         assert_eq!(status_with(&fleet, token, method, &path), expected, "{method} {path}");
     }
+    // Ballista's calls on jobs: the first job's own queries, not the second's.
+    let (own_queries, other_queries) = (&ballista_jobs[0], &ballista_jobs[1]);
+    assert!(
+        !own_queries.is_empty() && !other_queries.is_empty(),
+        "{ballista_jobs:?}"
+    );
+    for (call, query, expected) in [
+        ("GetJobStatus", &own_queries[0], "0"),
+        ("GetJobMetrics", &own_queries[0], "0"),
+        ("GetJobStatus", &other_queries[0], "7"),
+        ("GetJobMetrics", &other_queries[0], "7"),
+        ("CancelJob", &other_queries[0], "7"),
+        ("CleanJobData", &other_queries[0], "7"),
+    ] {
+        assert_eq!(
+            scheduler_status_with(&fleet, token, call, query),
+            expected,
+            "{call} of {query}"
+        );
+    }
     let member = fleet.ok(&["cluster", "token"]);
-    assert_eq!(status_with(&fleet, member.trim(), "GET", &other), "200");
+    let member = member.trim();
+    // The executor's Flight port serves the first job its own queries' partitions, not the second's.
+    let flight = flight_address(&fleet, member);
+    assert_ne!(
+        fetch_status_with(&flight, token, &own_queries[0]),
+        "7",
+        "its own partition"
+    );
+    assert_eq!(
+        fetch_status_with(&flight, token, &other_queries[0]),
+        "7",
+        "another job's partition"
+    );
+    assert_ne!(
+        fetch_status_with(&flight, member, &other_queries[0]),
+        "7",
+        "a member fetches any"
+    );
+    assert_eq!(status_with(&fleet, member, "GET", &other), "200");
+    assert_eq!(
+        scheduler_status_with(&fleet, member, "GetJobStatus", &other_queries[0]),
+        "0"
+    );
     let log = std::fs::read_to_string(fleet.state.path().join("logs/scheduler.log")).unwrap();
     assert!(
-        log.contains(&format!("job {first} may not ask it")),
+        log.contains(&format!("job {first} may not ask it"))
+            && log.contains(&format!(
+                "refused CancelJob of Ballista job {} to job {first}",
+                other_queries[0]
+            )),
         "the refusals are logged"
     );
 
