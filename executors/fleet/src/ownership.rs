@@ -6,12 +6,17 @@
 //! replacing any owner the caller wrote; a member's queries (the operator's, client-mode drivers') are owned by
 //! no job. The scheduler keeps the owner in the job's session configuration, and a job's call that names a
 //! Ballista job goes through only when the caller owns that job. A Ballista job with no plan yet (queued, or
-//! failed before it was planned) answers its status to any holder of a credential — its state and its error,
-//! nothing of its plan or data — and no other call.
+//! failed before it was planned) answers its status to any holder of a credential — its state, name and error
+//! (a planning error may quote a statement's tables or paths) — and no other call.
 //!
 //! Executors learn each Ballista job's owner from the launches of its tasks, which carry the job's session
 //! settings ([`JobOwners`]); an executor's Flight port serves a job's driver the partitions of its own jobs
 //! alone ([`fetches_of_own_jobs`]).
+//!
+//! What this does not cover: a job's key may send the scheduler a physical plan (hearth's drivers do, for
+//! barrier stages), and a plan that reads another job's shuffle files (a shuffle reader naming them, or a scan
+//! of an executor's work directory) runs on executors, which fetch with the fleet's secret. The data roots
+//! bind a job's statements in its driver, not every plan its key can send.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -141,6 +146,20 @@ async fn stamp_owner(request: Request, call: &str, owner: Option<&str>) -> Resul
     Ok(with_body(head, body))
 }
 
+/// The owner Ballista job `asked` was submitted with (empty: a member's), or `None` while Ballista has no plan
+/// of it.
+async fn owner_of(scheduler: &Scheduler, asked: &str) -> Option<String> {
+    let manager = &scheduler.state.task_manager;
+    let id = JobId::from(asked);
+    let config = match manager.get_running_job_cache().get(&id) {
+        // A running job's configuration, read without copying its graph (drivers ask its status often).
+        Some(running) => running.execution_graph.read().await.session_config(),
+        None => manager.get_job_config(&id).await.ok()?,
+    };
+    let owned = config.options().extensions.get::<JobOwner>();
+    Some(owned.map(|owned| owned.job_owner.clone()).unwrap_or_default())
+}
+
 /// `request`, a call by `job`'s driver naming a Ballista job, if that Ballista job is one of its queries.
 async fn its_own(scheduler: &Scheduler, request: Request, call: &str, job: &str) -> Result<Request, Response> {
     let (head, body) = read_whole(request, call).await?;
@@ -149,18 +168,11 @@ async fn its_own(scheduler: &Scheduler, request: Request, call: &str, job: &str)
     let asked = GetJobStatusParams::decode(message)
         .map_err(|e| unreadable(call, e))?
         .job_id;
-    let why = match scheduler
-        .state
-        .task_manager
-        .get_job_config(&JobId::from(asked.as_str()))
-        .await
-    {
-        Ok(config) => match config.options().extensions.get::<JobOwner>() {
-            Some(owned) if owned.job_owner == job => return Ok(with_body(head, body)),
-            _ => "it is not one of that job's queries",
-        },
-        Err(_) if call == "GetJobStatus" => return Ok(with_body(head, body)),
-        Err(_) => "it has no plan yet to say whose it is",
+    let why = match owner_of(scheduler, &asked).await {
+        Some(owner) if owner == job => return Ok(with_body(head, body)),
+        Some(_) => "it is not one of that job's queries",
+        None if call == "GetJobStatus" => return Ok(with_body(head, body)),
+        None => "it has no plan yet to say whose it is",
     };
     log::warn!("the scheduler refused {call} of Ballista job {asked} to job {job}: {why}");
     Err(grpc_error(

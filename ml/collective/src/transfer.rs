@@ -153,7 +153,7 @@ impl<'a> Transfer<'a> {
         loop {
             let wrote = match self.send_some(right) {
                 Ok(wrote) => wrote,
-                Err(e) => return Err(self.blame_failed_send(left, e)),
+                Err(e) => return Err(self.blame_failed_send(left, e, deadline)),
             };
             let read = self.receive_some(left).map_err(|e| (Side::Left, e))?;
             let (reading, writing) = (self.wants_to_read(), self.wants_to_write());
@@ -183,8 +183,8 @@ impl<'a> Transfer<'a> {
     /// The neighbour a failed send is blamed on. A right neighbour that dropped the connection has often only
     /// failed first on the garbage this rank is about to read: the left's header is read for a moment, and
     /// garbage in it is the cause named.
-    fn blame_failed_send(&mut self, left: &TcpStream, sent: io::Error) -> (Side, io::Error) {
-        let until = Instant::now() + HEADER_GRACE;
+    fn blame_failed_send(&mut self, left: &TcpStream, sent: io::Error, deadline: Instant) -> (Side, io::Error) {
+        let until = deadline.min(Instant::now() + HEADER_GRACE);
         while self.header_read < self.their_header.len() {
             match self.receive_header(left) {
                 Err(e) if e.kind() == io::ErrorKind::InvalidData => return (Side::Left, e),
@@ -296,8 +296,6 @@ impl<'a> Transfer<'a> {
         }
     }
 
-    /// Reads the header, then pieces, until the left link has nothing more, a piece must wait for a send, or a
-    /// piece was completed (so that it is passed on at once); whether anything was read.
     /// Reads what has arrived of the left neighbour's header; once whole, opens and checks it. Says whether
     /// anything was read.
     fn receive_header(&mut self, left: &TcpStream) -> io::Result<bool> {
@@ -313,6 +311,8 @@ impl<'a> Transfer<'a> {
         Ok(got > 0)
     }
 
+    /// Reads the header, then pieces, until the left link has nothing more, a piece must wait for a send, or a
+    /// piece was completed (so that it is passed on at once); whether anything was read.
     fn receive_some(&mut self, left: &TcpStream) -> io::Result<bool> {
         if self.header_read < self.their_header.len() {
             let moved = self.receive_header(left)?;
