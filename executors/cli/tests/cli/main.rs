@@ -5,6 +5,7 @@ mod cluster;
 mod commands;
 mod common;
 mod faults;
+mod hosts;
 mod object_stores;
 mod relay;
 mod secret;

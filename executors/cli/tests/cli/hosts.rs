@@ -1,0 +1,347 @@
+//! A fleet of several hosts on one machine: the scheduler and the driver in one network namespace, each
+//! executor in a namespace of its own, reachable only over its link to the scheduler's (a veth pair on a
+//! bridge), with a private `/tmp` (its own mount namespace) for its work directory. Nothing crosses between
+//! them but TCP on the lab's subnet, so each process sees the others at their own addresses — as on a
+//! network of machines, and unlike the loopback fleets of the other tests. Namespaces need root (as CI runs);
+//! elsewhere the test says that it skips, on the standard error of every run.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::cluster::evaluation;
+use crate::common::{hearth, repository, shown};
+
+/// The lab's subnet: every lab has its own namespaces, so labs of concurrent tests never meet.
+const SUBNET: &str = "10.88.0";
+
+/// Network namespaces wired as hosts of one subnet, and the processes started in them; all are stopped and
+/// removed when the lab is dropped.
+struct Lab {
+    /// The namespaces' names: the first holds the bridge (the scheduler's and the driver's host).
+    hosts: Vec<String>,
+    processes: Vec<Child>,
+    logs: tempfile::TempDir,
+    /// The fleet's secret, which every `hearth` of the lab is given.
+    secret: String,
+    /// The fleet's certificates (`hearth cluster certs`), which every `hearth` of the lab is given, if any.
+    tls: Option<PathBuf>,
+}
+
+impl Lab {
+    /// A lab of `hosts` hosts, or why there can be none here.
+    fn new(hosts: usize) -> Result<Lab, String> {
+        if !is_root() {
+            return Err("network namespaces need root".into());
+        }
+        if Command::new("ip").arg("-V").output().is_err() {
+            return Err("the `ip` program (iproute2) is missing".into());
+        }
+        static LABS: AtomicUsize = AtomicUsize::new(0);
+        let prefix = format!("hearth-{}-{}", std::process::id(), LABS.fetch_add(1, Ordering::Relaxed));
+        let mut lab = Lab {
+            hosts: (0..hosts).map(|i| format!("{prefix}-{i}")).collect(),
+            processes: Vec::new(),
+            logs: tempfile::tempdir().map_err(|e| e.to_string())?,
+            secret: random_secret(),
+            tls: None,
+        };
+        // Where namespaces can be made, a lab that cannot be wired is a failure, not a reason to skip.
+        if let Err(e) = lab.wire() {
+            panic!("cannot wire the lab's namespaces: {e}");
+        }
+        Ok(lab)
+    }
+
+    /// Host `i`'s address on the lab's subnet.
+    fn address(&self, i: usize) -> String {
+        format!("{SUBNET}.{}", i + 1)
+    }
+
+    /// Creates the namespaces, a bridge in the first with its address, and a veth link from each other host
+    /// to the bridge.
+    fn wire(&mut self) -> Result<(), String> {
+        let first = self.hosts[0].clone();
+        for host in &self.hosts {
+            ip(&["netns", "add", host])?;
+            ip(&["-n", host, "link", "set", "lo", "up"])?;
+        }
+        ip(&["-n", &first, "link", "add", "br0", "type", "bridge"])?;
+        ip(&[
+            "-n",
+            &first,
+            "addr",
+            "add",
+            &format!("{}/24", self.address(0)),
+            "dev",
+            "br0",
+        ])?;
+        ip(&["-n", &first, "link", "set", "br0", "up"])?;
+        for (i, host) in self.hosts.iter().enumerate().skip(1) {
+            let port = format!("port{i}");
+            ip(&[
+                "link", "add", &port, "netns", &first, "type", "veth", "peer", "name", "eth0", "netns", host,
+            ])?;
+            ip(&["-n", &first, "link", "set", &port, "master", "br0", "up"])?;
+            ip(&[
+                "-n",
+                host,
+                "addr",
+                "add",
+                &format!("{}/24", self.address(i)),
+                "dev",
+                "eth0",
+            ])?;
+            ip(&["-n", host, "link", "set", "eth0", "up"])?;
+        }
+        Ok(())
+    }
+
+    /// `hearth args…` on host `i`, from the repository, with the fleet's secret; with a private `/tmp` on every
+    /// host but the first.
+    fn hearth_on(&self, i: usize, args: &[&str]) -> Command {
+        let program = env!("CARGO_BIN_EXE_hearth");
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &self.hosts[i]]);
+        if i > 0 {
+            command.args(["unshare", "--mount", "--propagation", "private", "sh", "-c"]);
+            command.arg(r#"mount -t tmpfs tmpfs /tmp && exec "$@""#).arg("sh");
+        }
+        command.arg(program).args(args).current_dir(repository());
+        command.env("HEARTH_SECRET", &self.secret).env_remove("HEARTH_MASTER");
+        match &self.tls {
+            Some(dir) => command.env("HEARTH_TLS_DIR", dir),
+            None => command.env_remove("HEARTH_TLS_DIR"),
+        };
+        command
+    }
+
+    /// Starts `hearth args…` on host `i` as process `name` (its output in the lab's logs); when `ready` names
+    /// the start of a line of its standard output, waits up to 60 s for that line and returns its rest.
+    fn start(&mut self, i: usize, name: &str, args: &[&str], ready: Option<&str>) -> String {
+        let log = std::fs::File::create(self.logs.path().join(format!("{name}.log"))).unwrap();
+        let mut child = self
+            .hearth_on(i, args)
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        self.processes.push(child);
+        let (found, waiting) = mpsc::channel();
+        let wanted = ready.map(str::to_string);
+        // The output is read to its end, so that the process never writes to a closed pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = wanted.as_deref().and_then(|wanted| line.strip_prefix(wanted)) {
+                    let _ = found.send(rest.to_string());
+                }
+            }
+        });
+        if ready.is_none() {
+            return String::new();
+        }
+        waiting
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{name} did not start:\n{}", self.log(name)))
+    }
+
+    /// What process `name` wrote to its standard error.
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.logs.path().join(format!("{name}.log"))).unwrap_or_default()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for child in &mut self.processes {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for host in &self.hosts {
+            let _ = ip(&["netns", "del", host]);
+        }
+    }
+}
+
+/// Runs `ip args…`; its error output when it fails.
+fn ip(args: &[&str]) -> Result<(), String> {
+    let output = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    match output.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        )),
+    }
+}
+
+/// Whether this process runs as root.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .map(str::to_string)
+        })
+        .is_some_and(|uids| uids.split_whitespace().next() == Some("0"))
+}
+
+/// A fleet secret for one lab, from the kernel's random generator.
+fn random_secret() -> String {
+    let random = std::fs::read("/proc/sys/kernel/random/uuid").unwrap_or_default();
+    let secret: String = String::from_utf8_lossy(&random)
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    assert!(secret.len() >= 32, "a random secret: {secret:?}");
+    secret
+}
+
+#[test]
+fn a_fleet_of_three_hosts_runs_the_main_job_with_the_local_metrics() {
+    if let Some(lab) = lab_or_skip("a_fleet_of_three_hosts_runs_the_main_job_with_the_local_metrics") {
+        main_job_on_three_hosts(lab);
+    }
+}
+
+#[test]
+fn a_fleet_of_three_hosts_over_tls_runs_the_main_job_with_the_local_metrics() {
+    let Some(mut lab) = lab_or_skip("a_fleet_of_three_hosts_over_tls_runs_the_main_job_with_the_local_metrics") else {
+        return;
+    };
+    // A certificate per role, naming the hosts' addresses; where every host sees it (not /tmp).
+    let certs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = certs.path().join("tls");
+    let mut command = hearth();
+    command.args(["cluster", "certs", "--out"]).arg(&dir);
+    for i in 0..3 {
+        command.args(["--host", &lab.address(i)]);
+    }
+    let made = command.output().unwrap();
+    assert!(made.status.success(), "{}", shown(&made));
+    lab.tls = Some(dir);
+    main_job_on_three_hosts(lab);
+}
+
+/// A lab of three hosts, or `None` after saying why there is none — past the test harness's capture, so
+/// that the skip shows in every run's output.
+fn lab_or_skip(test: &str) -> Option<Lab> {
+    match Lab::new(3) {
+        Ok(lab) => Some(lab),
+        Err(why) => {
+            let skipped = format!("SKIPPED {test}: {why}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), skipped.as_bytes());
+            None
+        }
+    }
+}
+
+/// A scheduler on the lab's first host, an executor of one slot on each other, and the SQL main job driven
+/// from the first host: it gives the local metrics, and both executors run its tasks.
+fn main_job_on_three_hosts(mut lab: Lab) {
+    let bind = format!("{}:0", lab.address(0));
+    let scheduler = lab.start(
+        0,
+        "scheduler",
+        &[
+            "scheduler",
+            "--bind",
+            &bind,
+            "--data-roots",
+            repository().to_str().unwrap(),
+        ],
+        Some("hearth scheduler listening on "),
+    );
+    for i in 1..3 {
+        let address = lab.address(i);
+        let args = [
+            "executor",
+            "--scheduler",
+            &scheduler,
+            "--bind",
+            &address,
+            "--slots",
+            "1",
+            "--gpus",
+            "none",
+        ];
+        lab.start(i, &format!("executor-{i}"), &args, None);
+    }
+    // The model catalog is on a disk every host sees (as an NFS mount would be): the executors read the
+    // evaluation the driver writes there. Not /tmp, which is each executor's own.
+    let models = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let local = hearth()
+        .current_dir(repository())
+        .args(["--master", "local", "sql", "--models"])
+        .arg(models.path().join("local"))
+        .arg("examples/german_credit.sql")
+        .output()
+        .unwrap();
+    assert!(local.status.success(), "{}", shown(&local));
+    wait_for_executors(&lab, &scheduler, 2);
+    let on_fleet = lab
+        .hearth_on(0, &["sql", "--master", &format!("df://{scheduler}"), "--models"])
+        .arg(models.path().join("fleet"))
+        .arg("examples/german_credit.sql")
+        .output()
+        .unwrap();
+    let logs = || {
+        format!(
+            "{}\n{}\n{}",
+            lab.log("scheduler"),
+            lab.log("executor-1"),
+            lab.log("executor-2")
+        )
+    };
+    assert!(on_fleet.status.success(), "{}\n{}", shown(&on_fleet), logs());
+    // The same metrics; a sum over rows split across two hosts may differ in its last digits.
+    let (fleet, local) = (
+        evaluation(&String::from_utf8_lossy(&on_fleet.stdout)),
+        evaluation(&String::from_utf8_lossy(&local.stdout)),
+    );
+    let metrics = |table: &str| -> Vec<String> { table.split('|').map(|cell| cell.trim().to_string()).collect() };
+    for (on_fleet, locally) in metrics(&fleet).iter().zip(metrics(&local)) {
+        match (on_fleet.parse::<f64>(), locally.parse::<f64>()) {
+            (Ok(a), Ok(b)) => assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{fleet}\nlocally:\n{local}"),
+            _ => assert_eq!(*on_fleet, locally, "the same metrics"),
+        }
+    }
+    let log = logs();
+    if lab.tls.is_some() {
+        assert!(lab.log("scheduler").contains("TLS on"), "the fleet speaks TLS:\n{log}");
+    }
+    for i in 1..3 {
+        assert!(
+            log.contains(&lab.address(i)),
+            "executor {i} is known by its own address:\n{log}"
+        );
+        // One slot each: the training stage's two ranks ran on both hosts, over the lab's links.
+        let executor = lab.log(&format!("executor-{i}"));
+        assert!(executor.contains("Execute task"), "executor {i} ran tasks:\n{executor}");
+    }
+}
+
+/// Waits until `count` executors registered with the scheduler at `scheduler`, asked from the first host.
+fn wait_for_executors(lab: &Lab, scheduler: &str, count: usize) {
+    let master = format!("df://{scheduler}");
+    let what = format!(
+        "the executors register:\n{}\n{}",
+        lab.log("executor-1"),
+        lab.log("executor-2")
+    );
+    crate::common::wait_for(&what, Duration::from_secs(60), || {
+        let out = lab
+            .hearth_on(0, &["--master", &master, "status", "--json"])
+            .output()
+            .ok()?;
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        (status["executors"].as_array()?.len() >= count).then_some(())
+    });
+}
