@@ -9,7 +9,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::datasource::{MemTable, source_as_provider};
+use datafusion::logical_expr::LogicalPlan;
 use hearth::datasets::german_credit;
+use hearth::engine::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, for_rereading};
 use hearth::engine::master::SessionInfo;
 use hearth::prelude::*;
 
@@ -155,6 +159,20 @@ impl Drop for Fleet {
     }
 }
 
+/// How many tables `df` scans from where this process keeps them (in memory, or its own disk).
+fn tables_in_memory(df: &DataFrame) -> usize {
+    let mut kept = 0;
+    let _ = df.logical_plan().apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = source_as_provider(&scan.source)
+        {
+            kept += usize::from(provider.is::<MemTable>() || provider.is::<CachedTable>());
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    kept
+}
+
 /// The main job's preprocessing fitted on 80 % of german_credit, and those rows transformed.
 async fn prepared(session: &Session) -> (PipelineModel, DataFrame) {
     let credit = session
@@ -218,6 +236,21 @@ async fn every_master_fits_the_same_pipeline_and_model() {
     let fleet = Fleet::start(&[1, 1]).await;
     let cluster = fit(&fleet.session().await).await;
     assert_same("df:// vs local[2]", &cluster, &local);
+    // Rows read more than once (the pipeline's estimators) are kept locally, and on the fleet read again on
+    // the executors: nothing of the fleet's data is collected into the driver.
+    for (session, kept) in [(Session::local(2), 1), (fleet.session().await, 0)] {
+        let credit = session
+            .read_csv(german_credit::csv_path(), &CsvOptions::new())
+            .await
+            .unwrap();
+        let reread = for_rereading(credit, DEFAULT_MEMORY_BUDGET).await.unwrap();
+        assert_eq!(
+            tables_in_memory(&reread),
+            kept,
+            "{:?}",
+            SessionInfo::of(&reread).master()
+        );
+    }
     let ranks: Vec<usize> = cluster.1.summary().ranks.iter().map(|r| r.rows).collect();
     let local_ranks: Vec<usize> = local.1.summary().ranks.iter().map(|r| r.rows).collect();
     assert_eq!(ranks, local_ranks);

@@ -46,9 +46,36 @@ use datafusion::prelude::{DataFrame, SessionContext};
 use futures::StreamExt;
 
 use crate::error::Result;
+use crate::master::{Master, SessionInfo};
 
 /// How much of a cached frame is held in memory by default before the rest goes to disk: 1 GiB.
 pub const DEFAULT_MEMORY_BUDGET: usize = 1 << 30;
+
+/// `df` made ready to be read more than once, by where it runs: on a `local[N]` session kept by [`cache`] (in
+/// memory up to `memory_budget` bytes, the rest on local disk); on Ballista's standalone cluster, which runs
+/// in this process, collected into an in-memory table its plans carry; on a fleet (`df://`) as it is, so that
+/// each read runs on the executors again and none of the fleet's data is collected into the driver (Ballista
+/// 55 keeps no partitions on its executors from one job to the next).
+///
+/// ```
+/// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
+/// use hearth_exec::cache::{DEFAULT_MEMORY_BUDGET, for_rereading};
+/// use hearth_exec::session::Session;
+///
+/// let session = Session::local(2);
+/// let df = session.context().sql("SELECT * FROM generate_series(1, 1000) AS t(x)").await.unwrap();
+/// let kept = for_rereading(df, DEFAULT_MEMORY_BUDGET).await.unwrap();
+/// assert_eq!(kept.clone().count().await.unwrap(), 1000);
+/// assert_eq!(kept.count().await.unwrap(), 1000);
+/// # });
+/// ```
+pub async fn for_rereading(df: DataFrame, memory_budget: usize) -> Result<DataFrame> {
+    Ok(match SessionInfo::of(&df).master() {
+        Master::Local { .. } => cache(df, memory_budget).await?,
+        Master::Standalone { .. } => df.cache().await?,
+        Master::Remote { .. } => df,
+    })
+}
 
 /// Runs `df` once and returns a frame of the same rows and partitions, kept in memory up to `memory_budget`
 /// bytes and on local disk past it. See the [module](self) documentation.

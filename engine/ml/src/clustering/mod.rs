@@ -37,6 +37,7 @@ pub(crate) use functions::{KMEANS_ASSIGN, KMEANS_SUMS};
 pub use functions::{KMeansRowUdf, KMeansSumsUdaf, PerRow};
 pub use model::{KMeansModel, KMeansSummary};
 
+use crate::cache::{DEFAULT_MEMORY_BUDGET, for_rereading};
 use crate::error::{HearthError, Result};
 use crate::params::new_uid;
 use crate::pipeline::reads_files;
@@ -255,8 +256,9 @@ impl KMeans {
         let data = df
             .clone()
             .select(vec![ident(&self.features_col), weight.alias(self.weight_name())])?;
+        // Lloyd's passes read the rows again and again: kept once (on a fleet, read again on the executors).
         Ok(match reads_files(data.logical_plan()) {
-            true => data.cache().await?,
+            true => for_rereading(data, DEFAULT_MEMORY_BUDGET).await?,
             false => data,
         })
     }

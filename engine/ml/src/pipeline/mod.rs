@@ -24,9 +24,8 @@ pub use persist::{FORMAT_VERSION, PIPELINE_FILE, refuse_existing};
 pub use stage::{EstimatorStage, IntoPipelineStage, PipelineStage};
 pub use writer::MlWriter;
 
-use crate::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, cache};
+use crate::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, for_rereading};
 use crate::error::{HearthError, Result};
-use crate::master::{Master, SessionInfo};
 use crate::params::new_uid;
 use crate::stage::{Estimator, Stage, Transformer};
 use persist::{Document, load_entries, read_document, save_stage_data, stage_entries, write_document};
@@ -53,7 +52,8 @@ pub(crate) fn reads_files(plan: &LogicalPlan) -> bool {
 /// When two or more estimators need data read from files, `fit` caches the input so a file is parsed once,
 /// not once per estimator (turn off with [`Pipeline::cache_input`]): on a `local[N]` session as Spark's
 /// `persist(MEMORY_AND_DISK)` does — in memory up to [`Pipeline::cache_memory_limit`], the rest on local
-/// disk ([`cache`](crate::cache)) — and on a fleet in the driver's memory.
+/// disk ([`cache`](crate::cache)); on a fleet not at all, each estimator reading the files again on the
+/// executors, so that none of the fleet's data passes through the driver ([`for_rereading`]).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -136,11 +136,7 @@ impl Pipeline {
         let last_estimator = self.stages.iter().rposition(PipelineStage::is_estimator);
         let estimators = self.stages.iter().filter(|s| s.is_estimator()).count();
         let input = if self.cache_input && estimators >= 2 && reads_files(df.logical_plan()) {
-            match SessionInfo::of(df).master() {
-                Master::Local { .. } => cache(df.clone(), self.cache_memory_limit).await?,
-                // A fleet's plans carry in-memory tables, not local files.
-                _ => df.clone().cache().await?,
-            }
+            for_rereading(df.clone(), self.cache_memory_limit).await?
         } else {
             df.clone()
         };

@@ -9,6 +9,7 @@ use datafusion::prelude::DataFrame;
 
 use super::grid::{ParamMap, with_params};
 use super::search::{best_of, try_run_candidates};
+use crate::cache::{DEFAULT_MEMORY_BUDGET, for_rereading};
 use crate::error::{HearthError, Result};
 use crate::evaluation::Evaluator;
 use crate::frame::DataFrameExt;
@@ -235,10 +236,11 @@ macro_rules! tuner_setters {
     };
 }
 
-/// `df`, materialised once when it is read from files: every trial reads it again.
+/// `df`, kept once when it is read from files (not on a fleet: see [`for_rereading`]): every trial reads it
+/// again.
 async fn cached(df: &DataFrame) -> Result<DataFrame> {
     Ok(match reads_files(df.logical_plan()) {
-        true => df.clone().cache().await?,
+        true => for_rereading(df.clone(), DEFAULT_MEMORY_BUDGET).await?,
         false => df.clone(),
     })
 }
