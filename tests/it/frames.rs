@@ -198,6 +198,26 @@ async fn parquet_is_written_a_part_file_per_partition_with_the_codec_asked() {
     assert!(parts(&zstd).iter().all(|n| n.ends_with(".zstd.parquet")));
     assert_eq!(session.read_parquet(&zstd).await.unwrap().count().await.unwrap(), 3000);
 
+    // DataFusion's writers' files (CSV and JSON here, Parquet on a fleet) get Spark's names too.
+    for format in [OutputFormat::Csv, OutputFormat::Json] {
+        let out = dir.path().join(format.extension());
+        FrameWriter::new(format).save(df.clone(), &out).await.unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n != "_SUCCESS")
+            .collect();
+        names.sort();
+        assert!(!names.is_empty(), "{names:?}");
+        for (part, name) in names.iter().enumerate() {
+            let suffix = format!(".{}", format.extension());
+            assert!(
+                name.starts_with(&format!("part-{part:05}-")) && name.ends_with(&suffix),
+                "{name}"
+            );
+        }
+    }
+
     let refused = dir.path().join("refused");
     let error = FrameWriter::new(OutputFormat::Parquet)
         .compression("lzma")

@@ -9,6 +9,7 @@
 //!
 //! On a `local[N]` session Parquet is written as Spark writes it, one part file per partition, each by its
 //! partition's own task (`parquet_parts`); CSV and JSON, and Parquet on a fleet, are DataFusion's writers.
+//! Every part file is named as Spark names it (`part-00000-<write id>.snappy.parquet`, `part_names`).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
@@ -48,6 +49,7 @@ use crate::vector::vector_dim;
 
 mod parquet_parts;
 mod part_file;
+mod part_names;
 mod vector_chunk;
 mod writeback;
 
@@ -251,15 +253,22 @@ impl FrameWriter {
         }
         let location = format!("{}/", dir.display());
         let options = DataFrameWriteOptions::new().with_single_file_output(false);
-        let counts = match self.format {
+        let (counts, suffix) = match self.format {
             OutputFormat::Parquet => {
                 let mut parquet = TableParquetOptions::default();
                 parquet.global.compression = Some(self.compression.clone());
-                df.write_parquet(&location, options, Some(parquet)).await?
+                let suffix = part_names::parquet_suffix(&self.compression);
+                (df.write_parquet(&location, options, Some(parquet)).await?, suffix)
             }
-            OutputFormat::Csv => csv_columns(df)?.write_csv(&location, options, None).await?,
-            OutputFormat::Json => df.write_json(&location, options, None).await?,
+            OutputFormat::Csv => (
+                csv_columns(df)?.write_csv(&location, options, None).await?,
+                ".csv".into(),
+            ),
+            OutputFormat::Json => (df.write_json(&location, options, None).await?, ".json".into()),
         };
+        part_names::rename_parts(dir, &suffix).map_err(|e| {
+            datafusion::error::DataFusionError::Execution(format!("naming the part files in {}: {e}", dir.display()))
+        })?;
         let mut rows = 0;
         for batch in &counts {
             if let Some(count) = batch.column(0).as_any().downcast_ref::<UInt64Array>() {

@@ -15,7 +15,6 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::runtime::SpawnedTask;
@@ -28,6 +27,7 @@ use datafusion::prelude::DataFrame;
 use futures::StreamExt;
 
 use super::part_file::PartFile;
+use super::part_names::{parquet_suffix, part_name, write_id};
 use super::writeback::WritebackFile;
 
 /// The rows of a row group: an eighth of arrow's default (DuckDB writes 122,880). A row group is held in
@@ -66,8 +66,8 @@ pub(super) async fn write(df: DataFrame, dir: &Path, codec: &str) -> DfResult<u6
     };
     let properties = properties(&schema, codec)?;
     let write_id = write_id();
-    let codec_name = codec.split('(').next().unwrap_or(codec).to_ascii_lowercase();
-    let name = |part: usize| dir.join(format!("part-{part:05}-{write_id}.{codec_name}.parquet"));
+    let suffix = parquet_suffix(codec);
+    let name = |part: usize| dir.join(part_name(part, &write_id, &suffix));
     let tasks: Vec<_> = streams
         .into_iter()
         .enumerate()
@@ -133,15 +133,4 @@ fn create(path: &Path) -> DfResult<BufWriter<WritebackFile>> {
 
 fn io_error(path: &Path, error: std::io::Error) -> DataFusionError {
     DataFusionError::Execution(format!("writing {}: {error}", path.display()))
-}
-
-/// A name for one write's files that a later write into the same directory (`append`) does not repeat: the
-/// time, this process and its count of writes (a clock coarser than a nanosecond may repeat a time).
-fn write_id() -> String {
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let count = WRITES.fetch_add(1, Ordering::Relaxed);
-    format!("{nanos:x}{:05x}{count:x}", std::process::id())
 }
