@@ -9,7 +9,8 @@
 //!
 //! On a `local[N]` session Parquet is written as Spark writes it, one part file per partition, each by its
 //! partition's own task (`parquet_parts`); CSV and JSON, and Parquet on a fleet, are DataFusion's writers.
-//! Every part file is named as Spark names it (`part-00000-<write id>.snappy.parquet`, `part_names`).
+//! Every part file is named as Spark names it (`part-00000-<write id>.snappy.parquet`, `part_names`); a fleet
+//! whose executors wrote where the driver does not see is an error, not an empty output.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
@@ -266,7 +267,7 @@ impl FrameWriter {
             ),
             OutputFormat::Json => (df.write_json(&location, options, None).await?, ".json".into()),
         };
-        part_names::rename_parts(dir, &suffix).map_err(|e| {
+        let files = part_names::rename_parts(dir, &suffix).map_err(|e| {
             datafusion::error::DataFusionError::Execution(format!("naming the part files in {}: {e}", dir.display()))
         })?;
         let mut rows = 0;
@@ -274,6 +275,14 @@ impl FrameWriter {
             if let Some(count) = batch.column(0).as_any().downcast_ref::<UInt64Array>() {
                 rows += (0..count.len()).map(|i| count.value(i)).sum::<u64>();
             }
+        }
+        if rows > 0 && files == 0 {
+            // On a fleet, the executors write at this path on their own disks.
+            return Err(datafusion::error::DataFusionError::Execution(format!(
+                "{rows} rows were written to {} where this process does not see them: on a fleet, write to a \
+                 directory every executor and the driver share",
+                dir.display()
+            )));
         }
         mark_success(dir, rows)
     }

@@ -1,6 +1,7 @@
 //! Part files named as Spark names them, whichever writer wrote them: `part-00000-<write id>.<codec>.parquet`,
-//! `part-00000-<write id>.csv`, `part-00000-<write id>.json` — numbered in the order of the partitions they
-//! hold, one write id for the files of one write (so that appends never clash with earlier files).
+//! `part-00000-<write id>.csv`, `part-00000-<write id>.json` — one write id for the files of one write (so
+//! that appends never clash with earlier files). hearth's own Parquet writer numbers the files by partition;
+//! DataFusion's writers deal batches to their files in turn, and keep their numbering.
 
 use std::fs;
 use std::io;
@@ -33,8 +34,8 @@ pub(super) fn parquet_suffix(codec: &str) -> String {
 }
 
 /// Renames the files another writer left in `dir` (all but the `_SUCCESS` marker) to Spark's part names with
-/// `suffix`, in the order of the partition number that writer put last in each name (`…_3.csv`).
-pub(super) fn rename_parts(dir: &Path, suffix: &str) -> io::Result<()> {
+/// `suffix`, in the order of the number that writer put last in each name (`…_3.csv`); returns how many.
+pub(super) fn rename_parts(dir: &Path, suffix: &str) -> io::Result<usize> {
     let mut written: Vec<(Option<u64>, String)> = Vec::new();
     for entry in fs::read_dir(dir)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
@@ -47,10 +48,10 @@ pub(super) fn rename_parts(dir: &Path, suffix: &str) -> io::Result<()> {
     for (part, (_, name)) in written.iter().enumerate() {
         fs::rename(dir.join(name), dir.join(part_name(part, &write_id, suffix)))?;
     }
-    Ok(())
+    Ok(written.len())
 }
 
-/// The partition number at the end of a written file's stem (`…_12.parquet` → 12), if there is one.
+/// The file number at the end of a written file's stem (`…_12.parquet` → 12), if there is one.
 fn partition_of(name: &str) -> Option<u64> {
     let stem = name.split('.').next()?;
     stem.rsplit_once('_')?.1.parse().ok()
@@ -61,12 +62,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn another_writers_files_get_spark_names_in_partition_order() {
+    fn another_writers_files_get_spark_names_in_their_order() {
         let dir = tempfile::tempdir().unwrap();
         for name in ["abc_10.csv", "abc_2.csv", "abc_0.csv", SUCCESS_FILE] {
             fs::write(dir.path().join(name), name).unwrap();
         }
-        rename_parts(dir.path(), ".csv").unwrap();
+        assert_eq!(rename_parts(dir.path(), ".csv").unwrap(), 3);
         let mut names: Vec<String> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

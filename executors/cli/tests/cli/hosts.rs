@@ -3,7 +3,8 @@
 //! bridge), with a private `/tmp` (its own mount namespace) for its work directory. Nothing crosses between
 //! them but TCP on the lab's subnet, so each process sees the others at their own addresses — as on a
 //! network of machines, and unlike the loopback fleets of the other tests. Namespaces need root (as CI runs);
-//! elsewhere the test says that it skips, on the standard error of every run.
+//! elsewhere the test says that it skips, on the standard error of every run — or fails, where
+//! `HEARTH_REQUIRE_NAMESPACES` is set (as CI sets it).
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -17,6 +18,12 @@ use crate::common::{hearth, repository, shown};
 
 /// The lab's subnet: every lab has its own namespaces, so labs of concurrent tests never meet.
 const SUBNET: &str = "10.88.0";
+
+/// The longest any process of a lab runs, and what its commands are given to finish.
+const LAB_LIFETIME: Duration = Duration::from_secs(300);
+
+/// The variable that makes a test fail, rather than skip, where namespaces cannot be made (CI sets it).
+const REQUIRE_NAMESPACES: &str = "HEARTH_REQUIRE_NAMESPACES";
 
 /// Network namespaces wired as hosts of one subnet, and the processes started in them; all are stopped and
 /// removed when the lab is dropped.
@@ -40,8 +47,12 @@ impl Lab {
         if Command::new("ip").arg("-V").output().is_err() {
             return Err("the `ip` program (iproute2) is missing".into());
         }
+        sweep_stale_labs();
         static LABS: AtomicUsize = AtomicUsize::new(0);
         let prefix = format!("hearth-{}-{}", std::process::id(), LABS.fetch_add(1, Ordering::Relaxed));
+        let probe = format!("{prefix}-probe");
+        ip(&["netns", "add", &probe]).map_err(|e| format!("cannot make network namespaces here: {e}"))?;
+        let _ = ip(&["netns", "del", &probe]);
         let mut lab = Lab {
             hosts: (0..hosts).map(|i| format!("{prefix}-{i}")).collect(),
             processes: Vec::new(),
@@ -104,11 +115,19 @@ impl Lab {
     /// host but the first.
     fn hearth_on(&self, i: usize, args: &[&str]) -> Command {
         let program = env!("CARGO_BIN_EXE_hearth");
-        let mut command = Command::new("ip");
-        command.args(["netns", "exec", &self.hosts[i]]);
+        // Under `timeout`, so that nothing of a lab outlives a harness killed before it could clean up.
+        let mut command = Command::new("timeout");
+        command.args([
+            "--kill-after=10",
+            &LAB_LIFETIME.as_secs().to_string(),
+            "ip",
+            "netns",
+            "exec",
+            &self.hosts[i],
+        ]);
         if i > 0 {
             command.args(["unshare", "--mount", "--propagation", "private", "sh", "-c"]);
-            command.arg(r#"mount -t tmpfs tmpfs /tmp && exec "$@""#).arg("sh");
+            command.arg(private_tmp_script()).arg("sh");
         }
         command.arg(program).args(args).current_dir(repository());
         command.env("HEARTH_SECRET", &self.secret).env_remove("HEARTH_MASTER");
@@ -157,7 +176,15 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // Asked to stop first (`timeout` passes it on), so that each cleans up after itself; then killed.
+        for child in &self.processes {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).output();
+        }
         for child in &mut self.processes {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -165,6 +192,40 @@ impl Drop for Lab {
             let _ = ip(&["netns", "del", host]);
         }
     }
+}
+
+/// The script that gives a host a `/tmp` of its own (a new tmpfs) and then runs its program (`"$@"`). What
+/// the hosts share — the repository with its data, hearth's program, the directory the tests keep shared files
+/// in — is moved back onto the new `/tmp` where it lay under the old one (a clone in `/tmp`, as CI makes).
+fn private_tmp_script() -> String {
+    let program = PathBuf::from(env!("CARGO_BIN_EXE_hearth"));
+    let candidates = [
+        repository(),
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        program.parent().map(PathBuf::from).unwrap_or_default(),
+    ];
+    let mut shared: Vec<PathBuf> = candidates
+        .iter()
+        .filter_map(|path| path.canonicalize().ok())
+        .filter(|path| path.starts_with("/tmp"))
+        .collect();
+    shared.sort();
+    shared.dedup_by(|inner, outer| inner.starts_with(outer));
+    let quoted = |path: &PathBuf| format!("'{}'", path.display().to_string().replace('\'', r"'\''"));
+    let mut script = String::from("set -e\n");
+    for (k, path) in shared.iter().enumerate() {
+        script += &format!(
+            "mkdir -p /run/hearth-lab-$$-{k}\nmount --bind {} /run/hearth-lab-$$-{k}\n",
+            quoted(path)
+        );
+    }
+    script += "mount -t tmpfs tmpfs /tmp\n";
+    for (k, path) in shared.iter().enumerate() {
+        let path = quoted(path);
+        script +=
+            &format!("mkdir -p {path}\nmount --move /run/hearth-lab-$$-{k} {path}\nrmdir /run/hearth-lab-$$-{k}\n");
+    }
+    script + "exec \"$@\"\n"
 }
 
 /// Runs `ip args…`; its error output when it fails.
@@ -177,6 +238,22 @@ fn ip(args: &[&str]) -> Result<(), String> {
             args.join(" "),
             String::from_utf8_lossy(&output.stderr)
         )),
+    }
+}
+
+/// Deletes the namespaces of labs whose test process is gone (a harness killed before its labs were dropped).
+fn sweep_stale_labs() {
+    let Ok(listed) = Command::new("ip").args(["netns", "list"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&listed.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or_default();
+        let pid = name.strip_prefix("hearth-").and_then(|rest| rest.split('-').next());
+        if let Some(pid) = pid.and_then(|pid| pid.parse::<u64>().ok())
+            && !crate::common::alive(pid)
+        {
+            let _ = ip(&["netns", "del", name]);
+        }
     }
 }
 
@@ -235,6 +312,9 @@ fn a_fleet_of_three_hosts_over_tls_runs_the_main_job_with_the_local_metrics() {
 fn lab_or_skip(test: &str) -> Option<Lab> {
     match Lab::new(3) {
         Ok(lab) => Some(lab),
+        Err(why) if std::env::var_os(REQUIRE_NAMESPACES).is_some() => {
+            panic!("{test}: {why} ({REQUIRE_NAMESPACES} is set: namespaces are required here)")
+        }
         Err(why) => {
             let skipped = format!("SKIPPED {test}: {why}\n");
             let _ = std::io::Write::write_all(&mut std::io::stderr(), skipped.as_bytes());
@@ -247,6 +327,7 @@ fn lab_or_skip(test: &str) -> Option<Lab> {
 /// from the first host: it gives the local metrics, and both executors run its tasks.
 fn main_job_on_three_hosts(mut lab: Lab) {
     let bind = format!("{}:0", lab.address(0));
+    let work_dir = lab.logs.path().join("scheduler-work");
     let scheduler = lab.start(
         0,
         "scheduler",
@@ -256,6 +337,8 @@ fn main_job_on_three_hosts(mut lab: Lab) {
             &bind,
             "--data-roots",
             repository().to_str().unwrap(),
+            "--work-dir",
+            work_dir.to_str().unwrap(),
         ],
         Some("hearth scheduler listening on "),
     );
@@ -318,9 +401,10 @@ fn main_job_on_three_hosts(mut lab: Lab) {
         assert!(lab.log("scheduler").contains("TLS on"), "the fleet speaks TLS:\n{log}");
     }
     for i in 1..3 {
+        let registered = format!("host: Some(\"{}\")", lab.address(i));
         assert!(
-            log.contains(&lab.address(i)),
-            "executor {i} is known by its own address:\n{log}"
+            lab.log("scheduler").contains(&registered),
+            "executor {i} registered from its own address:\n{log}"
         );
         // One slot each: the training stage's two ranks ran on both hosts, over the lab's links.
         let executor = lab.log(&format!("executor-{i}"));
