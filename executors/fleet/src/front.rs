@@ -184,11 +184,12 @@ async fn forward(State(inner): State<Arc<Inner>>, mut request: Request) -> Respo
     }
 }
 
-/// A launch `request` with the token on each of its tasks (its jobs' owners learnt), or the refusal of a launch that is not one message
-/// of at most the fleet's message size.
+/// A launch `request` with the token on each of its tasks (their jobs' owners learnt on the way), or the
+/// refusal of a launch that is not one message of at most the fleet's message size.
 async fn stamped(inner: &Inner, request: Request) -> std::result::Result<Request, Response> {
     let (head, body) = read_whole(request, "a task launch").await?;
-    inner.owners.learn(head.uri.path(), &body);
-    let body = (inner.token.stamp(head.uri.path(), body)).map_err(|e| grpc_error(INVALID_ARGUMENT, &e.to_string()))?;
+    let learn = |job: &str, props: &[_]| inner.owners.learn(job, props);
+    let body =
+        (inner.token.stamp(head.uri.path(), body, learn)).map_err(|e| grpc_error(INVALID_ARGUMENT, &e.to_string()))?;
     Ok(with_body(head, body))
 }

@@ -13,7 +13,8 @@
 //! let token = LaunchToken::generate();
 //! // Calls other than launches pass unchanged.
 //! let body = Bytes::from_static(b"\0\0\0\0\0");
-//! assert_eq!(token.stamp("/ballista.protobuf.ExecutorGrpc/CancelTasks", body.clone()).unwrap(), body);
+//! let stamped = token.stamp("/ballista.protobuf.ExecutorGrpc/CancelTasks", body.clone(), |_, _| {});
+//! assert_eq!(stamped.unwrap(), body);
 //! ```
 
 use std::path::PathBuf;
@@ -32,9 +33,9 @@ use prost::Message;
 use crate::grpc::{framed, message};
 
 /// The path of Ballista's call that launches tasks of one stage.
-pub(crate) const LAUNCH_MULTI_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchMultiTask";
+const LAUNCH_MULTI_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchMultiTask";
 /// The path of Ballista's call that launches single tasks.
-pub(crate) const LAUNCH_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchTask";
+const LAUNCH_TASK: &str = "/ballista.protobuf.ExecutorGrpc/LaunchTask";
 
 extensions_options! {
     /// The session option a launch carries its token in (`hearth_front.token`).
@@ -88,17 +89,27 @@ impl LaunchToken {
     }
 
     /// `body`, the request of a call to `path`, with this token on every task it launches (replacing any
-    /// token the caller put there); the bodies of other calls unchanged.
-    pub fn stamp(&self, path: &str, body: Bytes) -> Result<Bytes, StampError> {
+    /// token the caller put there), each task first shown to `seen` (its job's id and settings); the bodies of
+    /// other calls unchanged.
+    pub fn stamp(
+        &self,
+        path: &str,
+        body: Bytes,
+        mut seen: impl FnMut(&str, &[KeyValuePair]),
+    ) -> Result<Bytes, StampError> {
+        let mut stamp = |job: &str, props: &mut Vec<KeyValuePair>| {
+            seen(job, props);
+            self.stamp_props(props);
+        };
         match path {
             LAUNCH_MULTI_TASK => {
                 let mut launch = LaunchMultiTaskParams::decode(message(&body).ok_or(StampError::Framing)?)?;
-                (launch.multi_tasks.iter_mut()).for_each(|task| self.stamp_props(&mut task.props));
+                (launch.multi_tasks.iter_mut()).for_each(|task| stamp(&task.job_id, &mut task.props));
                 Ok(framed(&launch))
             }
             LAUNCH_TASK => {
                 let mut launch = LaunchTaskParams::decode(message(&body).ok_or(StampError::Framing)?)?;
-                (launch.tasks.iter_mut()).for_each(|task| self.stamp_props(&mut task.props));
+                (launch.tasks.iter_mut()).for_each(|task| stamp(&task.job_id, &mut task.props));
                 Ok(framed(&launch))
             }
             _ => Ok(body),
@@ -176,13 +187,13 @@ mod tests {
         };
         let unstamped = launch_with(vec![forged]);
         assert!(produce(&config_of(&unstamped)).is_err(), "a launch without the token");
-        let stamped = token.stamp(LAUNCH_MULTI_TASK, unstamped).unwrap();
+        let stamped = token.stamp(LAUNCH_MULTI_TASK, unstamped, |_, _| {}).unwrap();
         assert!(
             produce(&config_of(&stamped)).is_ok(),
             "the same launch through the front"
         );
         let other = LaunchToken::generate()
-            .stamp(LAUNCH_MULTI_TASK, launch_with(vec![]))
+            .stamp(LAUNCH_MULTI_TASK, launch_with(vec![]), |_, _| {})
             .unwrap();
         assert!(produce(&config_of(&other)).is_err(), "another executor's token");
     }
@@ -191,7 +202,7 @@ mod tests {
     fn bodies_that_are_not_one_message_are_refused() {
         let token = LaunchToken::generate();
         for body in [&b""[..], b"\x01\0\0\0\0", b"\0\0\0\0\x09abc"] {
-            let refused = token.stamp(LAUNCH_MULTI_TASK, Bytes::copy_from_slice(body));
+            let refused = token.stamp(LAUNCH_MULTI_TASK, Bytes::copy_from_slice(body), |_, _| {});
             assert!(matches!(refused, Err(StampError::Framing)), "{body:?}");
         }
     }

@@ -27,8 +27,7 @@ use axum::response::Response;
 use ballista_core::JobId;
 use ballista_core::extension::SessionConfigExt;
 use ballista_core::serde::protobuf::{
-    Action, CreateUpdateSessionParams, ExecuteQueryParams, GetJobStatusParams, KeyValuePair, LaunchMultiTaskParams,
-    LaunchTaskParams, action,
+    Action, CreateUpdateSessionParams, ExecuteQueryParams, GetJobStatusParams, KeyValuePair, action,
 };
 use bytes::Bytes;
 use datafusion::common::extensions_options;
@@ -38,7 +37,6 @@ use hearth_engine::ballista::Principal;
 use hearth_engine::codec::FLEET_MESSAGE_BYTES;
 use prost::Message;
 
-use super::launch::{LAUNCH_MULTI_TASK, LAUNCH_TASK};
 use super::routes::Scheduler;
 use crate::grpc::{INVALID_ARGUMENT, PERMISSION_DENIED, framed, grpc_error, message, read_whole, with_body};
 
@@ -194,35 +192,25 @@ struct Owners {
 }
 
 impl JobOwners {
-    /// Learns the owners of the jobs a call to `path` with `body` launches tasks of (other calls teach
-    /// nothing).
-    pub(crate) fn learn(&self, path: &str, body: &Bytes) {
-        let Some(message) = message(body) else { return };
-        let tasks: Vec<(String, Vec<KeyValuePair>)> = match path {
-            LAUNCH_MULTI_TASK => LaunchMultiTaskParams::decode(message)
-                .map(|launch| launch.multi_tasks.into_iter().map(|t| (t.job_id, t.props)).collect())
-                .unwrap_or_default(),
-            LAUNCH_TASK => LaunchTaskParams::decode(message)
-                .map(|launch| launch.tasks.into_iter().map(|t| (t.job_id, t.props)).collect())
-                .unwrap_or_default(),
-            _ => return,
-        };
+    /// Learns the owner of Ballista job `job` from the settings `props` a task of it was launched with.
+    pub(crate) fn learn(&self, job: &str, props: &[KeyValuePair]) {
         // A task's settings are its job's session options as DataFusion lists them: an extension's under their
         // bare names.
-        let keys = [owner_key(), OWNER.to_string()];
+        let owner = props
+            .iter()
+            .find(|prop| prop.key == OWNER)
+            .and_then(|prop| prop.value.clone());
         let mut owners = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (job, props) in tasks {
-            let owner = props
-                .into_iter()
-                .find(|prop| keys.contains(&prop.key))
-                .and_then(|prop| prop.value);
-            if owners.by_job.insert(job.clone(), owner.unwrap_or_default()).is_none() {
-                owners.learnt.push_back(job);
-            }
-            while owners.learnt.len() > REMEMBERED_JOBS {
-                let forgotten = owners.learnt.pop_front().unwrap_or_default();
-                owners.by_job.remove(&forgotten);
-            }
+        if owners
+            .by_job
+            .insert(job.to_string(), owner.unwrap_or_default())
+            .is_none()
+        {
+            owners.learnt.push_back(job.to_string());
+        }
+        while owners.learnt.len() > REMEMBERED_JOBS {
+            let forgotten = owners.learnt.pop_front().unwrap_or_default();
+            owners.by_job.remove(&forgotten);
         }
     }
 
@@ -310,24 +298,11 @@ mod tests {
 
     #[test]
     fn executors_learn_owners_from_launches_and_fetches_name_their_job() {
-        use ballista_core::serde::protobuf::{FetchPartition, MultiTaskDefinition};
+        use ballista_core::serde::protobuf::FetchPartition;
 
-        let launch = LaunchMultiTaskParams {
-            multi_tasks: vec![
-                MultiTaskDefinition {
-                    job_id: "q1".into(),
-                    props: vec![setting(OWNER, "j-1")],
-                    ..MultiTaskDefinition::default()
-                },
-                MultiTaskDefinition {
-                    job_id: "q2".into(),
-                    ..MultiTaskDefinition::default()
-                },
-            ],
-            scheduler_endpoint: String::new(),
-        };
         let owners = JobOwners::default();
-        owners.learn(LAUNCH_MULTI_TASK, &framed(&launch));
+        owners.learn("q1", &[setting(OWNER, "j-1")]);
+        owners.learn("q2", &[]);
         assert_eq!(owners.owner("q1").as_deref(), Some("j-1"));
         assert_eq!(owners.owner("q2").as_deref(), Some(""), "a member's job");
         assert_eq!(owners.owner("q3"), None);

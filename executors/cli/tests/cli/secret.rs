@@ -150,20 +150,32 @@ fn the_secret_never_crosses_the_wire_nor_reaches_a_log_nor_a_plan() {
     }
 }
 
+/// `curl`, quiet, giving up after 10 s, presenting `token`.
+fn curl_with(token: &str) -> std::process::Command {
+    let mut curl = std::process::Command::new("curl");
+    curl.args([
+        "--silent",
+        "--max-time",
+        "10",
+        "-H",
+        &format!("Authorization: Bearer {token}"),
+    ]);
+    curl
+}
+
 /// What `curl` gets for `method path` on the fleet's scheduler with `token`: the HTTP status.
 fn status_with(fleet: &Fleet, token: &str, method: &str, path: &str) -> String {
     let url = format!("http://{}{path}", fleet.master.trim_start_matches("df://"));
-    let out = std::process::Command::new("curl")
+    let out = curl_with(token)
         .args([
-            "--silent",
-            "--max-time",
-            "10",
             "--output",
             "/dev/null",
             "--write-out",
             "%{http_code}",
+            "-X",
+            method,
+            &url,
         ])
-        .args(["-X", method, "-H", &format!("Authorization: Bearer {token}"), &url])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -189,25 +201,16 @@ fn grpc_status(address: &str, path: &str, token: &str, message: &[u8]) -> String
     let body = [&[0u8][..], &(message.len() as u32).to_be_bytes(), message].concat();
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), body).unwrap();
-    let out = std::process::Command::new("curl")
+    let out = curl_with(token)
         .args([
-            "--silent",
-            "--max-time",
-            "10",
             "--http2-prior-knowledge",
             "--raw",
             "--dump-header",
             "-",
-        ])
-        .args([
             "--output",
             "/dev/null",
-            "-H",
-            "content-type: application/grpc",
-            "-H",
-            "te: trailers",
         ])
-        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args(["-H", "content-type: application/grpc", "-H", "te: trailers"])
         .args(["--data-binary", &format!("@{}", file.path().display())])
         .arg(format!("http://{address}{path}"))
         .output()
@@ -232,17 +235,7 @@ fn scheduler_status_with(fleet: &Fleet, token: &str, call: &str, job: &str) -> S
 /// The Flight address of the fleet's first executor, from Ballista's REST API (asked with `token`).
 fn flight_address(fleet: &Fleet, token: &str) -> String {
     let url = format!("http://{}/api/executors", fleet.master.trim_start_matches("df://"));
-    let out = std::process::Command::new("curl")
-        .args([
-            "--silent",
-            "--max-time",
-            "10",
-            "-H",
-            &format!("Authorization: Bearer {token}"),
-            &url,
-        ])
-        .output()
-        .unwrap();
+    let out = curl_with(token).arg(&url).output().unwrap();
     let executors: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     format!("{}:{}", executors[0]["host"].as_str().unwrap(), executors[0]["port"])
 }
