@@ -21,6 +21,7 @@ use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
 use crate::barrier::{BarrierExec, BarrierSpec};
+use crate::write::{PartWriterExec, PartWriterSpec};
 
 /// How a function bound to data that travels with it (a trained model) crosses the wire between driver and
 /// executors. The module that owns such functions submits one with `inventory::submit!`; every other function
@@ -62,8 +63,10 @@ fn decode_udf(name: &str, buf: &[u8]) -> Option<Result<Arc<ScalarUDF>>> {
 /// The first byte of an encoded node: whose node it is.
 const BALLISTA_NODE: u8 = 0;
 const BARRIER_NODE: u8 = 1;
+const PART_WRITER_NODE: u8 = 2;
 
-/// Encodes [`BarrierExec`] (its [`BarrierSpec`] as JSON) and hands every other node to Ballista's codec.
+/// Encodes [`BarrierExec`] and [`PartWriterExec`] (their specs as JSON) and hands every other node to
+/// Ballista's codec.
 /// Each node's bytes start with a tag saying which, so foreign bytes are never mistaken for a node.
 ///
 /// ```
@@ -93,15 +96,12 @@ impl PhysicalExtensionCodec for HearthPhysicalCodec {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         match buf.split_first() {
             Some((&BARRIER_NODE, spec)) => {
-                let spec: BarrierSpec = serde_json::from_slice(spec)
-                    .map_err(|e| DataFusionError::Internal(format!("unreadable BarrierExec: {e}")))?;
-                let [input] = inputs else {
-                    return Err(DataFusionError::Internal(format!(
-                        "BarrierExec needs one input, got {}",
-                        inputs.len()
-                    )));
-                };
-                Ok(Arc::new(BarrierExec::over_slice(Arc::clone(input), spec)?))
+                let (input, spec) = one_input_node::<BarrierSpec>("BarrierExec", spec, inputs)?;
+                Ok(Arc::new(BarrierExec::over_slice(input, spec)?))
+            }
+            Some((&PART_WRITER_NODE, spec)) => {
+                let (input, spec) = one_input_node::<PartWriterSpec>("PartWriterExec", spec, inputs)?;
+                Ok(Arc::new(PartWriterExec::try_new(input, spec)?))
             }
             Some((&BALLISTA_NODE, node)) => self.ballista.try_decode(node, inputs, ctx, proto_converter),
             Some((tag, _)) => Err(DataFusionError::Internal(format!(
@@ -122,6 +122,11 @@ impl PhysicalExtensionCodec for HearthPhysicalCodec {
             return serde_json::to_writer(buf, barrier.spec())
                 .map_err(|e| DataFusionError::Internal(format!("cannot encode BarrierExec: {e}")));
         }
+        if let Some(writer) = node.downcast_ref::<PartWriterExec>() {
+            buf.push(PART_WRITER_NODE);
+            return serde_json::to_writer(buf, writer.spec())
+                .map_err(|e| DataFusionError::Internal(format!("cannot encode PartWriterExec: {e}")));
+        }
         let mut inner = Vec::new();
         self.ballista.try_encode(node, &mut inner, proto_converter)?;
         buf.push(BALLISTA_NODE);
@@ -136,6 +141,23 @@ impl PhysicalExtensionCodec for HearthPhysicalCodec {
     fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
         encode_udf(node, buf)
     }
+}
+
+/// The JSON spec of a hearth node named `name` over one input, and that input.
+fn one_input_node<S: serde::de::DeserializeOwned>(
+    name: &str,
+    spec: &[u8],
+    inputs: &[Arc<dyn ExecutionPlan>],
+) -> Result<(Arc<dyn ExecutionPlan>, S)> {
+    let spec =
+        serde_json::from_slice(spec).map_err(|e| DataFusionError::Internal(format!("unreadable {name}: {e}")))?;
+    let [input] = inputs else {
+        return Err(DataFusionError::Internal(format!(
+            "{name} needs one input, got {}",
+            inputs.len()
+        )));
+    };
+    Ok((Arc::clone(input), spec))
 }
 
 /// The first bytes of an in-memory table's encoding.

@@ -3,7 +3,7 @@
 //! hearth's execution core, which names no stage and no trainer:
 //!
 //! - [`Session`](session::Session)s on three [masters](master::Master) (`local[N]`, `standalone[N]`,
-//!   `df://host:port`), CSV, Parquet and image [reading](read) ([`images`]), [writing](write), Spark's
+//!   `df://host:port`), CSV, Parquet and image [reading](read) from files and [object stores](object_stores) ([`images`]), [writing](write), Spark's
 //!   `randomSplit` and `repartition(n)` ([`frame`]), in-memory [caching](cache).
 //! - The [barrier stage](barrier): one task per partition, all at once, running a registered barrier
 //!   function; on [Ballista](ballista) through hearth's [codecs](codec).
@@ -37,6 +37,8 @@ pub mod extension;
 pub mod frame;
 pub mod images;
 pub mod master;
+pub mod object_stores;
+mod physical_stage;
 pub mod read;
 pub mod session;
 pub mod udf;

@@ -20,11 +20,12 @@ use crate::exchange::HearthQueryPlanner;
 use crate::extension;
 use crate::frame::ROW_UNIFORM;
 use crate::master::{Master, SessionInfo, cores};
+use crate::object_stores::{StoreRegistry, StoreSettings};
 use crate::read::{CsvOptions, LocatedCsvFactory, Reader};
 
 /// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
-/// functions (the core's and every [`extension`]'s) and query planner, and hearth's codecs, configured by
-/// `config`.
+/// functions (the core's and every [`extension`]'s) and query planner, hearth's codecs, and the object stores
+/// of `config`'s [`StoreSettings`], configured by `config`.
 ///
 /// ```
 /// use datafusion::execution::FunctionRegistry;
@@ -41,6 +42,7 @@ pub fn hearth_state(config: SessionConfig) -> SessionState {
         .with_ballista_grpc_client_max_message_size(FLEET_MESSAGE_BYTES);
     let state = SessionStateBuilder::new()
         .with_default_features()
+        .with_runtime_env(StoreRegistry::runtime_for(&config))
         .with_config(config)
         .with_query_planner(Arc::new(HearthQueryPlanner))
         .build();
@@ -174,8 +176,10 @@ impl Session {
         let config = SessionConfig::new()
             .with_target_partitions(partitions.max(1))
             .with_information_schema(true)
+            .with_option_extension(StoreSettings::from_env())
             .with_extension(Arc::new(SessionInfo::new(master.clone(), None)));
         let mut state = SessionStateBuilder::new()
+            .with_runtime_env(StoreRegistry::runtime_for(&config))
             .with_config(config)
             .with_default_features()
             .with_query_planner(Arc::new(HearthQueryPlanner))
@@ -237,9 +241,9 @@ impl Session {
         Ok(())
     }
 
-    /// Reads a CSV file, or a directory of them: a local path, or on a `local[N]` session an object store's
-    /// URL (`s3://bucket/key.csv`, `gs://…`, `az://…`, `https://…`; credentials from the store's environment
-    /// variables, such as `AWS_ACCESS_KEY_ID`).
+    /// Reads a CSV file, or a directory of them: a local path, or an object store's URL (`s3://bucket/key.csv`,
+    /// `gs://…`, `az://…`, `https://…`; see [`object_stores`](crate::object_stores) for the settings and
+    /// credentials). On a fleet, each executor reads its own part of the files from the store.
     ///
     /// ```no_run
     /// # async fn demo() -> hearth_exec::error::Result<()> {
@@ -306,9 +310,11 @@ fn app_name() -> String {
         .unwrap_or_else(|| "hearth".to_string())
 }
 
-/// The configuration of a Ballista client session with `partitions` target partitions.
+/// The configuration of a Ballista client session with `partitions` target partitions, and the store settings
+/// of this driver's environment, which its queries carry to the scheduler and every task.
 fn ballista_config(partitions: usize) -> SessionConfig {
     SessionConfig::new_with_ballista()
         .with_target_partitions(partitions)
         .with_information_schema(true)
+        .with_option_extension(StoreSettings::from_env())
 }

@@ -306,6 +306,7 @@ impl EntryFiles {
                     entry: entry.clone(),
                     pipeline: model.clone(),
                     dir: PathBuf::new(),
+                    location: String::new(),
                 };
                 Some(TrainingFigures::compute(session, &scored, input).await?)
             }

@@ -180,7 +180,8 @@ pub fn held_out_rows(model: &CatalogModel) -> Result<LogicalPlan> {
              give the rows: ML.EVALUATE(MODEL m, (SELECT …))",
         ));
     };
-    let url = ListingTableUrl::parse(file.to_string_lossy())
+    // Read from where the fleet reads it (the object store, for a catalog there); its schema from this copy.
+    let url = ListingTableUrl::parse(model.evaluation_location())
         .map_err(|e| HearthError::invalid_param(&stage, "rows", "cannot locate the held-out rows").caused_by(e))?;
     let schema = parquet_schema(&file)
         .map_err(|e| HearthError::invalid_param(&stage, "rows", "cannot read the held-out rows").caused_by(e))?;

@@ -339,6 +339,7 @@ async fn trial(inputs: &TrialInputs<'_>, estimator: PipelineStage) -> Result<Sco
         entry: inputs.entry.clone(),
         pipeline,
         dir: Default::default(),
+        location: String::new(),
     };
     let plan = match inputs.scoring {
         Scoring::Clustering => kmeans::evaluate(&scored, inputs.scored_on.clone())?,

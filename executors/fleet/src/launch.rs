@@ -28,6 +28,7 @@ use datafusion::config::ConfigExtension;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::equal_in_constant_time;
+use hearth_engine::object_stores::{StoreRegistry, StoreSettings};
 use prost::Message;
 
 use crate::grpc::{framed, message};
@@ -125,13 +126,17 @@ impl LaunchToken {
         });
     }
 
-    /// The session every task of the executor starts from: `config` with room for the token.
+    /// The session every task of the executor starts from: `config` with room for the token and the job's
+    /// store settings.
     pub fn task_config(config: SessionConfig) -> SessionConfig {
-        config.with_option_extension(FrontStamp::default())
+        config
+            .with_option_extension(FrontStamp::default())
+            .with_option_extension(StoreSettings::default())
     }
 
-    /// The executor's runtimes for its tasks, spilling to `work_dir`, built only for a task whose launch
-    /// carries this token; any other launch is refused before its plan is decoded.
+    /// The executor's runtimes for its tasks, spilling to `work_dir` and opening the job's object stores,
+    /// built only for a task whose launch carries this token; any other launch is refused before its plan is
+    /// decoded.
     pub fn runtime_producer(&self, work_dir: PathBuf) -> RuntimeProducer {
         let token = self.clone();
         Arc::new(move |config: &SessionConfig| {
@@ -144,8 +149,13 @@ impl LaunchToken {
                         .into(),
                 ));
             }
+            // The job's object stores, opened with its settings and this executor's own credentials.
+            let stores = StoreRegistry::new(StoreSettings::of(config));
             Ok(Arc::new(
-                RuntimeEnvBuilder::new().with_temp_file_path(&work_dir).build()?,
+                RuntimeEnvBuilder::new()
+                    .with_temp_file_path(&work_dir)
+                    .with_object_store_registry(Arc::new(stores))
+                    .build()?,
             ))
         })
     }

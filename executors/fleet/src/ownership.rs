@@ -35,6 +35,7 @@ use datafusion::config::ConfigExtension;
 use datafusion::prelude::SessionConfig;
 use hearth_engine::ballista::Principal;
 use hearth_engine::codec::FLEET_MESSAGE_BYTES;
+use hearth_engine::object_stores::StoreSettings;
 use prost::Message;
 
 use super::routes::Scheduler;
@@ -70,12 +71,13 @@ fn owner_key() -> String {
     format!("{}.{OWNER}", JobOwner::PREFIX)
 }
 
-/// The configuration the scheduler's sessions start from: Ballista's, with room for a query's owner, and
-/// the fleet's message size for the scheduler's calls to executors.
+/// The configuration the scheduler's sessions start from: Ballista's, with room for a query's owner and its
+/// job's store settings, and the fleet's message size for the scheduler's calls to executors.
 pub(crate) fn session_config() -> SessionConfig {
     SessionConfig::new_with_ballista()
         .with_ballista_grpc_client_max_message_size(FLEET_MESSAGE_BYTES)
         .with_option_extension(JobOwner::default())
+        .with_option_extension(StoreSettings::default())
 }
 
 /// `settings` with `owner` as their only owner (`None`: no owner).

@@ -9,8 +9,6 @@ use std::time::{Duration, Instant};
 
 use ballista_core::extension::SessionConfigExt;
 use datafusion::arrow::array::RecordBatch;
-use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::physical_plan::collect;
 use datafusion::prelude::DataFrame;
 use hearth_collective::{Coordinator, FrameProtection, JobSecret, Upload, UploadRule};
 use serde::{Deserialize, Serialize};
@@ -18,11 +16,11 @@ use serde::{Deserialize, Serialize};
 use super::program::{ProgramRef, worker_function};
 use super::spec::DerivedSecret;
 use super::{BarrierExec, BarrierOptions, BarrierSpec, ResumePoint, function, is_user_function};
-use crate::ballista::{ClusterSecret, submit_physical};
+use crate::ballista::ClusterSecret;
 use crate::error::{HearthError, Result};
-use crate::exchange::{HearthQueryPlanner, into_shuffles};
 use crate::frame::exact_repartition;
 use crate::master::{Master, SessionInfo};
+use crate::physical_stage::run_over;
 
 /// A barrier stage to run from the driver: `workers` tasks of a registered function over a data frame's
 /// rows, redistributed into exactly `workers` partitions (see the [module](super) example). A failed run is
@@ -309,7 +307,7 @@ impl BarrierStage {
         };
         let (started, spec) = self.start_rendezvous(&info, protection, resume, program)?;
         let started = coordinator.insert(started);
-        let running = run_stage(df, &info, spec);
+        let running = run_stage(df, spec);
         match &self.on_upload {
             None => running.await,
             Some(observer) => watch_uploads(running, started, observer).await,
@@ -379,26 +377,9 @@ fn stage_secret(info: &SessionInfo) -> Result<(JobSecret, Option<DerivedSecret>)
 
 /// Runs the barrier stage `spec` over `df`, exactly repartitioned: collected here, or submitted to the
 /// session's cluster (where the exact repartition becomes Ballista's shuffle stage).
-async fn run_stage(df: &DataFrame, info: &SessionInfo, spec: BarrierSpec) -> Result<Vec<RecordBatch>> {
+async fn run_stage(df: &DataFrame, spec: BarrierSpec) -> Result<Vec<RecordBatch>> {
     let partitioned = exact_repartition(df, spec.world_size);
-    match info.scheduler() {
-        None => {
-            let input = partitioned.create_physical_plan().await?;
-            let stage = Arc::new(BarrierExec::try_new(input, spec)?);
-            Ok(collect(stage, Arc::new(df.task_ctx())).await?)
-        }
-        Some(scheduler) => {
-            let (state, logical) = partitioned.into_parts();
-            let session_id = state.session_id().to_string();
-            let config = state.config().clone().with_ballista_adaptive_query_planner(false);
-            let planner = SessionStateBuilder::new_from_existing(state)
-                .with_query_planner(Arc::new(HearthQueryPlanner))
-                .build();
-            let input = into_shuffles(planner.create_physical_plan(&logical).await?)?;
-            let stage = Arc::new(BarrierExec::try_new(input, spec)?);
-            Ok(submit_physical(scheduler, stage, session_id, config).await?)
-        }
-    }
+    run_over(partitioned, |input| Ok(Arc::new(BarrierExec::try_new(input, spec)?))).await
 }
 
 /// Awaits `running`, passing each new upload `coordinator` receives on to `observer` while it runs, and the

@@ -3,7 +3,6 @@
 
 mod locate;
 mod located_table;
-mod object_stores;
 mod plain_csv;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +17,7 @@ use datafusion::prelude::{CsvReadOptions, DataFrame, ParquetReadOptions, Session
 
 use crate::error::{HearthError, Result};
 use crate::master::Master;
+use crate::object_stores;
 pub(crate) use located_table::LocatedCsvFactory;
 use located_table::{CsvFiles, LocatedCsvTable};
 
@@ -222,15 +222,10 @@ fn as_strings(schema: &Schema) -> Schema {
 }
 
 /// The location DataFusion reads for `path`: a local path that exists, or an object store's URL, its store
-/// registered with `ctx` (see `object_stores`).
-fn path_str<'p>(ctx: &SessionContext, master: &Master, path: &'p Path) -> Result<&'p str> {
+/// opened in `ctx` (see [`object_stores`]; on a fleet, the scheduler and each executor open it too, with the
+/// job's store settings and their own credentials).
+fn path_str<'p>(ctx: &SessionContext, path: &'p Path) -> Result<&'p str> {
     if let Some(location) = path.to_str().filter(|location| object_stores::is_remote(location)) {
-        if !matches!(master, Master::Local { .. }) {
-            return Err(HearthError::persistence(
-                path,
-                "an object store's files are read on local[N] sessions; a fleet's executors read paths they see",
-            ));
-        }
         object_stores::register(ctx, location)?;
         return Ok(location);
     }
@@ -241,7 +236,7 @@ fn path_str<'p>(ctx: &SessionContext, master: &Master, path: &'p Path) -> Result
         .ok_or_else(|| HearthError::persistence(path, "the path is not valid UTF-8"))
 }
 
-/// Reads files for a session: through its context, on its master (object stores are read on `local[N]` only).
+/// Reads files for a session: through its context, on its master.
 pub(crate) struct Reader<'a> {
     ctx: &'a SessionContext,
     master: &'a Master,
@@ -255,7 +250,7 @@ impl<'a> Reader<'a> {
 
     /// Reads a CSV file, or a directory of them.
     pub(crate) async fn read_csv(&self, path: &Path, options: &CsvOptions) -> Result<DataFrame> {
-        let location = path_str(self.ctx, self.master, path)?;
+        let location = path_str(self.ctx, path)?;
         let extension = extension_of(path, ".csv");
         let read = options.datafusion_options(location, &extension);
         let csv = Arc::new(CsvFiles {
@@ -310,7 +305,7 @@ impl<'a> Reader<'a> {
     /// DataFusion's CSV scan of `path`; on an embedded session its read errors name the file and line (a
     /// fleet's plans carry DataFusion's own table).
     async fn scan_csv(&self, path: &Path, read: CsvReadOptions<'_>, csv: &Arc<CsvFiles>) -> Result<DataFrame> {
-        let location = path_str(self.ctx, self.master, path)?;
+        let location = path_str(self.ctx, path)?;
         let df = match self.ctx.read_csv(location, read).await {
             Ok(df) => df,
             Err(e) if object_stores::is_remote(location) => return Err(remote_error(path, e)),
@@ -339,7 +334,7 @@ impl<'a> Reader<'a> {
 
     /// Reads a Parquet file, or a directory of them.
     pub(crate) async fn read_parquet(&self, path: &Path) -> Result<DataFrame> {
-        let location = path_str(self.ctx, self.master, path)?;
+        let location = path_str(self.ctx, path)?;
         let extension = extension_of(path, ".parquet");
         let options = ParquetReadOptions::default().file_extension(&extension);
         match self.ctx.read_parquet(location, options).await {

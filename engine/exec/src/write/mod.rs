@@ -12,6 +12,9 @@
 //! Every part file is named as Spark names it (`part-00000-<write id>.snappy.parquet`, `part_names`); a fleet
 //! whose executors wrote where the driver does not see is an error, not an empty output.
 //!
+//! A destination in an object store (`s3://bucket/out`, `gs://…`, `az://…`) is written on every master by
+//! the tasks themselves, each partition straight to the store, and committed by the driver (`to_store`).
+//!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_exec::session::Session;
@@ -46,13 +49,18 @@ use hearth_common::files::{StagingDir, move_into_place, parent_of, sibling, swee
 
 use crate::error::{HearthError, Result};
 use crate::master::{Master, SessionInfo};
+use crate::object_stores;
 use crate::vector::vector_dim;
 
 mod parquet_parts;
 mod part_file;
 mod part_names;
+mod task_files;
+mod to_store;
 mod vector_chunk;
 mod writeback;
+
+pub use task_files::{PartWriterExec, PartWriterSpec};
 
 /// The files a write produces, as Spark names them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -176,26 +184,14 @@ impl FrameWriter {
     /// Writes `df`'s rows as part files of a directory at `path` (see the [module](self) docs).
     pub async fn save(&self, df: DataFrame, path: impl AsRef<Path>) -> Result<Written> {
         let dest = path.as_ref();
-        if dest.to_str().is_some_and(|s| s.contains("://")) {
-            return Err(HearthError::persistence(
-                dest,
-                "writing to an object store is not supported; write to a local path",
-            ));
+        if let Some(url) = dest.to_str().filter(|location| object_stores::is_remote(location)) {
+            return to_store::save(self, df, url).await;
         }
         let exists = fs::symlink_metadata(dest).is_ok();
+        if let Some(decided) = self.where_it_exists(exists, dest) {
+            return decided;
+        }
         match (exists, self.mode) {
-            (true, SaveMode::ErrorIfExists) => {
-                return Err(HearthError::persistence(
-                    dest,
-                    "already exists: mode overwrite replaces it, append adds to it, ignore leaves it",
-                ));
-            }
-            (true, SaveMode::Ignore) => {
-                return Ok(Written {
-                    ignored: true,
-                    ..Written::default()
-                });
-            }
             (true, SaveMode::Append) if !dest.is_dir() => {
                 return Err(HearthError::persistence(
                     dest,
@@ -244,6 +240,22 @@ impl FrameWriter {
             bytes,
             ignored: false,
         })
+    }
+
+    /// What the save mode makes of a destination that `exists`: an error (`error`), nothing written
+    /// (`ignore`), or `None` — go on and write.
+    fn where_it_exists(&self, exists: bool, dest: impl AsRef<Path>) -> Option<Result<Written>> {
+        match (exists, self.mode) {
+            (true, SaveMode::ErrorIfExists) => Some(Err(HearthError::persistence(
+                dest.as_ref(),
+                "already exists: mode overwrite replaces it, append adds to it, ignore leaves it",
+            ))),
+            (true, SaveMode::Ignore) => Some(Ok(Written {
+                ignored: true,
+                ..Written::default()
+            })),
+            _ => None,
+        }
     }
 
     /// Runs the write into `dir`, returning the rows written.

@@ -37,7 +37,7 @@ use super::writeback::WritebackFile;
 const ROW_GROUP_ROWS: usize = 128 * 1024;
 
 /// The writer settings for `schema`'s columns with `codec` (Spark's names: `snappy`, `zstd(3)`, …).
-fn properties(schema: &SchemaRef, codec: &str) -> DfResult<WriterProperties> {
+pub(super) fn properties(schema: &SchemaRef, codec: &str) -> DfResult<WriterProperties> {
     let compression = Compression::from_str(&codec.to_ascii_lowercase())
         .map_err(|e| DataFusionError::Configuration(format!("Parquet compression {codec:?}: {e}")))?;
     let mut builder = WriterProperties::builder()

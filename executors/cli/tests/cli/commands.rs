@@ -1,6 +1,6 @@
 //! `hearth sql`, `fit` and `transform` run as a user runs them, on the local master.
 
-use crate::common::{dataset, hearth, shown};
+use crate::common::{dataset, hearth, pyarrow_reads, shown};
 
 #[test]
 fn fit_a_pipeline_file_then_transform_with_the_saved_model() {
@@ -186,25 +186,6 @@ impl CreditFiles {
     }
 }
 
-/// What pyarrow (from the libtorch environment ./dev puts first on PATH) reads of a Parquet directory:
-/// `rows columns type width max|mean|<1e-6` of the `features` column.
-fn pyarrow_reads(dir: &std::path::Path) -> String {
-    let script = "import sys, pyarrow.parquet as pq\n\
-                  t = pq.read_table(sys.argv[1])\n\
-                  f = t.column('features').combine_chunks()\n\
-                  vs = f.to_pylist()\n\
-                  width = len(vs[0])\n\
-                  means = [sum(v[i] for v in vs) / len(vs) for i in range(width)]\n\
-                  print(t.num_rows, t.num_columns, f.type.value_type, width, max(abs(m) for m in means) < 1e-6)\n";
-    let out = std::process::Command::new("python3")
-        .args(["-c", script])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 #[test]
 fn fit_transform_writes_features_that_pyarrow_reads_under_spark_save_modes() {
     let CreditFiles {
@@ -229,7 +210,7 @@ fn fit_transform_writes_features_that_pyarrow_reads_under_spark_save_modes() {
     );
     assert!(out.join("_SUCCESS").exists() && model.join("pipeline.json").exists());
     // 10 purposes one-hot (dropLast: 9 slots) + age + duration, each scaled to mean 0.
-    assert_eq!(pyarrow_reads(&out), "1000 2 float 11 True");
+    assert_eq!(pyarrow_reads(out.to_str().unwrap(), None), "1000 2 float 11 True");
 
     let transform = |mode: &str, format: &str, to: &std::path::Path| {
         hearth()
@@ -257,10 +238,10 @@ fn fit_transform_writes_features_that_pyarrow_reads_under_spark_save_modes() {
     );
     let appended = transform("append", "parquet", &out);
     assert!(appended.status.success(), "{}", shown(&appended));
-    assert_eq!(pyarrow_reads(&out), "2000 2 float 11 True");
+    assert_eq!(pyarrow_reads(out.to_str().unwrap(), None), "2000 2 float 11 True");
     let replaced = transform("overwrite", "parquet", &out);
     assert!(replaced.status.success(), "{}", shown(&replaced));
-    assert_eq!(pyarrow_reads(&out), "1000 2 float 11 True");
+    assert_eq!(pyarrow_reads(out.to_str().unwrap(), None), "1000 2 float 11 True");
 
     // CSV has no list type: a vector's slots are columns of their own.
     let csv = dir.path().join("features.csv");

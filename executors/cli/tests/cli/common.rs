@@ -33,6 +33,31 @@ pub fn shown(output: &Output) -> String {
     )
 }
 
+/// What pyarrow (from the libtorch environment ./dev puts first on PATH) reads of a Parquet directory — on
+/// this disk, or `bucket/prefix` through the S3 API at `s3_endpoint` — as `rows columns type width
+/// max|mean|<1e-6` of the `features` column.
+pub fn pyarrow_reads(location: &str, s3_endpoint: Option<&str>) -> String {
+    let script = "import sys, pyarrow.parquet as pq, pyarrow.fs as fs\n\
+                  s3 = None\n\
+                  if len(sys.argv) > 2:\n\
+                  \x20   scheme, host = sys.argv[2].split('://')\n\
+                  \x20   s3 = fs.S3FileSystem(access_key='hearth-test', secret_key='hearth-test-secret', \
+                  endpoint_override=host, scheme=scheme, region='us-east-1')\n\
+                  t = pq.read_table(sys.argv[1], filesystem=s3)\n\
+                  f = t.column('features').combine_chunks()\n\
+                  vs = f.to_pylist()\n\
+                  width = len(vs[0])\n\
+                  means = [sum(v[i] for v in vs) / len(vs) for i in range(width)]\n\
+                  print(t.num_rows, t.num_columns, f.type.value_type, width, max(abs(m) for m in means) < 1e-6)\n";
+    let out = Command::new("python3")
+        .args(["-c", script, location])
+        .args(s3_endpoint)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// Polls `probe` every 200 ms until it answers, for at most `timeout`; panics naming `what`.
 pub fn wait_for<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;

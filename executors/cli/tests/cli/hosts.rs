@@ -7,14 +7,15 @@
 //! `HEARTH_REQUIRE_NAMESPACES` is set (as CI sets it).
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::cluster::evaluation;
-use crate::common::{hearth, repository, shown};
+use crate::common::{dataset, hearth, repository, shown};
+use crate::s3::{self, S3Server};
 
 /// The lab's subnet: every lab has its own namespaces, so labs of concurrent tests never meet.
 const SUBNET: &str = "10.88.0";
@@ -36,6 +37,8 @@ struct Lab {
     secret: String,
     /// The fleet's certificates (`hearth cluster certs`), which every `hearth` of the lab is given, if any.
     tls: Option<PathBuf>,
+    /// Variables every `hearth` of the lab is given (an object store's keys), beside the secret.
+    env: Vec<(String, String)>,
 }
 
 impl Lab {
@@ -59,6 +62,7 @@ impl Lab {
             logs: tempfile::tempdir().map_err(|e| e.to_string())?,
             secret: random_secret(),
             tls: None,
+            env: Vec::new(),
         };
         // Where namespaces can be made, a lab that cannot be wired is a failure, not a reason to skip.
         if let Err(e) = lab.wire() {
@@ -111,26 +115,41 @@ impl Lab {
         Ok(())
     }
 
-    /// `hearth args…` on host `i`, from the repository, with the fleet's secret; with a private `/tmp` on every
-    /// host but the first.
-    fn hearth_on(&self, i: usize, args: &[&str]) -> Command {
-        let program = env!("CARGO_BIN_EXE_hearth");
-        // Under `timeout`, so that nothing of a lab outlives a harness killed before it could clean up.
-        let mut command = Command::new("timeout");
-        command.args([
+    /// The command prefix that runs a program on host `i`'s network, under `timeout`.
+    fn on_host(&self, i: usize) -> Vec<String> {
+        let lifetime = LAB_LIFETIME.as_secs().to_string();
+        [
+            "timeout",
             "--kill-after=10",
-            &LAB_LIFETIME.as_secs().to_string(),
+            &lifetime,
             "ip",
             "netns",
             "exec",
             &self.hosts[i],
-        ]);
+        ]
+        .map(str::to_string)
+        .to_vec()
+    }
+
+    /// `hearth args…` on host `i`, from the repository, with the fleet's secret and the lab's variables (and
+    /// no object store's address but what the command is given); with a private `/tmp` on every host but the
+    /// first.
+    fn hearth_on(&self, i: usize, args: &[&str]) -> Command {
+        let program = env!("CARGO_BIN_EXE_hearth");
+        // Under `timeout`, so that nothing of a lab outlives a harness killed before it could clean up.
+        let prefix = self.on_host(i);
+        let mut command = Command::new(&prefix[0]);
+        command.args(&prefix[1..]);
         if i > 0 {
             command.args(["unshare", "--mount", "--propagation", "private", "sh", "-c"]);
             command.arg(private_tmp_script()).arg("sh");
         }
         command.arg(program).args(args).current_dir(repository());
         command.env("HEARTH_SECRET", &self.secret).env_remove("HEARTH_MASTER");
+        for variable in ["AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ALLOW_HTTP"] {
+            command.env_remove(variable);
+        }
+        command.envs(self.env.iter().map(|(name, value)| (name, value)));
         match &self.tls {
             Some(dir) => command.env("HEARTH_TLS_DIR", dir),
             None => command.env_remove("HEARTH_TLS_DIR"),
@@ -281,11 +300,48 @@ fn random_secret() -> String {
     secret
 }
 
+/// The SQL main job.
+const MAIN_JOB: &str = "examples/german_credit.sql";
+
 #[test]
 fn a_fleet_of_three_hosts_runs_the_main_job_with_the_local_metrics() {
     if let Some(lab) = lab_or_skip("a_fleet_of_three_hosts_runs_the_main_job_with_the_local_metrics") {
-        main_job_on_three_hosts(lab);
+        main_job_on_three_hosts(lab, &FleetJob::main());
     }
+}
+
+#[test]
+fn a_fleet_of_three_hosts_reads_the_main_jobs_input_from_an_s3_store() {
+    let Some(mut lab) = lab_or_skip("a_fleet_of_three_hosts_reads_the_main_jobs_input_from_an_s3_store") else {
+        return;
+    };
+    // The store on the first host's address. Every process of the lab holds the keys, as each machine of a
+    // fleet has its own; only the driver knows where the store is, and its job tells the others.
+    let input = dataset("german_credit/credit-g.csv");
+    let store = S3Server::start(
+        &lab.on_host(0),
+        &lab.address(0),
+        &["hearth-data"],
+        &[("s3://hearth-data/german_credit/credit-g.csv", &input)],
+    );
+    lab.env = s3::credentials();
+    let sql = std::fs::read_to_string(repository().join(MAIN_JOB)).unwrap();
+    let from_store = sql.replace(
+        "LOCATION 'datasets/german_credit/credit-g.csv'",
+        "LOCATION 's3://hearth-data/german_credit/credit-g.csv'",
+    );
+    assert_ne!(sql, from_store, "the main job reads the dataset's CSV file");
+    let jobs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let job = jobs.path().join("german_credit_s3.sql");
+    std::fs::write(&job, from_store).unwrap();
+    // The model catalog in the store too: nothing but the store is shared between the driver and the
+    // executors, which read the held-out rows of ML.EVALUATE from there.
+    let job = FleetJob {
+        sql: &job,
+        models: Some("s3://hearth-data/models"),
+        driver_env: &store.driver_env(),
+    };
+    main_job_on_three_hosts(lab, &job);
 }
 
 #[test]
@@ -304,7 +360,7 @@ fn a_fleet_of_three_hosts_over_tls_runs_the_main_job_with_the_local_metrics() {
     let made = command.output().unwrap();
     assert!(made.status.success(), "{}", shown(&made));
     lab.tls = Some(dir);
-    main_job_on_three_hosts(lab);
+    main_job_on_three_hosts(lab, &FleetJob::main());
 }
 
 /// A lab of three hosts, or `None` after saying why there is none — past the test harness's capture, so
@@ -323,9 +379,30 @@ fn lab_or_skip(test: &str) -> Option<Lab> {
     }
 }
 
-/// A scheduler on the lab's first host, an executor of one slot on each other, and the SQL main job driven
-/// from the first host: it gives the local metrics, and both executors run its tasks.
-fn main_job_on_three_hosts(mut lab: Lab) {
+/// A SQL job driven from the lab's first host.
+struct FleetJob<'a> {
+    /// Its file.
+    sql: &'a Path,
+    /// Its model catalog, when not a directory the hosts share.
+    models: Option<&'a str>,
+    /// The driver's variables.
+    driver_env: &'a [(String, String)],
+}
+
+impl FleetJob<'static> {
+    /// The SQL main job, its catalog on a disk every host sees.
+    fn main() -> Self {
+        FleetJob {
+            sql: Path::new(MAIN_JOB),
+            models: None,
+            driver_env: &[],
+        }
+    }
+}
+
+/// A scheduler on the lab's first host, an executor of one slot on each other, and `job` driven from the
+/// first host: it gives the metrics of the main job run locally, and both executors run its tasks.
+fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) {
     let bind = format!("{}:0", lab.address(0));
     let work_dir = lab.logs.path().join("scheduler-work");
     let scheduler = lab.start(
@@ -357,22 +434,24 @@ fn main_job_on_three_hosts(mut lab: Lab) {
         ];
         lab.start(i, &format!("executor-{i}"), &args, None);
     }
-    // The model catalog is on a disk every host sees (as an NFS mount would be): the executors read the
-    // evaluation the driver writes there. Not /tmp, which is each executor's own.
+    // Unless the job names a store, the model catalog is on a disk every host sees (as an NFS mount would
+    // be): the executors read the evaluation the driver writes there. Not /tmp, which is each executor's own.
     let models = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let local = hearth()
         .current_dir(repository())
         .args(["--master", "local", "sql", "--models"])
         .arg(models.path().join("local"))
-        .arg("examples/german_credit.sql")
+        .arg(MAIN_JOB)
         .output()
         .unwrap();
     assert!(local.status.success(), "{}", shown(&local));
     wait_for_executors(&lab, &scheduler, 2);
+    let fleet_models = job.models.map_or_else(|| models.path().join("fleet"), PathBuf::from);
     let on_fleet = lab
         .hearth_on(0, &["sql", "--master", &format!("df://{scheduler}"), "--models"])
-        .arg(models.path().join("fleet"))
-        .arg("examples/german_credit.sql")
+        .arg(fleet_models)
+        .arg(job.sql)
+        .envs(job.driver_env.iter().map(|(name, value)| (name, value)))
         .output()
         .unwrap();
     let logs = || {

@@ -12,6 +12,10 @@
 //!     trials.json            every trial of a model tuned with num_trials, read by ML.TRIAL_INFO
 //!     training_evaluation.json   a k-means model's figures on its training rows, read by ML.EVALUATE
 //! ```
+//!
+//! The catalog may be in an object store instead (`s3://bucket/models`, …): see `remote`.
+
+mod remote;
 
 use std::collections::HashMap;
 use std::fs;
@@ -27,8 +31,10 @@ use super::trained::Trained;
 use hearth_common::files::write_dir_whole;
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::feature::StringIndexerModel;
+use hearth_engine::object_stores::is_remote;
 use hearth_engine::pipeline::PipelineModel;
 use hearth_engine::session::Session;
+use remote::RemoteCatalog;
 
 /// The file of an entry that describes it.
 pub const ENTRY_FILE: &str = "catalog.json";
@@ -86,19 +92,26 @@ pub struct CatalogModel {
     pub entry: ModelEntry,
     /// The fitted pipeline, ending with the trained model.
     pub pipeline: PipelineModel,
-    /// Its folder.
+    /// Its folder on this machine (for a catalog in an object store, this process's copy of it).
     pub dir: PathBuf,
+    /// Its folder where a fleet's executors read it: `dir`, or its version's URL in the object store.
+    pub location: String,
 }
 
 impl CatalogModel {
-    /// The held-out evaluation rows' file, if the model kept any.
+    /// The held-out evaluation rows' file on this machine, if the model kept any.
     pub fn evaluation_file(&self) -> Option<PathBuf> {
         let file = self.dir.join(EVALUATION_FILE);
         (self.entry.evaluation_rows > 0 && file.is_file()).then_some(file)
     }
+
+    /// Where a fleet reads the held-out evaluation rows (see [`evaluation_file`](Self::evaluation_file)).
+    pub fn evaluation_location(&self) -> String {
+        format!("{}/{EVALUATION_FILE}", self.location.trim_end_matches('/'))
+    }
 }
 
-/// A directory of models, one folder each.
+/// A directory of models, one folder each — on this machine, or in an object store (`s3://bucket/models`).
 ///
 /// ```
 /// use hearth_sql::ModelCatalog;
@@ -111,9 +124,12 @@ impl CatalogModel {
 #[derive(Clone, Debug)]
 pub struct ModelCatalog {
     dir: PathBuf,
-    /// Models loaded or saved by this process, with their entry file's modification time: a model is read
-    /// from disk again only when another process changed it.
-    loaded: Arc<Mutex<HashMap<String, (SystemTime, CatalogModel)>>>,
+    /// The catalog in an object store, when `dir` is a store's URL (or why that URL cannot be one).
+    remote: Option<std::result::Result<RemoteCatalog, String>>,
+    /// Models loaded or saved by this process, with what tells their versions apart (their entry file's
+    /// modification time, a store's manifest's version): a model is read again only when another process
+    /// changed it.
+    loaded: Arc<Mutex<HashMap<String, (String, CatalogModel)>>>,
 }
 
 /// Reads one of an entry's JSON files.
@@ -150,6 +166,14 @@ pub(crate) fn write_evaluation_rows(dir: &Path, batches: &[RecordBatch]) -> Resu
     Ok(())
 }
 
+/// What tells one version of a local entry file from another: its modification time.
+fn modified_stamp(file: &Path) -> Option<String> {
+    fs::metadata(file)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(|when| format!("{when:?}"))
+}
+
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -158,23 +182,36 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 impl ModelCatalog {
-    /// The catalog in `dir` (created on the first save).
+    /// The catalog in `dir` (created on the first save): a directory, or an object store's URL.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        let remote = dir
+            .to_str()
+            .filter(|location| is_remote(location))
+            .map(|location| RemoteCatalog::new(location).map_err(|e| e.to_string()));
         Self {
-            dir: dir.into(),
+            dir,
+            remote,
             loaded: Arc::default(),
         }
     }
 
-    fn loaded(&self) -> std::sync::MutexGuard<'_, HashMap<String, (SystemTime, CatalogModel)>> {
+    fn loaded(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, CatalogModel)>> {
         self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Remembers `model`, written with its entry file at `file`.
-    fn remember(&self, file: &Path, model: CatalogModel) {
-        if let Ok(modified) = fs::metadata(file).and_then(|m| m.modified()) {
-            self.loaded().insert(model.entry.name.clone(), (modified, model));
+    /// The catalog in an object store, if it is one.
+    fn remote(&self) -> Result<Option<&RemoteCatalog>> {
+        match &self.remote {
+            None => Ok(None),
+            Some(Ok(remote)) => Ok(Some(remote)),
+            Some(Err(why)) => Err(HearthError::persistence(&self.dir, why.clone())),
         }
+    }
+
+    /// Remembers `model`, at the version `stamp`.
+    fn remember(&self, stamp: String, model: CatalogModel) {
+        self.loaded().insert(model.entry.name.clone(), (stamp, model));
     }
 
     /// Its directory.
@@ -202,43 +239,89 @@ impl ModelCatalog {
 
     /// Whether a model of this name exists.
     pub fn contains(&self, name: &str) -> bool {
-        self.folder(name).is_ok_and(|dir| dir.join(ENTRY_FILE).is_file())
+        match self.remote() {
+            Ok(Some(remote)) => self.folder(name).is_ok() && remote.manifest(name).is_ok_and(|m| m.is_some()),
+            Ok(None) => self.folder(name).is_ok_and(|dir| dir.join(ENTRY_FILE).is_file()),
+            Err(_) => false,
+        }
+    }
+
+    /// The error of a model `name` the catalog does not hold, naming those it does.
+    fn not_found(&self, name: &str) -> HearthError {
+        let known = self.list().unwrap_or_default();
+        let names: Vec<&str> = known.iter().map(|e| e.name.as_str()).collect();
+        HearthError::persistence(
+            &self.dir,
+            format!(
+                "no model named {name:?} in the catalog (models: {})",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        )
+    }
+
+    /// The model `name` of a catalog in an object store.
+    fn get_remote(&self, remote: &RemoteCatalog, name: &str) -> Result<CatalogModel> {
+        let Some(manifest) = remote.manifest(name)? else {
+            return Err(self.not_found(name));
+        };
+        if let Some((version, model)) = self.loaded().get(name)
+            && *version == manifest.version
+        {
+            return Ok(model.clone());
+        }
+        let dir = remote.local_copy(name, &manifest)?;
+        let model = CatalogModel {
+            pipeline: PipelineModel::load(&dir)?,
+            location: remote.url_of(&format!("{name}/{}", manifest.version)),
+            entry: manifest.entry,
+            dir,
+        };
+        self.remember(manifest.version, model.clone());
+        Ok(model)
     }
 
     /// The model `name`.
     pub fn get(&self, name: &str) -> Result<CatalogModel> {
         let dir = self.folder(name)?;
+        if let Some(remote) = self.remote()? {
+            return self.get_remote(remote, name);
+        }
         let file = dir.join(ENTRY_FILE);
         if !file.is_file() {
-            let known = self.list().unwrap_or_default();
-            let names: Vec<&str> = known.iter().map(|e| e.name.as_str()).collect();
-            return Err(HearthError::persistence(
-                &self.dir,
-                format!(
-                    "no model named {name:?} in the catalog (models: {})",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
-            ));
+            return Err(self.not_found(name));
         }
-        let modified = fs::metadata(&file).and_then(|m| m.modified()).ok();
+        let modified = modified_stamp(&file);
         if let Some((when, model)) = self.loaded().get(name)
-            && Some(*when) == modified
+            && Some(when) == modified.as_ref()
         {
             return Ok(model.clone());
         }
         let entry: ModelEntry = read_json(&file)?;
         let pipeline = PipelineModel::load(&dir)?;
-        let model = CatalogModel { entry, pipeline, dir };
-        self.remember(&file, model.clone());
+        let location = dir.display().to_string();
+        let model = CatalogModel {
+            entry,
+            pipeline,
+            dir,
+            location,
+        };
+        if let Some(stamp) = modified {
+            self.remember(stamp, model.clone());
+        }
         Ok(model)
     }
 
     /// Every model's entry, by name.
     pub fn list(&self) -> Result<Vec<ModelEntry>> {
+        if let Some(remote) = self.remote()? {
+            let mut entries: Vec<ModelEntry> = remote.manifests()?.into_iter().map(|m| m.entry).collect();
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+            return Ok(entries);
+        }
         let Ok(folders) = fs::read_dir(&self.dir) else {
             return Ok(Vec::new());
         };
@@ -265,13 +348,13 @@ impl ModelCatalog {
         write: impl FnOnce(&Path) -> Result<()>,
     ) -> Result<()> {
         let target = self.folder(&entry.name)?;
-        if !replace && target.exists() {
+        if !replace && self.contains(&entry.name) {
             return Err(HearthError::persistence(
                 &target,
                 "a model of this name exists; use CREATE OR REPLACE MODEL",
             ));
         }
-        write_dir_whole(&target, |staging| {
+        let fill = |staging: &Path| -> Result<()> {
             pipeline.write().write_into(staging)?;
             write(staging)?;
             let file = target.join(ENTRY_FILE);
@@ -279,13 +362,31 @@ impl ModelCatalog {
                 .map_err(|e| HearthError::persistence(&file, "cannot write it as JSON").caused_by(e))?;
             fs::write(staging.join(ENTRY_FILE), json + "\n")
                 .map_err(|e| HearthError::persistence(&file, "cannot write it").caused_by(e))
-        })?;
+        };
+        if let Some(remote) = self.remote()? {
+            let staging = tempfile::tempdir()
+                .map_err(|e| HearthError::persistence(&target, "a local folder to write it in first").caused_by(e))?;
+            fill(staging.path())?;
+            let (manifest, dir) = remote.publish(&entry.name, staging.path(), entry)?;
+            let model = CatalogModel {
+                entry: entry.clone(),
+                pipeline: pipeline.clone(),
+                dir,
+                location: remote.url_of(&format!("{}/{}", entry.name, manifest.version)),
+            };
+            self.remember(manifest.version, model);
+            return Ok(());
+        }
+        write_dir_whole(&target, fill)?;
         let model = CatalogModel {
             entry: entry.clone(),
             pipeline: pipeline.clone(),
             dir: target.clone(),
+            location: target.display().to_string(),
         };
-        self.remember(&target.join(ENTRY_FILE), model);
+        if let Some(stamp) = modified_stamp(&target.join(ENTRY_FILE)) {
+            self.remember(stamp, model);
+        }
         Ok(())
     }
 
@@ -330,6 +431,10 @@ impl ModelCatalog {
     /// Removes the model `name`; `Ok(false)` when there was none.
     pub fn drop_model(&self, name: &str) -> Result<bool> {
         let dir = self.folder(name)?;
+        if let Some(remote) = self.remote()? {
+            self.loaded().remove(name);
+            return remote.remove(name);
+        }
         if !dir.join(ENTRY_FILE).is_file() {
             return Ok(false);
         }
