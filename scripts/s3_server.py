@@ -27,7 +27,7 @@ def client(endpoint):
 
 def split(url):
     """s3://BUCKET/KEY=FILE into (BUCKET, KEY, FILE)."""
-    target, _, file = url.partition("=")
+    target, _, file = url.rpartition("=")
     bucket, _, key = target.removeprefix("s3://").partition("/")
     return bucket, key, file
 

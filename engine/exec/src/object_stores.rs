@@ -35,7 +35,8 @@
 //! ```
 
 use std::any::Any;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use datafusion::common::config::{ConfigEntry, ConfigExtension, ExtensionOptions};
 use datafusion::datasource::listing::ListingTableUrl;
@@ -198,7 +199,7 @@ pub fn open(url: &Url, settings: &StoreSettings) -> Result<Arc<dyn ObjectStore>>
             }
             Arc::new(s3.build().map_err(opening)?)
         }
-        "gs" | "gcs" => Arc::new(
+        "gs" => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_url(location)
                 .build()
@@ -249,7 +250,16 @@ pub fn open(url: &Url, settings: &StoreSettings) -> Result<Arc<dyn ObjectStore>>
 #[derive(Debug)]
 pub struct StoreRegistry {
     settings: StoreSettings,
-    stores: DefaultObjectStoreRegistry,
+    /// The local file system's store.
+    local: DefaultObjectStoreRegistry,
+    /// Remote stores by the URL before their path, user part included: DataFusion's registry drops it, and
+    /// two Azure containers of one account (`abfss://a@acct…`, `abfss://b@acct…`) would share a store.
+    remote: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+}
+
+/// The key of `url`'s store: the URL before its path.
+fn store_key(url: &Url) -> String {
+    url[..url::Position::BeforePath].to_string()
 }
 
 impl StoreRegistry {
@@ -257,7 +267,8 @@ impl StoreRegistry {
     pub fn new(settings: StoreSettings) -> Self {
         Self {
             settings,
-            stores: DefaultObjectStoreRegistry::new(),
+            local: DefaultObjectStoreRegistry::new(),
+            remote: Mutex::default(),
         }
     }
 
@@ -272,24 +283,36 @@ impl StoreRegistry {
 
 impl ObjectStoreRegistry for StoreRegistry {
     fn register_store(&self, url: &Url, store: Arc<dyn ObjectStore>) -> Option<Arc<dyn ObjectStore>> {
-        self.stores.register_store(url, store)
+        if !is_remote(url.as_str()) {
+            return self.local.register_store(url, store);
+        }
+        self.stores().insert(store_key(url), store)
     }
 
     fn deregister_store(&self, url: &Url) -> datafusion::error::Result<Arc<dyn ObjectStore>> {
-        self.stores.deregister_store(url)
+        if !is_remote(url.as_str()) {
+            return self.local.deregister_store(url);
+        }
+        (self.stores().remove(&store_key(url)))
+            .ok_or_else(|| DataFusionError::Execution(format!("no store was registered for {url}")))
     }
 
     fn get_store(&self, url: &Url) -> datafusion::error::Result<Arc<dyn ObjectStore>> {
-        if let Ok(store) = self.stores.get_store(url) {
-            return Ok(store);
-        }
         if !is_remote(url.as_str()) {
-            return self.stores.get_store(url);
+            return self.local.get_store(url);
+        }
+        if let Some(store) = self.stores().get(&store_key(url)) {
+            return Ok(Arc::clone(store));
         }
         let store = open(url, &self.settings).map_err(|e| DataFusionError::External(Box::new(e)))?;
-        // Two tasks that open the same store at once both get a working one; the registry keeps the last.
-        self.stores.register_store(url, Arc::clone(&store));
-        Ok(store)
+        // Two tasks that open the same store at once both get a working one; the registry keeps the first.
+        Ok(Arc::clone(self.stores().entry(store_key(url)).or_insert(store)))
+    }
+}
+
+impl StoreRegistry {
+    fn stores(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<dyn ObjectStore>>> {
+        self.remote.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

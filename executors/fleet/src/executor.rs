@@ -18,6 +18,7 @@ use hearth_engine::ballista::{
     ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetPort, FleetTls, SchedulerRest, now_ms,
 };
 use hearth_engine::barrier::program::allow_programs;
+use hearth_engine::barrier::shipped::run_shipped_programs;
 use hearth_engine::barrier::{libtorch_sees_gpus, offer_gpus};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
@@ -57,6 +58,9 @@ pub struct ExecutorOptions {
     pub work_dir: Option<String>,
     /// The directories whose driver programs its barrier tasks may run (none: no driver program runs).
     pub allow_programs: Vec<PathBuf>,
+    /// Whether its barrier tasks run the driver programs their drivers ship (fetched, kept by hash in the
+    /// work directory).
+    pub run_shipped_programs: bool,
     /// The fleet's secret, presented to the scheduler, and its TLS.
     pub access: FleetAccess,
 }
@@ -90,6 +94,9 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
         scheduler,
         options,
     };
+    if start.options.run_shipped_programs {
+        run_shipped_programs(start.work_dir.path().join("programs"))?;
+    }
     // Ballista's executor stops by itself, and returns as if asked to, when a server of its fails to listen.
     let asked_to_stop = Arc::new(AtomicBool::new(false));
     let watch = Arc::clone(&asked_to_stop);

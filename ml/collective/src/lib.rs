@@ -27,6 +27,7 @@ mod memory;
 mod nccl;
 mod rendezvous;
 mod ring;
+mod shipping;
 #[cfg(test)]
 mod tampering;
 mod transfer;
@@ -39,6 +40,6 @@ pub use error::{CollectiveError, Result};
 pub use frames::FrameProtection;
 pub use local::LocalWorld;
 pub use nccl::{Nccl, NcclDeclined, NcclVote, nccl_choice};
-pub use rendezvous::{Coordinator, Peer, Registration, Upload, UploadRule, register, upload};
+pub use rendezvous::{Coordinator, Peer, Registration, Upload, UploadRule, fetch_program, register, upload};
 pub use ring::{Communicator, JoinOptions};
 pub use update::{add_into, elastic_exchange};

@@ -10,6 +10,7 @@
 //! registration — a task retried alone — is refused, so it can never join the ring of an earlier attempt.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
@@ -21,6 +22,7 @@ use super::acceptor::{Acceptor, Refused};
 use super::auth::{JobSecret, prove_as_client, prove_as_server};
 use super::error::{CollectiveError, Result, describe_io};
 use super::link::Link;
+use super::shipping::{self, OfferedProgram};
 
 /// How long past its own deadline a task waits for the coordinator's verdict.
 const VERDICT_GRACE: Duration = Duration::from_secs(5);
@@ -59,6 +61,8 @@ enum Request {
     Register(Registration),
     /// Keep the bytes of the next message as the job's latest upload (a checkpoint).
     Upload { rank: usize, epoch: usize },
+    /// Send the driver program with this SHA-256 (see [`shipping`](super::shipping)).
+    Program { sha256: String },
 }
 
 /// Bytes a rank sent the driver during the job, e.g. rank 0's checkpoint after an epoch.
@@ -128,6 +132,7 @@ pub struct Coordinator {
     stop: Arc<AtomicBool>,
     latest: Arc<Mutex<Option<Upload>>>,
     rule: Arc<Mutex<Option<UploadRule>>>,
+    offered: Arc<Mutex<Option<OfferedProgram>>>,
     worker: Option<JoinHandle<()>>,
 }
 
@@ -154,11 +159,13 @@ impl Coordinator {
             move |stream, _, deadline| admit_connection(stream, deadline, &secret, &kept),
         )
         .map_err(|e| CollectiveError::rendezvous_caused(address, "cannot poll the listener", e))?;
+        let offered = Arc::new(Mutex::new(None));
         let service = Service {
             acceptor,
             address,
             stop: Arc::clone(&stop),
             latest: Arc::clone(&latest),
+            offered: Arc::clone(&offered),
         };
         let worker = std::thread::Builder::new()
             .name("hearth-rendezvous".to_string())
@@ -180,8 +187,17 @@ impl Coordinator {
             stop,
             latest,
             rule,
+            offered,
             worker: Some(worker),
         })
+    }
+
+    /// Offers the driver program at `path`, whose SHA-256 is `sha256` (hex), to the stage's tasks whose hosts
+    /// lack it ([`fetch_program`](super::fetch_program)), until the coordinator is dropped.
+    pub fn offer_program(&self, path: PathBuf, sha256: String) {
+        if let Ok(mut offered) = self.offered.lock() {
+            *offered = Some(OfferedProgram { path, sha256 });
+        }
     }
 
     /// Where tasks register.
@@ -226,15 +242,29 @@ struct Service {
     address: SocketAddr,
     stop: Arc<AtomicBool>,
     latest: Arc<Mutex<Option<Upload>>>,
+    offered: Arc<Mutex<Option<OfferedProgram>>>,
 }
 
 /// A connection that proved the job secret, with its request (an upload with its bytes).
 enum Admitted {
     Register(Link, Registration),
     Upload(Link, Upload),
+    Program(Link, String),
 }
 
 impl Service {
+    /// Sends the program a task asked for on a thread of its own, so that the rendezvous goes on meanwhile.
+    fn ship(&self, link: Link, sha256: String) {
+        let offered = self.offered.lock().ok().and_then(|offered| offered.clone());
+        let address = self.address;
+        let spawned = std::thread::Builder::new()
+            .name("hearth-ship-program".to_string())
+            .spawn(move || shipping::serve(link, offered, &sha256, address));
+        if let Err(e) = spawned {
+            log::warn!("rendezvous at {address}: no thread to send the driver program: {e}");
+        }
+    }
+
     /// The next connection admitted, or `None` when none is within a few milliseconds; connections that have
     /// not proven the secret do not hold it up ([`Acceptor`]).
     fn next_admitted(&self, deadline: Instant) -> Result<Option<Admitted>> {
@@ -281,6 +311,7 @@ impl Service {
                         self.address
                     );
                 }
+                Some(Admitted::Program(link, sha256)) => self.ship(link, sha256),
                 None => {}
             }
         }
@@ -331,6 +362,7 @@ impl Service {
                     };
                     let _ = link.write_message(&serde_json::to_vec(&answer).unwrap_or_default(), deadline_in(1));
                 }
+                Ok(Some(Admitted::Program(link, sha256))) => self.ship(link, sha256),
                 Ok(None) => {}
                 // A full table of open files, a connection aborted before it was taken: the next may succeed.
                 Err(e) => {
@@ -368,6 +400,7 @@ fn admit_connection(
                 .map_err(|e| Refused::reading(&format!("rank {rank}'s upload of epoch {epoch}"), &e))?;
             Ok(Admitted::Upload(link, Upload { rank, epoch, bytes }))
         }
+        Request::Program { sha256 } => Ok(Admitted::Program(link, sha256)),
     }
 }
 
@@ -446,6 +479,32 @@ pub fn upload(
             describe_io(&e)
         ))
     })
+}
+
+/// The task side of a shipped program: fetches the driver program whose SHA-256 is `sha256` from the
+/// coordinator into `into`, within `timeout`; returns its size. The caller checks the bytes' hash.
+pub fn fetch_program(
+    coordinator: SocketAddr,
+    secret: &JobSecret,
+    sha256: &str,
+    into: &mut impl std::io::Write,
+    timeout: Duration,
+) -> Result<u64> {
+    let deadline = Instant::now() + timeout;
+    let stream = TcpStream::connect_timeout(&coordinator, timeout).map_err(|e| {
+        CollectiveError::rendezvous_caused(coordinator, "cannot connect to fetch the driver program", e)
+    })?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| CollectiveError::rendezvous_caused(coordinator, "setting the connection's deadline", e))?;
+    let mut link = prove_as_client(stream, secret)?;
+    let request = serde_json::to_vec(&Request::Program {
+        sha256: sha256.to_string(),
+    })
+    .map_err(|e| CollectiveError::rendezvous_caused(coordinator, "encoding the request", e))?;
+    link.write_message(&request, deadline)
+        .map_err(|e| CollectiveError::rendezvous(coordinator, describe_io(&e)))?;
+    shipping::receive(&mut link, coordinator, into, deadline)
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ mod function;
 mod gpus;
 mod options;
 pub mod program;
+pub mod shipped;
 mod spec;
 mod stage;
 

@@ -9,13 +9,15 @@
 //! another barrier stage is an error that says to register functions first.
 //!
 //! An executor runs a driver program only from a directory its operator allowed ([`allow_programs`]: `hearth
-//! executor --allow-programs DIR…`), so a plan naming any other file — `/bin/sh`, say — runs nothing. Its
-//! host must hold the same build of the program at the same path (one machine, a shared file system, or a
-//! copy): a task fails naming the host and the path otherwise.
+//! executor --allow-programs DIR…`), so a plan naming any other file — `/bin/sh`, say — runs nothing; its
+//! host must then hold the same build of the program at the same path (one machine, a shared file system, or
+//! a copy). Or its operator lets it run the programs drivers ship
+//! ([`run_shipped_programs`](super::shipped::run_shipped_programs): `--run-shipped-programs`), and it fetches
+//! a build it lacks from the stage's driver, by its SHA-256 ([`shipped`](super::shipped)).
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Read};
+use std::io::BufWriter;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -31,10 +33,10 @@ use datafusion::arrow::ipc::reader::{FileReader, StreamReader};
 use datafusion::arrow::ipc::writer::{FileWriter, StreamWriter};
 use datafusion::error::{DataFusionError, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::context::Joining;
 use super::gpus::GpuLease;
+use super::shipped::{identify, runs_shipped_programs, shipped_copy};
 use super::spec::BarrierSpec;
 pub use super::spec::ProgramRef;
 use super::spec::{reason, task_error};
@@ -135,24 +137,6 @@ impl ProgramRef {
     }
 }
 
-/// The size and SHA-256 of the file at `path`.
-fn identify(path: &Path) -> io::Result<(u64, String)> {
-    let mut file = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    let mut size = 0u64;
-    loop {
-        let read = file.read(&mut buffer)?;
-        if read == 0 {
-            break;
-        }
-        size += read as u64;
-        hasher.update(&buffer[..read]);
-    }
-    let sha256 = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    Ok((size, sha256))
-}
-
 fn encode_schema(schema: &SchemaRef) -> Result<String> {
     let mut bytes = Vec::new();
     StreamWriter::try_new(&mut bytes, schema)?.finish()?;
@@ -227,7 +211,8 @@ fn refuse_unless_allowed(path: &Path, program: &ProgramRef, function: &str) -> R
     Err(DataFusionError::Execution(format!(
         "barrier function {function:?} is in the driver program {}, which the executor on host {} does not run: \
          an executor runs driver programs only from the directories its operator allowed with `hearth executor \
-         --allow-programs DIR…` (or `hearth cluster start --allow-programs DIR…`), and {rule}",
+         --allow-programs DIR…` (or `hearth cluster start --allow-programs DIR…`), or those its drivers ship \
+         when started with --run-shipped-programs, and {rule}",
         program.path.display(),
         host_name()
     )))
@@ -292,7 +277,11 @@ pub(crate) fn run_in_program(
     input_schema: &SchemaRef,
     batches: Vec<RecordBatch>,
 ) -> Result<RecordBatch> {
-    let path = check_program(program, &spec.function)?;
+    let path = match check_program(program, &spec.function) {
+        Ok(path) => path,
+        Err(_) if runs_shipped_programs() => shipped_copy(spec, program)?,
+        Err(e) => return Err(e),
+    };
     let dir = TaskDir::create(&spec.job)?;
     write_batches(&dir.0.join(INPUT_FILE), input_schema, &batches)?;
     drop(batches);

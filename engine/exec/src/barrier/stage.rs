@@ -336,6 +336,10 @@ impl BarrierStage {
         if let Some(rule) = self.upload_rule {
             coordinator.keep_uploads(rule);
         }
+        // Executors that lack the driver's build fetch it from the coordinator (see `shipped`).
+        if let Some(program) = &program {
+            coordinator.offer_program(program.path.clone(), program.sha256.clone());
+        }
         let spec = BarrierSpec {
             function: self.function.clone(),
             args: self.args.clone(),

@@ -187,6 +187,18 @@ impl FrameWriter {
         if let Some(url) = dest.to_str().filter(|location| object_stores::is_remote(location)) {
             return to_store::save(self, df, url).await;
         }
+        // A `file://` URL names a local directory.
+        let named;
+        let dest = match dest.to_str().filter(|location| location.starts_with("file://")) {
+            Some(location) => {
+                named = url::Url::parse(location)
+                    .ok()
+                    .and_then(|url| url.to_file_path().ok())
+                    .ok_or_else(|| HearthError::persistence(dest, "not a file URL of a local directory"))?;
+                named.as_path()
+            }
+            None => dest,
+        };
         let exists = fs::symlink_metadata(dest).is_ok();
         if let Some(decided) = self.where_it_exists(exists, dest) {
             return decided;

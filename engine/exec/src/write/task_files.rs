@@ -202,7 +202,11 @@ async fn write_partition(
         return Ok(None);
     };
     writer.finish()?.flush()?;
-    let name = format!("{}{}", write_id(), spec.suffix()?);
+    // Unique to this attempt: the time, process and count of this write, and the task's attempt on a fleet.
+    let attempt: String = (context.task_id().unwrap_or_default().chars())
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let name = format!("{}{attempt}{}", write_id(), spec.suffix()?);
     let target = staged_url(&spec.staging, &name)?;
     let store = context.runtime_env().object_store(store_url(&target)?)?;
     let bytes = upload(local.reopen()?, store, &target).await?;
@@ -244,9 +248,10 @@ async fn upload(mut local: std::fs::File, store: Arc<dyn ObjectStore>, target: &
             return Err(failed(&e));
         }
     }
-    tokio::io::AsyncWriteExt::shutdown(&mut sending)
-        .await
-        .map_err(|e| failed(&e))?;
+    if let Err(e) = tokio::io::AsyncWriteExt::shutdown(&mut sending).await {
+        let _ = sending.abort().await;
+        return Err(failed(&e));
+    }
     Ok(sent)
 }
 

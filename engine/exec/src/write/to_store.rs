@@ -48,6 +48,12 @@ pub(super) async fn save(writer: &FrameWriter, df: DataFrame, dest: &str) -> Res
         .object_store(store_url(&url).map_err(failed("naming its store"))?)
         .map_err(failed("opening its store"))?;
     let prefix = store_path(&url).map_err(failed("reading its path"))?;
+    if prefix.as_ref().is_empty() {
+        return Err(HearthError::persistence(
+            dest,
+            "names a whole bucket or container: write into a folder of it (s3://bucket/out)",
+        ));
+    }
     let existing: Vec<StorePath> = store
         .list(Some(&prefix))
         .map_ok(|meta| meta.location)
@@ -69,27 +75,29 @@ pub(super) async fn save(writer: &FrameWriter, df: DataFrame, dest: &str) -> Res
         _ => df,
     };
     let schema = df.schema().as_arrow().clone();
-    let written = run_over(df, |input| Ok(Arc::new(PartWriterExec::try_new(input, spec.clone())?))).await;
     let staging = Staging {
         store: Arc::clone(&store),
-        prefix: store_path(&Url::parse(&spec.staging).map_err(|e| HearthError::persistence(dest, e.to_string()))?)
+        prefix: Url::parse(&spec.staging)
+            .map_err(|e| DataFusionError::Plan(e.to_string()))
+            .and_then(|staging| store_path(&staging))
             .map_err(failed("naming its staging prefix"))?,
     };
-    let committed = match written {
-        Ok(reports) => {
-            let staged = staged_files(&reports, dest)?;
-            let commit = Commit {
-                store: store.as_ref(),
-                spec: &spec,
-                dest: &url,
-                write_id: &id,
-            };
-            commit
-                .run(&staged, writer.mode == SaveMode::Overwrite, &existing, &schema)
-                .await
-        }
-        Err(e) => Err(HearthError::persistence(dest, "writing the rows").caused_by(e)),
-    };
+    let committed = async {
+        let reports = run_over(df, |input| Ok(Arc::new(PartWriterExec::try_new(input, spec.clone())?)))
+            .await
+            .map_err(|e| HearthError::persistence(dest, "writing the rows").caused_by(e))?;
+        let staged = staged_files(&reports, dest)?;
+        let commit = Commit {
+            store: store.as_ref(),
+            spec: &spec,
+            dest: &url,
+            write_id: &id,
+        };
+        let replaced = (writer.mode == SaveMode::Overwrite).then_some(existing.as_slice());
+        commit.run(&staged, replaced, &schema).await
+    }
+    .await;
+    // Whatever happened, the staged files go: the committed ones were copied, the rest are never read.
     staging.remove().await;
     committed
 }
@@ -108,7 +116,7 @@ fn staging_location(dest: &Url, id: &str) -> String {
     staging.to_string()
 }
 
-/// The files the tasks reported, in partition order.
+/// The files the tasks reported, in the order the job returned them.
 fn staged_files(reports: &[RecordBatch], dest: &str) -> Result<Vec<Staged>> {
     let mut staged = Vec::new();
     for batch in reports {
@@ -161,9 +169,12 @@ struct Commit<'a> {
 }
 
 impl Commit<'_> {
-    /// Copies the staged files to their part names, removes `replaced` when `replace`, and writes `_SUCCESS`;
-    /// undoes the copies when a step fails. A write with no rows commits one empty file of `schema`.
-    async fn run(&self, staged: &[Staged], replace: bool, replaced: &[StorePath], schema: &Schema) -> Result<Written> {
+    /// Copies the staged files to their part names, removes the files `replaced` that were there before (an
+    /// overwrite: `_SUCCESS` first, so that no reader trusts a mix), and writes `_SUCCESS`. A failed copy
+    /// undoes the copies and leaves the destination as it was; a failure once old files are being removed
+    /// leaves the new files without `_SUCCESS`, and says so. A write with no rows commits one empty file of
+    /// `schema`.
+    async fn run(&self, staged: &[Staged], replaced: Option<&[StorePath]>, schema: &Schema) -> Result<Written> {
         let dest = self.dest.as_str();
         let suffix = self
             .spec
@@ -171,21 +182,23 @@ impl Commit<'_> {
             .map_err(|e| HearthError::persistence(dest, "naming its files").caused_by(e))?;
         let files: Vec<&Staged> = staged.iter().filter(|file| !file.name.is_empty()).collect();
         let mut placed: Vec<StorePath> = Vec::new();
-        let outcome = self.place(&files, &suffix, schema, &mut placed).await.and(if replace {
-            self.remove_old(replaced, &placed).await
-        } else {
-            Ok(())
-        });
-        let outcome = match outcome {
-            Ok(()) => self.mark_success().await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = outcome {
+        if let Err(e) = self.place(&files, &suffix, schema, &mut placed).await {
             for path in &placed {
                 let _ = self.store.delete(path).await;
             }
             return Err(e);
         }
+        let unmarked = |e: HearthError| {
+            HearthError::persistence(
+                dest,
+                "the new files are in place without _SUCCESS, and some of the replaced ones may remain",
+            )
+            .caused_by(e)
+        };
+        if let Some(replaced) = replaced {
+            self.remove_old(replaced, &placed).await.map_err(unmarked)?;
+        }
+        self.mark_success().await.map_err(unmarked)?;
         Ok(Written {
             rows: staged.iter().map(|file| file.rows).sum(),
             files: placed
@@ -225,9 +238,13 @@ impl Commit<'_> {
         Ok(())
     }
 
-    /// Removes the files that were in the destination before, but for the ones just placed.
+    /// Removes the files that were in the destination before — its `_SUCCESS` first — but for the ones just
+    /// placed.
     async fn remove_old(&self, replaced: &[StorePath], placed: &[StorePath]) -> Result<()> {
-        for old in replaced.iter().filter(|old| !placed.contains(old)) {
+        let marker = |path: &&StorePath| path.filename() == Some(SUCCESS_FILE);
+        let (markers, files): (Vec<&StorePath>, Vec<&StorePath>) = replaced.iter().partition(marker);
+        let old = markers.into_iter().chain(files);
+        for old in old.filter(|old| !placed.contains(old)) {
             self.store.delete(old).await.map_err(|e| {
                 HearthError::persistence(self.dest.as_str(), format!("removing the replaced {old}")).caused_by(e)
             })?;

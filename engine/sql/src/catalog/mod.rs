@@ -237,12 +237,17 @@ impl ModelCatalog {
         Ok(self.dir.join(name))
     }
 
-    /// Whether a model of this name exists.
+    /// Whether a model of this name exists (`false` where the catalog cannot be read).
     pub fn contains(&self, name: &str) -> bool {
-        match self.remote() {
-            Ok(Some(remote)) => self.folder(name).is_ok() && remote.manifest(name).is_ok_and(|m| m.is_some()),
-            Ok(None) => self.folder(name).is_ok_and(|dir| dir.join(ENTRY_FILE).is_file()),
-            Err(_) => false,
+        self.exists(name).unwrap_or(false)
+    }
+
+    /// Whether a model of this name exists, or why the catalog cannot tell.
+    fn exists(&self, name: &str) -> Result<bool> {
+        let folder = self.folder(name)?;
+        match self.remote()? {
+            Some(remote) => Ok(remote.manifest(name)?.is_some()),
+            None => Ok(folder.join(ENTRY_FILE).is_file()),
         }
     }
 
@@ -348,7 +353,7 @@ impl ModelCatalog {
         write: impl FnOnce(&Path) -> Result<()>,
     ) -> Result<()> {
         let target = self.folder(&entry.name)?;
-        if !replace && self.contains(&entry.name) {
+        if !replace && self.exists(&entry.name)? {
             return Err(HearthError::persistence(
                 &target,
                 "a model of this name exists; use CREATE OR REPLACE MODEL",
@@ -367,7 +372,11 @@ impl ModelCatalog {
             let staging = tempfile::tempdir()
                 .map_err(|e| HearthError::persistence(&target, "a local folder to write it in first").caused_by(e))?;
             fill(staging.path())?;
-            let (manifest, dir) = remote.publish(&entry.name, staging.path(), entry)?;
+            let (manifest, moved) = remote.publish(&entry.name, staging.path(), entry)?;
+            let dir = match moved {
+                Some(dir) => dir,
+                None => remote.local_copy(&entry.name, &manifest)?,
+            };
             let model = CatalogModel {
                 entry: entry.clone(),
                 pipeline: pipeline.clone(),

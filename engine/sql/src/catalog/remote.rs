@@ -3,8 +3,10 @@
 //! files — which is written last, in one request. Readers trust the manifest alone, so they see the old model
 //! or the new one whole, never a part of one; a save that fails before its manifest leaves the model as it was.
 //!
-//! This process loads a model's pipeline from a local copy of its version (in the temporary directory, one
-//! folder per version, fetched once); a fleet's executors read its held-out rows from the store itself. The
+//! This process loads a model's pipeline from a local copy of its version (in this user's cache, `$HEARTH_CACHE`
+//! or `~/.cache/hearth`, one folder per version, fetched once); a fleet's executors read its held-out rows from
+//! the store itself. A new version's manifest replaces the old one's, and the version before it is kept until
+//! the next save, so that a reader that read the old manifest a moment ago still finds its files. The
 //! store is opened as the session's inputs are (see `hearth_exec::object_stores`: the endpoint from
 //! `AWS_ENDPOINT_URL`, the keys from this process's environment).
 //!
@@ -16,6 +18,7 @@
 //! ```
 
 use std::future::Future;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -60,7 +63,7 @@ impl RemoteCatalog {
         let tag: String = (url.as_str().chars())
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
-        let copies = std::env::temp_dir().join(format!("hearth-models-{tag}"));
+        let copies = user_cache().join("models").join(tag);
         Ok(Self { url, copies })
     }
 
@@ -72,7 +75,7 @@ impl RemoteCatalog {
     /// The manifest of the model `name`, if there is one.
     pub fn manifest(&self, name: &str) -> Result<Option<Manifest>> {
         let file = self.path(&format!("{name}/{MANIFEST}"))?;
-        blocking(async {
+        self.blocking(async {
             let store = self.store()?;
             match store.get(&file).await {
                 Ok(got) => {
@@ -91,7 +94,7 @@ impl RemoteCatalog {
     /// Every model's manifest.
     pub fn manifests(&self) -> Result<Vec<Manifest>> {
         let root = self.path("")?;
-        let names: Vec<String> = blocking(async {
+        let names: Vec<String> = self.blocking(async {
             let listed = self.store()?.list_with_delimiter(Some(&root)).await;
             let listed = listed.map_err(|e| self.failed(&root, "listing its models", e))?;
             Ok::<_, HearthError>(
@@ -115,11 +118,14 @@ impl RemoteCatalog {
             return Ok(copy);
         }
         let parent = self.copies.join(name);
-        std::fs::create_dir_all(&parent)
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&parent)
             .map_err(|e| HearthError::persistence(&parent, "creating a local copy's folder").caused_by(e))?;
         let fetching = tempfile::tempdir_in(&parent)
             .map_err(|e| HearthError::persistence(&parent, "creating a local copy's folder").caused_by(e))?;
-        blocking(async {
+        self.blocking(async {
             let store = self.store()?;
             for file in &manifest.files {
                 let from = self.path(&format!("{name}/{}/{file}", manifest.version))?;
@@ -148,9 +154,11 @@ impl RemoteCatalog {
     }
 
     /// Publishes the files of folder `staged` as a new version of the model `name`: each file under the
-    /// version's prefix, then the manifest, then the older versions removed; the folder becomes this
-    /// process's copy of the version. Returns the manifest and the copy.
-    pub fn publish(&self, name: &str, staged: &Path, entry: &ModelEntry) -> Result<(Manifest, PathBuf)> {
+    /// version's prefix, then the manifest, then the versions before the one it replaces removed; the folder
+    /// becomes this process's copy of the version. Returns the manifest and the copy (none when the folder
+    /// could not be moved: the copy is fetched when the model is next read).
+    pub fn publish(&self, name: &str, staged: &Path, entry: &ModelEntry) -> Result<(Manifest, Option<PathBuf>)> {
+        let previous = self.manifest(name)?.map(|manifest| manifest.version);
         let version = format!("v-{}", version_id());
         let files = files_under(staged)?;
         let manifest = Manifest {
@@ -160,7 +168,7 @@ impl RemoteCatalog {
         };
         let text = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| HearthError::persistence(self.url_of(name), "cannot write its manifest").caused_by(e))?;
-        blocking(async {
+        self.blocking(async {
             let store = self.store()?;
             for file in &files {
                 let local = staged.join(file);
@@ -177,12 +185,17 @@ impl RemoteCatalog {
                 .put(&file, PutPayload::from(text))
                 .await
                 .map_err(|e| self.failed(&file, "writing it", e))?;
-            self.remove_versions(store.as_ref(), name, Some(&version)).await;
+            let kept: Vec<&str> = std::iter::once(version.as_str()).chain(previous.as_deref()).collect();
+            self.remove_versions(store.as_ref(), name, &kept).await;
             Ok::<_, HearthError>(())
         })??;
         let copy = self.copies.join(name).join(&version);
-        let moved = std::fs::create_dir_all(self.copies.join(name)).and_then(|()| std::fs::rename(staged, &copy));
-        Ok((manifest, if moved.is_ok() { copy } else { staged.to_path_buf() }))
+        let folder = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(self.copies.join(name));
+        let moved = folder.and_then(|()| std::fs::rename(staged, &copy));
+        Ok((manifest, moved.ok().map(|()| copy)))
     }
 
     /// Removes the model `name`: its manifest first (it is gone for every reader), then its files; `false`
@@ -192,28 +205,33 @@ impl RemoteCatalog {
             return Ok(false);
         }
         let file = self.path(&format!("{name}/{MANIFEST}"))?;
-        blocking(async {
+        self.blocking(async {
             let store = self.store()?;
             store
                 .delete(&file)
                 .await
                 .map_err(|e| self.failed(&file, "removing it", e))?;
-            self.remove_versions(store.as_ref(), name, None).await;
+            self.remove_versions(store.as_ref(), name, &[]).await;
             Ok::<_, HearthError>(())
         })??;
         let _ = std::fs::remove_dir_all(self.copies.join(name));
         Ok(true)
     }
 
-    /// Removes every file of the model `name` but its manifest and the version `keep`; a file that cannot
+    /// Removes every file of the model `name` but its manifest and the versions `keep`; a file that cannot
     /// be removed is logged (no reader follows it).
-    async fn remove_versions(&self, store: &dyn ObjectStore, name: &str, keep: Option<&str>) {
+    async fn remove_versions(&self, store: &dyn ObjectStore, name: &str, keep: &[&str]) {
         let Ok(folder) = self.path(name) else { return };
         let listed: std::result::Result<Vec<_>, _> = store.list(Some(&folder)).try_collect().await;
-        for meta in listed.unwrap_or_default() {
+        let listed = listed.unwrap_or_else(|e| {
+            log::warn!("cannot list the older versions of model {name} to remove them: {e}");
+            Vec::new()
+        });
+        for meta in listed {
             let relative = meta.location.as_ref().strip_prefix(folder.as_ref()).unwrap_or_default();
             let relative = relative.trim_start_matches('/');
-            let kept = relative == MANIFEST || keep.is_some_and(|keep| relative.starts_with(&format!("{keep}/")));
+            let version = relative.split('/').next().unwrap_or_default();
+            let kept = relative == MANIFEST || keep.contains(&version);
             if !kept && let Err(e) = store.delete(&meta.location).await {
                 log::warn!(
                     "cannot remove {} of an older version of model {name}: {e}",
@@ -278,17 +296,34 @@ fn version_id() -> String {
     format!("{nanos:x}{:05x}{count:x}", std::process::id())
 }
 
-/// Runs `work` to its end on a thread of its own with a runtime of its own: the catalog's calls are
-/// synchronous (SQL planning asks for models), and may come from inside another runtime.
-fn blocking<T: Send>(work: impl Future<Output = T> + Send) -> Result<T> {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
-                runtime.map(|runtime| runtime.block_on(work))
-            })
-            .join()
+/// This user's cache of hearth: `$HEARTH_CACHE`, else `hearth` in `$XDG_CACHE_HOME` or `~/.cache`.
+fn user_cache() -> PathBuf {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    var("HEARTH_CACHE").unwrap_or_else(|| {
+        (var("XDG_CACHE_HOME"))
+            .or_else(|| var("HOME").map(|home| home.join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("hearth")
     })
-    .map_err(|_| HearthError::persistence("model catalog", "a call to its store panicked"))?
-    .map_err(|e| HearthError::persistence("model catalog", "cannot start a runtime for its store").caused_by(e))
+}
+
+impl RemoteCatalog {
+    /// Runs `work` to its end on a thread of its own with a runtime of its own: the catalog's calls are
+    /// synchronous (SQL planning asks for models), and may come from inside another runtime.
+    fn blocking<T: Send>(&self, work: impl Future<Output = T> + Send) -> Result<T> {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+                    runtime.map(|runtime| runtime.block_on(work))
+                })
+                .join()
+        })
+        .map_err(|_| HearthError::persistence(self.url.as_str(), "a call to its store panicked"))?
+        .map_err(|e| HearthError::persistence(self.url.as_str(), "cannot start a runtime for its store").caused_by(e))
+    }
 }

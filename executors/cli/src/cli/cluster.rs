@@ -98,6 +98,10 @@ pub struct StartArgs {
     /// every host.
     #[arg(long = "allow-programs", num_args = 1.., value_name = "DIR")]
     allow_programs: Vec<PathBuf>,
+    /// Let the executors run the driver programs the fleet's drivers ship (`hearth executor
+    /// --run-shipped-programs`): no path need be the same on every host.
+    #[arg(long = "run-shipped-programs")]
+    run_shipped_programs: bool,
     /// With --hosts, start without --tls-dir anyway, on a network whose every user you trust: the secret's
     /// proof, plans and training data then cross it in clear.
     #[arg(long, requires = "hosts")]
@@ -471,6 +475,9 @@ fn executor_args(
     ];
     if let Some(slots) = slots {
         args.extend(["--slots".to_string(), slots.to_string()]);
+    }
+    if start.run_shipped_programs {
+        args.push("--run-shipped-programs".to_string());
     }
     if !start.allow_programs.is_empty() {
         args.push("--allow-programs".to_string());

@@ -146,6 +146,11 @@ struct ExecutorArgs {
     /// started by the executor); without any, it runs no driver program.
     #[arg(long = "allow-programs", num_args = 1.., value_name = "DIR")]
     allow_programs: Vec<PathBuf>,
+    /// Run the driver programs the fleet's drivers ship to run their barrier functions (fetched from the
+    /// driver by SHA-256 over the job's authenticated link, kept in the work directory): any driver holding
+    /// the fleet's secret or a job's key then runs its code here, as on a Spark or Ray cluster.
+    #[arg(long = "run-shipped-programs")]
+    run_shipped_programs: bool,
     #[command(flatten)]
     access: AccessArgs,
 }
@@ -280,6 +285,7 @@ impl Cli {
                     grpc_port: args.grpc_port,
                     work_dir: args.work_dir,
                     allow_programs: args.allow_programs,
+                    run_shipped_programs: args.run_shipped_programs,
                     access: args.access.access(Role::Executor)?,
                 })
                 .await?;

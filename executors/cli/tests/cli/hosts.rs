@@ -135,7 +135,11 @@ impl Lab {
     /// no object store's address but what the command is given); with a private `/tmp` on every host but the
     /// first.
     fn hearth_on(&self, i: usize, args: &[&str]) -> Command {
-        let program = env!("CARGO_BIN_EXE_hearth");
+        self.program_on(i, Path::new(env!("CARGO_BIN_EXE_hearth")), args)
+    }
+
+    /// `program args…` on host `i`, as [`hearth_on`](Self::hearth_on) runs `hearth`.
+    fn program_on(&self, i: usize, program: &Path, args: &[&str]) -> Command {
         // Under `timeout`, so that nothing of a lab outlives a harness killed before it could clean up.
         let prefix = self.on_host(i);
         let mut command = Command::new(&prefix[0]);
@@ -363,6 +367,50 @@ fn a_fleet_of_three_hosts_over_tls_runs_the_main_job_with_the_local_metrics() {
     main_job_on_three_hosts(lab, &FleetJob::main());
 }
 
+#[test]
+fn a_driver_program_runs_its_functions_on_hosts_that_lack_it() {
+    let Some(mut lab) = lab_or_skip("a_driver_program_runs_its_functions_on_hosts_that_lack_it") else {
+        return;
+    };
+    // HorovodRunner's example, which `cargo test --workspace` builds, only on the driver's host: in its /tmp,
+    // which the executors' hosts do not see.
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_hearth"))
+        .with_file_name("examples")
+        .join("horovod_runner");
+    assert!(
+        built.exists(),
+        "{} is missing: `cargo test --workspace` builds the examples",
+        built.display()
+    );
+    let driver_only = tempfile::tempdir_in("/tmp").unwrap();
+    let program = driver_only.path().join("horovod_runner");
+    std::fs::copy(&built, &program).unwrap();
+    let scheduler = start_fleet(&mut lab, &["--run-shipped-programs"]);
+    let master = format!("df://{scheduler}");
+    let run = lab
+        .program_on(0, &program, &["--master", &master, "--np", "2", "--epochs", "1"])
+        .output()
+        .unwrap();
+    let logs = format!("{}\n{}", lab.log("executor-1"), lab.log("executor-2"));
+    assert!(run.status.success(), "{}\n{logs}", shown(&run));
+    let output = String::from_utf8_lossy(&run.stdout);
+    let accuracy: f64 = output
+        .lines()
+        .find_map(|line| line.split("training accuracy ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no training accuracy in:\n{}", shown(&run)));
+    assert!(accuracy > 0.85, "training accuracy {accuracy}: {}", shown(&run));
+    // Each executor fetched the build from the driver once, and ran its tasks in it.
+    for i in 1..3 {
+        let executor = lab.log(&format!("executor-{i}"));
+        assert_eq!(
+            executor.matches("fetched the driver program").count(),
+            1,
+            "executor {i}:\n{executor}"
+        );
+    }
+}
+
 /// A lab of three hosts, or `None` after saying why there is none — past the test harness's capture, so
 /// that the skip shows in every run's output.
 fn lab_or_skip(test: &str) -> Option<Lab> {
@@ -400,9 +448,9 @@ impl FleetJob<'static> {
     }
 }
 
-/// A scheduler on the lab's first host, an executor of one slot on each other, and `job` driven from the
-/// first host: it gives the metrics of the main job run locally, and both executors run its tasks.
-fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) {
+/// Starts a scheduler on the lab's first host and an executor of one slot on each other, `executor_args`
+/// added; returns the scheduler's address once both executors registered.
+fn start_fleet(lab: &mut Lab, executor_args: &[&str]) -> String {
     let bind = format!("{}:0", lab.address(0));
     let work_dir = lab.logs.path().join("scheduler-work");
     let scheduler = lab.start(
@@ -421,7 +469,7 @@ fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) {
     );
     for i in 1..3 {
         let address = lab.address(i);
-        let args = [
+        let mut args = vec![
             "executor",
             "--scheduler",
             &scheduler,
@@ -432,8 +480,17 @@ fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) {
             "--gpus",
             "none",
         ];
+        args.extend(executor_args);
         lab.start(i, &format!("executor-{i}"), &args, None);
     }
+    wait_for_executors(lab, &scheduler, 2);
+    scheduler
+}
+
+/// A scheduler on the lab's first host, an executor of one slot on each other, and `job` driven from the
+/// first host: it gives the metrics of the main job run locally, and both executors run its tasks.
+fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) {
+    let scheduler = start_fleet(&mut lab, &[]);
     // Unless the job names a store, the model catalog is on a disk every host sees (as an NFS mount would
     // be): the executors read the evaluation the driver writes there. Not /tmp, which is each executor's own.
     let models = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -445,7 +502,6 @@ fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) {
         .output()
         .unwrap();
     assert!(local.status.success(), "{}", shown(&local));
-    wait_for_executors(&lab, &scheduler, 2);
     let fleet_models = job.models.map_or_else(|| models.path().join("fleet"), PathBuf::from);
     let on_fleet = lab
         .hearth_on(0, &["sql", "--master", &format!("df://{scheduler}"), "--models"])

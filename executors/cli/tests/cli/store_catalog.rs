@@ -1,6 +1,6 @@
 //! A model catalog in an S3-compatible store (moto's server on loopback): `hearth sql --models s3://…` trains
 //! the SQL main job into it; a second `hearth sql` process finds the model there and evaluates it the same;
-//! replacing it leaves one version, and dropping it leaves nothing.
+//! replacing it keeps the version it replaced and removes older ones, and dropping it leaves nothing.
 
 use crate::cluster::evaluation;
 use crate::common::{hearth, repository, shown};
@@ -9,11 +9,14 @@ use crate::s3::S3Server;
 /// The bucket the catalog is in.
 const BUCKET: &str = "hearth-models";
 
-/// `hearth sql --models s3://hearth-models/catalog ARGS…` against `store`.
+/// `hearth sql --models s3://hearth-models/catalog ARGS…` against `store`, as a process of a machine of its
+/// own: with a cache of its own, where it keeps its copies of models.
 fn sql(store: &S3Server, args: &[&str]) -> std::process::Output {
+    let cache = tempfile::tempdir().unwrap();
     let output = hearth()
         .current_dir(repository())
         .envs(store.driver_env())
+        .env("HEARTH_CACHE", cache.path())
         .args(["--master", "local[2]", "sql", "--models", "s3://hearth-models/catalog"])
         .args(args)
         .output()
@@ -65,11 +68,16 @@ fn a_catalog_in_an_s3_store_serves_a_second_process_and_replaces_models_whole() 
     assert!(shown_models.contains("credit_risk"), "{shown_models}");
     assert_eq!(evaluation(&shown_models), first);
 
-    // Replaced: a new version whole, the old one gone; dropped: nothing left.
+    // Replaced: a new version whole, the one it replaced kept for readers that just read the old manifest;
+    // replaced again: the oldest gone. Dropped: nothing left.
     sql(&store, &["examples/german_credit.sql"]);
     let (keys, replaced) = model_keys(&store);
-    assert_eq!(replaced.len(), 1, "one version after the replacement: {keys:?}");
-    assert_ne!(&replaced[0], version, "a new version");
+    assert_eq!(replaced.len(), 2, "the new version and the one it replaced: {keys:?}");
+    assert!(replaced.contains(version), "{keys:?}");
+    sql(&store, &["examples/german_credit.sql"]);
+    let (keys, again) = model_keys(&store);
+    assert_eq!(again.len(), 2, "{keys:?}");
+    assert!(!again.contains(version), "the oldest version is removed: {keys:?}");
     sql(&store, &["-e", "DROP MODEL credit_risk"]);
     assert_eq!(model_keys(&store).0, Vec::<String>::new());
     let none = sql(&store, &["-e", "SHOW MODELS"]);

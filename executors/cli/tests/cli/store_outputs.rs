@@ -96,6 +96,22 @@ fn features_go_from_the_tasks_to_an_s3_store_under_spark_save_modes() {
         "1000 2 float 11 True"
     );
 
+    // The same from an embedded session, beside the fleet's output (a name it starts with).
+    let local = transform(
+        with_store(&mut hearth(), &store),
+        "local[3]",
+        &files.model,
+        input.to_str().unwrap(),
+        "error",
+        "s3://hearth-data/features-local",
+    );
+    assert!(local.status.success(), "{}", shown(&local));
+    let local_parts = assert_committed(&store, "features-local", &[]);
+    assert_eq!(
+        pyarrow_reads("hearth-data/features-local", Some(&store.endpoint)),
+        "1000 2 float 11 True"
+    );
+
     // Spark's save modes, on the fleet: error refuses, append adds, overwrite replaces.
     let on_fleet = |mode: &str| {
         let features = "s3://hearth-data/features";
@@ -133,22 +149,28 @@ fn features_go_from_the_tasks_to_an_s3_store_under_spark_save_modes() {
         parts,
         "the replaced files are gone"
     );
+    assert_eq!(
+        assert_committed(&store, "features-local", &[]),
+        local_parts,
+        "a sibling is left alone"
+    );
 
-    // The same from an embedded session, and the same rows as the local file gives.
-    let local = transform(
+    // A whole bucket is no destination: an overwrite there would remove everything in it.
+    let bucket = transform(
         with_store(&mut hearth(), &store),
-        "local[3]",
+        "local[1]",
         &files.model,
         input.to_str().unwrap(),
-        "error",
-        "s3://hearth-data/local",
+        "overwrite",
+        "s3://hearth-data/",
     );
-    assert!(local.status.success(), "{}", shown(&local));
-    assert_committed(&store, "local", &[]);
-    assert_eq!(
-        pyarrow_reads("hearth-data/local", Some(&store.endpoint)),
-        "1000 2 float 11 True"
+    assert_eq!(bucket.status.code(), Some(1), "{}", shown(&bucket));
+    assert!(
+        String::from_utf8_lossy(&bucket.stderr).contains("names a whole bucket"),
+        "{}",
+        shown(&bucket)
     );
+    assert_eq!(assert_committed(&store, "features", &[]), parts, "nothing removed");
 }
 
 #[test]

@@ -1,0 +1,113 @@
+//! Driver programs shipped to the executors that lack them. An executor whose operator lets it run shipped
+//! programs ([`run_shipped_programs`]: `hearth executor --run-shipped-programs`) fetches a stage's driver
+//! program from the stage's coordinator on the driver's host — over a link that proves the job's secret, so
+//! only the stage's own tasks get it, encrypted where the job's frames are — checks its SHA-256 against the
+//! plan's, and keeps it by that hash in its work directory: each build crosses the network once per executor.
+//! A fleet whose executors may run shipped programs runs whatever code its drivers send, as a Spark or Ray
+//! cluster runs its jobs' code: its secret is then the whole of its protection.
+
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use datafusion::error::{DataFusionError, Result};
+use hearth_collective::fetch_program;
+use sha2::{Digest, Sha256};
+
+use super::spec::{BarrierSpec, ProgramRef};
+use crate::error::HearthError;
+use crate::host::host_name;
+
+/// Where this executor keeps the programs it fetched, once it may run them.
+static SHIPPED: OnceLock<PathBuf> = OnceLock::new();
+
+/// The least time a task gives the fetch of its program (a large build over a slow link).
+const LEAST_FETCH_TIME: Duration = Duration::from_secs(120);
+
+/// Lets this process — a fleet's executor — run the driver programs its stages' drivers ship, keeping them
+/// in `dir` (created, this user's alone); once a process.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// hearth_exec::barrier::shipped::run_shipped_programs(dir.path().join("programs")).unwrap();
+/// assert!(hearth_exec::barrier::shipped::run_shipped_programs(dir.path().join("again")).is_err(), "set once");
+/// ```
+pub fn run_shipped_programs(dir: PathBuf) -> std::result::Result<(), HearthError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| HearthError::persistence(&dir, "creating the folder for shipped programs").caused_by(e))?;
+    SHIPPED
+        .set(dir)
+        .map_err(|dir| HearthError::persistence(dir, "shipped programs are already kept elsewhere"))
+}
+
+/// Whether this process runs shipped programs.
+pub(super) fn runs_shipped_programs() -> bool {
+    SHIPPED.get().is_some()
+}
+
+/// This executor's copy of `program`, fetched from the coordinator of `spec` unless it holds that build.
+pub(super) fn shipped_copy(spec: &BarrierSpec, program: &ProgramRef) -> Result<PathBuf> {
+    let Some(dir) = SHIPPED.get() else {
+        return Err(DataFusionError::Execution(
+            "this executor runs no shipped program".into(),
+        ));
+    };
+    let failed = |why: String| {
+        DataFusionError::Execution(format!(
+            "barrier stage {} ({}): fetching the driver program {} from the driver at {} to host {}: {why}",
+            spec.job,
+            spec.function,
+            program.path.display(),
+            spec.coordinator,
+            host_name()
+        ))
+    };
+    let kept = dir.join(&program.sha256);
+    if fs::metadata(&kept).is_ok_and(|m| m.len() == program.size) {
+        return Ok(kept);
+    }
+    let secret = spec.job_secret().map_err(failed)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| failed(e.to_string()))?;
+    let time = Duration::from_secs_f64(spec.timeout_secs).max(LEAST_FETCH_TIME);
+    fetch_program(spec.coordinator, &secret, &program.sha256, file.as_file_mut(), time)
+        .map_err(|e| failed(e.to_string()))?;
+    let (size, sha256) = identify(file.path()).map_err(|e| failed(e.to_string()))?;
+    if (size, sha256.as_str()) != (program.size, program.sha256.as_str()) {
+        return Err(failed(format!(
+            "it arrived as {size} bytes with SHA-256 {sha256}, not the plan's {} bytes with {}",
+            program.size, program.sha256
+        )));
+    }
+    fs::set_permissions(file.path(), fs::Permissions::from_mode(0o700)).map_err(|e| failed(e.to_string()))?;
+    file.persist(&kept).map_err(|e| failed(e.error.to_string()))?;
+    log::info!(
+        "fetched the driver program {} ({size} bytes) from the driver of barrier stage {}",
+        program.path.display(),
+        spec.job
+    );
+    Ok(kept)
+}
+
+/// The size and SHA-256 of the file at `path`.
+pub(super) fn identify(path: &Path) -> io::Result<(u64, String)> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        size += read as u64;
+        hasher.update(&buffer[..read]);
+    }
+    let sha256 = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok((size, sha256))
+}
