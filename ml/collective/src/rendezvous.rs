@@ -481,12 +481,14 @@ pub fn upload(
     })
 }
 
-/// The task side of a shipped program: fetches the driver program whose SHA-256 is `sha256` from the
-/// coordinator into `into`, within `timeout`; returns its size. The caller checks the bytes' hash.
+/// The task side of a shipped program: fetches the driver program whose SHA-256 is `sha256` and size `size`
+/// from the coordinator into `into`, within `timeout` (another size is refused before a byte is written);
+/// returns its size. The caller checks the bytes' hash.
 pub fn fetch_program(
     coordinator: SocketAddr,
     secret: &JobSecret,
     sha256: &str,
+    size: u64,
     into: &mut impl std::io::Write,
     timeout: Duration,
 ) -> Result<u64> {
@@ -504,7 +506,7 @@ pub fn fetch_program(
     .map_err(|e| CollectiveError::rendezvous_caused(coordinator, "encoding the request", e))?;
     link.write_message(&request, deadline)
         .map_err(|e| CollectiveError::rendezvous(coordinator, describe_io(&e)))?;
-    shipping::receive(&mut link, coordinator, into, deadline)
+    shipping::receive(&mut link, coordinator, size, into, deadline)
 }
 
 #[cfg(test)]

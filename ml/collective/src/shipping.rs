@@ -44,7 +44,6 @@ enum Answer {
 /// logged (the task reports its own).
 pub(crate) fn serve(mut link: Link, offered: Option<OfferedProgram>, wanted: &str, coordinator: SocketAddr) {
     let deadline = Instant::now() + SERVING_TIME;
-    let _ = link.stream().set_write_timeout(Some(SERVING_TIME));
     let sent = match offered.filter(|offered| offered.sha256 == wanted) {
         Some(offered) => send_file(&mut link, &offered, deadline),
         None => {
@@ -81,10 +80,11 @@ fn send_file(link: &mut Link, offered: &OfferedProgram, deadline: Instant) -> st
 }
 
 /// The task side, once it asked for a program on `link`: the coordinator's answer, then the program's bytes
-/// into `into` by `deadline`; returns its size. The caller checks the bytes' hash.
+/// into `into` by `deadline` — refused unless it is `expected` bytes long; returns its size. The caller checks the bytes' hash.
 pub(crate) fn receive(
     link: &mut Link,
     coordinator: SocketAddr,
+    expected: u64,
     into: &mut impl Write,
     deadline: Instant,
 ) -> Result<u64> {
@@ -93,7 +93,12 @@ pub(crate) fn receive(
         .read_message(deadline)
         .map_err(|e| failed(format!("no answer to the request for the program: {}", describe_io(&e))))?;
     let size = match serde_json::from_slice(&answer) {
-        Ok(Answer::Sending { size }) => size,
+        Ok(Answer::Sending { size }) if size == expected => size,
+        Ok(Answer::Sending { size }) => {
+            return Err(failed(format!(
+                "offered a program of {size} bytes, not the plan's {expected}"
+            )));
+        }
         Ok(Answer::Refused { message }) => return Err(failed(message)),
         Err(e) => {
             return Err(CollectiveError::rendezvous_caused(
@@ -138,6 +143,7 @@ mod tests {
         let program = dir.path().join("driver");
         // Larger than one message, and not a multiple of it.
         let bytes: Vec<u8> = (0..(9 << 20) + 17).map(|i| (i % 251) as u8).collect();
+        let len = bytes.len() as u64;
         std::fs::write(&program, &bytes).unwrap();
         let secret = JobSecret::generate();
         let timeout = Duration::from_secs(30);
@@ -145,13 +151,25 @@ mod tests {
         coordinator.offer_program(program, "abc123".into());
 
         let mut fetched = Vec::new();
-        let size = fetch_program(coordinator.address(), &secret, "abc123", &mut fetched, timeout).unwrap();
+        let size = fetch_program(coordinator.address(), &secret, "abc123", len, &mut fetched, timeout).unwrap();
         assert_eq!((size, fetched == bytes), (bytes.len() as u64, true));
 
-        let other = fetch_program(coordinator.address(), &secret, "def456", &mut Vec::new(), timeout);
+        let other = fetch_program(coordinator.address(), &secret, "def456", len, &mut Vec::new(), timeout);
         let message = other.unwrap_err().to_string();
         assert!(message.contains("offers no program with SHA-256 def456"), "{message}");
         let stranger = JobSecret::generate();
-        assert!(fetch_program(coordinator.address(), &stranger, "abc123", &mut Vec::new(), timeout).is_err());
+        assert!(
+            fetch_program(
+                coordinator.address(),
+                &stranger,
+                "abc123",
+                len,
+                &mut Vec::new(),
+                timeout
+            )
+            .is_err()
+        );
+        let wrong_size = fetch_program(coordinator.address(), &secret, "abc123", 5, &mut Vec::new(), timeout);
+        assert!(wrong_size.unwrap_err().to_string().contains("not the plan's 5"));
     }
 }

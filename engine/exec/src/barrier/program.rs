@@ -268,6 +268,22 @@ fn read_batches(path: &Path) -> Result<Vec<RecordBatch>> {
     Ok(reader.collect::<std::result::Result<_, _>>()?)
 }
 
+/// The file of `program` this host runs: its own (see [`check_program`]), else one fetched from the driver
+/// where this executor runs shipped programs.
+fn program_to_run(spec: &BarrierSpec, program: &ProgramRef) -> Result<PathBuf> {
+    match check_program(program, &spec.function) {
+        Ok(path) => Ok(path),
+        Err(here) if runs_shipped_programs() => shipped_copy(spec, program).map_err(|fetching| {
+            DataFusionError::Execution(format!(
+                "{} (and this host's own file: {})",
+                reason(&fetching),
+                reason(&here)
+            ))
+        }),
+        Err(e) => Err(e),
+    }
+}
+
 /// Runs one task of `spec` in a copy of the driver program: on the executor's blocking thread, until the
 /// copy exits or the stage is cancelled (which kills it).
 pub(crate) fn run_in_program(
@@ -277,11 +293,7 @@ pub(crate) fn run_in_program(
     input_schema: &SchemaRef,
     batches: Vec<RecordBatch>,
 ) -> Result<RecordBatch> {
-    let path = match check_program(program, &spec.function) {
-        Ok(path) => path,
-        Err(_) if runs_shipped_programs() => shipped_copy(spec, program)?,
-        Err(e) => return Err(e),
-    };
+    let path = program_to_run(spec, program)?;
     let dir = TaskDir::create(&spec.job)?;
     write_batches(&dir.0.join(INPUT_FILE), input_schema, &batches)?;
     drop(batches);

@@ -6,11 +6,12 @@
 //! A fleet whose executors may run shipped programs runs whatever code its drivers send, as a Spark or Ray
 //! cluster runs its jobs' code: its secret is then the whole of its protection.
 
+use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
 use datafusion::error::{DataFusionError, Result};
@@ -41,9 +42,28 @@ pub fn run_shipped_programs(dir: PathBuf) -> std::result::Result<(), HearthError
         .mode(0o700)
         .create(&dir)
         .map_err(|e| HearthError::persistence(&dir, "creating the folder for shipped programs").caused_by(e))?;
+    let dir = fs::canonicalize(&dir)
+        .map_err(|e| HearthError::persistence(&dir, "resolving the folder for shipped programs").caused_by(e))?;
+    // A folder made earlier by someone else, or open to others, could hold a planted program.
+    let metadata = fs::metadata(&dir)
+        .map_err(|e| HearthError::persistence(&dir, "reading the folder for shipped programs").caused_by(e))?;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    if metadata.uid() != me || metadata.mode() & 0o077 != 0 {
+        return Err(HearthError::persistence(
+            &dir,
+            "the folder for shipped programs must be this user's alone (mode 700): another user could plant a \
+             program in it",
+        ));
+    }
     SHIPPED
         .set(dir)
         .map_err(|dir| HearthError::persistence(dir, "shipped programs are already kept elsewhere"))
+}
+
+/// Whether `sha256` is a SHA-256 as hex: 64 lowercase hex digits, and so a file name of the cache alone.
+fn is_sha256(sha256: &str) -> bool {
+    sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Whether this process runs shipped programs.
@@ -68,15 +88,31 @@ pub(super) fn shipped_copy(spec: &BarrierSpec, program: &ProgramRef) -> Result<P
             host_name()
         ))
     };
+    if !is_sha256(&program.sha256) {
+        return Err(failed(format!(
+            "the plan names it by {:?}, which is no SHA-256",
+            program.sha256
+        )));
+    }
     let kept = dir.join(&program.sha256);
-    if fs::metadata(&kept).is_ok_and(|m| m.len() == program.size) {
+    // One fetch at a time on this executor: a task that waited finds the build its predecessor kept.
+    static FETCHING: Mutex<()> = Mutex::new(());
+    let _turn = FETCHING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if is_kept(&kept, program).map_err(|e| failed(e.to_string()))? {
         return Ok(kept);
     }
     let secret = spec.job_secret().map_err(failed)?;
     let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| failed(e.to_string()))?;
     let time = Duration::from_secs_f64(spec.timeout_secs).max(LEAST_FETCH_TIME);
-    fetch_program(spec.coordinator, &secret, &program.sha256, file.as_file_mut(), time)
-        .map_err(|e| failed(e.to_string()))?;
+    fetch_program(
+        spec.coordinator,
+        &secret,
+        &program.sha256,
+        program.size,
+        file.as_file_mut(),
+        time,
+    )
+    .map_err(|e| failed(e.to_string()))?;
     let (size, sha256) = identify(file.path()).map_err(|e| failed(e.to_string()))?;
     if (size, sha256.as_str()) != (program.size, program.sha256.as_str()) {
         return Err(failed(format!(
@@ -86,12 +122,35 @@ pub(super) fn shipped_copy(spec: &BarrierSpec, program: &ProgramRef) -> Result<P
     }
     fs::set_permissions(file.path(), fs::Permissions::from_mode(0o700)).map_err(|e| failed(e.to_string()))?;
     file.persist(&kept).map_err(|e| failed(e.error.to_string()))?;
+    verified().insert(kept.clone());
     log::info!(
         "fetched the driver program {} ({size} bytes) from the driver of barrier stage {}",
         program.path.display(),
         spec.job
     );
     Ok(kept)
+}
+
+/// The kept files this process hashed (or fetched and hashed) itself.
+fn verified() -> std::sync::MutexGuard<'static, HashSet<PathBuf>> {
+    static VERIFIED: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Mutex::default);
+    VERIFIED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether `kept` holds `program`'s build: hashed the first time this process uses it.
+fn is_kept(kept: &Path, program: &ProgramRef) -> io::Result<bool> {
+    if !kept.is_file() {
+        return Ok(false);
+    }
+    if verified().contains(kept) {
+        return Ok(true);
+    }
+    let (size, sha256) = identify(kept)?;
+    let same = size == program.size && sha256 == program.sha256;
+    if same {
+        verified().insert(kept.to_path_buf());
+    }
+    Ok(same)
 }
 
 /// The size and SHA-256 of the file at `path`.

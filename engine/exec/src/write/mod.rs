@@ -8,9 +8,11 @@
 //! column `v` of `n` slots is written as `n` number columns `v_0` … `v_{n-1}`.
 //!
 //! On a `local[N]` session Parquet is written as Spark writes it, one part file per partition, each by its
-//! partition's own task (`parquet_parts`); CSV and JSON, and Parquet on a fleet, are DataFusion's writers.
-//! Every part file is named as Spark names it (`part-00000-<write id>.snappy.parquet`, `part_names`); a fleet
-//! whose executors wrote where the driver does not see is an error, not an empty output.
+//! partition's own task (`parquet_parts`); CSV and JSON there are DataFusion's writers. On a fleet each task
+//! writes its partition's file into the write's staging directory, which must be one every executor and the
+//! driver see, and the driver keeps the files of the tasks that succeeded (`to_shared_dir`); a fleet whose
+//! executors wrote where the driver does not see is an error, not an empty output. Every part file is named
+//! as Spark names it (`part-00000-<write id>.snappy.parquet`, `part_names`).
 //!
 //! A destination in an object store (`s3://bucket/out`, `gs://…`, `az://…`) is written on every master by
 //! the tasks themselves, each partition straight to the store, and committed by the driver (`to_store`).
@@ -56,6 +58,7 @@ mod parquet_parts;
 mod part_file;
 mod part_names;
 mod task_files;
+mod to_shared_dir;
 mod to_store;
 mod vector_chunk;
 mod writeback;
@@ -272,8 +275,17 @@ impl FrameWriter {
 
     /// Runs the write into `dir`, returning the rows written.
     async fn write_files(&self, df: DataFrame, dir: &Path) -> datafusion::error::Result<u64> {
-        if self.format == OutputFormat::Parquet && matches!(SessionInfo::of(&df).master(), Master::Local { .. }) {
+        let local = matches!(SessionInfo::of(&df).master(), Master::Local { .. });
+        if self.format == OutputFormat::Parquet && local {
             let rows = parquet_parts::write(df, dir, &self.compression).await?;
+            return mark_success(dir, rows);
+        }
+        if !local {
+            let df = match self.format {
+                OutputFormat::Csv => csv_columns(df)?,
+                _ => df,
+            };
+            let rows = to_shared_dir::write(self, df, dir).await?;
             return mark_success(dir, rows);
         }
         let location = format!("{}/", dir.display());
@@ -300,14 +312,7 @@ impl FrameWriter {
                 rows += (0..count.len()).map(|i| count.value(i)).sum::<u64>();
             }
         }
-        if rows > 0 && files == 0 {
-            // On a fleet, the executors write at this path on their own disks.
-            return Err(datafusion::error::DataFusionError::Execution(format!(
-                "{rows} rows were written to {} where this process does not see them: on a fleet, write to a \
-                 directory every executor and the driver share",
-                dir.display()
-            )));
-        }
+        log::debug!("wrote {rows} rows in {files} files to {}", dir.display());
         mark_success(dir, rows)
     }
 }

@@ -12,7 +12,7 @@ use std::io::{BufWriter, Read, Write};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::array::{Array, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::csv::{Writer as CsvWriter, WriterBuilder as CsvWriterBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::json::LineDelimitedWriter;
@@ -299,4 +299,37 @@ impl<W: Write + Send> FileWriter<W> {
             }
         })
     }
+}
+
+/// A file the tasks wrote in the staging location, with its rows and bytes (an empty name: a partition
+/// without rows, which wrote none).
+pub(super) struct Staged {
+    pub name: String,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// The files the tasks reported ([`report_schema`]), in the order the job returned them.
+pub(super) fn staged_files(reports: &[RecordBatch]) -> Result<Vec<Staged>> {
+    let mut staged = Vec::new();
+    for batch in reports {
+        let column = |i: usize| batch.column(i).as_any();
+        let (Some(files), Some(rows), Some(bytes)) = (
+            column(0).downcast_ref::<StringArray>(),
+            column(1).downcast_ref::<UInt64Array>(),
+            column(2).downcast_ref::<UInt64Array>(),
+        ) else {
+            return Err(DataFusionError::Internal(
+                "the writer's tasks reported columns of other types".to_string(),
+            ));
+        };
+        for i in 0..batch.num_rows() {
+            staged.push(Staged {
+                name: files.value(i).to_string(),
+                rows: rows.value(i),
+                bytes: bytes.value(i),
+            });
+        }
+    }
+    Ok(staged)
 }

@@ -11,7 +11,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::Schema;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::DataFusionError;
@@ -22,17 +21,12 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use url::Url;
 
 use super::part_names::{part_name, write_id};
-use super::task_files::{FileWriter, PartWriterExec, PartWriterSpec, staged_url, store_path, store_url};
+use super::task_files::{
+    FileWriter, PartWriterExec, PartWriterSpec, Staged, staged_files, staged_url, store_path, store_url,
+};
 use super::{FrameWriter, OutputFormat, SUCCESS_FILE, SaveMode, Written, csv_columns};
 use crate::error::{HearthError, Result};
 use crate::physical_stage::run_over;
-
-/// A file the tasks wrote in the staging prefix, with its rows and bytes.
-struct Staged {
-    name: String,
-    rows: u64,
-    bytes: u64,
-}
 
 /// Writes `df` to the object store's `dest` as `writer` says (see the [module](self) docs).
 pub(super) async fn save(writer: &FrameWriter, df: DataFrame, dest: &str) -> Result<Written> {
@@ -86,7 +80,8 @@ pub(super) async fn save(writer: &FrameWriter, df: DataFrame, dest: &str) -> Res
         let reports = run_over(df, |input| Ok(Arc::new(PartWriterExec::try_new(input, spec.clone())?)))
             .await
             .map_err(|e| HearthError::persistence(dest, "writing the rows").caused_by(e))?;
-        let staged = staged_files(&reports, dest)?;
+        let staged = staged_files(&reports)
+            .map_err(|e| HearthError::persistence(dest, "reading what the tasks wrote").caused_by(e))?;
         let commit = Commit {
             store: store.as_ref(),
             spec: &spec,
@@ -114,32 +109,6 @@ fn staging_location(dest: &Url, id: &str) -> String {
         segments.pop().push(&format!(".{name}.hearth-staging-{id}")).push("");
     }
     staging.to_string()
-}
-
-/// The files the tasks reported, in the order the job returned them.
-fn staged_files(reports: &[RecordBatch], dest: &str) -> Result<Vec<Staged>> {
-    let mut staged = Vec::new();
-    for batch in reports {
-        let column = |i: usize| batch.column(i).as_any();
-        let (Some(files), Some(rows), Some(bytes)) = (
-            column(0).downcast_ref::<StringArray>(),
-            column(1).downcast_ref::<UInt64Array>(),
-            column(2).downcast_ref::<UInt64Array>(),
-        ) else {
-            return Err(HearthError::persistence(
-                dest,
-                "the writer's tasks reported columns of other types",
-            ));
-        };
-        for i in 0..batch.num_rows() {
-            staged.push(Staged {
-                name: files.value(i).to_string(),
-                rows: rows.value(i),
-                bytes: bytes.value(i),
-            });
-        }
-    }
-    Ok(staged)
 }
 
 /// A write's staging prefix, removed once the write ends, committed or not.

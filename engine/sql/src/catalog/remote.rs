@@ -30,7 +30,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::ModelEntry;
+use super::entry::ModelEntry;
 
 /// The file of a model that names its current version.
 const MANIFEST: &str = "manifest.json";
@@ -70,6 +70,17 @@ impl RemoteCatalog {
     /// The URL of `relative` under the catalog.
     pub fn url_of(&self, relative: &str) -> String {
         format!("{}/{relative}", self.url)
+    }
+
+    /// A new folder to write a version in before it is published: beside this process's copies, so that
+    /// publishing moves it into place on the same file system.
+    pub fn staging(&self) -> Result<tempfile::TempDir> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.copies)
+            .and_then(|()| tempfile::tempdir_in(&self.copies))
+            .map_err(|e| HearthError::persistence(&self.copies, "creating a folder to write a model in").caused_by(e))
     }
 
     /// The manifest of the model `name`, if there is one.

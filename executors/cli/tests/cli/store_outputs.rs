@@ -235,3 +235,33 @@ fn a_write_to_a_store_killed_before_its_commit_leaves_nothing_there() {
     assert!(again.status.success(), "{}", shown(&again));
     assert_committed(&store, "large", &staged);
 }
+
+#[test]
+fn a_fleet_writes_a_directory_every_executor_sees_from_its_tasks() {
+    let files = CreditFiles::new();
+    let fleet = Fleet::start(&["--executors", "2", "--slots", "2"]);
+    // The same machine's disk: every executor sees the driver's directory, as an NFS mount would be.
+    let out = files.dir.path().join("features");
+    let fit = fleet
+        .hearth()
+        .args(["--master", &fleet.master, "fit-transform"])
+        .args([&files.spec, &files.data, &files.model])
+        .args(["--select", "features,class", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(fit.status.success(), "{}", shown(&fit));
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort_by_key(|name| (name == "_SUCCESS", name.clone()));
+    assert_eq!(names.last().map(String::as_str), Some("_SUCCESS"), "{names:?}");
+    for (part, name) in names[..names.len() - 1].iter().enumerate() {
+        assert!(
+            name.starts_with(&format!("part-{part:05}-")) && name.ends_with(".snappy.parquet"),
+            "{names:?}"
+        );
+    }
+    assert_eq!(pyarrow_reads(out.to_str().unwrap(), None), "1000 2 float 11 True");
+}
