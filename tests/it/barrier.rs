@@ -545,3 +545,37 @@ async fn evaluators_run_as_aggregates_and_match_spark() {
         close(metric, got, &regression["metrics"][metric]);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_run_again_resumes_each_training_stage_from_its_checkpoint_in_storage() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = dir.path().join("checkpoints");
+    let checkpoints = checkpoints.to_str().unwrap();
+    let fit = |session: Session| async move {
+        let (train, test) = credit(&session).await;
+        let model = mlp().checkpoint_dir(checkpoints).fit(&train).await.unwrap();
+        let predicted = doubles(&model.transform(&test).unwrap(), "prediction").await;
+        (model, predicted)
+    };
+    let (first, predicted) = fit(Session::local(2).resume_job("credit-job").unwrap()).await;
+    assert_eq!(first.summary().attempts[0].resumed_from_epoch, 0);
+    let stage = std::fs::read_dir(dir.path().join("checkpoints/credit-job"))
+        .unwrap()
+        .count();
+    assert_eq!(stage, 1, "one stage's checkpoints under the job");
+
+    // The job run again (a new session, as a restarted driver's): its stage resumes from its last
+    // checkpoint, trains no epoch again, and gives the same model.
+    let (again, predicted_again) = fit(Session::local(2).resume_job("credit-job").unwrap()).await;
+    assert_eq!(again.summary().attempts[0].resumed_from_epoch, 8);
+    assert_eq!(
+        again.history(),
+        first.history(),
+        "the history comes with the checkpoint"
+    );
+    assert_eq!(predicted_again, predicted);
+
+    // Another job trains afresh.
+    let (other, _) = fit(Session::local(2).resume_job("another-job").unwrap()).await;
+    assert_eq!(other.summary().attempts[0].resumed_from_epoch, 0);
+}

@@ -1,7 +1,8 @@
 //! An executor's ports let in only callers that present the cluster secret. A caller without it is refused
 //! on the Flight port and the task port alike — `StopExecutor` and `LaunchMultiTask` answered UNAUTHENTICATED,
 //! the executor alive — and a launch sent around the task port's front, straight to Ballista's task server
-//! on loopback, runs nothing; the same launch through the front with the secret runs (the plan writes a file).
+//! on loopback, runs nothing — in a new session or in one whose tasks the executor ran; the same launch
+//! through the front with the secret runs (the plan writes a file).
 
 use std::path::Path;
 use std::process::Child;
@@ -180,9 +181,20 @@ async fn executor_ports_refuse_callers_without_the_secret_and_launches_around_th
     }
     member.cancel_tasks(CancelTasksParams::default()).await.unwrap();
 
+    // Around the front again, in the session the executor now knows: refused all the same (every launch is
+    // checked when its plan is decoded, before any runtime a session's earlier tasks left is reused).
+    let again_mark = dir.path().join("around-again.csv");
+    let launch = launch_writing(&again_mark, "through", &fleet.scheduler).await;
+    let answer = around.launch_multi_task(launch).await.unwrap().into_inner();
+    assert_eq!(
+        answer.failed_jobs,
+        ["through"],
+        "a launch around the front in a known session is refused"
+    );
+
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
-        !outside.exists() && !around_mark.exists(),
+        !outside.exists() && !around_mark.exists() && !again_mark.exists(),
         "no task ran without the secret"
     );
     assert!(fleet.executor_alive(), "the executor still runs");

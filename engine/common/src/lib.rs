@@ -23,5 +23,6 @@ pub mod attribute;
 pub mod error;
 pub mod files;
 pub mod host;
+pub mod ids;
 pub mod params;
 pub mod vector;

@@ -32,6 +32,7 @@ pub mod ballista;
 pub mod barrier;
 pub mod cache;
 pub mod codec;
+pub mod driver_job;
 pub mod exchange;
 pub mod extension;
 pub mod frame;

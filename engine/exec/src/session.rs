@@ -15,6 +15,7 @@ use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
 use crate::ballista::FleetAccess;
 use crate::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
+use crate::driver_job::{DriverJob, JOB_ID_ENV};
 use crate::error::{HearthError, Result};
 use crate::exchange::HearthQueryPlanner;
 use crate::extension;
@@ -229,6 +230,28 @@ impl Session {
         self.with_state(state)
     }
 
+    /// The session running as job `job`: its barrier stages keep their checkpoints under that name in their
+    /// checkpoint directory ([`BarrierOptions::checkpoint_dir`](crate::barrier::BarrierOptions::checkpoint_dir)),
+    /// and each resumes from the last one a run of the same job kept — as Ray Train's `Trainer.restore`
+    /// resumes a run from its storage path. A driver that died is resumed by running it again as its job
+    /// (the id its first run logged, or `hearth job resume ID` for a job a fleet started). Without it, a
+    /// driver runs as `$HEARTH_JOB_ID`, else as a job of its own (`run-…`).
+    ///
+    /// ```
+    /// let _session = hearth_exec::session::Session::local(1).resume_job("run-18ec1b22").unwrap();
+    /// assert!(hearth_exec::session::Session::local(1).resume_job("../x").is_err());
+    /// ```
+    pub fn resume_job(self, job: &str) -> Result<Self> {
+        if !crate::driver_job::is_job_name(job) {
+            return Err(HearthError::invalid_param(
+                "session",
+                "job",
+                format!("{job:?} is not a job's id: letters, digits, '-', '_' and '.' only"),
+            ));
+        }
+        Ok(self.with_config_extension(Arc::new(DriverJob::new(job.to_string()))))
+    }
+
     /// The session on `state` (same master): for a crate above that replaces the state's planners.
     pub fn with_state(mut self, state: SessionState) -> Self {
         self.ctx = SessionContext::new_with_state(state);
@@ -297,10 +320,6 @@ impl Session {
 /// The environment variable that names a driver's job in the fleet (`hearth submit --name`, as Spark's
 /// `spark.app.name`): the name Ballista's jobs carry. Without it, `hearth`.
 pub const APP_NAME_ENV: &str = "HEARTH_APP_NAME";
-
-/// The environment variable `hearth submit --deploy-mode cluster` gives the driver it starts: the id of the
-/// job, which its Ballista session takes as its id.
-pub const JOB_ID_ENV: &str = "HEARTH_JOB_ID";
 
 /// The name of this driver's jobs on a fleet: `$HEARTH_APP_NAME`, else `hearth`.
 fn app_name() -> String {

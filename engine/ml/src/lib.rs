@@ -50,7 +50,8 @@
 pub use hearth_common::{attribute, error, files, host, params, vector};
 use hearth_exec::udf;
 pub use hearth_exec::{
-    ballista, barrier, cache, codec, exchange, extension, frame, images, master, object_stores, read, session, write,
+    ballista, barrier, cache, codec, driver_job, exchange, extension, frame, images, master, object_stores, read,
+    session, write,
 };
 
 pub mod clustering;

@@ -31,6 +31,9 @@ pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[St
             if let Some(timeout) = options.timeout {
                 estimator = estimator.timeout(timeout);
             }
+            if let Some(dir) = &options.checkpoint_dir {
+                estimator = estimator.checkpoint_dir(dir.clone());
+            }
             estimator
         }};
     }

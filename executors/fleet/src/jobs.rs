@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,8 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hearth_engine::ballista::{FleetAccess, FleetTls, Role, SECRET_FILE_ENV, TLS_DIR_ENV, now_ms};
+use hearth_engine::driver_job::JOB_ID_ENV;
 use hearth_engine::files::write_file_whole;
-use hearth_engine::session::{APP_NAME_ENV, JOB_ID_ENV};
+use hearth_engine::session::APP_NAME_ENV;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
@@ -94,6 +95,9 @@ pub struct JobRecord {
     pub models: String,
     /// The driver's process id on the scheduler's host.
     pub pid: Option<u32>,
+    /// How many times `hearth job resume` started its driver again.
+    #[serde(default)]
+    pub resumes: u32,
 }
 
 /// A chunk of a job's driver output (`GET /hearth/jobs/ID/logs?offset=N`).
@@ -223,7 +227,6 @@ impl JobBoard {
         }
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
         let id = format!("driver-{}-{sequence:04}", chrono::Utc::now().format("%Y%m%d%H%M%S"));
-        let access = self.driver_access(&id)?;
         let folder = self.dir.join(&id);
         std::fs::create_dir_all(&folder).map_err(|e| FleetError::jobs(&folder, e))?;
         let statements = folder.join("job.sql");
@@ -234,36 +237,6 @@ impl JobBoard {
             .map(PathBuf::from)
             .filter(|dir| dir.is_dir())
             .unwrap_or_else(|| folder.clone());
-        let (log, log_too) = driver_log(&folder)?;
-        let spawned = tokio::process::Command::new(&self.program)
-            .arg("sql")
-            .arg("--master")
-            .arg(&self.master)
-            .arg("--models")
-            .arg(&request.models)
-            .arg("--data-roots")
-            .arg(&folder)
-            .args(&self.data_roots)
-            .arg("--data-deny")
-            .args(self.denied_to_jobs())
-            .arg("--")
-            .arg(&statements)
-            .env(APP_NAME_ENV, &request.name)
-            .env(JOB_ID_ENV, &id)
-            .envs(access.environment())
-            .current_dir(&working_dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(log))
-            .stderr(Stdio::from(log_too))
-            .spawn();
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&folder);
-                let message = format!("cannot start the driver {}", self.program.display());
-                return Err(FleetError::driver(message, e));
-            }
-        };
         let record = JobRecord {
             id: id.clone(),
             name: request.name,
@@ -275,14 +248,75 @@ impl JobBoard {
             message: None,
             working_dir: working_dir.display().to_string(),
             models: request.models,
-            pid: child.id(),
+            pid: None,
+            resumes: 0,
         };
-        if let Err(e) = self.save(&record) {
-            let _ = child.start_kill();
-            return Err(e);
+        self.running().insert(id.clone(), StopReason::default());
+        let started = self.start_driver(record, |path: &Path| File::create(path));
+        if started.is_err() {
+            let _ = std::fs::remove_dir_all(&folder);
         }
-        let stop_reason = StopReason::default();
-        self.running().insert(id.clone(), Arc::clone(&stop_reason));
+        started
+    }
+
+    /// Starts job `id`'s driver again, on the same statements, as the same job — so each of its training
+    /// stages resumes from the last checkpoint a run of the job kept in its checkpoint directory — and returns
+    /// its record. A job that runs, or that succeeded, is refused. Its output is added to its log.
+    pub fn resume(self: &Arc<Self>, id: &str) -> Option<Result<JobRecord>> {
+        let mut record = self.get(id)?;
+        {
+            let mut running = self.running();
+            let refused = match record.state {
+                _ if running.contains_key(id) => Some("it is running"),
+                JobState::Running => Some("its record says it runs"),
+                JobState::Succeeded => Some("it succeeded: there is nothing to resume"),
+                JobState::Failed | JobState::Killed => None,
+            };
+            if let Some(why) = refused {
+                return Some(Err(FleetError::Refused(format!("job {id} cannot be resumed: {why}"))));
+            }
+            running.insert(id.to_string(), StopReason::default());
+        }
+        record.state = JobState::Running;
+        (record.ended_ms, record.exit_code, record.message) = (None, None, None);
+        record.resumes += 1;
+        let resumes = record.resumes;
+        let log = |path: &Path| -> std::io::Result<File> {
+            let mut log = File::options().append(true).create(true).open(path)?;
+            writeln!(log, "\n--- resumed by hearth job resume ({resumes}) ---")?;
+            Ok(log)
+        };
+        Some(self.start_driver(record, log))
+    }
+
+    /// Starts `record`'s driver — `hearth sql` on its job's statements as job `record.id`, its output to the
+    /// log `open_log` opens — saves the record with the driver's pid, and watches it to its end. The job is
+    /// already among the running ones, and is no longer if the driver cannot start.
+    fn start_driver(
+        self: &Arc<Self>,
+        mut record: JobRecord,
+        open_log: impl FnOnce(&Path) -> std::io::Result<File>,
+    ) -> Result<JobRecord> {
+        let id = record.id.clone();
+        let started = self.spawn_driver(&record, open_log).and_then(|child| {
+            record.pid = child.id();
+            match self.save(&record) {
+                Ok(()) => Ok(child),
+                Err(e) => {
+                    let mut child = child;
+                    let _ = child.start_kill();
+                    Err(e)
+                }
+            }
+        });
+        let mut child = match started {
+            Ok(child) => child,
+            Err(e) => {
+                self.running().remove(&id);
+                return Err(e);
+            }
+        };
+        let stop_reason = self.running().get(&id).cloned().unwrap_or_default();
         log::info!("job {id} ({}): driver started, pid {:?}", record.name, record.pid);
         let board = Arc::clone(self);
         let started = record.clone();
@@ -297,6 +331,41 @@ impl JobBoard {
             board.running().remove(&record.id);
         });
         Ok(record)
+    }
+
+    /// The driver process of `record`'s job, started.
+    fn spawn_driver(
+        &self,
+        record: &JobRecord,
+        open_log: impl FnOnce(&Path) -> std::io::Result<File>,
+    ) -> Result<tokio::process::Child> {
+        let folder = self.dir.join(&record.id);
+        let access = self.driver_access(&record.id)?;
+        let path = folder.join("driver.log");
+        let log = open_log(&path).map_err(|e| FleetError::jobs(&path, e))?;
+        let log_too = log.try_clone().map_err(|e| FleetError::jobs(&path, e))?;
+        tokio::process::Command::new(&self.program)
+            .arg("sql")
+            .arg("--master")
+            .arg(&self.master)
+            .arg("--models")
+            .arg(&record.models)
+            .arg("--data-roots")
+            .arg(&folder)
+            .args(&self.data_roots)
+            .arg("--data-deny")
+            .args(self.denied_to_jobs())
+            .arg("--")
+            .arg(folder.join("job.sql"))
+            .env(APP_NAME_ENV, &record.name)
+            .env(JOB_ID_ENV, &record.id)
+            .envs(access.environment())
+            .current_dir(&record.working_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log_too))
+            .spawn()
+            .map_err(|e| FleetError::driver(format!("cannot start the driver {}", self.program.display()), e))
     }
 
     /// The record of a job whose driver ended with `status`.
@@ -471,14 +540,6 @@ fn incomplete_tail(bytes: &[u8]) -> usize {
     };
     let present = bytes.len() - start;
     if present < needed { present } else { 0 }
-}
-
-/// The driver's log in job folder `folder`, opened for its standard output and error.
-fn driver_log(folder: &Path) -> Result<(File, File)> {
-    let path = folder.join("driver.log");
-    let log = File::create(&path).map_err(|e| FleetError::jobs(&path, e))?;
-    let log_too = log.try_clone().map_err(|e| FleetError::jobs(&path, e))?;
-    Ok((log, log_too))
 }
 
 #[cfg(test)]

@@ -136,7 +136,9 @@ impl LaunchToken {
 
     /// The executor's runtimes for its tasks, spilling to `work_dir` and opening the job's object stores,
     /// built only for a task whose launch carries this token; any other launch is refused before its plan is
-    /// decoded.
+    /// decoded. Ballista calls this for every launch as it decodes it — before its cache of a session's
+    /// runtimes is consulted — so a launch in a session whose earlier tasks came through the front is
+    /// checked all the same.
     pub fn runtime_producer(&self, work_dir: PathBuf) -> RuntimeProducer {
         let token = self.clone();
         Arc::new(move |config: &SessionConfig| {

@@ -8,6 +8,7 @@
 //! GET  /hearth/jobs/{id}           one job's record
 //! GET  /hearth/jobs/{id}/logs      its driver's output from ?offset=N (a LogChunk)
 //! POST /hearth/jobs/{id}/kill      stop its driver and cancel its Ballista jobs
+//! POST /hearth/jobs/{id}/resume    start its driver again, resuming from its checkpoints
 //! ```
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ pub fn routes(fleet: FleetState) -> Router {
         .route("/hearth/jobs/{id}", get(job))
         .route("/hearth/jobs/{id}/logs", get(job_logs))
         .route("/hearth/jobs/{id}/kill", post(kill_job))
+        .route("/hearth/jobs/{id}/resume", post(resume_job))
         .with_state(fleet)
 }
 
@@ -146,6 +148,22 @@ async fn kill_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Re
         cancel_ballista_jobs(&fleet, &id).await;
     });
     Json(record).into_response()
+}
+
+/// Starts the driver of a job that failed or was killed again, as the same job, once the Ballista jobs its
+/// dead driver left are cancelled (their tasks would hold the slots its resumed stages need).
+async fn resume_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Response {
+    if fleet.jobs.get(&id).is_none() {
+        return not_found(&id);
+    }
+    if !fleet.jobs.is_running(&id) {
+        cancel_ballista_jobs(&fleet, &id).await;
+    }
+    match fleet.jobs.resume(&id) {
+        Some(Ok(record)) => Json(record).into_response(),
+        Some(Err(e)) => (StatusCode::CONFLICT, e.to_string()).into_response(),
+        None => not_found(&id),
+    }
 }
 
 /// Cancels the running Ballista jobs of the session of cluster-mode job `id`.

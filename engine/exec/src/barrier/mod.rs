@@ -38,6 +38,7 @@
 //! # });
 //! ```
 
+pub mod checkpoints;
 mod context;
 mod exec;
 mod function;

@@ -42,6 +42,12 @@ pub struct BarrierOptions {
     /// for a network whose every user is trusted (faster at large sizes; on a fleet that speaks TLS, frames
     /// are encrypted whatever is chosen).
     pub frame_protection: FrameProtection,
+    /// Where the driver keeps the stage's checkpoints (the bytes rank 0 sends after each epoch), a local
+    /// directory or an object store's URL (`s3://bucket/checkpoints`), so that a job whose driver died
+    /// resumes from its last epoch ([`Session::resume_job`](crate::session::Session::resume_job),
+    /// `hearth job resume`). Default none: `$HEARTH_CHECKPOINT_DIR` when it is set, else the driver's memory
+    /// alone (for its own retries). The layout is in [`checkpoints`](super::checkpoints).
+    pub checkpoint_dir: Option<String>,
 }
 
 impl Default for BarrierOptions {
@@ -53,6 +59,7 @@ impl Default for BarrierOptions {
             rendezvous_timeout: Duration::from_secs(300),
             gpus_per_task: 0,
             frame_protection: FrameProtection::Encryption,
+            checkpoint_dir: None,
         }
     }
 }
@@ -68,7 +75,11 @@ impl fmt::Display for BarrierOptions {
             self.rendezvous_timeout.as_secs_f64(),
             self.gpus_per_task,
             self.frame_protection
-        )
+        )?;
+        match &self.checkpoint_dir {
+            Some(dir) => write!(f, ", checkpoint_dir={dir}"),
+            None => Ok(()),
+        }
     }
 }
 

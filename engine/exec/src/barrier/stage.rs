@@ -13,13 +13,16 @@ use datafusion::prelude::DataFrame;
 use hearth_collective::{Coordinator, FrameProtection, JobSecret, Upload, UploadRule};
 use serde::{Deserialize, Serialize};
 
+use super::checkpoints::StageCheckpoints;
 use super::program::{ProgramRef, worker_function};
 use super::spec::DerivedSecret;
 use super::{BarrierExec, BarrierOptions, BarrierSpec, ResumePoint, function, is_user_function};
 use crate::ballista::ClusterSecret;
+use crate::driver_job::{DriverJob, default_checkpoint_dir};
 use crate::error::{HearthError, Result};
 use crate::frame::exact_repartition;
 use crate::master::{Master, SessionInfo};
+use crate::object_stores::StoreSettings;
 use crate::physical_stage::run_over;
 
 /// A barrier stage to run from the driver: `workers` tasks of a registered function over a data frame's
@@ -204,12 +207,14 @@ impl BarrierStage {
         }
         let attempts = self.options.max_attempts.max(1);
         let mut reports = Vec::new();
-        let mut resume: Option<ResumePoint> = None;
+        let (mut checkpoints, mut resume) = self.checkpoints(df).await?;
         for attempt in 1..=attempts {
             let started = Instant::now();
             let resumed_from_epoch = resume.as_ref().map_or(0, |r| r.epoch);
             let mut coordinator = None;
-            let result = self.execute(df, resume.clone(), &mut coordinator).await;
+            let result = self
+                .execute(df, resume.clone(), &mut coordinator, checkpoints.as_mut())
+                .await;
             let mut report = AttemptReport {
                 attempt,
                 resumed_from_epoch,
@@ -250,21 +255,30 @@ impl BarrierStage {
                 }
             }
         }
-        let lines: Vec<String> = reports
-            .iter()
-            .map(|a| {
-                format!(
-                    "attempt {} (from epoch {}): {}",
-                    a.attempt,
-                    a.resumed_from_epoch,
-                    a.error.as_deref().unwrap_or("ok")
-                )
-            })
-            .collect();
-        Err(HearthError::barrier(
-            &self.function,
-            format!("failed {attempts} times:\n  {}", lines.join("\n  ")),
-        ))
+        Err(HearthError::barrier(&self.function, failed_every_time(&reports)))
+    }
+
+    /// Where this stage's checkpoints are kept, when its options or `$HEARTH_CHECKPOINT_DIR` name a
+    /// directory — under the driver's job (see [`driver_job`](crate::driver_job)) — and the last one a run of
+    /// the job kept there, to resume from.
+    async fn checkpoints(&self, df: &DataFrame) -> Result<(Option<StageCheckpoints>, Option<ResumePoint>)> {
+        let Some(dir) = self.options.checkpoint_dir.clone().or_else(default_checkpoint_dir) else {
+            return Ok((None, None));
+        };
+        let config = df.task_ctx().session_config().clone();
+        let job = DriverJob::of(&config);
+        let settings = StoreSettings::of(&config);
+        let mut kept = StageCheckpoints::open(&dir, &job, &self.function, &self.args, &settings).await?;
+        let resume = kept.latest().await?;
+        if let Some(point) = &resume {
+            log::warn!(
+                "barrier stage {}: resuming from the checkpoint of epoch {} in {}",
+                self.function,
+                point.epoch,
+                kept.location()
+            );
+        }
+        Ok((Some(kept), resume))
     }
 
     /// This program, for a fleet's executors to run the stage's function in, when the function is the
@@ -287,6 +301,7 @@ impl BarrierStage {
         df: &DataFrame,
         resume: Option<ResumePoint>,
         coordinator: &mut Option<Coordinator>,
+        checkpoints: Option<&mut StageCheckpoints>,
     ) -> Result<Vec<RecordBatch>> {
         let info = SessionInfo::of(df);
         let workers = self.options.workers;
@@ -308,9 +323,17 @@ impl BarrierStage {
         let (started, spec) = self.start_rendezvous(&info, protection, resume, program)?;
         let started = coordinator.insert(started);
         let running = run_stage(df, spec);
-        match &self.on_upload {
-            None => running.await,
-            Some(observer) => watch_uploads(running, started, observer).await,
+        match (&self.on_upload, checkpoints) {
+            (None, None) => running.await,
+            (observer, checkpoints) => {
+                let watcher = UploadWatcher {
+                    coordinator: started,
+                    observer: observer.as_ref(),
+                    checkpoints,
+                    seen: None,
+                };
+                watcher.watch(running).await
+            }
         }
     }
 
@@ -361,6 +384,22 @@ impl BarrierStage {
     }
 }
 
+/// What a stage that failed every attempt says: each attempt, the epoch it started from and its error.
+fn failed_every_time(reports: &[AttemptReport]) -> String {
+    let lines: Vec<String> = reports
+        .iter()
+        .map(|a| {
+            format!(
+                "attempt {} (from epoch {}): {}",
+                a.attempt,
+                a.resumed_from_epoch,
+                a.error.as_deref().unwrap_or("ok")
+            )
+        })
+        .collect();
+    format!("failed {} times:\n  {}", reports.len(), lines.join("\n  "))
+}
+
 /// A new stage's job secret, and where the executors derive it from: from the key this driver holds (the
 /// fleet's secret or its job's) and a fresh nonce when the session reaches a remote fleet with a secret, so
 /// the plan carries none; else a fresh random secret, which the plan carries (embedded sessions, and fleets
@@ -386,31 +425,55 @@ async fn run_stage(df: &DataFrame, spec: BarrierSpec) -> Result<Vec<RecordBatch>
     run_over(partitioned, |input| Ok(Arc::new(BarrierExec::try_new(input, spec)?))).await
 }
 
-/// Awaits `running`, passing each new upload `coordinator` receives on to `observer` while it runs, and the
-/// last one when it ends.
-async fn watch_uploads(
-    running: impl Future<Output = Result<Vec<RecordBatch>>>,
-    coordinator: &Coordinator,
-    observer: &UploadObserver,
-) -> Result<Vec<RecordBatch>> {
-    let mut seen = None;
-    let mut report = || {
-        if let Some(upload) = coordinator.latest_upload()
-            && seen != Some(upload.epoch)
-        {
-            seen = Some(upload.epoch);
+/// What passes a running stage's uploads on: to the observer (progress), and to the stage's checkpoints.
+struct UploadWatcher<'a> {
+    coordinator: &'a Coordinator,
+    observer: Option<&'a UploadObserver>,
+    checkpoints: Option<&'a mut StageCheckpoints>,
+    /// The epoch of the last upload passed on.
+    seen: Option<usize>,
+}
+
+impl UploadWatcher<'_> {
+    /// Awaits `running`, passing each new upload the coordinator receives on while it runs, and the last one
+    /// when it ends.
+    async fn watch(mut self, running: impl Future<Output = Result<Vec<RecordBatch>>>) -> Result<Vec<RecordBatch>> {
+        tokio::pin!(running);
+        let mut ticks = tokio::time::interval(UPLOAD_POLL);
+        loop {
+            tokio::select! {
+                result = &mut running => {
+                    self.pass_on().await;
+                    return result;
+                }
+                _ = ticks.tick() => self.pass_on().await,
+            }
+        }
+    }
+
+    /// Passes the latest upload on, if it is new. A checkpoint that cannot be written is said, not fatal:
+    /// the stage goes on, and the next epoch's is tried.
+    async fn pass_on(&mut self) {
+        let Some(upload) = self.coordinator.latest_upload() else {
+            return;
+        };
+        if self.seen == Some(upload.epoch) {
+            return;
+        }
+        self.seen = Some(upload.epoch);
+        if let Some(observer) = self.observer {
             (observer.0)(&upload);
         }
-    };
-    tokio::pin!(running);
-    let mut ticks = tokio::time::interval(UPLOAD_POLL);
-    loop {
-        tokio::select! {
-            result = &mut running => {
-                report();
-                return result;
+        if let Some(checkpoints) = self.checkpoints.as_deref_mut() {
+            match checkpoints.keep(&upload).await {
+                Ok(()) => log::info!(
+                    target: "hearth::training",
+                    "checkpoint of epoch {} kept in {}",
+                    upload.epoch,
+                    checkpoints.location()
+                ),
+                Err(e) => log::warn!("the checkpoint of epoch {}: {e}", upload.epoch),
             }
-            _ = ticks.tick() => report(),
         }
     }
 }

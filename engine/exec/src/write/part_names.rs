@@ -6,19 +6,12 @@
 use std::fs;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::SUCCESS_FILE;
 
-/// A name for one write's files that a later write into the same directory (`append`) does not repeat: the
-/// time, this process and its count of writes (a clock coarser than a nanosecond may repeat a time).
+/// A name for one write's files that a later write into the same directory (`append`) does not repeat.
 pub(super) fn write_id() -> String {
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let count = WRITES.fetch_add(1, Ordering::Relaxed);
-    format!("{nanos:x}{:05x}{count:x}", std::process::id())
+    hearth_common::ids::unique_id()
 }
 
 /// The name of part `part` of write `write_id`, its `suffix` being what follows the id (`.snappy.parquet`).

@@ -235,6 +235,15 @@ impl<A: Architecture, T: Task> Network<A, T> {
         self
     }
 
+    /// Where the training stage keeps each epoch's checkpoint, a local directory or an object store's URL
+    /// (default: `$HEARTH_CHECKPOINT_DIR`, else the driver's memory alone): a job whose driver died
+    /// resumes from its last epoch when run again as the same job
+    /// ([`Session::resume_job`](crate::session::Session::resume_job), `hearth job resume`).
+    pub fn checkpoint_dir(mut self, dir: impl Into<String>) -> Self {
+        self.barrier.checkpoint_dir = Some(dir.into());
+        self
+    }
+
     /// The longest any one collective may take (default 2 minutes).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.barrier.timeout = timeout;

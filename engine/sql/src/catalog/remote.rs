@@ -170,7 +170,7 @@ impl RemoteCatalog {
     /// could not be moved: the copy is fetched when the model is next read).
     pub fn publish(&self, name: &str, staged: &Path, entry: &ModelEntry) -> Result<(Manifest, Option<PathBuf>)> {
         let previous = self.manifest(name)?.map(|manifest| manifest.version);
-        let version = format!("v-{}", version_id());
+        let version = format!("v-{}", hearth_common::ids::unique_id());
         let files = files_under(staged)?;
         let manifest = Manifest {
             version: version.clone(),
@@ -295,16 +295,6 @@ fn files_under(dir: &Path) -> Result<Vec<String>> {
     }
     files.sort();
     Ok(files)
-}
-
-/// A version's id no other save repeats: the time, this process and its count of saves.
-fn version_id() -> String {
-    static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let count = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{nanos:x}{:05x}{count:x}", std::process::id())
 }
 
 /// This user's cache of hearth: `$HEARTH_CACHE`, else `hearth` in `$XDG_CACHE_HOME` or `~/.cache`.

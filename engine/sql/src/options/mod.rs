@@ -135,6 +135,10 @@ pub struct ModelOptions {
     pub max_attempts: usize,
     /// hearth: `timeout_seconds` of any one collective (default 120).
     pub timeout: Option<Duration>,
+    /// hearth: `checkpoint_dir`, where the training stage keeps each epoch's checkpoint so that a job whose
+    /// driver died resumes (`hearth job resume`); a local directory or an object store's URL (default:
+    /// `$HEARTH_CHECKPOINT_DIR`, else none).
+    pub checkpoint_dir: Option<String>,
     /// k-means: `num_clusters` (default 2, as Spark's `k`).
     pub num_clusters: usize,
     /// k-means: `kmeans_init_method`, `'kmeans++'` (default; Spark's scalable `k-means||`) or `'random'`.
@@ -181,6 +185,7 @@ impl Default for ModelOptions {
             strategy: Strategy::Synchronous,
             max_attempts: 3,
             timeout: None,
+            checkpoint_dir: None,
             num_clusters: 2,
             kmeans_init: "k-means||".to_string(),
             distance: "euclidean".to_string(),

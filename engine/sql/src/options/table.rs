@@ -196,7 +196,7 @@ const fn tuning(name: &'static str, takes: &'static str) -> OptionSpec {
 }
 
 /// Every option.
-const OPTION_TABLE: [OptionSpec; 36] = [
+const OPTION_TABLE: [OptionSpec; 37] = [
     option(
         "model_type",
         "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
@@ -470,6 +470,20 @@ const OPTION_TABLE: [OptionSpec; 36] = [
         |r, o, v| {
             let seconds = number(o, v)?;
             r.options.timeout = Some(Duration::try_from_secs_f64(seconds).map_err(|_| wrong(o, v))?);
+            Ok(())
+        },
+    ),
+    option(
+        "checkpoint_dir",
+        "a local directory or an object store's URL (s3://, gs://, az://)",
+        Networks,
+        No,
+        |r, o, v| {
+            let dir = string(o, v)?;
+            if dir.trim().is_empty() {
+                return Err(wrong(o, v));
+            }
+            r.options.checkpoint_dir = Some(dir);
             Ok(())
         },
     ),

@@ -1,4 +1,4 @@
-//! `hearth jobs` and `hearth job status|logs|kill`: the jobs submitted to a fleet in cluster mode, read from
+//! `hearth jobs` and `hearth job status|logs|kill|resume`: the jobs submitted to a fleet in cluster mode, read from
 //! its scheduler, so they work from any machine that reaches it (as `yarn application -list/-status/-kill`).
 
 use std::io::Write;
@@ -41,6 +41,12 @@ pub enum JobCommand {
     },
     /// Stop a job: its driver, and its tasks on the fleet (training ranks included).
     Kill {
+        /// The job's id.
+        id: String,
+    },
+    /// Start a failed or killed job's driver again, as the same job: each training stage resumes from the
+    /// last checkpoint the job kept in its checkpoint directory (`checkpoint_dir`), losing at most an epoch.
+    Resume {
         /// The job's id.
         id: String,
     },
@@ -91,6 +97,16 @@ pub async fn run(master: Option<&str>, command: JobCommand) -> CommandResult {
         }
         JobCommand::Logs { id, follow } => logs(&rest, &id, follow).await,
         JobCommand::Kill { id } => kill(&rest, &id).await,
+        JobCommand::Resume { id } => {
+            let job: JobRecord = rest.post(&format!("/hearth/jobs/{id}/resume"), &()).await?;
+            let pid = job.pid.map_or_else(|| "unknown".to_string(), |pid| pid.to_string());
+            println!(
+                "Resumed job {} ({}): its driver runs again (pid {pid})",
+                job.id, job.name
+            );
+            println!("Follow it with: hearth job logs {} --follow", job.id);
+            Ok(())
+        }
     }
 }
 
@@ -124,6 +140,9 @@ fn print_job(job: &JobRecord) {
     println!("  submitted:   {}", time(job.submitted_ms));
     println!("  working dir: {}", job.working_dir);
     println!("  models:      {}", job.models);
+    if job.resumes > 0 {
+        println!("  resumed:     {} time(s)", job.resumes);
+    }
 }
 
 async fn logs(rest: &SchedulerRest, id: &str, follow: bool) -> CommandResult {
