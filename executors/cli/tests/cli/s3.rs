@@ -70,9 +70,15 @@ impl S3Server {
             stdin,
             endpoint: String::new(),
         };
+        // A minute to start, and a second more for every 50 MiB it uploads first.
+        let bytes: u64 = puts
+            .iter()
+            .map(|(_, file)| file.metadata().map_or(0, |m| m.len()))
+            .sum();
+        let start = Duration::from_secs(60 + bytes / (50 << 20));
         server.endpoint = listening
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the S3 server did not start within 60 s");
+            .recv_timeout(start)
+            .unwrap_or_else(|_| panic!("the S3 server did not start within {start:?}"));
         server
     }
 
