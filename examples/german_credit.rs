@@ -8,6 +8,7 @@
 //! ```text
 //! ./dev run                      # or: ./dev cargo run --example german_credit [-- OUTPUT_DIR]
 //! HEARTH_MASTER=local[4] ./dev run
+//! HEARTH_CREDIT_CSV=s3://bucket/credit-g.csv ./dev run     # the data elsewhere: a path or an object store
 //! ```
 
 use std::path::PathBuf;
@@ -33,7 +34,8 @@ async fn main() -> ExitCode {
 async fn run() -> Result<()> {
     let master = std::env::var("HEARTH_MASTER").unwrap_or_else(|_| "local[2]".to_string());
     let session = Session::connect(&master).await?;
-    let credit = session.read_csv(german_credit::csv_path(), &CsvOptions::new()).await?;
+    let input = std::env::var_os("HEARTH_CREDIT_CSV").map_or_else(german_credit::csv_path, PathBuf::from);
+    let credit = session.read_csv(&input, &CsvOptions::new()).await?;
     let parts = credit.random_split(&[0.8, 0.2], 42)?;
     let (train, test) = (&parts[0], &parts[1]);
     let rows = train.clone().count().await?;

@@ -11,6 +11,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::prelude::SessionConfig;
@@ -31,6 +32,8 @@ pub(crate) struct DriverJob {
     pub id: String,
     /// Stages started, by kind.
     started: Arc<Mutex<HashMap<String, usize>>>,
+    /// Whether a stage of the job has kept checkpoints yet.
+    checkpointed: Arc<AtomicBool>,
 }
 
 impl DriverJob {
@@ -39,6 +42,7 @@ impl DriverJob {
         Self {
             id,
             started: Arc::default(),
+            checkpointed: Arc::default(),
         }
     }
 
@@ -51,10 +55,22 @@ impl DriverJob {
         }
         THIS_PROCESS
             .get_or_init(|| {
-                let id = std::env::var(JOB_ID_ENV).ok().filter(|job| is_job_name(job));
+                let id = std::env::var(JOB_ID_ENV).ok().filter(|job| {
+                    let valid = is_job_name(job);
+                    if !valid {
+                        log::warn!("{JOB_ID_ENV}={job:?} is not a job's id ({JOB_NAME_RULE}): running as a new job");
+                    }
+                    valid
+                });
                 DriverJob::new(id.unwrap_or_else(|| format!("run-{}", hearth_common::ids::unique_id())))
             })
             .clone()
+    }
+
+    /// Whether this is the first time a stage of the job keeps checkpoints in this driver (the moment to
+    /// say which job it runs as).
+    pub fn first_checkpoints(&self) -> bool {
+        !self.checkpointed.swap(true, Ordering::Relaxed)
     }
 
     /// Which of the job's stages of kind `kind` (a function and its arguments) this one is: 1 for the first.
@@ -67,6 +83,9 @@ impl DriverJob {
         *count
     }
 }
+
+/// What a job's id may be made of.
+pub(crate) const JOB_NAME_RULE: &str = "1 to 128 letters, digits, '-', '_' and '.', not only dots";
 
 /// Whether `job` can name a job: letters, digits, `-`, `_` and `.` (not only dots), at most 128 of them —
 /// a folder of a checkpoint directory that stays in it.

@@ -234,8 +234,10 @@ impl Session {
     /// checkpoint directory ([`BarrierOptions::checkpoint_dir`](crate::barrier::BarrierOptions::checkpoint_dir)),
     /// and each resumes from the last one a run of the same job kept — as Ray Train's `Trainer.restore`
     /// resumes a run from its storage path. A driver that died is resumed by running it again as its job
-    /// (the id its first run logged, or `hearth job resume ID` for a job a fleet started). Without it, a
-    /// driver runs as `$HEARTH_JOB_ID`, else as a job of its own (`run-…`).
+    /// (the id its first run logged at its first checkpoint, or `hearth job resume ID` for a job a fleet
+    /// started). Without it, a driver runs as `$HEARTH_JOB_ID`, else as a job of its own (`run-…`). A job's
+    /// id names one run of it over its data: a stage resumes only from checkpoints of the same function,
+    /// arguments and input plan, but new contents under the same paths are not seen — give a new run a new id.
     ///
     /// ```
     /// let _session = hearth_exec::session::Session::local(1).resume_job("run-18ec1b22").unwrap();
@@ -246,7 +248,7 @@ impl Session {
             return Err(HearthError::invalid_param(
                 "session",
                 "job",
-                format!("{job:?} is not a job's id: letters, digits, '-', '_' and '.' only"),
+                format!("{job:?} is not a job's id: {}", crate::driver_job::JOB_NAME_RULE),
             ));
         }
         Ok(self.with_config_extension(Arc::new(DriverJob::new(job.to_string()))))

@@ -16,6 +16,7 @@ use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
 use super::catalog::{CatalogModel, ModelCatalog, ModelEntry, now_ms, write_evaluation_rows, write_json};
+use super::data_roots::DataRoots;
 use super::error::{CREATE_MODEL, invalid};
 use super::estimators::estimator;
 use super::hparams::{TrialValues, Tuning, split_tuning, with_values};
@@ -83,6 +84,13 @@ impl BestTrial {
 pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
     let (fixed, tuning) = split_tuning(&create.options)?;
     let options = ModelOptions::from_sql(&fixed)?;
+    // A job confined to its data roots keeps its checkpoints there too.
+    if let (Some(dir), Some(roots)) = (
+        &options.checkpoint_dir,
+        session.context().copied_config().get_extension::<DataRoots>(),
+    ) {
+        roots.check(dir, "checkpoint_dir")?;
+    }
     let trials = trial_options(&fixed, tuning.as_ref(), &options)?;
     let catalog = ModelCatalog::of(session);
     if catalog.contains(&create.name) {

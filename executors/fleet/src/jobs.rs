@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -186,12 +187,34 @@ impl JobBoard {
         let records = board.list();
         board.sequence.store(records.len(), Ordering::Relaxed);
         for mut record in records.into_iter().filter(|r| r.state == JobState::Running) {
+            board.stop_orphan(&record);
             record.state = JobState::Failed;
             record.ended_ms = Some(now_ms());
+            record.pid = None;
             record.message = Some("the scheduler stopped while the driver ran".to_string());
             board.save(&record)?;
         }
         Ok(board)
+    }
+
+    /// Kills the driver a previous scheduler left running for `record`, if its process is still that job's
+    /// driver (its command line names the job's statements): lost with its fleet, it would otherwise run on
+    /// beside a resumed one, writing the same checkpoints.
+    fn stop_orphan(&self, record: &JobRecord) {
+        let Some(pid) = record.pid else {
+            return;
+        };
+        let statements = self.dir.join(&record.id).join("job.sql");
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let names_it =
+            (cmdline.split(|&b| b == 0)).any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)) == statements);
+        if names_it {
+            log::warn!(
+                "job {}: stopping its driver (pid {pid}), left by the scheduler before",
+                record.id
+            );
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
     }
 
     fn running(&self) -> MutexGuard<'_, HashMap<String, StopReason>> {
@@ -259,34 +282,44 @@ impl JobBoard {
         started
     }
 
-    /// Starts job `id`'s driver again, on the same statements, as the same job — so each of its training
-    /// stages resumes from the last checkpoint a run of the job kept in its checkpoint directory — and returns
-    /// its record. A job that runs, or that succeeded, is refused. Its output is added to its log.
-    pub fn resume(self: &Arc<Self>, id: &str) -> Option<Result<JobRecord>> {
+    /// Claims job `id` for a resume: its record, marked running and counting one more resume, once the job is
+    /// among the running ones — so no other resume or submission of it starts meanwhile. A job that runs, or
+    /// that succeeded, or whose working directory is gone, is refused. [`start_resumed`](Self::start_resumed)
+    /// then starts its driver.
+    pub fn claim_resume(&self, id: &str) -> Option<Result<JobRecord>> {
         let mut record = self.get(id)?;
-        {
-            let mut running = self.running();
-            let refused = match record.state {
-                _ if running.contains_key(id) => Some("it is running"),
-                JobState::Running => Some("its record says it runs"),
-                JobState::Succeeded => Some("it succeeded: there is nothing to resume"),
-                JobState::Failed | JobState::Killed => None,
-            };
-            if let Some(why) = refused {
-                return Some(Err(FleetError::Refused(format!("job {id} cannot be resumed: {why}"))));
-            }
-            running.insert(id.to_string(), StopReason::default());
+        let mut running = self.running();
+        let refused = match record.state {
+            _ if running.contains_key(id) => Some("it is running".to_string()),
+            JobState::Running => Some("its record says it runs".to_string()),
+            JobState::Succeeded => Some("it succeeded: there is nothing to resume".to_string()),
+            _ if !Path::new(&record.working_dir).is_dir() => Some(format!(
+                "its working directory {} is gone from the scheduler's host",
+                record.working_dir
+            )),
+            JobState::Failed | JobState::Killed => None,
+        };
+        if let Some(why) = refused {
+            return Some(Err(FleetError::Refused(format!("job {id} cannot be resumed: {why}"))));
         }
+        running.insert(id.to_string(), StopReason::default());
         record.state = JobState::Running;
-        (record.ended_ms, record.exit_code, record.message) = (None, None, None);
+        (record.ended_ms, record.exit_code, record.message, record.pid) = (None, None, None, None);
         record.resumes += 1;
+        Some(Ok(record))
+    }
+
+    /// Starts the driver of a job [`claim_resume`](Self::claim_resume) claimed, on the same statements, as the
+    /// same job — so each of its training stages resumes from the last checkpoint a run of the job kept in its
+    /// checkpoint directory — and returns its record. Its output is added to its log.
+    pub fn start_resumed(self: &Arc<Self>, record: JobRecord) -> Result<JobRecord> {
         let resumes = record.resumes;
         let log = |path: &Path| -> std::io::Result<File> {
             let mut log = File::options().append(true).create(true).open(path)?;
             writeln!(log, "\n--- resumed by hearth job resume ({resumes}) ---")?;
             Ok(log)
         };
-        Some(self.start_driver(record, log))
+        self.start_driver(record, log)
     }
 
     /// Starts `record`'s driver — `hearth sql` on its job's statements as job `record.id`, its output to the

@@ -26,6 +26,7 @@ use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, alive};
 use serde::Deserialize;
 
 use super::book::{FleetBook, held};
+use super::error::FleetError;
 use super::jobs::{JobBoard, KILL_GRACE, SubmitRequest};
 
 /// The scheduler as hearth builds it.
@@ -136,34 +137,48 @@ async fn job_logs(State(fleet): State<FleetState>, Path(id): Path<String>, Query
 async fn kill_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Response {
     let record = match fleet.jobs.kill(&id) {
         Some(Ok(record)) => record,
-        Some(Err(e)) => return (StatusCode::CONFLICT, e.to_string()).into_response(),
+        Some(Err(e)) => return refusal(e),
         None => return not_found(&id),
     };
     cancel_ballista_jobs(&fleet, &id).await;
+    let killed_run = record.resumes;
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + KILL_GRACE + Duration::from_secs(2);
         while fleet.jobs.is_running(&id) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        cancel_ballista_jobs(&fleet, &id).await;
+        // Not once a resume started the job again: its new driver's queries are not the killed one's.
+        let resumed = fleet.jobs.get(&id).is_some_and(|job| job.resumes != killed_run);
+        if !fleet.jobs.is_running(&id) && !resumed {
+            cancel_ballista_jobs(&fleet, &id).await;
+        }
     });
     Json(record).into_response()
 }
 
-/// Starts the driver of a job that failed or was killed again, as the same job, once the Ballista jobs its
-/// dead driver left are cancelled (their tasks would hold the slots its resumed stages need).
+/// Starts the driver of a job that failed or was killed again, as the same job: the job claimed first (no
+/// other resume of it starts), then the Ballista jobs its dead driver left cancelled (their tasks would hold
+/// the slots its resumed stages need), then the driver started.
 async fn resume_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Response {
-    if fleet.jobs.get(&id).is_none() {
-        return not_found(&id);
+    let record = match fleet.jobs.claim_resume(&id) {
+        Some(Ok(record)) => record,
+        Some(Err(e)) => return refusal(e),
+        None => return not_found(&id),
+    };
+    cancel_ballista_jobs(&fleet, &id).await;
+    match fleet.jobs.start_resumed(record) {
+        Ok(record) => Json(record).into_response(),
+        Err(e) => refusal(e),
     }
-    if !fleet.jobs.is_running(&id) {
-        cancel_ballista_jobs(&fleet, &id).await;
-    }
-    match fleet.jobs.resume(&id) {
-        Some(Ok(record)) => Json(record).into_response(),
-        Some(Err(e)) => (StatusCode::CONFLICT, e.to_string()).into_response(),
-        None => not_found(&id),
-    }
+}
+
+/// A job's request refused (409) or failed (500).
+fn refusal(e: FleetError) -> Response {
+    let status = match e {
+        FleetError::Refused(_) => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    (status, e.to_string()).into_response()
 }
 
 /// Cancels the running Ballista jobs of the session of cluster-mode job `id`.

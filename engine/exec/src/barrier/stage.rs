@@ -13,7 +13,7 @@ use datafusion::prelude::DataFrame;
 use hearth_collective::{Coordinator, FrameProtection, JobSecret, Upload, UploadRule};
 use serde::{Deserialize, Serialize};
 
-use super::checkpoints::StageCheckpoints;
+use super::checkpoints::{StageCheckpoints, StageIdentity};
 use super::program::{ProgramRef, worker_function};
 use super::spec::DerivedSecret;
 use super::{BarrierExec, BarrierOptions, BarrierSpec, ResumePoint, function, is_user_function};
@@ -268,7 +268,21 @@ impl BarrierStage {
         let config = df.task_ctx().session_config().clone();
         let job = DriverJob::of(&config);
         let settings = StoreSettings::of(&config);
-        let mut kept = StageCheckpoints::open(&dir, &job, &self.function, &self.args, &settings).await?;
+        let input = df.logical_plan().display_indent().to_string();
+        let identity = StageIdentity {
+            function: &self.function,
+            arguments: &self.args,
+            input: &input,
+        };
+        let mut kept = StageCheckpoints::open(&dir, &job, identity, &settings).await?;
+        if job.first_checkpoints() {
+            log::warn!(
+                "this driver runs as job {}: its stages' checkpoints go to {dir}/{}/; a run of the job again \
+                 resumes them (hearth job resume, HEARTH_JOB_ID or Session::resume_job)",
+                job.id,
+                job.id
+            );
+        }
         let resume = kept.latest().await?;
         if let Some(point) = &resume {
             log::warn!(

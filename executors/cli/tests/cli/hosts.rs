@@ -1,5 +1,6 @@
-//! The main job, its input and catalog in an object store, TLS, and shipped driver programs on a fleet of
-//! three hosts ([`lab`](crate::lab)): a scheduler and the driver on one, an executor on each other.
+//! The main job — in SQL and in Rust, its input and catalog in an object store — TLS, and shipped driver
+//! programs on a fleet of three hosts ([`lab`](crate::lab)): a scheduler and the driver on one, an executor on
+//! each other.
 
 use std::path::{Path, PathBuf};
 
@@ -49,7 +50,72 @@ fn a_fleet_of_three_hosts_reads_the_main_jobs_input_from_an_s3_store() {
         models: Some("s3://hearth-data/models"),
         driver_env: &store.driver_env(),
     };
-    main_job_on_three_hosts(lab, &job);
+    let (lab, master, evaluated) = main_job_on_three_hosts(lab, &job);
+    // A second `hearth sql` process, with nothing in its cache, finds the model in the store and evaluates
+    // it the same on the fleet.
+    let cache = tempfile::tempdir().unwrap();
+    let again = lab
+        .hearth_on(
+            0,
+            &["sql", "--master", &master, "--models", "s3://hearth-data/models", "-e"],
+        )
+        .arg("SHOW MODELS; SELECT * FROM ML.EVALUATE(MODEL credit_risk)")
+        .envs(store.driver_env())
+        .env("HEARTH_CACHE", cache.path())
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", shown(&again));
+    assert_eq!(evaluation(&String::from_utf8_lossy(&again.stdout)), evaluated);
+}
+
+#[test]
+fn the_rust_main_job_on_three_hosts_reads_its_input_from_an_s3_store_with_the_local_metrics() {
+    let test = "the_rust_main_job_on_three_hosts_reads_its_input_from_an_s3_store_with_the_local_metrics";
+    let Some(mut lab) = lab_or_skip(test) else {
+        return;
+    };
+    let program = example("german_credit");
+    let store = S3Server::start(
+        &lab.on_host(0),
+        &lab.address(0),
+        &["hearth-data"],
+        &[("s3://hearth-data/credit-g.csv", &dataset("german_credit/credit-g.csv"))],
+    );
+    lab.env = s3::credentials();
+    let scheduler = start_fleet(&mut lab, &[]);
+    let saved = tempfile::tempdir().unwrap();
+    let local = std::process::Command::new(&program)
+        .arg(saved.path().join("local"))
+        .env("HEARTH_MASTER", "local[2]")
+        .env_remove("HEARTH_CREDIT_CSV")
+        .output()
+        .unwrap();
+    assert!(local.status.success(), "{}", shown(&local));
+    let fleet_saved = saved.path().join("fleet");
+    let on_fleet = lab
+        .program_on(0, &program, &[fleet_saved.to_str().unwrap()])
+        .env("HEARTH_MASTER", format!("df://{scheduler}"))
+        .env("HEARTH_CREDIT_CSV", "s3://hearth-data/credit-g.csv")
+        .envs(store.driver_env())
+        .output()
+        .unwrap();
+    let logs = format!("{}\n{}", lab.log("executor-1"), lab.log("executor-2"));
+    assert!(on_fleet.status.success(), "{}\n{logs}", shown(&on_fleet));
+    let metrics = |output: &std::process::Output| -> String {
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let evaluation = stdout.split("Evaluation on the").nth(1).unwrap_or_default();
+        evaluation
+            .split("Saved the fitted pipeline")
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(metrics(&local).contains("areaUnderROC"), "{}", shown(&local));
+    assert_eq!(metrics(&on_fleet), metrics(&local), "the same metrics on the fleet");
+    for i in 1..3 {
+        let executor = lab.log(&format!("executor-{i}"));
+        assert!(executor.contains("Execute task"), "executor {i} ran tasks:\n{executor}");
+    }
 }
 
 #[test]
@@ -76,16 +142,8 @@ fn a_driver_program_runs_its_functions_on_hosts_that_lack_it() {
     let Some(mut lab) = lab_or_skip("a_driver_program_runs_its_functions_on_hosts_that_lack_it") else {
         return;
     };
-    // HorovodRunner's example, which `cargo test --workspace` builds, only on the driver's host: in its /tmp,
-    // which the executors' hosts do not see.
-    let built = PathBuf::from(env!("CARGO_BIN_EXE_hearth"))
-        .with_file_name("examples")
-        .join("horovod_runner");
-    assert!(
-        built.exists(),
-        "{} is missing: `cargo test --workspace` builds the examples",
-        built.display()
-    );
+    // HorovodRunner's example only on the driver's host: in its /tmp, which the executors' hosts do not see.
+    let built = example("horovod_runner");
     let driver_only = tempfile::tempdir_in("/tmp").unwrap();
     let program = driver_only.path().join("horovod_runner");
     std::fs::copy(&built, &program).unwrap();
@@ -137,8 +195,9 @@ impl FleetJob<'static> {
 }
 
 /// A scheduler on the lab's first host, an executor of one slot on each other, and `job` driven from the
-/// first host: it gives the metrics of the main job run locally, and both executors run its tasks.
-fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) {
+/// first host: it gives the metrics of the main job run locally, and both executors run its tasks. Returns
+/// the lab, its master and the fleet's evaluation table.
+fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) -> (Lab, String, String) {
     let scheduler = start_fleet(&mut lab, &[]);
     // Unless the job names a store, the model catalog is on a disk every host sees (as an NFS mount would
     // be): the executors read the evaluation the driver writes there. Not /tmp, which is each executor's own.
@@ -194,4 +253,18 @@ fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) {
         let executor = lab.log(&format!("executor-{i}"));
         assert!(executor.contains("Execute task"), "executor {i} ran tasks:\n{executor}");
     }
+    (lab, format!("df://{scheduler}"), fleet)
+}
+
+/// The example program `name`, which `cargo test --workspace` builds beside `hearth`.
+fn example(name: &str) -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_hearth"))
+        .with_file_name("examples")
+        .join(name);
+    assert!(
+        built.exists(),
+        "{} is missing: `cargo test --workspace` builds the examples",
+        built.display()
+    );
+    built
 }

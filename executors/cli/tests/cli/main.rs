@@ -6,6 +6,7 @@ mod commands;
 mod common;
 mod faults;
 mod hosts;
+mod hosts_outputs;
 mod lab;
 mod object_stores;
 mod relay;
