@@ -66,13 +66,10 @@ fn a_driver_killed_after_epoch_three_of_six_is_resumed_from_its_last_checkpoint(
     let master = format!("df://{scheduler}");
     let job = data.path().join("resumable.sql");
     std::fs::write(&job, RESUMABLE_JOB).unwrap();
-    let models = data.path().join("models");
+    // The catalog in the store too, under the fleet's data roots like everything a cluster-mode job names.
     let submitted = lab
-        .hearth_on(
-            0,
-            &["--master", &master, "submit", "--deploy-mode", "cluster", "--models"],
-        )
-        .arg(&models)
+        .hearth_on(0, &["--master", &master, "submit", "--deploy-mode", "cluster"])
+        .args(["--models", "s3://hearth-lab/models"])
         .arg(&job)
         .output()
         .unwrap();
