@@ -35,7 +35,7 @@ pub use hearth_sql as sql;
 pub mod ml {
     pub use hearth_collective as collective;
     pub use hearth_stats::{clustering, evaluation, random};
-    pub use hearth_torch::{LIBTORCH_VERSION, artifact, data, horovod, model, train};
+    pub use hearth_torch::{LIBTORCH_VERSION, artifact, data, explain, horovod, model, train};
 }
 
 pub mod datasets;

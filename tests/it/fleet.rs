@@ -388,13 +388,84 @@ async fn sql_main_job(session: &Session) -> [f64; 3] {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_main_job_in_sql_gives_the_same_metrics_on_the_fleet() {
     let models = tempfile::tempdir().unwrap();
-    let local = sql_main_job(&Session::local(2).with_models(models.path().join("local"))).await;
+    let local_session = Session::local(2).with_models(models.path().join("local"));
+    let local = sql_main_job(&local_session).await;
     let fleet = Fleet::start(&[1, 1]).await;
     let session = fleet.session().await.with_models(models.path().join("fleet"));
     let remote = sql_main_job(&session).await;
     for (name, (l, r)) in ["f1", "accuracy", "areaUnderROC"].iter().zip(local.iter().zip(&remote)) {
         assert!((l - r).abs() < 1e-6, "{name}: local[2] {l}, fleet {r}");
     }
+    // BigQuery's evaluation tables and explanations, over the held-out rows and given rows, are the same on the
+    // fleet (the explanation's function travels to the executors with its model).
+    for statement in [
+        "SELECT * FROM ML.CONFUSION_MATRIX(MODEL credit_risk) ORDER BY expected_label",
+        "SELECT * FROM ML.CONFUSION_MATRIX(MODEL credit_risk, TABLE credit, STRUCT(0.4 AS threshold)) ORDER BY expected_label",
+        "SELECT * FROM ML.ROC_CURVE(MODEL credit_risk, TABLE credit, GENERATE_ARRAY(0.2, 0.8, 0.3)) ORDER BY threshold",
+        "SELECT COUNT(*) > 50 AS thresholds FROM ML.ROC_CURVE(MODEL credit_risk)",
+        "SELECT feature, attribution > 0 AS counts FROM ML.GLOBAL_EXPLAIN(MODEL credit_risk) ORDER BY feature",
+        "SELECT top_feature_attributions[1]['feature'] AS top, COUNT(*) AS n, SUM(approximation_error) < 200 AS near
+         FROM ML.EXPLAIN_PREDICT(MODEL credit_risk, TABLE credit, STRUCT(2 AS top_k_features)) GROUP BY 1 ORDER BY 1",
+    ] {
+        let table = |session: Session| async move {
+            let batches = session.sql(statement).await.unwrap().collect().await.unwrap();
+            datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+                .unwrap()
+                .to_string()
+        };
+        let (here, there) = (table(local_session.clone()).await, table(session.clone()).await);
+        assert!(
+            here.lines().count() > 4 && !here.contains("| false "),
+            "{statement}:\n{here}"
+        );
+        assert_eq!(here, there, "{statement}");
+    }
+    // Early stopping on the fleet: the driver's ranks stop together and keep the best epoch.
+    session
+        .sql(
+            "CREATE MODEL credit_stopped
+             OPTIONS (model_type = 'dnn_classifier', input_label_cols = ['class'], hidden_units = [64],
+                      learn_rate = 0.02, batch_size = 32, max_iterations = 40, workers = 2, seed = 4,
+                      data_split_method = 'random', data_split_eval_fraction = 0.3, early_stop = TRUE)
+             AS SELECT duration, credit_amount, age, purpose, housing, checking_status, class FROM credit",
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let info = session
+        .sql("SELECT validation_loss FROM ML.TRAINING_INFO(MODEL credit_stopped) ORDER BY epoch")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let losses: Vec<f64> = info
+        .iter()
+        .flat_map(|b| {
+            datafusion::arrow::array::AsArray::as_primitive::<datafusion::arrow::datatypes::Float64Type>(b.column(0))
+                .values()
+                .to_vec()
+        })
+        .collect();
+    assert!(losses.len() < 40, "stopped early on the fleet: {losses:?}");
+    let evaluation = session
+        .sql("SELECT \"logLoss\" FROM ML.EVALUATE(MODEL credit_stopped)")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let log_loss = datafusion::arrow::array::AsArray::as_primitive::<datafusion::arrow::datatypes::Float64Type>(
+        evaluation[0].column(0),
+    )
+    .value(0);
+    assert!(
+        (log_loss - losses[losses.len() - 2]).abs() < 1e-4,
+        "{log_loss} vs {losses:?}"
+    );
+    session.sql("DROP MODEL credit_stopped").await.unwrap();
     let predicted = session
         .sql("SELECT COUNT(*) AS n FROM ML.PREDICT(MODEL credit_risk, TABLE credit) WHERE predicted_class IN ('good', 'bad')")
         .await

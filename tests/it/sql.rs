@@ -21,7 +21,7 @@ pub async fn run_script(session: &Session, script: &str) -> Result<Vec<RecordBat
 }
 
 /// Column `name` of the first row, as f64.
-fn number(batches: &[RecordBatch], name: &str) -> f64 {
+pub(crate) fn number(batches: &[RecordBatch], name: &str) -> f64 {
     let batch = batches.iter().find(|b| b.num_rows() > 0).expect("a row");
     let column = batch.column_by_name(name).unwrap_or_else(|| panic!("no column {name}"));
     match column.data_type() {
@@ -32,7 +32,7 @@ fn number(batches: &[RecordBatch], name: &str) -> f64 {
     }
 }
 
-fn rows(batches: &[RecordBatch]) -> usize {
+pub(crate) fn rows(batches: &[RecordBatch]) -> usize {
     batches.iter().map(RecordBatch::num_rows).sum()
 }
 

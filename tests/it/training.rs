@@ -75,7 +75,7 @@ fn train(world: usize, batch: usize, shards: fn(usize) -> Shard) -> (Vec<NamedTe
     (tensors, losses)
 }
 
-fn assert_same(a: &[NamedTensor], b: &[NamedTensor]) {
+pub(crate) fn assert_same(a: &[NamedTensor], b: &[NamedTensor]) {
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(b) {
         assert_eq!((&x.name, &x.shape), (&y.name, &y.shape));

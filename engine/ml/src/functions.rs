@@ -24,6 +24,8 @@
 //! | `ml_binary_state(score, label, weight)` (aggregate) | `BinaryClassificationEvaluator` |
 //! | `ml_regression_state(label, prediction, weight)` (aggregate) | `RegressionEvaluator` |
 //! | `ml_metric(evaluation, state, metric)` | a metric of one of those states (`ML.EVALUATE`) |
+//! | `ml_roc_curve(binary_state, thresholds)` | the ROC curve's counts per threshold (`ML.ROC_CURVE`) |
+//! | `ml_confusion(multiclass_state)` | the confusion matrix's weight per pair (`ML.CONFUSION_MATRIX`) |
 //!
 //! [`Session`]: crate::session::Session
 
@@ -33,7 +35,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
 use crate::clustering::{KMEANS_ASSIGN, KMEANS_COST, KMEANS_SUMS};
-use crate::evaluation::{EVALUATION_STATES, METRIC, SILHOUETTE, SILHOUETTE_STATS};
+use crate::evaluation::{EVALUATION_STATES, METRIC, SILHOUETTE, SILHOUETTE_STATS, STATE_ROWS};
 use crate::extension::SessionExtension;
 use crate::feature::one_hot_encoder::ONE_HOT;
 use crate::feature::standard_scaler::{ASSEMBLED_SUMMARY, SCALED_ASSEMBLE, STANDARD_SCALE, VECTOR_SUMMARY};
@@ -63,7 +65,7 @@ pub fn register_all(ctx: &SessionContext) {
         &KMEANS_COST,
         &SILHOUETTE,
     ];
-    for udf in scalars {
+    for udf in scalars.into_iter().chain(STATE_ROWS.iter()) {
         ctx.register_udf(ScalarUDF::clone(udf));
     }
     let aggregates: [&Arc<AggregateUDF>; 5] = [

@@ -7,11 +7,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::DataType;
-use datafusion::logical_expr::{col, ident};
+use datafusion::logical_expr::{col, ident, lit};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
@@ -23,11 +24,12 @@ use super::hparams::{TrialValues, Tuning, split_tuning, with_values};
 use super::kmeans::{self, TRAINING_FIGURES_FILE, TrainingFigures};
 use super::options::{ClassWeights, DataSplit, ModelOptions};
 use super::parser::CreateModel;
-use super::preprocessing::{FEATURES, plan_preprocessing};
+use super::preprocessing::{FEATURES, HELD_OUT, plan_preprocessing};
 use super::trained::Trained;
+use super::training_rows::check_training_rows;
 use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, Tuned, check_objective, run_trials};
 use hearth_engine::error::{HearthError, Result};
-use hearth_engine::feature::{StringIndexer, StringIndexerModel, VectorAssembler};
+use hearth_engine::feature::{StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
 use hearth_engine::frame::DataFrameExt;
 use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
 use hearth_engine::session::Session;
@@ -121,11 +123,11 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     let (model, tuned) = match &tuning {
         None => {
             let estimator = estimator(&options, &planned.entry.label_index, planned.labels.as_deref())?;
-            planned.stages.push(estimator);
-            (Pipeline::from_stages(planned.stages).fit(&planned.train).await?, None)
+            (fit(&planned, estimator, options.early_stop).await?, None)
         }
         Some(tuning) => {
-            let tuned = tune(session, &planned, tuning, trials, Scoring::of(options.model_type)).await?;
+            let scoring = Scoring::of(options.model_type);
+            let tuned = tune(session, &planned, tuning, trials, scoring, options.early_stop).await?;
             planned.entry.options = kept_options(&tuned.options, create);
             (tuned.model, Some(tuned.record))
         }
@@ -144,6 +146,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     entry.evaluation_rows = planned.evaluation.as_ref().map_or(0, |(_, rows)| {
         rows.iter().map(RecordBatch::num_rows).sum::<usize>() as u64
     });
+    entry.feature_means = feature_means(&model, &planned.train).await?;
     entry.training_seconds = started.elapsed().as_secs_f64();
     entry.created_ms = now_ms();
     let files = EntryFiles::of(session, &entry, &model, &input, planned.evaluation, tuned).await?;
@@ -238,7 +241,9 @@ async fn plan(create: &CreateModel, options: &ModelOptions, input: &DataFrame) -
         evaluation_rows: 0,
         training_seconds: 0.0,
         created_ms: 0,
+        feature_means: None,
     };
+    check_training_rows(&train, options, &entry.inputs).await?;
     Ok(Planned {
         stages,
         label_type,
@@ -249,6 +254,61 @@ async fn plan(create: &CreateModel, options: &ModelOptions, input: &DataFrame) -
     })
 }
 
+/// The preprocessing and `estimator` fitted on the training rows; under `early_stop`, the preprocessing on
+/// the training rows, then `estimator` on the training rows and the held-out rows, marked [`HELD_OUT`]: it
+/// trains on the first and validates on the second every epoch.
+async fn fit(planned: &Planned, estimator: PipelineStage, early_stop: bool) -> Result<PipelineModel> {
+    if !early_stop {
+        let mut stages = planned.stages.clone();
+        stages.push(estimator);
+        return Pipeline::from_stages(stages).fit(&planned.train).await;
+    }
+    let rows = validating_rows(planned)?;
+    let preprocessing = Pipeline::from_stages(planned.stages.clone())
+        .fit(&planned.train)
+        .await?;
+    let mut stages: Vec<PipelineStage> = preprocessing
+        .stages()
+        .iter()
+        .map(|stage| PipelineStage::Transformer(Arc::clone(stage)))
+        .collect();
+    stages.push(estimator);
+    Pipeline::from_stages(stages).fit(&rows).await
+}
+
+/// The training rows and the held-out rows in one frame, the second marked [`HELD_OUT`]; an error when the
+/// split holds no rows out.
+fn validating_rows(planned: &Planned) -> Result<DataFrame> {
+    let Some((held_out, _)) = &planned.evaluation else {
+        return Err(invalid(
+            "OPTIONS",
+            "option early_stop: training stops when the held-out rows' loss stops improving, and this split \
+             holds none out; set data_split_method (e.g. 'random' with data_split_eval_fraction = 0.2)",
+        ));
+    };
+    let marked = |rows: &DataFrame, held: bool| rows.clone().with_column(HELD_OUT, lit(held));
+    Ok(marked(&planned.train, false)?.union(marked(held_out, true)?)?)
+}
+
+/// A network's training rows' mean features vector, the baseline of its explanations (`ML.EXPLAIN_PREDICT`);
+/// none for k-means.
+async fn feature_means(model: &PipelineModel, train: &DataFrame) -> Result<Option<Vec<f64>>> {
+    let Some(network) = Trained::of(model) else {
+        return Ok(None);
+    };
+    let stages = model.stages();
+    let features = stages[..stages.len() - 1]
+        .iter()
+        .try_fold(train.clone(), |df, stage| stage.transform(&df))?;
+    let summary = StandardScaler::new()
+        .input_col(network.features_col())
+        .output_col("__feature_means")
+        .with_mean(true)
+        .fit(&features)
+        .await?;
+    Ok(Some(summary.mean().to_vec()))
+}
+
 /// The trials of a tuned statement, scored on the held-out rows (k-means: on the training rows), after the
 /// preprocessing fitted once.
 async fn tune(
@@ -257,6 +317,7 @@ async fn tune(
     tuning: &Tuning,
     trials: Vec<(TrialValues, ModelOptions)>,
     scoring: Scoring,
+    early_stop: bool,
 ) -> Result<Tuned> {
     let scored_on = match (&planned.evaluation, planned.label_type) {
         (_, LabelType::Unlabelled) => &planned.train,
@@ -269,13 +330,18 @@ async fn tune(
             ));
         }
     };
+    // Under early_stop each trial validates on the held-out rows as it trains.
+    let train = match early_stop {
+        true => validating_rows(planned)?,
+        false => planned.train.clone(),
+    };
     let preprocessing = Pipeline::from_stages(planned.stages.clone())
         .fit(&planned.train)
         .await?;
     let inputs = TrialInputs {
         session,
         preprocessing: &preprocessing,
-        train: &planned.train,
+        train: &train,
         scored_on,
         entry: &planned.entry,
         scoring,

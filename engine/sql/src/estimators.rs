@@ -4,13 +4,14 @@
 use super::error::invalid_option;
 use super::kmeans;
 use super::options::{ClassWeights, ModelOptions, ModelType};
-use super::preprocessing::FEATURES;
+use super::preprocessing::{FEATURES, HELD_OUT};
 use hearth_engine::error::Result;
 use hearth_engine::pipeline::PipelineStage;
-use hearth_engine::train::{Architecture, Classifier, LinearClassifier, MlpClassifier, MlpRegressor};
+use hearth_engine::train::{Architecture, Classifier, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor};
 
 /// The estimator `options.model_type` names, reading [`FEATURES`] and the label column `label`; `labels` are
-/// the indexed label's values (for class weights given by label).
+/// the indexed label's values (for class weights given by label). Under `early_stop` it validates on the
+/// rows [`HELD_OUT`] marks.
 pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> Result<PipelineStage> {
     let weights = class_weights(options, labels)?;
     /// The options every network estimator takes.
@@ -34,6 +35,11 @@ pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[St
             if let Some(dir) = &options.checkpoint_dir {
                 estimator = estimator.checkpoint_dir(dir.clone());
             }
+            if options.early_stop {
+                estimator = estimator
+                    .validation_indicator_col(HELD_OUT)
+                    .early_stopping_relative(1, options.min_rel_progress);
+            }
             estimator
         }};
     }
@@ -49,7 +55,7 @@ pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[St
         )
         .into(),
         ModelType::LogisticReg => weighted(configured!(LinearClassifier::new()), weights).into(),
-        ModelType::MlpRegressor if weights.is_some() => {
+        ModelType::MlpRegressor | ModelType::LinearReg if weights.is_some() => {
             return Err(invalid_option("class_weights", "a regressor has no classes"));
         }
         ModelType::MlpRegressor => configured!(
@@ -59,6 +65,7 @@ pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[St
                 .dropout(options.dropout)
         )
         .into(),
+        ModelType::LinearReg => configured!(LinearRegressor::new()).into(),
         ModelType::KMeans => kmeans::estimator(options).into(),
     })
 }

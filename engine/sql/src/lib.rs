@@ -42,6 +42,8 @@ mod create_model;
 mod data_roots;
 mod error;
 mod estimators;
+mod evaluation_tables;
+mod explain;
 mod hparams;
 mod install;
 mod kmeans;
@@ -54,6 +56,7 @@ mod rows;
 mod session;
 mod table_functions;
 mod trained;
+mod training_rows;
 mod transform;
 mod trials;
 

@@ -6,7 +6,7 @@
 //! string('adam') = Some("adam")    number(-1e-3) = Some(-0.001)    whole(3) = Some(3)    boolean(TRUE) = Some(true)
 //! ```
 
-use datafusion::sql::sqlparser::ast::{Expr, UnaryOperator, Value};
+use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator, Value};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
@@ -63,6 +63,57 @@ pub(crate) fn list(value: &Expr) -> Option<&[Expr]> {
     }
 }
 
+/// The fields of `STRUCT(value AS name, …)`, by lower-case name; `None` for anything else.
+pub(crate) fn struct_fields(value: &Expr) -> Option<Vec<(String, &Expr)>> {
+    let Expr::Struct { values, .. } = value else {
+        return None;
+    };
+    values
+        .iter()
+        .map(|field| match field {
+            Expr::Named { expr, name } => Some((name.value.to_ascii_lowercase(), expr.as_ref())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Numbers written `[a, b, …]` or `GENERATE_ARRAY(start, end, step)` (BigQuery's: from `start` by `step`
+/// up to `end` inclusive); `None` for anything else.
+pub(crate) fn number_array(value: &Expr) -> Option<Vec<f64>> {
+    if let Some(items) = list(value) {
+        return items.iter().map(number).collect();
+    }
+    let Expr::Function(function) = value else {
+        return None;
+    };
+    let FunctionArguments::List(arguments) = &function.args else {
+        return None;
+    };
+    let numbers: Option<Vec<f64>> = arguments
+        .args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => number(expr),
+            _ => None,
+        })
+        .collect();
+    match (
+        function.name.to_string().to_ascii_lowercase().as_str(),
+        numbers?.as_slice(),
+    ) {
+        ("generate_array", &[start, end, step]) if step > 0.0 && end >= start => {
+            let steps = ((end - start) / step + 1e-9).floor() as usize;
+            // Rounded to 12 decimals: 0.1 + 2 × 0.1 is 0.3, as the SQL reads.
+            Some(
+                (0..=steps)
+                    .map(|i| ((start + i as f64 * step) * 1e12).round() / 1e12)
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
+
 /// `value` written as SQL: whole numbers as integers, others to six significant digits (what a person
 /// would write, and read back in `ML.TRIAL_INFO`).
 pub(crate) fn number_expr(value: f64) -> Expr {
@@ -102,6 +153,15 @@ mod tests {
         assert_eq!(whole(&expr("-3")), None);
         assert_eq!(boolean(&expr("TRUE")), Some(true));
         assert_eq!(list(&expr("[1, 2]")).map(<[Expr]>::len), Some(2));
+        assert_eq!(number_array(&expr("[0.25, 0.5]")), Some(vec![0.25, 0.5]));
+        assert_eq!(
+            number_array(&expr("GENERATE_ARRAY(0.1, 0.5, 0.2)")),
+            Some(vec![0.1, 0.3, 0.5])
+        );
+        assert_eq!(number_array(&expr("GENERATE_ARRAY(0.5, 0.4, 0.1)")), None);
+        let settings = expr("STRUCT(0.4 AS threshold)");
+        let fields = struct_fields(&settings).unwrap();
+        assert_eq!((fields[0].0.as_str(), number(fields[0].1)), ("threshold", Some(0.4)));
         assert_eq!(number_expr(0.000123456789).to_string(), "0.000123457");
         assert_eq!(number_expr(64.0).to_string(), "64");
     }

@@ -16,6 +16,8 @@ use hearth_engine::vector::vector_dim;
 
 /// The column the pipeline's assembled features go to.
 pub(super) const FEATURES: &str = "__features";
+/// The column marking the held-out rows a model validates on every epoch (`early_stop`).
+pub(super) const HELD_OUT: &str = "__held_out";
 /// The automatic preprocessing's assembled numbers, and the same standardized.
 pub(super) const NUMBERS: &str = "__numbers";
 pub(super) const SCALED_NUMBERS: &str = "__numbers_scaled";

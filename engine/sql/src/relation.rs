@@ -11,22 +11,31 @@ use datafusion::logical_expr::planner::{PlannedRelation, RelationPlanner, Relati
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, Query, TableAlias, TableFactor, Value};
 
-use super::catalog::ModelCatalog;
+use super::catalog::{CatalogModel, ModelCatalog};
+use super::evaluation_tables::{confusion_matrix, roc_curve};
+use super::explain::{explain_predict, global_explain};
 use super::kmeans;
 use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
 use super::trials::trial_info;
 use hearth_engine::functions;
 
 /// The `ML.` table functions, as `ML.<name>` calls them.
-const FUNCTIONS: [&str; 7] = [
+const FUNCTIONS: [&str; 11] = [
     "predict",
     "evaluate",
+    "confusion_matrix",
+    "roc_curve",
+    "explain_predict",
+    "global_explain",
     "transform",
     "training_info",
     "feature_info",
     "trial_info",
     "centroids",
 ];
+
+/// The functions that take settings after their rows.
+const SETTINGS: [&str; 3] = ["confusion_matrix", "roc_curve", "explain_predict"];
 
 /// Plans hearth's `ML.` table functions against a model catalog.
 #[derive(Debug)]
@@ -75,17 +84,7 @@ impl RelationPlanner for MlRelationPlanner {
 impl MlRelationPlanner {
     /// The plan of an `ML.` call: the model's table function, over the call's rows where it has them.
     fn plan_call(&self, call: &MlCall, context: &mut dyn RelationPlannerContext) -> Result<LogicalPlan> {
-        if !FUNCTIONS.contains(&call.function.as_str()) {
-            let known: Vec<String> = FUNCTIONS
-                .iter()
-                .map(|f| format!("ML.{}", f.to_ascii_uppercase()))
-                .collect();
-            return Err(plan_error(format!(
-                "{} is not a table function; hearth has {}",
-                call.name,
-                known.join(", ")
-            )));
-        }
+        call.check()?;
         let mut rows = |what: &str| -> Result<DataFrame> {
             let Some(query) = call.query.clone() else {
                 return Err(plan_error(format!(
@@ -117,11 +116,50 @@ impl MlRelationPlanner {
             }
             ("training_info", true) => kmeans::training_info(&model),
             ("training_info", false) => training_info(&model),
+            ("confusion_matrix" | "roc_curve" | "explain_predict" | "global_explain", true) => {
+                Err(hearth_engine::error::HearthError::invalid_param(
+                    &call.name,
+                    "MODEL",
+                    format!(
+                        "{} is a k-means model: it has no labels to compare or network to explain",
+                        call.model
+                    ),
+                ))
+            }
+            ("explain_predict", false) => {
+                explain_predict(&model, rows("the rows to explain are missing")?, call.settings.as_ref())
+            }
+            ("confusion_matrix" | "roc_curve" | "global_explain", false) => {
+                let rows = given.then(|| rows("")).transpose()?;
+                self.network_table(call, &model, rows)
+            }
             ("trial_info", _) => trial_info(&model),
             ("centroids", _) => kmeans::centroids(&model),
             _ => feature_info(&model),
         }
         .map_err(external)
+    }
+}
+
+impl MlRelationPlanner {
+    /// A network's evaluation table or global explanation over `rows`, or without them over the rows the
+    /// model held out, as ML.EVALUATE does.
+    fn network_table(
+        &self,
+        call: &MlCall,
+        model: &CatalogModel,
+        rows: Option<DataFrame>,
+    ) -> hearth_engine::error::Result<LogicalPlan> {
+        let rows = match rows {
+            Some(rows) => rows,
+            None => DataFrame::new(self.state().clone(), held_out_rows(model)?),
+        };
+        let settings = call.settings.as_ref();
+        match call.function.as_str() {
+            "confusion_matrix" => confusion_matrix(model, rows, settings),
+            "roc_curve" => roc_curve(model, rows, settings),
+            _ => global_explain(model, rows),
+        }
     }
 }
 
@@ -135,9 +173,37 @@ struct MlCall {
     model: String,
     /// The rows, when given.
     query: Option<Box<Query>>,
+    /// The settings after the rows: `STRUCT(0.6 AS threshold)`, `GENERATE_ARRAY(…)`, when given.
+    settings: Option<Expr>,
 }
 
 impl MlCall {
+    /// Refuses a function hearth does not have, and settings a function does not take.
+    fn check(&self) -> Result<()> {
+        let known = |names: &[&str], separator: &str| {
+            names
+                .iter()
+                .map(|f| format!("ML.{}", f.to_ascii_uppercase()))
+                .collect::<Vec<_>>()
+                .join(separator)
+        };
+        if !FUNCTIONS.contains(&self.function.as_str()) {
+            return Err(plan_error(format!(
+                "{} is not a table function; hearth has {}",
+                self.name,
+                known(&FUNCTIONS, ", ")
+            )));
+        }
+        if self.settings.is_some() && !SETTINGS.contains(&self.function.as_str()) {
+            return Err(plan_error(format!(
+                "{} takes no settings after its rows; {} do",
+                self.name,
+                known(&SETTINGS, " and ")
+            )));
+        }
+        Ok(())
+    }
+
     /// The `ML.` call `relation` is, with its alias; `None` for any other relation.
     fn of(relation: &TableFactor) -> Result<Option<(Self, Option<TableAlias>)>> {
         let TableFactor::Table {
@@ -165,23 +231,31 @@ impl MlCall {
             },
             _ => return Err(plan_error(format!("{call}: the first argument is MODEL name"))),
         };
-        let query = match arguments.next() {
-            None => None,
-            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Subquery(query)))) => Some(query.clone()),
-            Some(other) => {
-                return Err(plan_error(format!(
-                    "{call}: the second argument is the rows, as (SELECT …) or TABLE name; got {other}"
-                )));
+        let (mut query, mut settings) = (None, None);
+        for argument in arguments {
+            match argument {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Subquery(rows)))
+                    if query.is_none() && settings.is_none() =>
+                {
+                    query = Some(rows.clone());
+                }
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                    expr @ (Expr::Struct { .. } | Expr::Array(_) | Expr::Function(_)),
+                )) if settings.is_none() => settings = Some(expr.clone()),
+                other => {
+                    return Err(plan_error(format!(
+                        "{call}: unexpected argument {other}; after MODEL name come the rows, as (SELECT …) or \
+                         TABLE name, then the function's settings (STRUCT(…) or an array)"
+                    )));
+                }
             }
-        };
-        if let Some(extra) = arguments.next() {
-            return Err(plan_error(format!("{call}: unexpected argument {extra}")));
         }
         let call = Self {
             function: function.clone(),
             name: call,
             model,
             query,
+            settings,
         };
         Ok(Some((call, alias.clone())))
     }

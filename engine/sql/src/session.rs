@@ -4,7 +4,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::prelude::DataFrame;
 use datafusion::sql::parser::Statement as DFStatement;
@@ -135,7 +135,8 @@ fn created_rows(created: &CreatedModel) -> (Schema, Vec<Vec<ScalarValue>>) {
         ScalarValue::UInt64(entry.map(|e| e.training_rows)),
         ScalarValue::UInt64(entry.map(|e| e.evaluation_rows)),
         ScalarValue::Float64(created.loss),
-        ScalarValue::Float64(entry.map(|e| e.training_seconds)),
+        // To the hundredth: more digits say nothing about a training's time.
+        ScalarValue::Float64(entry.map(|e| (e.training_seconds * 100.0).round() / 100.0)),
         ScalarValue::UInt64(created.attempts.map(|n| n as u64)),
         ScalarValue::from(created.path.display().to_string()),
     ];
@@ -150,7 +151,11 @@ fn model_rows(entries: &[ModelEntry]) -> (Schema, Vec<Vec<ScalarValue>>) {
         Field::new("label", DataType::Utf8, false),
         Field::new("training_rows", DataType::UInt64, false),
         Field::new("evaluation_rows", DataType::UInt64, false),
-        Field::new("created_ms", DataType::UInt64, false),
+        Field::new(
+            "creation_time",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
     ]);
     let rows = entries
         .iter()
@@ -161,7 +166,7 @@ fn model_rows(entries: &[ModelEntry]) -> (Schema, Vec<Vec<ScalarValue>>) {
                 ScalarValue::from(e.label.as_str()),
                 ScalarValue::UInt64(Some(e.training_rows)),
                 ScalarValue::UInt64(Some(e.evaluation_rows)),
-                ScalarValue::UInt64(Some(e.created_ms)),
+                ScalarValue::TimestampMillisecond(Some(e.created_ms as i64), Some("UTC".into())),
             ]
         })
         .collect();

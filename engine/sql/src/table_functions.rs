@@ -4,7 +4,7 @@
 //! | function | rows |
 //! |---|---|
 //! | `ML.PREDICT(MODEL m, (query))` | the query's rows and columns, plus `predicted_<label>` (and for a classifier `predicted_<label>_probs`: `[{label, prob}, …]`) |
-//! | `ML.EVALUATE(MODEL m [, (query)])` | one row of Spark's metrics over the query's rows, or over the rows held out in training |
+//! | `ML.EVALUATE(MODEL m [, (query)])` | one row of Spark's metrics over the query's rows, or over the rows held out in training (a regressor's also under BigQuery ML's names: `mean_absolute_error`, `mean_squared_error`, `r2_score`) |
 //! | `ML.TRANSFORM(MODEL m, (query))` | the preprocessing's output columns (and the label, when the rows have it) |
 //! | `ML.TRAINING_INFO(MODEL m)` | one row per epoch: attempt, loss, accuracy, validation figures, learning rate, time |
 //! | `ML.FEATURE_INFO(MODEL m)` | one row per fitted preprocessing stage: its class, uid, state and parameters |
@@ -30,7 +30,7 @@ use hearth_engine::evaluation::{Evaluation, evaluation_state, metric};
 use hearth_engine::stage::{Transformer, quoted_columns};
 
 /// The trained network ending a model's pipeline.
-fn trained(model: &CatalogModel) -> Result<Trained<'_>> {
+pub(super) fn trained(model: &CatalogModel) -> Result<Trained<'_>> {
     Trained::of(&model.pipeline).ok_or_else(|| {
         HearthError::invalid_data(
             &model.entry.name,
@@ -41,7 +41,7 @@ fn trained(model: &CatalogModel) -> Result<Trained<'_>> {
 }
 
 /// Checks that `input` has every column the preprocessing reads from the training rows.
-fn check_columns(function: &str, model: &CatalogModel, input: &DataFrame, label: bool) -> Result<()> {
+pub(super) fn check_columns(function: &str, model: &CatalogModel, input: &DataFrame, label: bool) -> Result<()> {
     let mut needed: Vec<&String> = model.entry.inputs.iter().collect();
     if label {
         needed.push(&model.entry.label);
@@ -64,12 +64,19 @@ fn check_columns(function: &str, model: &CatalogModel, input: &DataFrame, label:
 /// `ML.PREDICT`: the input's columns and the predictions.
 pub(crate) fn predict(model: &CatalogModel, input: DataFrame) -> Result<LogicalPlan> {
     check_columns("PREDICT", model, &input, false)?;
-    let columns: Vec<Expr> = input.schema().columns().into_iter().map(Expr::Column).collect();
+    let mut projection: Vec<Expr> = input.schema().columns().into_iter().map(Expr::Column).collect();
     let scored = model.pipeline.transform(&input)?;
+    projection.extend(prediction_columns(model)?);
+    Ok(scored.select(projection)?.into_parts().1)
+}
+
+/// The columns `ML.PREDICT` adds to scored rows: `predicted_<label>` (the label's value), and for a
+/// classifier `predicted_<label>_probs`.
+pub(super) fn prediction_columns(model: &CatalogModel) -> Result<Vec<Expr>> {
     let label = &model.entry.label;
     let network = trained(model)?;
     let prediction = ident(network.prediction_col());
-    let mut projection = columns;
+    let mut projection = Vec::new();
     let predicted = match &model.entry.labels {
         Some(labels) => {
             let mut case = when(prediction.clone().eq(lit(0.0)), lit(labels[0].clone()));
@@ -82,7 +89,7 @@ pub(crate) fn predict(model: &CatalogModel, input: DataFrame) -> Result<LogicalP
     };
     projection.push(predicted.alias(format!("predicted_{label}")));
     let Trained::Classifier(classifier) = network else {
-        return Ok(scored.select(projection)?.into_parts().1);
+        return Ok(projection);
     };
     let probability = ident(classifier.probability_col());
     let names: Vec<String> = match &model.entry.labels {
@@ -98,7 +105,7 @@ pub(crate) fn predict(model: &CatalogModel, input: DataFrame) -> Result<LogicalP
         })
         .collect();
     projection.push(make_array(probs).alias(format!("predicted_{label}_probs")));
-    Ok(scored.select(projection)?.into_parts().1)
+    Ok(projection)
 }
 
 /// `ML.TRANSFORM`: the preprocessing's output columns, and the label when the rows have it.
@@ -129,9 +136,17 @@ pub(crate) fn evaluate(model: &CatalogModel, input: DataFrame) -> Result<Logical
                 vec![label, ident(regressor.prediction_col()), one],
             )
             .alias("regression");
-            let metrics: Vec<Expr> = ["rmse", "mse", "mae", "r2", "var"]
+            // Spark's names, then BigQuery ML's for the same figures.
+            let names = ["rmse", "mse", "mae", "r2", "var"].map(|name| (name, name));
+            let aliases = [
+                ("mean_absolute_error", "mae"),
+                ("mean_squared_error", "mse"),
+                ("r2_score", "r2"),
+            ];
+            let metrics: Vec<Expr> = names
                 .into_iter()
-                .map(|name| metric("regression", ident("regression"), name).alias(name))
+                .chain(aliases)
+                .map(|(alias, name)| metric("regression", ident("regression"), name).alias(alias))
                 .collect();
             return Ok(scored.aggregate(vec![], vec![state])?.select(metrics)?.into_parts().1);
         }

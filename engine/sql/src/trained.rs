@@ -3,6 +3,7 @@
 
 use hearth_engine::pipeline::PipelineModel;
 use hearth_engine::train::{ClassificationModel, EpochStats, RegressionModel, TrainingSummary};
+use hearth_torch::artifact::ModelArtifact;
 
 /// The trained network ending a pipeline: a classifier or a regressor, read the same way.
 #[derive(Clone, Copy)]
@@ -34,6 +35,13 @@ impl<'a> Trained<'a> {
         match self {
             Trained::Classifier(m) => m.summary(),
             Trained::Regressor(m) => m.summary(),
+        }
+    }
+
+    pub(crate) fn artifact(self) -> &'a ModelArtifact {
+        match self {
+            Trained::Classifier(m) => m.artifact(),
+            Trained::Regressor(m) => m.artifact(),
         }
     }
 

@@ -191,41 +191,47 @@ fn main() {
             remote.push(preprocessing(&lab, &master, &pipeline, &input, &output, &model));
         }
         let (local, remote) = (fastest(local), fastest(remote));
-        table.add_row(row![
-            "preprocessing (fit-transform, Parquet out)",
-            rows,
-            format!("{:.2}", local.seconds),
-            format!("{:.2}", remote.seconds),
-            format!("{:.2}", remote.seconds / local.seconds),
-            format!("{:.0}", local.driver_peak_mib),
-            format!("{:.0}", remote.driver_peak_mib)
-        ]);
+        let job = "preprocessing (fit-transform, Parquet out)";
+        add_row(
+            &mut table,
+            job,
+            *rows,
+            (local.seconds, remote.seconds),
+            Some((&local, &remote)),
+        );
         eprintln!("{rows} rows: local {:.2} s, S3 {:.2} s", local.seconds, remote.seconds);
     }
     if let Some((rows, path)) = inputs.iter().find(|(rows, _)| *rows == 1_000_000).or(inputs.first()) {
         let (local, local_training) = mlp_epoch(&lab, &master, path.to_str().unwrap(), work.path());
         let input = format!("s3://{BUCKET}/higgs-{rows}.csv");
         let (remote, remote_training) = mlp_epoch(&lab, &master, &input, work.path());
-        table.add_row(row![
-            "MLP 64-64, 1 epoch on 2 executors (whole job)",
-            rows,
-            format!("{:.2}", local.seconds),
-            format!("{:.2}", remote.seconds),
-            format!("{:.2}", remote.seconds / local.seconds),
-            format!("{:.0}", local.driver_peak_mib),
-            format!("{:.0}", remote.driver_peak_mib)
-        ]);
-        table.add_row(row![
-            "  of which training (CREATE MODEL's seconds)",
-            rows,
-            format!("{local_training:.2}"),
-            format!("{remote_training:.2}"),
-            format!("{:.2}", remote_training / local_training),
-            "",
-            ""
-        ]);
+        let job = "MLP 64-64, 1 epoch on 2 executors (whole job)";
+        add_row(
+            &mut table,
+            job,
+            *rows,
+            (local.seconds, remote.seconds),
+            Some((&local, &remote)),
+        );
+        let job = "  of which training (CREATE MODEL's seconds)";
+        add_row(&mut table, job, *rows, (local_training, remote_training), None);
     }
     table.printstd();
+}
+
+/// A row of the table: `job` over `rows` rows, its seconds from local files and from the store, and the
+/// drivers' peaks where measured.
+fn add_row(table: &mut Table, job: &str, rows: usize, (local, remote): (f64, f64), peaks: Option<(&Run, &Run)>) {
+    let peak = |run: Option<&Run>| run.map_or(String::new(), |r| format!("{:.0}", r.driver_peak_mib));
+    table.add_row(row![
+        job,
+        rows,
+        format!("{local:.2}"),
+        format!("{remote:.2}"),
+        format!("{:.2}", remote / local),
+        peak(peaks.map(|p| p.0)),
+        peak(peaks.map(|p| p.1))
+    ]);
 }
 
 /// The fastest of `runs`, with the largest driver peak among them.

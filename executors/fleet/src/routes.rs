@@ -106,7 +106,7 @@ async fn list_jobs(State(fleet): State<FleetState>) -> Response {
 async fn submit_job(State(fleet): State<FleetState>, Json(request): Json<SubmitRequest>) -> Response {
     match fleet.jobs.submit(request) {
         Ok(record) => (StatusCode::CREATED, Json(record)).into_response(),
-        Err(e) => (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+        Err(e) => refusal(e, StatusCode::BAD_REQUEST),
     }
 }
 
@@ -126,7 +126,7 @@ struct LogsQuery {
 async fn job_logs(State(fleet): State<FleetState>, Path(id): Path<String>, Query(query): Query<LogsQuery>) -> Response {
     match fleet.jobs.logs(&id, query.offset) {
         Some(Ok(chunk)) => Json(chunk).into_response(),
-        Some(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        Some(Err(e)) => refusal(e, StatusCode::CONFLICT),
         None => not_found(&id),
     }
 }
@@ -137,7 +137,7 @@ async fn job_logs(State(fleet): State<FleetState>, Path(id): Path<String>, Query
 async fn kill_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Response {
     let record = match fleet.jobs.kill(&id) {
         Some(Ok(record)) => record,
-        Some(Err(e)) => return refusal(e),
+        Some(Err(e)) => return refusal(e, StatusCode::CONFLICT),
         None => return not_found(&id),
     };
     cancel_ballista_jobs(&fleet, &id).await;
@@ -162,20 +162,21 @@ async fn kill_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Re
 async fn resume_job(State(fleet): State<FleetState>, Path(id): Path<String>) -> Response {
     let record = match fleet.jobs.claim_resume(&id) {
         Some(Ok(record)) => record,
-        Some(Err(e)) => return refusal(e),
+        Some(Err(e)) => return refusal(e, StatusCode::CONFLICT),
         None => return not_found(&id),
     };
     cancel_ballista_jobs(&fleet, &id).await;
     match fleet.jobs.start_resumed(record) {
         Ok(record) => Json(record).into_response(),
-        Err(e) => refusal(e),
+        Err(e) => refusal(e, StatusCode::CONFLICT),
     }
 }
 
-/// A job's request refused (409) or failed (500).
-fn refusal(e: FleetError) -> Response {
+/// A job's request refused (`refused`: 400 for a request that cannot be, 409 for one the job's state
+/// refuses) or failed (500).
+fn refusal(e: FleetError, refused: StatusCode) -> Response {
     let status = match e {
-        FleetError::Refused(_) => StatusCode::CONFLICT,
+        FleetError::Refused(_) => refused,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     (status, e.to_string()).into_response()

@@ -376,6 +376,11 @@ impl Predictor {
         self.outputs
     }
 
+    /// The network.
+    pub(crate) fn network(&self) -> &Network {
+        &self.network
+    }
+
     /// The outputs for `rows` rows of row-major `features`, row-major.
     pub fn outputs(&self, features: &[f32], rows: usize) -> Result<Vec<f32>, ArtifactError> {
         if features.len() != rows * self.inputs {

@@ -6,7 +6,8 @@
 //! The pieces, bottom up: [`data`] turns Arrow batches into a rank's [`Shard`](data::Shard); [`model`] builds
 //! a [`ModelSpec`](model::ModelSpec) as a libtorch network; [`train`] is one rank's loop
 //! ([`RankTrainer`](train::RankTrainer)) with its optimizers and strategies; [`artifact`] saves a trained model
-//! as safetensors + JSON; [`horovod`] is Horovod's API for hand-written training loops.
+//! as safetensors + JSON; [`explain`] attributes a trained model's outputs to its inputs; [`horovod`] is
+//! Horovod's API for hand-written training loops.
 //!
 //! ```
 //! use hearth_collective::LocalWorld;
@@ -29,6 +30,7 @@
 
 pub mod artifact;
 pub mod data;
+pub mod explain;
 pub mod horovod;
 pub mod model;
 pub mod train;

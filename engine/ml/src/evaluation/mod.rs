@@ -25,6 +25,7 @@ use hearth_stats::evaluation::{BinaryState, MulticlassState, RegressionState};
 mod clustering;
 mod metric;
 mod state;
+mod tables;
 
 pub use clustering::{ClusteringEvaluator, SilhouetteStatsUdaf, SilhouetteUdf};
 pub(crate) use clustering::{SILHOUETTE, SILHOUETTE_STATS};
@@ -34,6 +35,8 @@ pub use metric::metric;
 pub(crate) use state::EVALUATION_STATES;
 pub use state::evaluation_state;
 pub use state::{Evaluation, EvaluationStateUdaf};
+pub(crate) use tables::STATE_ROWS;
+pub use tables::{CONFUSION_COLUMNS, ROC_BINS, ROC_COLUMNS, StateRowsUdf, StateTable, state_rows};
 
 use crate::error::{HearthError, Result};
 

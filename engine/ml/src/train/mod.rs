@@ -27,6 +27,7 @@
 //! ```
 
 mod architecture;
+mod explain_udf;
 mod fit;
 mod function;
 mod network;
@@ -38,6 +39,7 @@ mod task;
 mod trained;
 
 pub use architecture::{Architecture, Linear, Mlp, Sequential};
+pub use explain_udf::{EXPLAIN, ExplainSettings, ExplainUdf, explain_function};
 pub use fit::TrainingSummary;
 pub use function::{TRAIN_FUNCTION, TrainArgs, TrainFunction, register_barrier_functions};
 pub use hearth_torch::train::EpochStats;

@@ -9,7 +9,8 @@ use datafusion::prelude::DataFrame;
 use hearth_collective::FrameProtection;
 use hearth_torch::model::{Activation, Layer};
 use hearth_torch::train::{
-    Augmentation, DeviceChoice, LrSchedule, OptimizerSpec, Precision, Strategy, TrainOptions, TrainSettings,
+    Augmentation, DeviceChoice, EarlyStopping, LrSchedule, OptimizerSpec, Precision, Strategy, TrainOptions,
+    TrainSettings,
 };
 use serde::{Deserialize, Serialize};
 
@@ -210,6 +211,27 @@ impl<A: Architecture, T: Task> Network<A, T> {
         self
     }
 
+    /// Stop once the validation loss has not fallen by `min_delta` for `patience` epochs, and keep the best
+    /// epoch's weights (Keras's `EarlyStopping(patience, min_delta, restore_best_weights=True)`; default:
+    /// train every epoch). Needs [`validation_indicator_col`](Self::validation_indicator_col).
+    ///
+    /// ```
+    /// use hearth_engine::train::MlpClassifier;
+    /// let mlp = MlpClassifier::new().validation_indicator_col("is_validation").early_stopping(3, 1e-4);
+    /// assert_eq!(mlp.get_training().early_stopping.unwrap().patience, 3);
+    /// ```
+    pub fn early_stopping(mut self, patience: usize, min_delta: f64) -> Self {
+        self.training.early_stopping = Some(EarlyStopping::new(patience, min_delta));
+        self
+    }
+
+    /// Early stopping by relative progress: stop once `patience` epochs have not lowered the validation
+    /// loss by `min_rel_progress` of the best so far (BigQuery ML's `early_stop` is patience 1 with 0.01).
+    pub fn early_stopping_relative(mut self, patience: usize, min_rel_progress: f64) -> Self {
+        self.training.early_stopping = Some(EarlyStopping::relative(patience, min_rel_progress));
+        self
+    }
+
     /// libtorch threads per worker (default: cores / workers on the host).
     pub fn threads(mut self, threads: usize) -> Self {
         self.training.threads = Some(threads);
@@ -372,6 +394,17 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
             ..self.barrier.clone()
         };
         let (inputs, columns) = self.training_columns(df)?;
+        if let Some(rule) = &self.training.early_stopping {
+            rule.check()
+                .map_err(|e| HearthError::invalid_param(&self.uid, "early_stopping", "is not usable").caused_by(e))?;
+            if self.validation_indicator_col.is_none() {
+                return Err(HearthError::invalid_param(
+                    &self.uid,
+                    "early_stopping",
+                    "decides on the validation loss: mark validation rows with validation_indicator_col",
+                ));
+            }
+        }
         if self.training.epochs == 0 || self.training.batch_size == 0 {
             return Err(HearthError::invalid_param(
                 &self.uid,

@@ -49,7 +49,7 @@ pub struct NetworkUdf {
     model: Arc<Vec<u8>>,
     fingerprint: u64,
     task: Task,
-    predictor: OnceLock<std::result::Result<Mutex<Predictor>, String>>,
+    predictor: LoadedNetwork,
 }
 
 impl fmt::Debug for NetworkUdf {
@@ -124,16 +124,24 @@ impl NetworkUdf {
 
     /// The network, loaded on first use in this process.
     fn predictor(&self) -> Result<&Mutex<Predictor>> {
-        self.predictor
-            .get_or_init(|| {
-                ModelArtifact::from_bytes(&self.model)
-                    .and_then(|artifact| artifact.predictor())
-                    .map(Mutex::new)
-                    .map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))
+        loaded(&self.predictor, &self.model, self.name())
     }
+}
+
+/// A model's network kept by a function: loaded from the model's bytes on first use in the process.
+pub(crate) type LoadedNetwork = OnceLock<std::result::Result<Mutex<Predictor>, String>>;
+
+/// The network of `model` (bytes of `ModelArtifact::to_bytes`) in `cell`, loading it there the first time;
+/// a failure names `function`.
+pub(crate) fn loaded<'a>(cell: &'a LoadedNetwork, model: &[u8], function: &str) -> Result<&'a Mutex<Predictor>> {
+    cell.get_or_init(|| {
+        ModelArtifact::from_bytes(model)
+            .and_then(|artifact| artifact.predictor())
+            .map(Mutex::new)
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(|e| DataFusionError::Execution(format!("{function}: {e}")))
 }
 
 /// The result's fields for `classes` classes.

@@ -91,7 +91,8 @@ impl Task for Classification {
         A::CLASSIFIER
     }
 
-    /// Classes = largest label + 1 (at least 2), after checking the labels are class indices.
+    /// Classes = largest label + 1 (at least 2), after checking the labels are class indices (one class
+    /// alone is warned about, as Spark does).
     async fn outputs(&self, stage: &str, label: &str, training: &DataFrame) -> Result<usize> {
         let (lowest, highest) = label_range(stage, label, training).await?;
         if lowest < 0.0 || highest.fract() != 0.0 || !highest.is_finite() {
@@ -100,6 +101,10 @@ impl Task for Classification {
                 label,
                 format!("labels must be class indices 0, 1, …; found values from {lowest} to {highest}"),
             ));
+        }
+        if lowest == highest {
+            // Spark's classifiers warn and train; SQL's CREATE MODEL refuses (BigQuery ML does).
+            log::warn!("{stage}: every training row's {label} is {lowest}: the model learns one class");
         }
         Ok((highest as usize + 1).max(2))
     }

@@ -43,4 +43,8 @@ pub struct ModelEntry {
     pub training_seconds: f64,
     /// When it was created (milliseconds since the Unix epoch).
     pub created_ms: u64,
+    /// A network's training rows' mean features vector: the baseline its explanations are measured from
+    /// (none for k-means and models registered from Rust).
+    #[serde(default)]
+    pub feature_means: Option<Vec<f64>>,
 }

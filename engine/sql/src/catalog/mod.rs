@@ -392,6 +392,7 @@ impl ModelCatalog {
             evaluation_rows: 0,
             training_seconds: model.summary().attempts.iter().map(|a| a.seconds).sum(),
             created_ms: now_ms(),
+            feature_means: None,
         };
         self.save(&entry, pipeline, replace, |_| Ok(()))
     }

@@ -22,6 +22,8 @@ pub enum ModelType {
     MlpClassifier,
     /// `'logistic_reg'`: softmax regression, [`LinearClassifier`](hearth_engine::train::LinearClassifier).
     LogisticReg,
+    /// `'linear_reg'`: linear regression, [`LinearRegressor`](hearth_engine::train::LinearRegressor).
+    LinearReg,
     /// `'mlp_regressor'` (alias `'dnn_regressor'`): [`MlpRegressor`](hearth_engine::train::MlpRegressor).
     MlpRegressor,
     /// `'kmeans'`: [`KMeans`](hearth_engine::clustering::KMeans) clustering, no label.
@@ -33,6 +35,7 @@ impl ModelType {
         match value.to_ascii_lowercase().as_str() {
             "mlp_classifier" | "dnn_classifier" => Some(ModelType::MlpClassifier),
             "logistic_reg" => Some(ModelType::LogisticReg),
+            "linear_reg" => Some(ModelType::LinearReg),
             "mlp_regressor" | "dnn_regressor" => Some(ModelType::MlpRegressor),
             "kmeans" => Some(ModelType::KMeans),
             _ => None,
@@ -55,6 +58,7 @@ impl fmt::Display for ModelType {
         f.write_str(match self {
             ModelType::MlpClassifier => "mlp_classifier",
             ModelType::LogisticReg => "logistic_reg",
+            ModelType::LinearReg => "linear_reg",
             ModelType::MlpRegressor => "mlp_regressor",
             ModelType::KMeans => "kmeans",
         })
@@ -139,6 +143,12 @@ pub struct ModelOptions {
     /// driver died resumes (`hearth job resume`); a local directory or an object store's URL (default:
     /// `$HEARTH_CHECKPOINT_DIR`, else none).
     pub checkpoint_dir: Option<String>,
+    /// `early_stop` (default false, unlike BigQuery's true: a model trains every epoch unless asked, as it
+    /// always did, and stopping needs held-out rows): stop once an epoch lowers the held-out rows' loss by
+    /// less than `min_rel_progress` of the best so far, keeping the best epoch's weights.
+    pub early_stop: bool,
+    /// `min_rel_progress` (default 0.01), for `early_stop`.
+    pub min_rel_progress: f64,
     /// k-means: `num_clusters` (default 2, as Spark's `k`).
     pub num_clusters: usize,
     /// k-means: `kmeans_init_method`, `'kmeans++'` (default; Spark's scalable `k-means||`) or `'random'`.
@@ -186,6 +196,8 @@ impl Default for ModelOptions {
             max_attempts: 3,
             timeout: None,
             checkpoint_dir: None,
+            early_stop: false,
+            min_rel_progress: 0.01,
             num_clusters: 2,
             kmeans_init: "k-means||".to_string(),
             distance: "euclidean".to_string(),
@@ -208,7 +220,6 @@ impl ModelOptions {
             reading.options.written.insert(name.clone(), value.to_string());
             match option_spec(&name).map(|spec| (spec.name, spec.read)) {
                 Some((name, Read::Value(read))) => read(&mut reading, name, value)?,
-                Some((name, Read::Refused)) => return Err(invalid_option(name, expected(name))),
                 Some((_, Read::Tuning)) | None => {
                     let mut names = option_names(|_| true);
                     names.sort_unstable();

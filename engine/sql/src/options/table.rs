@@ -55,8 +55,6 @@ pub(crate) enum Read {
     Value(fn(&mut Reading, &'static str, &Expr) -> Result<()>),
     /// By the tuning, before the options are read (see `hparams`).
     Tuning,
-    /// Refused, as `takes` says.
-    Refused,
 }
 
 /// One option.
@@ -196,10 +194,10 @@ const fn tuning(name: &'static str, takes: &'static str) -> OptionSpec {
 }
 
 /// Every option.
-const OPTION_TABLE: [OptionSpec; 37] = [
+const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "model_type",
-        "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
+        "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'linear_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
         Every,
         No,
         |r, o, v| {
@@ -487,13 +485,14 @@ const OPTION_TABLE: [OptionSpec; 37] = [
             Ok(())
         },
     ),
-    OptionSpec {
-        name: "early_stop",
-        takes: "not supported: training runs max_iterations epochs",
-        models: Networks,
-        tunable: No,
-        read: Read::Refused,
-    },
+    option("early_stop", "TRUE or FALSE", Networks, No, |r, o, v| {
+        r.options.early_stop = literals::boolean(v).ok_or_else(|| wrong(o, v))?;
+        Ok(())
+    }),
+    option("min_rel_progress", "a fraction in [0, 1]", Networks, No, |r, o, v| {
+        r.options.min_rel_progress = fraction(o, v)?;
+        Ok(())
+    }),
     tuning("num_trials", "a whole number of trials ≥ 1"),
     tuning("max_parallel_trials", "a whole number of trials ≥ 1"),
     tuning("hparam_tuning_algorithm", "'random_search' or 'grid_search'"),

@@ -37,6 +37,19 @@ pub fn shown(output: &Output) -> String {
 /// this disk, or `bucket/prefix` through the S3 API at `s3_endpoint` — as `rows columns type width
 /// max|mean|<1e-6` of the `features` column.
 pub fn pyarrow_reads(location: &str, s3_endpoint: Option<&str>) -> String {
+    pyarrow_reads_with(
+        |args| Command::new("python3").args(args).output(),
+        location,
+        s3_endpoint,
+    )
+}
+
+/// [`pyarrow_reads`], with Python run by `python` on the arguments it is given (on a lab host, say).
+pub fn pyarrow_reads_with(
+    python: impl FnOnce(&[&str]) -> std::io::Result<Output>,
+    location: &str,
+    s3_endpoint: Option<&str>,
+) -> String {
     let script = "import sys, pyarrow.parquet as pq, pyarrow.fs as fs\n\
                   s3 = None\n\
                   if len(sys.argv) > 2:\n\
@@ -49,11 +62,9 @@ pub fn pyarrow_reads(location: &str, s3_endpoint: Option<&str>) -> String {
                   width = len(vs[0])\n\
                   means = [sum(v[i] for v in vs) / len(vs) for i in range(width)]\n\
                   print(t.num_rows, t.num_columns, f.type.value_type, width, max(abs(m) for m in means) < 1e-6)\n";
-    let out = Command::new("python3")
-        .args(["-c", script, location])
-        .args(s3_endpoint)
-        .output()
-        .unwrap();
+    let mut args = vec!["-c", script, location];
+    args.extend(s3_endpoint);
+    let out = python(&args).unwrap();
     assert!(out.status.success(), "{}", shown(&out));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }

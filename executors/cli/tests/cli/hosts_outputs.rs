@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use crate::commands::CreditFiles;
-use crate::common::shown;
+use crate::common::{pyarrow_reads_with, shown};
 use crate::lab::{Lab, lab_or_skip, start_fleet};
 use crate::s3::{self, S3Server};
 
@@ -16,10 +16,9 @@ const BUCKET: &str = "hearth-data";
 
 /// What pyarrow sees in the store at `endpoint`, asked from the lab's first host: `list PREFIX` prints the
 /// keys under `PREFIX` (`bucket/…`); `wait PREFIX TEXT` waits (up to 240 s, polling every 20 ms) until a key
-/// holding `TEXT` is there and prints it; `read PREFIX` prints `rows columns type width centred` of the
-/// Parquet's `features`.
+/// holding `TEXT` is there and prints it. (What pyarrow reads of the Parquet: [`pyarrow_reads_on_lab`].)
 const STORE_SCRIPT: &str = r#"
-import sys, time, pyarrow.fs as fs, pyarrow.parquet as pq
+import sys, time, pyarrow.fs as fs
 scheme, host = sys.argv[1].split('://')
 s3 = fs.S3FileSystem(access_key='hearth-test', secret_key='hearth-test-secret', endpoint_override=host,
                      scheme=scheme, region='us-east-1')
@@ -32,7 +31,7 @@ def keys(prefix):
 mode, prefix = sys.argv[2], sys.argv[3]
 if mode == 'list':
     print('\n'.join(keys(prefix)))
-elif mode == 'wait':
+else:
     deadline = time.time() + 240
     while time.time() < deadline:
         found = [k for k in keys(prefix) if sys.argv[4] in k]
@@ -40,13 +39,6 @@ elif mode == 'wait':
             print(found[0], flush=True)
             break
         time.sleep(0.02)
-else:
-    t = pq.read_table(prefix, filesystem=s3)
-    f = t.column('features').combine_chunks()
-    vs = f.to_pylist()
-    width = len(vs[0])
-    means = [sum(v[i] for v in vs) / len(vs) for i in range(width)]
-    print(t.num_rows, t.num_columns, f.type.value_type, width, max(abs(m) for m in means) < 1e-6)
 "#;
 
 /// `python3 STORE_SCRIPT ENDPOINT args…` on the lab's first host.
@@ -57,6 +49,12 @@ fn store_script(lab: &Lab, store: &S3Server, args: &[&str]) -> Command {
 }
 
 /// The output of [`STORE_SCRIPT`] run to its end.
+/// What pyarrow on the lab's first host reads of `prefix` through the store's S3 API (see [`pyarrow_reads`]).
+fn pyarrow_reads_on_lab(lab: &Lab, store: &S3Server, prefix: &str) -> String {
+    let python = |args: &[&str]| lab.program_on(0, std::path::Path::new("python3"), args).output();
+    pyarrow_reads_with(python, prefix, Some(&store.endpoint))
+}
+
 fn ask_store(lab: &Lab, store: &S3Server, args: &[&str]) -> String {
     let out = store_script(lab, store, args).output().unwrap();
     assert!(out.status.success(), "{}", shown(&out));
@@ -105,7 +103,7 @@ fn a_fleet_of_three_hosts_writes_to_an_s3_store_and_a_killed_write_leaves_nothin
         shown(&fit)
     );
     assert_eq!(
-        ask_store(&lab, &store, &["read", "hearth-data/features"]),
+        pyarrow_reads_on_lab(&lab, &store, "hearth-data/features"),
         "1000 2 float 11 True"
     );
     let written = ask_store(&lab, &store, &["list", "hearth-data/features"]);
@@ -156,7 +154,7 @@ fn a_fleet_of_three_hosts_writes_to_an_s3_store_and_a_killed_write_leaves_nothin
         .unwrap();
     assert!(again.status.success(), "{}", shown(&again));
     assert_eq!(
-        ask_store(&lab, &store, &["read", "hearth-data/large"]),
+        pyarrow_reads_on_lab(&lab, &store, "hearth-data/large"),
         "1000 2 float 11 True"
     );
 }

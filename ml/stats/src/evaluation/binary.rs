@@ -42,6 +42,34 @@ pub struct BinaryState {
 /// A point on a curve.
 type Point = (f64, f64);
 
+/// The weight of rows on each side of a threshold: a row is predicted positive when its score is at least
+/// the threshold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ThresholdCounts {
+    /// The threshold.
+    pub threshold: f64,
+    /// Positive rows at or above it.
+    pub true_positives: f64,
+    /// Negative rows at or above it.
+    pub false_positives: f64,
+    /// Negative rows below it.
+    pub true_negatives: f64,
+    /// Positive rows below it.
+    pub false_negatives: f64,
+}
+
+impl ThresholdCounts {
+    /// The true-positive rate: true positives over all positives (NaN without positives).
+    pub fn recall(&self) -> f64 {
+        self.true_positives / (self.true_positives + self.false_negatives)
+    }
+
+    /// False positives over all negatives (NaN without negatives).
+    pub fn false_positive_rate(&self) -> f64 {
+        self.false_positives / (self.false_positives + self.true_negatives)
+    }
+}
+
 impl BinaryState {
     /// Adds one row: the model's score for the positive class, the true label (positive when > 0.5, as
     /// Spark) and the row weight.
@@ -115,14 +143,14 @@ impl BinaryState {
             .collect()
     }
 
-    /// The ROC curve `(false-positive rate, true-positive rate)`, from `(0, 0)` to `(1, 1)`.
+    /// The ROC curve `(false-positive rate, true-positive rate)`, from `(0, 0)` to `(1, 1)`: the points of
+    /// [`threshold_counts`](Self::threshold_counts) between the two.
     pub fn roc(&self, num_bins: usize) -> Vec<Point> {
-        let cumulative = self.cumulative(num_bins);
-        let (positives, negatives) = cumulative.last().copied().unwrap_or((0.0, 0.0));
-        let mut curve = vec![(0.0, 0.0)];
-        curve.extend(cumulative.iter().map(|&(tp, fp)| (fp / negatives, tp / positives)));
-        curve.push((1.0, 1.0));
-        curve
+        let points = self
+            .threshold_counts(num_bins, None)
+            .into_iter()
+            .map(|c| (c.false_positive_rate(), c.recall()));
+        std::iter::once((0.0, 0.0)).chain(points).chain([(1.0, 1.0)]).collect()
     }
 
     /// The precision-recall curve `(recall, precision)`, starting at `(0, precision of the first point)`.
@@ -138,6 +166,67 @@ impl BinaryState {
             .collect();
         let first_precision = points.first().map_or(1.0, |p| p.1);
         std::iter::once((0.0, first_precision)).chain(points).collect()
+    }
+
+    /// The counts at each of `thresholds`, or — when none are given — at the lowest score of each group of
+    /// [`roc`](Self::roc)'s down-sampling (`num_bins`), highest first: the ROC curve's points as a table.
+    ///
+    /// ```
+    /// use hearth_stats::evaluation::BinaryState;
+    /// let mut state = BinaryState::default();
+    /// for (score, label) in [(0.9, 1.0), (0.8, 0.0), (0.7, 1.0), (0.1, 0.0)] {
+    ///     state.add(score, label, 1.0);
+    /// }
+    /// let at_07 = state.threshold_counts(0, Some(&[0.7]))[0];
+    /// assert_eq!((at_07.true_positives, at_07.false_positives, at_07.true_negatives), (2.0, 1.0, 1.0));
+    /// assert_eq!((at_07.recall(), at_07.false_positive_rate()), (1.0, 0.5));
+    /// assert_eq!(state.threshold_counts(0, None).len(), 4);
+    /// ```
+    pub fn threshold_counts(&self, num_bins: usize, thresholds: Option<&[f64]>) -> Vec<ThresholdCounts> {
+        let (positives, negatives) = self
+            .counts
+            .values()
+            .fold((0.0, 0.0), |(p, n), (gp, gn)| (p + gp, n + gn));
+        let counts = |threshold: f64, (tp, fp): (f64, f64)| ThresholdCounts {
+            threshold,
+            true_positives: tp,
+            false_positives: fp,
+            true_negatives: negatives - fp,
+            false_negatives: positives - tp,
+        };
+        match thresholds {
+            Some(thresholds) => thresholds
+                .iter()
+                .map(|&t| {
+                    let above = self
+                        .counts
+                        .range(Score(t)..)
+                        .fold((0.0, 0.0), |(p, n), (_, (gp, gn))| (p + gp, n + gn));
+                    counts(t, above)
+                })
+                .collect(),
+            None => {
+                let lowest = self.group_lowest_scores(num_bins);
+                lowest
+                    .into_iter()
+                    .zip(self.cumulative(num_bins))
+                    .map(|(t, c)| counts(t, c))
+                    .collect()
+            }
+        }
+    }
+
+    /// The lowest score of each group [`cumulative`](Self::cumulative) sums, highest group first.
+    fn group_lowest_scores(&self, num_bins: usize) -> Vec<f64> {
+        let descending: Vec<f64> = self.counts.keys().rev().map(|s| s.0).collect();
+        let grouping = descending.len().checked_div(num_bins).unwrap_or(1);
+        match grouping < 2 {
+            true => descending,
+            false => descending
+                .chunks(grouping)
+                .filter_map(|group| group.last().copied())
+                .collect(),
+        }
     }
 
     /// Area under the ROC curve by the trapezoidal rule.

@@ -7,7 +7,7 @@ pub(crate) mod encoding;
 mod multiclass;
 mod regression;
 
-pub use binary::BinaryState;
+pub use binary::{BinaryState, ThresholdCounts};
 pub use clustering::{ClusteringState, hungarian};
 pub use encoding::StateDecodeError;
 pub use multiclass::MulticlassState;

@@ -1,5 +1,5 @@
 //! A checkpoint: what a retried stage resumes from, sent by rank 0 to the driver after every epoch as one
-//! safetensors buffer.
+//! safetensors buffer (`model.*`, `optimizer.*` and, under early stopping, `best.*` tensors).
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,8 @@ pub struct Checkpoint {
     pub optimizer_state: Vec<NamedTensor>,
     /// History so far.
     pub history: Vec<EpochStats>,
+    /// Under early stopping, the best epoch's network tensors (empty otherwise).
+    pub best_tensors: Vec<NamedTensor>,
 }
 
 /// The metadata key of a checkpoint's bytes that holds its epoch, step count and history.
@@ -46,7 +48,8 @@ struct CheckpointHeader {
 }
 
 impl Checkpoint {
-    /// The checkpoint as one safetensors buffer: `model.*` and `optimizer.*` tensors, the rest in metadata.
+    /// The checkpoint as one safetensors buffer: `model.*`, `optimizer.*` and `best.*` tensors, the rest in
+    /// metadata.
     pub fn to_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
         let header = CheckpointHeader {
             epoch: self.epoch,
@@ -57,7 +60,12 @@ impl Checkpoint {
             CHECKPOINT_KEY.to_string(),
             serde_json::to_string(&header).map_err(CheckpointError::Header)?,
         )]);
-        let tensors: Vec<NamedTensor> = [("model.", &self.tensors), ("optimizer.", &self.optimizer_state)]
+        let parts = [
+            ("model.", &self.tensors),
+            ("optimizer.", &self.optimizer_state),
+            ("best.", &self.best_tensors),
+        ];
+        let tensors: Vec<NamedTensor> = parts
             .into_iter()
             .flat_map(|(prefix, tensors)| {
                 tensors.iter().map(move |t| NamedTensor {
@@ -81,6 +89,7 @@ impl Checkpoint {
     ///     optimizer_steps: 8,
     ///     optimizer_state: vec![tensor("state.0"), tensor("state.1")],
     ///     history: vec![],
+    ///     best_tensors: vec![tensor("0.weight")],
     /// };
     /// assert_eq!(Checkpoint::from_bytes(&checkpoint.to_bytes().unwrap()).unwrap(), checkpoint);
     /// ```
@@ -89,19 +98,15 @@ impl Checkpoint {
         let header: CheckpointHeader =
             serde_json::from_str(metadata.get(CHECKPOINT_KEY).ok_or(CheckpointError::NotACheckpoint)?)
                 .map_err(CheckpointError::Header)?;
-        let (mut model, mut optimizer) = (Vec::new(), Vec::new());
+        let (mut model, mut optimizer, mut best) = (Vec::new(), Vec::new(), Vec::new());
         for t in tensors {
-            if let Some(name) = t.name.strip_prefix("model.") {
-                model.push(NamedTensor {
-                    name: name.to_string(),
-                    ..t
-                });
-            } else if let Some(name) = t.name.strip_prefix("optimizer.") {
-                optimizer.push(NamedTensor {
-                    name: name.to_string(),
-                    ..t
-                });
-            }
+            let (part, name) = match t.name.split_once('.') {
+                Some(("model", name)) => (&mut model, name.to_string()),
+                Some(("optimizer", name)) => (&mut optimizer, name.to_string()),
+                Some(("best", name)) => (&mut best, name.to_string()),
+                _ => continue,
+            };
+            part.push(NamedTensor { name, ..t });
         }
         // The optimizer's state is positional: state.0, state.1, … state.10 in numeric order.
         optimizer.sort_by_key(|t| t.name.rsplit('.').next().and_then(|i| i.parse::<usize>().ok()));
@@ -111,6 +116,7 @@ impl Checkpoint {
             optimizer_steps: header.optimizer_steps,
             optimizer_state: optimizer,
             history: header.history,
+            best_tensors: best,
         })
     }
 }

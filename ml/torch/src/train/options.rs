@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::augment::Augmentation;
+use super::early_stopping::EarlyStopping;
 use super::optimizer::OptimizerSpec;
 use super::strategy::Strategy;
 use crate::model::ModelSpec;
@@ -113,6 +114,9 @@ pub struct TrainSettings {
     pub precision: Precision,
     /// How the ranks combine what they learn (default: every step's gradient averaged).
     pub strategy: Strategy,
+    /// Stop once the validation loss stops improving, keeping the best epoch's weights (default: train
+    /// every epoch; needs validation rows).
+    pub early_stopping: Option<EarlyStopping>,
 }
 
 impl Default for TrainSettings {
@@ -133,6 +137,7 @@ impl Default for TrainSettings {
             threads: None,
             precision: Precision::Fp32,
             strategy: Strategy::Synchronous,
+            early_stopping: None,
         }
     }
 }

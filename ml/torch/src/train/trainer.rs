@@ -16,6 +16,10 @@
 //!   then:      allreduce [loss, hits, rows] ─ validation ─ history ─ checkpoint to `on_epoch` (rank 0)
 //! ```
 //!
+//! Under [`EarlyStopping`](super::EarlyStopping), rank 0 keeps a copy of the best epoch's weights, decides
+//! from the history before each epoch whether to go on, and broadcasts its decision, so every rank stops
+//! at the same epoch; the best weights are the trained model.
+//!
 //! That is the [`Strategy::Synchronous`] default. Under the other strategies each rank steps on its own
 //! gradient, and the [`Exchange`] combines parameters every window (an allreduce, or rank 0's parameter
 //! server); an asynchronous rank runs its own number of steps, and the ranks meet at each epoch's end (for
@@ -32,6 +36,7 @@ use super::averaging::Averaging;
 use super::batches::{Batch, ShardTensors};
 use super::checkpoint::Checkpoint;
 use super::device::device_name;
+use super::early_stopping::BestWeights;
 use super::error::{OptionsError, TrainError};
 use super::exchange::{Exchange, set, swap_in};
 use super::loss::{check_shard, hits_of, loss_of};
@@ -119,6 +124,9 @@ impl<'a> RankTrainer<'a> {
         let mut exchange = Exchange::start(&self.options.settings.strategy, comm, &job.optimizer.values())?;
         let (first_epoch, epochs) = (self.resume.map_or(0, |c| c.epoch), self.options.settings.epochs);
         for epoch in first_epoch..epochs {
+            if job.best.stops(&job.history, comm)? {
+                break;
+            }
             let mut stats = job.run_epoch(comm, &mut exchange, epoch, self.cancelled)?;
             let mut values = job.optimizer.values();
             let local = match exchange.center()? {
@@ -131,6 +139,9 @@ impl<'a> RankTrainer<'a> {
                 stats.validation_accuracy = Some(accuracy).filter(|_| job.options.loss != Loss::MeanSquaredError);
             }
             job.history.push(stats);
+            job.best
+                .observe(job.rank, &job.history, &job.named)
+                .map_err(|e| job.torch(e))?;
             if job.rank == 0 {
                 (self.on_epoch)(&job.checkpoint(epoch + 1)?);
             }
@@ -143,10 +154,9 @@ impl<'a> RankTrainer<'a> {
         }
         let staleness = exchange.staleness();
         exchange.finish();
-        let tensors = if job.rank == 0 {
-            Some(host_copies(&job.named).map_err(|e| job.torch(e))?)
-        } else {
-            None
+        let tensors = match job.rank {
+            0 => Some(job.trained_tensors()?),
+            _ => None,
         };
         Ok(RankOutcome {
             report: RankReport {
@@ -195,6 +205,8 @@ struct Job<'a> {
     /// The bfloat16 copy the network computes with, under mixed precision.
     bf16: Option<Bf16Compute>,
     history: Vec<EpochStats>,
+    /// Under early stopping, rank 0's copy of the best epoch's weights.
+    best: BestWeights,
     steps_taken: usize,
 }
 
@@ -230,6 +242,18 @@ impl<'a> Job<'a> {
             cause: Some(e),
         };
         settings.optimizer.check().map_err(refused)?;
+        if let Some(rule) = &settings.early_stopping {
+            rule.check().map_err(refused)?;
+            if trainer.validation.is_none() {
+                return Err(TrainError::Options {
+                    rank,
+                    message: "early_stopping decides on the validation loss, and this training has no validation \
+                              rows (mark some with a validation indicator column)"
+                        .to_string(),
+                    cause: None,
+                });
+            }
+        }
         let network = Network::new(&options.model, device, settings.seed)?;
         let optimizer = Optimizer::new(settings.optimizer.clone(), network.parameters());
         let (named, bf16) = precision_split(rank, options, &network, &optimizer)?;
@@ -269,6 +293,7 @@ impl<'a> Job<'a> {
             named,
             optimizer,
             history: Vec::new(),
+            best: BestWeights::new(settings.early_stopping),
             steps_taken: 0,
         };
         if let Some(checkpoint) = trainer.resume {
@@ -299,6 +324,7 @@ impl<'a> Job<'a> {
             .collect();
         self.optimizer.restore(checkpoint.optimizer_steps, &state);
         self.history = checkpoint.history.clone();
+        self.best.restore(&checkpoint.best_tensors);
         Ok(())
     }
 
@@ -567,6 +593,14 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// The trained model's tensors: the best epoch's under early stopping, else the last's.
+    fn trained_tensors(&self) -> Result<Vec<NamedTensor>, TrainError> {
+        match self.best.tensors() {
+            Some(best) => Ok(best.to_vec()),
+            None => host_copies(&self.named).map_err(|e| self.torch(e)),
+        }
+    }
+
     /// The state after `epochs` epochs, to resume from.
     fn checkpoint(&self, epochs: usize) -> Result<Checkpoint, TrainError> {
         let (optimizer_steps, state) = self.optimizer.state();
@@ -581,6 +615,7 @@ impl<'a> Job<'a> {
             optimizer_steps,
             optimizer_state: host_copies(&state_named).map_err(|e| self.torch(e))?,
             history: self.history.clone(),
+            best_tensors: self.best.tensors().unwrap_or_default().to_vec(),
         })
     }
 }
