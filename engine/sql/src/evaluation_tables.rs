@@ -23,7 +23,7 @@ use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
 
 use super::catalog::CatalogModel;
 use super::literals;
-use super::table_functions::{check_columns, trained};
+use super::table_functions::{check_columns, class_names, trained};
 use super::trained::Trained;
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::evaluation::{Evaluation, StateTable, evaluation_state, state_rows};
@@ -49,14 +49,6 @@ fn positive_probability(classifier: &ClassificationModel) -> Expr {
         array_element(ident(classifier.probability_col()), lit(2i64)),
         DataType::Float64,
     )
-}
-
-/// The names of the model's classes, by index.
-fn class_names(model: &CatalogModel, classifier: &ClassificationModel) -> Vec<String> {
-    match &model.entry.labels {
-        Some(labels) => labels.clone(),
-        None => (0..classifier.num_classes()).map(|i| i.to_string()).collect(),
-    }
 }
 
 /// The `threshold` of a `STRUCT(t AS threshold)` setting, checked to lie in [0, 1].

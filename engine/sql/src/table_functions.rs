@@ -28,6 +28,7 @@ use super::trained::Trained;
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::evaluation::{Evaluation, evaluation_state, metric};
 use hearth_engine::stage::{Transformer, quoted_columns};
+use hearth_engine::train::ClassificationModel;
 
 /// The trained network ending a model's pipeline.
 pub(super) fn trained(model: &CatalogModel) -> Result<Trained<'_>> {
@@ -92,11 +93,7 @@ pub(super) fn prediction_columns(model: &CatalogModel) -> Result<Vec<Expr>> {
         return Ok(projection);
     };
     let probability = ident(classifier.probability_col());
-    let names: Vec<String> = match &model.entry.labels {
-        Some(labels) => labels.clone(),
-        None => (0..classifier.num_classes()).map(|i| i.to_string()).collect(),
-    };
-    let probs = names
+    let probs = class_names(model, classifier)
         .iter()
         .enumerate()
         .map(|(i, name)| {
@@ -106,6 +103,14 @@ pub(super) fn prediction_columns(model: &CatalogModel) -> Result<Vec<Expr>> {
         .collect();
     projection.push(make_array(probs).alias(format!("predicted_{label}_probs")));
     Ok(projection)
+}
+
+/// The names of a classifier model's classes, by index: its label's values, or the indices themselves.
+pub(super) fn class_names(model: &CatalogModel, classifier: &ClassificationModel) -> Vec<String> {
+    match &model.entry.labels {
+        Some(labels) => labels.clone(),
+        None => (0..classifier.num_classes()).map(|i| i.to_string()).collect(),
+    }
 }
 
 /// `ML.TRANSFORM`: the preprocessing's output columns, and the label when the rows have it.
