@@ -7,6 +7,7 @@
 # through ./dev, which sets up libtorch:
 #
 #   ./dev notebooks            # execute and check every notebook; the executed copies go to the cache
+#   ./dev notebooks notebooks/ucluster.ipynb   # only these
 #
 # The cache is $HEARTH_CACHE, else $XDG_CACHE_HOME/hearth, else ~/.cache/hearth.
 set -euo pipefail
@@ -52,5 +53,6 @@ export LIBTORCH
 export LD_LIBRARY_PATH="$sysroot_lib:$LIBTORCH/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$kernel/bin/evcxr_jupyter" --install >/dev/null
 
+if [[ $# -eq 0 ]]; then set -- notebooks/*.ipynb; fi
 exec "$venv/bin/python" scripts/notebooks.py --work "$cache/work" --executed "$cache/executed" \
-    --hearth "$target_dir/debug/hearth" notebooks/*.ipynb
+    --hearth "$target_dir/debug/hearth" "$@"

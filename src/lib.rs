@@ -26,6 +26,10 @@
 // No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
 #![warn(clippy::too_many_lines)]
 
+/// The DataFusion hearth runs on, Arrow included (`hearth::datafusion::arrow`): for code that works with
+/// record batches itself, such as a [`BarrierFunction`](engine::barrier::BarrierFunction), without a
+/// dependency of its own to keep at hearth's version.
+pub use datafusion;
 pub use hearth_display as display;
 pub use hearth_engine as engine;
 pub use hearth_sql as sql;
@@ -36,6 +40,8 @@ pub mod ml {
     pub use hearth_collective as collective;
     pub use hearth_stats::{clustering, evaluation, random};
     pub use hearth_torch::{LIBTORCH_VERSION, artifact, data, explain, horovod, model, train};
+    /// The tch (libtorch) hearth trains with, for a training loop of one's own.
+    pub use tch;
 }
 
 pub mod datasets;

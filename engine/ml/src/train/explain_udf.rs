@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, Float64Array, Float64Builder, ListBuilder, StringBuilder, StructArray, StructBuilder,
@@ -14,20 +14,21 @@ use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
-use hearth_torch::artifact::{ModelArtifact, Predictor};
+use hearth_torch::artifact::ModelArtifact;
 use hearth_torch::explain::{Attributions, Explained, integrated_gradients};
 use hearth_torch::train::Loss;
 use serde::{Deserialize, Serialize};
 
-use super::network_udf::{LoadedNetwork, loaded};
+use super::predictors::Predictors;
 use crate::codec::UdfCodec;
 use crate::vector::{vector_dim, vector_values};
 
 /// The function's name.
 pub const EXPLAIN: &str = "ml_explain";
 
-/// Rows whose interpolation points go through the network at once.
-const ROWS_AT_ONCE: usize = 2048;
+/// Rows whose interpolation points go through the network at once: 512 × 20 points keep a small network's
+/// activations in the cache (BENCHMARKS.md, Explanations: 2,048 took 1.4× as long).
+const ROWS_AT_ONCE: usize = 512;
 
 /// How a model's predictions are explained.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -72,7 +73,7 @@ pub struct ExplainUdf {
     settings: ExplainSettings,
     explained: Explained,
     fingerprint: u64,
-    predictor: LoadedNetwork,
+    networks: Predictors,
 }
 
 impl fmt::Debug for ExplainUdf {
@@ -132,12 +133,8 @@ impl ExplainUdf {
             settings,
             explained,
             fingerprint: hasher.finish(),
-            predictor: OnceLock::new(),
+            networks: Predictors::default(),
         })
-    }
-
-    fn predictor(&self) -> Result<&Mutex<Predictor>> {
-        loaded(&self.predictor, &self.model, EXPLAIN)
     }
 
     /// The model's bytes and the settings, as the codec writes them: the settings' JSON length (8 bytes,
@@ -173,30 +170,29 @@ impl ExplainUdf {
 
     /// The attributions of every row of `values` (rows × `dim`), a block of rows at a time.
     fn attribute(&self, values: &[f32], rows: usize, dim: usize) -> Result<Attributions> {
-        let predictor = self
-            .predictor()?
-            .lock()
-            .map_err(|_| DataFusionError::Execution(format!("{EXPLAIN}: model lock poisoned")))?;
         let mut all = Attributions {
             values: Vec::with_capacity(rows * dim),
             prediction: Vec::with_capacity(rows),
             baseline_prediction: Vec::with_capacity(rows),
         };
-        for start in (0..rows).step_by(ROWS_AT_ONCE) {
-            let block = ROWS_AT_ONCE.min(rows - start);
-            let part = integrated_gradients(
-                &predictor,
-                &values[start * dim..(start + block) * dim],
-                block,
-                &self.settings.baseline,
-                self.settings.steps,
-                self.explained,
-            )
-            .map_err(|e| DataFusionError::Execution(format!("{EXPLAIN}: {e}")))?;
-            all.values.extend(part.values);
-            all.prediction.extend(part.prediction);
-            all.baseline_prediction.extend(part.baseline_prediction);
-        }
+        self.networks.with(&self.model, EXPLAIN, |predictor| {
+            for start in (0..rows).step_by(ROWS_AT_ONCE) {
+                let block = ROWS_AT_ONCE.min(rows - start);
+                let part = integrated_gradients(
+                    predictor,
+                    &values[start * dim..(start + block) * dim],
+                    block,
+                    &self.settings.baseline,
+                    self.settings.steps,
+                    self.explained,
+                )
+                .map_err(|e| DataFusionError::Execution(format!("{EXPLAIN}: {e}")))?;
+                all.values.extend(part.values);
+                all.prediction.extend(part.prediction);
+                all.baseline_prediction.extend(part.baseline_prediction);
+            }
+            Ok(())
+        })?;
         Ok(all)
     }
 }

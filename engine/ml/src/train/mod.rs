@@ -33,6 +33,7 @@ mod function;
 mod network;
 mod network_model;
 mod network_udf;
+mod predictors;
 mod progress;
 mod progress_bar;
 mod task;

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, StructArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
@@ -12,9 +12,10 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use hearth_torch::artifact::{ModelArtifact, Predictor};
+use hearth_torch::artifact::ModelArtifact;
 use hearth_torch::train::Loss;
 
+use super::predictors::Predictors;
 use crate::codec::UdfCodec;
 use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
 
@@ -49,7 +50,7 @@ pub struct NetworkUdf {
     model: Arc<Vec<u8>>,
     fingerprint: u64,
     task: Task,
-    predictor: LoadedNetwork,
+    networks: Predictors,
 }
 
 impl fmt::Debug for NetworkUdf {
@@ -105,7 +106,7 @@ impl NetworkUdf {
             model: Arc::new(model),
             fingerprint: hasher.finish(),
             task,
-            predictor: OnceLock::new(),
+            networks: Predictors::default(),
         })
     }
 
@@ -121,27 +122,6 @@ impl NetworkUdf {
             Task::Value => None,
         }
     }
-
-    /// The network, loaded on first use in this process.
-    fn predictor(&self) -> Result<&Mutex<Predictor>> {
-        loaded(&self.predictor, &self.model, self.name())
-    }
-}
-
-/// A model's network kept by a function: loaded from the model's bytes on first use in the process.
-pub(crate) type LoadedNetwork = OnceLock<std::result::Result<Mutex<Predictor>, String>>;
-
-/// The network of `model` (bytes of `ModelArtifact::to_bytes`) in `cell`, loading it there the first time;
-/// a failure names `function`.
-pub(crate) fn loaded<'a>(cell: &'a LoadedNetwork, model: &[u8], function: &str) -> Result<&'a Mutex<Predictor>> {
-    cell.get_or_init(|| {
-        ModelArtifact::from_bytes(model)
-            .and_then(|artifact| artifact.predictor())
-            .map(Mutex::new)
-            .map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(|e| DataFusionError::Execution(format!("{function}: {e}")))
 }
 
 /// The result's fields for `classes` classes.
@@ -216,11 +196,7 @@ impl ScalarUDFImpl for NetworkUdf {
         let (values, nulls) = vector_values(&input)?;
         let dim = vector_dim(input.data_type()).unwrap_or(0);
         let rows = input.len();
-        let outputs = {
-            let predictor = self
-                .predictor()?
-                .lock()
-                .map_err(|_| DataFusionError::Execution(format!("{}: model lock poisoned", self.name())))?;
+        let outputs = self.networks.with(&self.model, self.name(), |predictor| {
             if predictor.input_width() != dim {
                 return exec_err!(
                     "{}: column {:?} holds {dim}-dimensional vectors but the model takes {}",
@@ -231,8 +207,8 @@ impl ScalarUDFImpl for NetworkUdf {
             }
             predictor
                 .outputs(values.values(), rows)
-                .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))?
-        };
+                .map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name())))
+        })?;
         let Task::Classes { classes, one_logit } = self.task else {
             let values: Vec<f64> = outputs.iter().map(|&v| f64::from(v)).collect();
             return Ok(ColumnarValue::Array(Arc::new(Float64Array::new(values.into(), nulls))));

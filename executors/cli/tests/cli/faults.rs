@@ -89,13 +89,23 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
     wait_for("the killed job's slots free", Duration::from_secs(20), || {
         fleet.busy_executors().is_empty().then_some(())
     });
-    wait_for("the ranks say they stopped", Duration::from_secs(20), || {
-        let logs = fleet.executor_logs();
+    let said = |logs: &str| {
         ["cancelled in epoch", "the driver is gone", "(the stage was cancelled)"]
             .iter()
-            .any(|said| logs.contains(said))
-            .then_some(())
-    });
+            .any(|reason| logs.contains(reason))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !said(&fleet.executor_logs()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let logs = fleet.executor_logs();
+    let last: Vec<&str> = logs.lines().rev().take(40).collect();
+    assert!(
+        said(&logs),
+        "no executor log says why the killed job's ranks stopped; the logs end:\n{}\njob logs:\n{}",
+        last.into_iter().rev().collect::<Vec<_>>().join("\n"),
+        fleet.ok(&["job", "logs", &id])
+    );
 
     // An executor killed while a cluster-mode job trains: the stage is retried from its checkpoint on the
     // two executors left, and the job succeeds on its second attempt.

@@ -70,12 +70,23 @@ impl ClusteringState {
         Ok(state)
     }
 
-    /// Matched weight / total weight under the best cluster → label matching.
-    pub fn accuracy(&self) -> f64 {
-        let total: f64 = self.counts.values().sum();
-        if total == 0.0 {
-            return 0.0;
-        }
+    /// The weight of each `(cluster, label)` pair seen, in order.
+    pub fn counts(&self) -> impl Iterator<Item = ((i64, i64), f64)> + '_ {
+        self.counts.iter().map(|(key, weight)| (*key, *weight))
+    }
+
+    /// The best one-to-one matching of clusters to labels: `(cluster, label)` pairs, the clusters in order.
+    /// With more clusters than labels, the clusters left over are absent (their rows count as misplaced).
+    ///
+    /// ```
+    /// use hearth_stats::evaluation::ClusteringState;
+    /// let mut state = ClusteringState::default();
+    /// for (cluster, label) in [(5, 0), (5, 0), (9, 1), (9, 1), (9, 0), (4, 1)] {
+    ///     state.add(cluster, label, 1.0);
+    /// }
+    /// assert_eq!(state.matching(), vec![(5, 0), (9, 1)]);
+    /// ```
+    pub fn matching(&self) -> Vec<(i64, i64)> {
         let mut clusters: Vec<i64> = self.counts.keys().map(|k| k.0).collect();
         clusters.dedup();
         let mut labels: Vec<i64> = self.counts.keys().map(|k| k.1).collect();
@@ -89,8 +100,20 @@ impl ClusteringState {
             let j = labels.binary_search(label).unwrap_or_default();
             cost[i][j] = -weight;
         }
-        let assignment = hungarian(&cost);
-        let matched: f64 = assignment.iter().enumerate().map(|(i, &j)| -cost[i][j]).sum();
+        hungarian(&cost)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, j)| Some((*clusters.get(i)?, *labels.get(j)?)))
+            .collect()
+    }
+
+    /// Matched weight / total weight under the best cluster → label matching.
+    pub fn accuracy(&self) -> f64 {
+        let total: f64 = self.counts.values().sum();
+        if total == 0.0 {
+            return 0.0;
+        }
+        let matched: f64 = self.matching().iter().filter_map(|pair| self.counts.get(pair)).sum();
         matched / total
     }
 }
