@@ -109,9 +109,23 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
 
     // An executor killed while a cluster-mode job trains: the stage is retried from its checkpoint on the
     // two executors left, and the job succeeds on its second attempt.
+    // The job's earlier stages (preprocessing) also hold two slots for a moment, and a task of theirs that is
+    // lost is retried by Ballista alone: wait until the same two slots have been held for 3 s — training.
     let id = fleet.submit_cluster(&training_job(jobs.path(), "survivor", 300, ""), &["--models", models]);
-    let busy = wait_for("training holds two slots", Duration::from_secs(60), || {
-        Some(fleet.busy_executors()).filter(|busy| busy.len() == 2)
+    let mut held_since: Option<(Vec<String>, Instant)> = None;
+    let busy = wait_for("training holds two slots for 3 s", Duration::from_secs(90), || {
+        let busy = fleet.busy_executors();
+        match &held_since {
+            _ if busy.len() != 2 => {
+                held_since = None;
+                None
+            }
+            Some((held, since)) if *held == busy => (since.elapsed() >= Duration::from_secs(3)).then_some(busy),
+            _ => {
+                held_since = Some((busy, Instant::now()));
+                None
+            }
+        }
     });
     let pid = fleet.executor_pid(&busy[0]);
     nix_kill(pid);
