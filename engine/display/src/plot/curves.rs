@@ -5,7 +5,7 @@ use hearth_stats::evaluation::BinaryState;
 use hearth_torch::train::EpochStats;
 use plotters::prelude::*;
 
-use super::{Svg, drawn, padded};
+use super::{Svg, captioned, drawn, padded};
 use hearth_engine::error::{HearthError, Result};
 
 /// A named line of `(epoch, value)` points, in its colour.
@@ -39,12 +39,7 @@ fn curves_panel(
     epochs: usize,
 ) -> std::result::Result<(), DrawingAreaErrorKind<std::io::Error>> {
     let y = padded(series.iter().flat_map(|(_, _, points)| points).map(|p| p.1));
-    let mut chart = ChartBuilder::on(area)
-        .caption(name, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(32)
-        .y_label_area_size(52)
-        .build_cartesian_2d(0.5..epochs as f64 + 0.5, y)?;
+    let mut chart = captioned(area, name, 32).build_cartesian_2d(0.5..epochs as f64 + 0.5, y)?;
     chart
         .configure_mesh()
         .x_desc("epoch")
@@ -176,12 +171,7 @@ fn unit_curve(
 ) -> Result<Svg> {
     let caption = title.clone();
     drawn(plot, title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(caption, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(52)
-            .build_cartesian_2d(0.0..1.0, 0.0..1.02)?;
+        let mut chart = captioned(root, &caption, 36).build_cartesian_2d(0.0..1.0, 0.0..1.02)?;
         chart.configure_mesh().x_desc(x_name).y_desc(y_name).draw()?;
         if diagonal {
             chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.3)))?;

@@ -3,7 +3,7 @@
 use hearth_stats::evaluation::{ClusteringState, MulticlassState};
 use plotters::prelude::*;
 
-use super::{Svg, drawn};
+use super::{Svg, captioned, drawn};
 use hearth_engine::error::{HearthError, Result};
 
 /// Weights by row and column, with the names of both and what each axis holds.
@@ -28,12 +28,8 @@ fn heat_map(plot: &'static str, title: String, caption: &str, matrix: &Matrix) -
         _ => String::new(),
     };
     drawn(plot, title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(caption, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(52)
-            // A segmented range 0..k has k + 1 segments.
+        // A segmented range 0..k has k + 1 segments.
+        let mut chart = captioned(root, caption, 36)
             .build_cartesian_2d((0..width - 1).into_segmented(), (0..height - 1).into_segmented())?;
         chart
             .configure_mesh()

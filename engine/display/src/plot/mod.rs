@@ -90,6 +90,21 @@ fn drawn<E: std::error::Error + Send + Sync + 'static>(
     })
 }
 
+/// A chart on `area` under `caption`, with room for the axes' labels (`x_labels` pixels below it).
+fn captioned<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    x_labels: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut chart = ChartBuilder::on(area);
+    chart
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(x_labels)
+        .y_label_area_size(52);
+    chart
+}
+
 /// A range around `values` with a little room, never empty.
 fn padded(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (low, high) = values
