@@ -33,6 +33,7 @@ pub mod data;
 pub mod explain;
 pub mod horovod;
 pub mod model;
+pub mod threads;
 pub mod train;
 
 /// The libtorch release hearth is built against (`tch` 0.26).

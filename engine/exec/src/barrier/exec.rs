@@ -8,7 +8,6 @@ use std::time::Duration;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
-use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -25,12 +24,13 @@ use super::gpus::{lease, offered_gpus};
 use super::program::run_in_program;
 use super::spec::ProgramRef;
 use super::spec::{BarrierSpec, reason, task_error};
+use super::task_thread::run_on_own_thread;
 use super::{BarrierFunction, BarrierTaskContext, function};
 
 /// Runs a [`BarrierFunction`] on each of its input's `world_size` partitions, all at once: each task drains
 /// its partition, joins the stage's ring at the driver's coordinator (ranks follow the partitions' contents,
-/// not the order tasks start in), and runs the function on a blocking thread (never on an async worker,
-/// where it could starve the peers it waits for). Each task returns the
+/// not the order tasks start in), and runs the function on a thread of its own (never on an async worker,
+/// where it could starve the peers it waits for), which ends with the task. Each task returns the
 /// function's rows; its errors leave as execution errors naming the job, function and rank — never IO errors,
 /// which a cluster would retry by re-running one task alone.
 #[derive(Debug)]
@@ -155,7 +155,8 @@ impl ExecutionPlan for BarrierExec {
                 .try_collect()
                 .await
                 .map_err(|e| task_error(&spec, &format!("partition {partition}"), "reading its rows", &e))?;
-            let running = SpawnedTask::spawn_blocking(move || {
+            let name = format!("hearth-task-{partition}");
+            let running = run_on_own_thread(name, move || {
                 let outcome = run_task(&spec, &runner, &input_schema, batches, Arc::clone(&cancelled));
                 // Once the stage is cancelled nobody awaits this task's result: its log is where it says it stopped.
                 if let (Err(e), true) = (&outcome, cancelled.load(Ordering::Relaxed)) {
@@ -163,9 +164,9 @@ impl ExecutionPlan for BarrierExec {
                 }
                 outcome
             });
-            running.join().await.map_err(|e| {
-                DataFusionError::Execution(format!("barrier task of partition {partition} panicked: {e}"))
-            })?
+            running
+                .await
+                .map_err(|e| DataFusionError::Execution(format!("barrier task of partition {partition}: {e}")))?
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema(),

@@ -48,6 +48,7 @@ pub mod program;
 pub mod shipped;
 mod spec;
 mod stage;
+mod task_thread;
 
 pub use context::{BarrierTaskContext, DriverChannel, ResumePoint};
 pub use exec::{BarrierExec, row_hashes};
@@ -58,3 +59,4 @@ pub use gpus::{GpuLease, UnseenGpus, libtorch_sees_gpus, offer_gpus, offered_gpu
 pub use options::BarrierOptions;
 pub use spec::BarrierSpec;
 pub use stage::{AttemptReport, BarrierStage, StageRun, check_slots};
+pub use task_thread::run_on_own_thread;

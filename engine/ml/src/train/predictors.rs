@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use datafusion::error::{DataFusionError, Result};
 use hearth_torch::artifact::{ModelArtifact, Predictor};
+use hearth_torch::threads::one_intra_op_thread_here;
 
 /// A model's loaded networks not in use now.
 #[derive(Default)]
@@ -22,6 +23,9 @@ impl Predictors {
         function: &str,
         work: impl FnOnce(&Predictor) -> Result<R>,
     ) -> Result<R> {
+        // Callers are DataFusion's long-lived workers, which predict partitions side by side: each loads and
+        // runs networks on its own thread alone, keeping no OpenMP team alive past the call.
+        one_intra_op_thread_here();
         let free = self.idle(function)?.pop();
         let predictor = match free {
             Some(predictor) => predictor,

@@ -9,6 +9,7 @@ use super::optimizer::Optimizer;
 use super::options::{Precision, TrainOptions, TrainSettings};
 use super::precision::Bf16Compute;
 use crate::model::{Layer, ModelSpec, Network};
+use crate::threads::set_intra_op_threads;
 use hearth_collective::Communicator;
 
 /// Where a rank trains.
@@ -22,8 +23,8 @@ pub(super) struct Placement {
 }
 
 impl Placement {
-    /// The rank's device (the `local_rank`-th GPU of its host, for `cuda`) and libtorch's threads (the
-    /// host's cores shared by the ranks on it, unless `threads` says).
+    /// The rank's device (the `local_rank`-th GPU of its host, for `cuda`) and libtorch's threads on the
+    /// rank's own thread (the host's cores shared by the ranks on it, unless `threads` says).
     pub(super) fn of(comm: &Communicator, settings: &TrainSettings) -> Result<Self, TrainError> {
         let rank = comm.rank();
         let host = comm.peers()[rank].registration.host.clone();
@@ -40,7 +41,7 @@ impl Placement {
             cause: Some(why),
         })?;
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        tch::set_num_threads(settings.threads.unwrap_or((cores / local_ranks.len().max(1)).max(1)) as i32);
+        set_intra_op_threads(settings.threads.unwrap_or((cores / local_ranks.len().max(1)).max(1)));
         Ok(Self { rank, host, device })
     }
 }
