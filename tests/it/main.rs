@@ -24,6 +24,7 @@ mod pipelines;
 #[cfg(feature = "polars")]
 mod polars;
 mod programs;
+mod repeated_training;
 mod sql;
 mod sql_clustering;
 mod sql_evaluation;

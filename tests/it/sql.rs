@@ -155,7 +155,12 @@ const CREATE: &str = "CREATE MODEL credit_lr
 
 /// A session with its models in `models` and the German credit CSV as table `credit`.
 pub async fn credit_session(models: &Path) -> Session {
-    let session = Session::local(2).with_models(models);
+    credit_session_on("local[2]", models).await
+}
+
+/// [`credit_session`] on `master`.
+pub async fn credit_session_on(master: &str, models: &Path) -> Session {
+    let session = Session::connect(master).await.unwrap().with_models(models);
     session
         .sql(&format!(
             "CREATE EXTERNAL TABLE credit STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true')",
