@@ -1,10 +1,10 @@
 //! Benchmark: the same model trained again and again in one process, as a SQL script with several models, a
-//! tuning run, a notebook or a long-lived server trains them. In one `hearth sql` session on `local[2]`, over the
+//! tuning run, a notebook or a long-lived server trains them. In one SQL session on `local[2]`, over the
 //! generated Higgs events through a TRANSFORM (the jet count one-hot encoded, every slot standardised): three
-//! identical `CREATE MODEL`s of the dist-keras MLP 600-600 (dropout 0.2, batch 64, `device = 'cpu'`) for Adagrad
-//! and Adam on one worker and on two, each run's samples/s against the first's; beside them PyTorch's own three
-//! runs of the same recipe in one Python process with the same threads (a plain loop with both cores at one
-//! worker, DDP over gloo with one thread per rank at two). Then a 20-trial `num_trials` tuning run, its first
+//! identical `CREATE MODEL`s of the dist-keras MLP 600-600 (dropout 0.2, batch 64, `device = 'cpu'`) for SGD,
+//! Adagrad and Adam on one worker and on two, each run's samples/s against the first's; beside them PyTorch's
+//! own three runs of the same recipe in one Python process with the same threads (a plain loop with both cores
+//! at one worker, DDP over gloo with one thread per rank at two). Then a 20-trial `num_trials` tuning run, its first
 //! trial's samples/s against its last's. Goal: every run within 10 % of the first.
 //!
 //! ```text
@@ -154,6 +154,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ]);
     for workers in [1, 2] {
         for (optimizer, spec) in [
+            ("sgd", OptimizerSpec::sgd(0.01)),
             ("adagrad", OptimizerSpec::adagrad(0.01)),
             ("adam", OptimizerSpec::adam(1e-3)),
         ] {

@@ -19,6 +19,7 @@ use datafusion::physical_plan::{
 };
 use futures::TryStreamExt;
 
+use super::allocator::give_back_free_pages;
 use super::context::Joining;
 use super::gpus::{lease, offered_gpus};
 use super::program::run_in_program;
@@ -164,9 +165,9 @@ impl ExecutionPlan for BarrierExec {
                 }
                 outcome
             });
-            running
-                .await
-                .map_err(|e| DataFusionError::Execution(format!("barrier task of partition {partition}: {e}")))?
+            let outcome = running.await;
+            give_back_free_pages();
+            outcome.map_err(|e| DataFusionError::Execution(format!("barrier task of partition {partition}: {e}")))?
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema(),

@@ -38,6 +38,7 @@
 //! # });
 //! ```
 
+mod allocator;
 pub mod checkpoints;
 mod context;
 mod exec;
@@ -59,4 +60,3 @@ pub use gpus::{GpuLease, UnseenGpus, libtorch_sees_gpus, offer_gpus, offered_gpu
 pub use options::BarrierOptions;
 pub use spec::BarrierSpec;
 pub use stage::{AttemptReport, BarrierStage, StageRun, check_slots};
-pub use task_thread::run_on_own_thread;

@@ -8,15 +8,6 @@
 //! the runtime stops spinning between parallel regions and every operator waits on a futex, so the second model
 //! of a process trained at two thirds of the first one's speed. A thread of its own, joined before the stage
 //! returns, takes its team with it: after a stage the process has the threads it had before.
-//!
-//! ```
-//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-//! use hearth_exec::barrier::run_on_own_thread;
-//!
-//! let answer = run_on_own_thread("hearth-example".to_string(), || 6 * 7).await.unwrap();
-//! assert_eq!(answer, 42);
-//! # });
-//! ```
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::thread;
@@ -27,8 +18,9 @@ const EXIT_POLL: Duration = Duration::from_millis(1);
 
 /// Runs `work` on a new thread called `name` and returns what it returned once the thread has exited (its
 /// thread-local state — libtorch's OpenMP team among it — released); an error says why the thread could not
-/// start, or the panic that ended it (`panicked: MESSAGE`). Dropping the future leaves the thread to finish on its own.
-pub async fn run_on_own_thread<T, F>(name: String, work: F) -> Result<T, String>
+/// start, or the panic that ended it (`panicked: MESSAGE`). Dropping the future leaves the thread to finish on
+/// its own.
+pub(crate) async fn run_on_own_thread<T, F>(name: String, work: F) -> Result<T, String>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
@@ -37,8 +29,8 @@ where
     let worker = thread::Builder::new()
         .name(name)
         .spawn(move || {
-            let result = catch_unwind(AssertUnwindSafe(work)).map_err(|panic| panic_message(panic.as_ref()));
-            let result = result.map_err(|message| format!("panicked: {message}"));
+            let result = catch_unwind(AssertUnwindSafe(work))
+                .map_err(|panic| format!("panicked: {}", panic_message(panic.as_ref())));
             let _ = done.send(result);
         })
         .map_err(|e| format!("no thread to run on: {e}"))?;
