@@ -198,14 +198,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
          data_split_method = 'random', data_split_eval_fraction = 0.2"
     );
     let tuned = create_model("tuned", "adagrad", 1, 1, &tuning).replace(", learn_rate = 0.01", "");
-    run(&session, &tuned).await?;
+    let created = run(&session, &tuned).await?;
     let trials_info = run(
         &session,
         "SELECT trial_id, seconds FROM ML.TRIAL_INFO(MODEL tuned) ORDER BY trial_id",
     )
     .await?;
     let seconds = column(&trials_info, "seconds");
-    let training_rows = events as f64 * 0.8;
+    let training_rows = column(&created, "training_rows")[0];
     let per_trial: Vec<f64> = seconds.iter().map(|s| training_rows / s).collect();
     println!(
         "{trials}-trial tuning (Adagrad, 1 worker, 1 epoch a trial, train + evaluate): first trial {:.0} samples/s, \
