@@ -13,7 +13,7 @@ import sys
 
 # hearth's crates, lowest first: the libtorch side, the DataFusion engine over it, the fleet and command line,
 # and the facade that re-exports them.
-ORDER = ["hearth-common", "hearth-collective", "hearth-stats", "hearth-torch", "hearth-exec", "hearth-engine", "hearth-sql", "hearth-display", "hearth-fleet", "hearth-cli", "hearth"]
+ORDER = ["hearth-common", "hearth-collective", "hearth-stats", "hearth-optim", "hearth-torch", "hearth-exec", "hearth-engine", "hearth-sql", "hearth-display", "hearth-fleet", "hearth-cli", "hearth"]
 
 KINDS = {None: "", "dev": " (dev)", "build": " (build)"}
 

@@ -19,6 +19,7 @@ mod frames;
 mod fuzz;
 mod horovod;
 mod images;
+mod linear_models;
 mod parity;
 mod pipelines;
 #[cfg(feature = "polars")]

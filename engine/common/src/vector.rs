@@ -6,7 +6,7 @@ use datafusion_common::Result;
 use datafusion_common::arrow::array::{Array, ArrayRef, FixedSizeListArray, Float32Array};
 use datafusion_common::arrow::buffer::NullBuffer;
 use datafusion_common::arrow::compute::cast;
-use datafusion_common::arrow::datatypes::{DataType, Field};
+use datafusion_common::arrow::datatypes::{DataType, Field, Fields};
 use datafusion_common::cast::{as_fixed_size_list_array, as_float32_array};
 
 /// The Arrow type of a `dim`-dimensional vector column.
@@ -25,6 +25,21 @@ pub fn vector_dim(data_type: &DataType) -> Option<usize> {
         DataType::FixedSizeList(item, dim) if item.data_type().is_numeric() => Some(*dim as usize),
         _ => None,
     }
+}
+
+/// The fields of a probabilistic classifier's scores for `classes` classes, Spark's `rawPrediction`,
+/// `probability` (vectors) and `prediction` (the class index).
+///
+/// ```
+/// use hearth_common::vector::classifier_score_fields;
+/// assert_eq!(classifier_score_fields(3)[2].name(), "prediction");
+/// ```
+pub fn classifier_score_fields(classes: usize) -> Fields {
+    Fields::from(vec![
+        Field::new("rawPrediction", vector_type(classes), true),
+        Field::new("probability", vector_type(classes), true),
+        Field::new("prediction", DataType::Float64, true),
+    ])
 }
 
 /// The values of a vector array as one row-major `f32` buffer of `len × dim` values (converted when the

@@ -19,6 +19,8 @@
 //! | `ml_kmeans_sums(features, weight, centers, measure)` (aggregate) | one iteration of fitting `KMeans` |
 //! | `ml_silhouette_stats(prediction, features, weight, measure)` (aggregate) | `ClusteringEvaluator`'s first pass |
 //! | `ml_silhouette(prediction, features, weight, stats)` | a row's silhouette, the second pass |
+//! | `ml_logistic_scores(features, coefficients, intercepts, threshold)` | `LogisticRegressionModel`'s `rawPrediction`, `probability`, `prediction` |
+//! | `ml_linear_predict(features, coefficients, intercept)` | `LinearRegressionModel`'s prediction |
 //! | `ml_classify(features)` (bound to its model, carried by hearth's codecs) | a trained classifier's `rawPrediction`, `probability`, `prediction` |
 //! | `ml_multiclass_state(label, prediction, weight[, probability])` (aggregate) | `MulticlassClassificationEvaluator` |
 //! | `ml_binary_state(score, label, weight)` (aggregate) | `BinaryClassificationEvaluator` |
@@ -41,9 +43,10 @@ use crate::feature::one_hot_encoder::ONE_HOT;
 use crate::feature::standard_scaler::{ASSEMBLED_SUMMARY, SCALED_ASSEMBLE, STANDARD_SCALE, VECTOR_SUMMARY};
 use crate::feature::string_indexer::{LABEL_COUNTS, STRING_INDEX};
 use crate::feature::vector_assembler::VECTOR_ASSEMBLE;
+use crate::linear::{GlmFunction, LINEAR_PREDICT, LOGISTIC_SCORES};
 
 /// Registers every hearth SQL function in `ctx`, so SQL can call them by name, and makes hearth's
-/// trainer runnable by barrier stages in this process.
+/// trainer and linear models' fit runnable by barrier stages in this process.
 ///
 /// ```
 /// use datafusion::execution::FunctionRegistry;
@@ -54,7 +57,7 @@ use crate::feature::vector_assembler::VECTOR_ASSEMBLE;
 /// assert!(hearth_engine::barrier::function(hearth_engine::train::TRAIN_FUNCTION).is_ok());
 /// ```
 pub fn register_all(ctx: &SessionContext) {
-    let scalars: [&Arc<ScalarUDF>; 9] = [
+    let scalars: [&Arc<ScalarUDF>; 11] = [
         &VECTOR_ASSEMBLE,
         &STANDARD_SCALE,
         &SCALED_ASSEMBLE,
@@ -64,6 +67,8 @@ pub fn register_all(ctx: &SessionContext) {
         &KMEANS_ASSIGN,
         &KMEANS_COST,
         &SILHOUETTE,
+        &LOGISTIC_SCORES,
+        &LINEAR_PREDICT,
     ];
     for udf in scalars.into_iter().chain(STATE_ROWS.iter()) {
         ctx.register_udf(ScalarUDF::clone(udf));
@@ -79,6 +84,7 @@ pub fn register_all(ctx: &SessionContext) {
         ctx.register_udaf(AggregateUDF::clone(udaf));
     }
     crate::train::register_barrier_functions();
+    crate::barrier::register_builtin(GlmFunction);
 }
 
 inventory::submit! {

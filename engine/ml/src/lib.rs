@@ -13,6 +13,8 @@
 //!   JSON.
 //! - The [barrier stage](barrier) that trains: one task per partition, all at once, with allreduce; on
 //!   [Ballista](ballista) through hearth's [codecs](codec).
+//! - Spark's [linear models](linear) ([`LogisticRegression`](linear::LogisticRegression),
+//!   [`LinearRegression`](linear::LinearRegression)), fitted as Spark fits them, on the barrier stage.
 //! - [`KMeans`](clustering::KMeans) clustering, fitted with one aggregate query per iteration.
 //! - [Evaluators](evaluation) as aggregate queries.
 //! - Model selection ([`tuning`]): parameter grids, train-validation splits and cross-validation.
@@ -60,6 +62,7 @@ pub mod evaluation;
 pub mod feature;
 pub mod functions;
 pub mod horovod_runner;
+pub mod linear;
 pub mod pipeline;
 pub mod stage;
 pub mod train;
@@ -78,6 +81,7 @@ pub mod prelude {
         VectorAssembler,
     };
     pub use crate::frame::DataFrameExt;
+    pub use crate::linear::{LinearRegression, LinearRegressionModel, LogisticRegression, LogisticRegressionModel};
     pub use crate::master::Master;
     pub use crate::params::{HandleInvalid, StringOrderType};
     pub use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};

@@ -6,7 +6,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, StructArray};
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
@@ -17,7 +17,7 @@ use hearth_torch::train::Loss;
 
 use super::predictors::Predictors;
 use crate::codec::UdfCodec;
-use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
+use crate::vector::{classifier_score_fields, vector_array, vector_dim, vector_values};
 
 /// The function's name for a classifier.
 pub const CLASSIFY: &str = "ml_classify";
@@ -124,15 +124,6 @@ impl NetworkUdf {
     }
 }
 
-/// The result's fields for `classes` classes.
-pub(crate) fn output_fields(classes: usize) -> Fields {
-    Fields::from(vec![
-        Field::new("rawPrediction", vector_type(classes), true),
-        Field::new("probability", vector_type(classes), true),
-        Field::new("prediction", DataType::Float64, true),
-    ])
-}
-
 /// What a model predicts, from its spec and loss: classes (its outputs, or 2 for a one-logit binary model),
 /// or one number.
 fn task_of(bytes: &[u8]) -> Result<Task> {
@@ -156,7 +147,7 @@ impl NetworkUdf {
     /// The function's result type.
     fn output_type(&self) -> DataType {
         match self.task {
-            Task::Classes { classes, .. } => DataType::Struct(output_fields(classes)),
+            Task::Classes { classes, .. } => DataType::Struct(classifier_score_fields(classes)),
             Task::Value => DataType::Float64,
         }
     }
@@ -219,7 +210,7 @@ impl ScalarUDFImpl for NetworkUdf {
             vector_array(rows, classes, probability, nulls.clone())?,
             Arc::new(Float64Array::new(prediction.into(), nulls.clone())),
         ];
-        let result = StructArray::try_new(output_fields(classes), columns, nulls)?;
+        let result = StructArray::try_new(classifier_score_fields(classes), columns, nulls)?;
         Ok(ColumnarValue::Array(Arc::new(result)))
     }
 }

@@ -1,0 +1,100 @@
+//! The driver's side of a linear fit: the rows narrowed to features, label and weight, one barrier stage of
+//! [`FIT_GLM_FUNCTION`](super::FIT_GLM_FUNCTION), and the fit rank 0 returned.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::logical_expr::{cast, ident};
+use datafusion::prelude::DataFrame;
+
+use super::function::{FIT_GLM_FUNCTION, GlmArgs, GlmFit, GlmSettings, read_fit};
+use crate::barrier::{BarrierOptions, BarrierStage};
+use crate::error::{HearthError, Result};
+use crate::stage::input_field;
+use crate::vector::vector_dim;
+
+/// The label column of the prepared rows.
+const LABEL: &str = "__glm_label";
+/// The weight column of the prepared rows.
+const WEIGHT: &str = "__glm_weight";
+
+/// The columns a linear estimator reads.
+pub(crate) struct Inputs<'a> {
+    pub(crate) uid: &'a str,
+    pub(crate) features_col: &'a str,
+    pub(crate) label_col: &'a str,
+    pub(crate) weight_col: Option<&'a str>,
+}
+
+/// Fits `settings` on `df` over `options.workers` ranks.
+pub(crate) async fn fit_glm(
+    df: &DataFrame,
+    inputs: &Inputs<'_>,
+    settings: GlmSettings,
+    options: &BarrierOptions,
+) -> Result<GlmFit> {
+    let features = input_field(inputs.uid, df, inputs.features_col)?;
+    if vector_dim(features.data_type()).is_none() {
+        return Err(HearthError::schema(
+            inputs.uid,
+            inputs.features_col,
+            format!("must be a vector column, got {}", features.data_type()),
+        ));
+    }
+    let mut columns = vec![
+        ident(inputs.features_col),
+        numeric(df, inputs, inputs.label_col)?.alias(LABEL),
+    ];
+    if let Some(weight) = inputs.weight_col {
+        columns.push(numeric(df, inputs, weight)?.alias(WEIGHT));
+    }
+    let rows = df.clone().select(columns)?;
+    let args = GlmArgs {
+        settings,
+        features_col: inputs.features_col.to_string(),
+        label_col: LABEL.to_string(),
+        weight_col: inputs.weight_col.map(|_| WEIGHT.to_string()),
+    };
+    let json = serde_json::to_string(&args)
+        .map_err(|e| HearthError::barrier(FIT_GLM_FUNCTION, "cannot write the fit's arguments").caused_by(e))?;
+    let batches = BarrierStage::new(FIT_GLM_FUNCTION, json)
+        .options(options.clone())
+        .run(&rows)
+        .await?;
+    Ok(read_fit(&batches)?)
+}
+
+/// Checks the params both linear estimators share, as Spark checks them: `regParam` at least 0,
+/// `elasticNetParam` in [0, 1], `tol` at least 0, and at least one rank.
+pub(crate) fn check_params(
+    uid: &str,
+    (reg_param, elastic_net_param, tol): (f64, f64, f64),
+    workers: usize,
+) -> Result<()> {
+    let why = if reg_param.is_nan() || reg_param < 0.0 {
+        Some(("regParam", format!("must be at least 0, got {reg_param}")))
+    } else if !(0.0..=1.0).contains(&elastic_net_param) {
+        Some(("elasticNetParam", format!("must be in [0, 1], got {elastic_net_param}")))
+    } else if tol.is_nan() || tol < 0.0 {
+        Some(("tol", format!("must be at least 0, got {tol}")))
+    } else if workers == 0 {
+        Some(("workers", "must be at least 1".to_string()))
+    } else {
+        None
+    };
+    match why {
+        Some((param, why)) => Err(HearthError::invalid_param(uid, param, why)),
+        None => Ok(()),
+    }
+}
+
+/// `column` as `Float64`, or an error naming it when it is not numeric.
+fn numeric(df: &DataFrame, inputs: &Inputs<'_>, column: &str) -> Result<datafusion::prelude::Expr> {
+    let field = input_field(inputs.uid, df, column)?;
+    if !field.data_type().is_numeric() {
+        return Err(HearthError::schema(
+            inputs.uid,
+            column,
+            format!("must be numeric, got {}", field.data_type()),
+        ));
+    }
+    Ok(cast(ident(column), DataType::Float64))
+}

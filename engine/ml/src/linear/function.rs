@@ -1,0 +1,208 @@
+//! The linear models' fit as a barrier function: each task turns its rows into a shard and runs the same fit,
+//! the ranks summing every pass's totals with an allgather (added in rank order, so every rank takes the same
+//! steps); rank 0 returns the fitted coefficients.
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef};
+use datafusion::error::{DataFusionError, Result};
+use hearth_optim::glm::{
+    FitError, LinearFit, LinearSettings, LogisticFit, LogisticSettings, Reduce, Shard, fit_linear, fit_logistic,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::barrier::{BarrierFunction, BarrierTaskContext};
+use crate::vector::vector_values;
+
+/// The name of the linear models' fit as a barrier function.
+pub const FIT_GLM_FUNCTION: &str = "hearth.fit_glm";
+
+/// Which model a fit solves, with its settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GlmSettings {
+    /// Spark's `LogisticRegression`.
+    Logistic(LogisticSettings),
+    /// Spark's `LinearRegression`.
+    Linear(LinearSettings),
+}
+
+/// A fitted model, as rank 0 returns it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GlmFit {
+    /// A logistic fit.
+    Logistic(LogisticFit),
+    /// A linear fit.
+    Linear(LinearFit),
+}
+
+/// What the fit's tasks are told: the model and the columns of the prepared rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GlmArgs {
+    /// The model and its settings.
+    pub settings: GlmSettings,
+    /// The vector column of features.
+    pub features_col: String,
+    /// The `Float64` label column.
+    pub label_col: String,
+    /// A `Float64` column of row weights.
+    pub weight_col: Option<String>,
+}
+
+/// The rows each task returns: its rank and rows, and on rank 0 the fit as JSON.
+static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("rank", DataType::UInt64, false),
+        Field::new("rows", DataType::UInt64, false),
+        Field::new("fit", DataType::Utf8, true),
+    ]))
+});
+
+/// The barrier function registered as [`FIT_GLM_FUNCTION`]; its argument string is [`GlmArgs`] as JSON.
+#[derive(Debug, Default)]
+pub struct GlmFunction;
+
+impl BarrierFunction for GlmFunction {
+    fn name(&self) -> &str {
+        FIT_GLM_FUNCTION
+    }
+
+    fn schema(&self, _args: &str) -> Result<SchemaRef> {
+        Ok(Arc::clone(&SCHEMA))
+    }
+
+    fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch> {
+        let args: GlmArgs = serde_json::from_str(args)
+            .map_err(|e| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: unreadable arguments: {e}")))?;
+        let rank = context.rank();
+        let shard = shard_of(&args, &input).map_err(|e| e.context(format!("rank {rank}")))?;
+        let mut ranks = RankSums { context };
+        let fit = match &args.settings {
+            GlmSettings::Logistic(settings) => fit_logistic(&shard, settings, &mut ranks).map(GlmFit::Logistic),
+            GlmSettings::Linear(settings) => fit_linear(&shard, settings, &mut ranks).map(GlmFit::Linear),
+        };
+        let fit = fit.map_err(|e| match e {
+            FitError::Ranks(e) => e,
+            e => DataFusionError::Execution(format!("rank {rank}: {e}")),
+        })?;
+        let json = (rank == 0)
+            .then(|| serde_json::to_string(&fit))
+            .transpose()
+            .map_err(|e| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: {e}")))?;
+        Ok(RecordBatch::try_new(
+            Arc::clone(&SCHEMA),
+            vec![
+                Arc::new(UInt64Array::from(vec![rank as u64])),
+                Arc::new(UInt64Array::from(vec![shard.rows() as u64])),
+                Arc::new(StringArray::from(vec![json])),
+            ],
+        )?)
+    }
+}
+
+/// The task's rows as a shard: features widened to `f64`, labels and weights as given; a null is an error naming
+/// its column and row.
+fn shard_of(args: &GlmArgs, input: &[RecordBatch]) -> Result<Shard> {
+    let Some(first) = input.first() else {
+        return Ok(Shard::default());
+    };
+    let batch = concat_batches(&first.schema(), input)?;
+    let column = |name: &str| {
+        batch
+            .column_by_name(name)
+            .cloned()
+            .ok_or_else(|| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: no column {name:?}")))
+    };
+    let features = column(&args.features_col)?;
+    let dim = match features.data_type() {
+        DataType::FixedSizeList(_, dim) => *dim as usize,
+        other => {
+            return Err(DataFusionError::Execution(format!(
+                "column {:?} is {other}, not a vector",
+                args.features_col
+            )));
+        }
+    };
+    let (values, nulls) = vector_values(&features)?;
+    let doubles = |name: &str| -> Result<Vec<f64>> {
+        let array = cast(&column(name)?, &DataType::Float64)?;
+        if let Some(row) = (0..array.len()).find(|i| array.is_null(*i)) {
+            return Err(DataFusionError::Execution(format!("column {name:?}, row {row}: null")));
+        }
+        Ok(array.as_primitive::<Float64Type>().values().to_vec())
+    };
+    if let Some(row) = nulls.as_ref().and_then(|n| (0..n.len()).find(|i| n.is_null(*i))) {
+        return Err(DataFusionError::Execution(format!(
+            "column {:?}, row {row}: null",
+            args.features_col
+        )));
+    }
+    let labels = doubles(&args.label_col)?;
+    let weights = args.weight_col.as_deref().map(doubles).transpose()?;
+    let features = values.values().iter().map(|v| f64::from(*v)).collect();
+    Shard::new(dim, features, labels, weights).map_err(|e| DataFusionError::Execution(e.to_string()))
+}
+
+/// Sums across the stage's ranks: every rank's values gathered, added in rank order.
+struct RankSums<'a> {
+    context: &'a mut BarrierTaskContext,
+}
+
+impl RankSums<'_> {
+    /// Every rank's values, in rank order.
+    fn gathered(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>> {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let all = self.context.all_gather(&bytes)?;
+        all.iter()
+            .enumerate()
+            .map(|(rank, bytes)| {
+                if bytes.len() != size_of_val(values) {
+                    return Err(DataFusionError::Execution(format!(
+                        "rank {rank} sent {} bytes for {} values: the ranks are not fitting the same model",
+                        bytes.len(),
+                        values.len()
+                    )));
+                }
+                Ok(bytes
+                    .chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default()))
+                    .collect())
+            })
+            .collect()
+    }
+}
+
+impl Reduce for RankSums<'_> {
+    type Error = DataFusionError;
+
+    fn sum(&mut self, values: &mut [f64]) -> Result<()> {
+        let all = self.gathered(values)?;
+        for (i, value) in values.iter_mut().enumerate() {
+            *value = all.iter().fold(0.0, |sum, rank| sum + rank[i]);
+        }
+        Ok(())
+    }
+
+    fn max(&mut self, values: &mut [f64]) -> Result<()> {
+        let all = self.gathered(values)?;
+        for (i, value) in values.iter_mut().enumerate() {
+            *value = all.iter().fold(f64::NEG_INFINITY, |max, rank| max.max(rank[i]));
+        }
+        Ok(())
+    }
+}
+
+/// The fit rank 0 returned among the stage's rows.
+pub(crate) fn read_fit(batches: &[RecordBatch]) -> Result<GlmFit> {
+    let json = batches.iter().find_map(|batch| {
+        let fits = batch.column_by_name("fit")?.as_string_opt::<i32>()?;
+        (0..fits.len())
+            .find(|i| fits.is_valid(*i))
+            .map(|i| fits.value(i).to_string())
+    });
+    let json = json.ok_or_else(|| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: rank 0 returned no fit")))?;
+    serde_json::from_str(&json).map_err(|e| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: {e}")))
+}

@@ -1,0 +1,217 @@
+//! Spark's `LinearRegression` and its model.
+
+use datafusion::logical_expr::{ident, lit};
+use datafusion::prelude::DataFrame;
+use hearth_optim::glm::{LinearFit, LinearSettings, LinearSolver, Solved};
+use serde::{Deserialize, Serialize};
+
+use super::fit::{Inputs, check_params, fit_glm};
+use super::function::{GlmFit, GlmSettings};
+use super::scores::LINEAR_PREDICT;
+use crate::barrier::BarrierOptions;
+use crate::error::{HearthError, Result};
+use crate::params::new_uid;
+use crate::stage::{Estimator, Transformer, ensure_new_column, serde_stage};
+use crate::udf::args::f64_list_literal;
+
+/// Spark's `LinearRegression` (squared error): by the normal equation up to 4,096 features (`solver` `auto` or
+/// `normal`), by L-BFGS (`l-bfgs`, OWL-QN with an L1 part) otherwise, with an elastic-net penalty, to Spark's
+/// coefficients, over `workers` ranks of the barrier stage.
+///
+/// ```
+/// use hearth_engine::linear::LinearRegression;
+/// let lr = LinearRegression::new().solver("l-bfgs").reg_param(0.1).fit_intercept(false);
+/// assert_eq!(lr.get_solver(), "l-bfgs");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LinearRegression {
+    uid: String,
+    features_col: String,
+    label_col: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weight_col: Option<String>,
+    prediction_col: String,
+    #[serde(flatten)]
+    settings: LinearSettings,
+    workers: usize,
+    /// A name given to `solver` that is not one, refused when fitting.
+    #[serde(skip)]
+    unknown_solver: Option<String>,
+}
+
+impl Default for LinearRegression {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LinearRegression {
+    /// Spark's defaults: no penalty, solver `auto`, 100 iterations, `tol` 1e-6, intercept, standardization; one
+    /// rank.
+    pub fn new() -> Self {
+        Self {
+            uid: new_uid("LinearRegression"),
+            features_col: "features".to_string(),
+            label_col: "label".to_string(),
+            weight_col: None,
+            prediction_col: "prediction".to_string(),
+            settings: LinearSettings::default(),
+            workers: 1,
+            unknown_solver: None,
+        }
+    }
+
+    super::setters::glm_setters!();
+
+    /// `"auto"`, `"normal"` or `"l-bfgs"`; another name is refused when fitting.
+    pub fn solver(mut self, solver: &str) -> Self {
+        match solver {
+            "auto" => self.settings.solver = LinearSolver::Auto,
+            "normal" => self.settings.solver = LinearSolver::Normal,
+            "l-bfgs" => self.settings.solver = LinearSolver::LBfgs,
+            other => self.unknown_solver = Some(other.to_string()),
+        }
+        self
+    }
+
+    /// The solver, by Spark's name.
+    pub fn get_solver(&self) -> &'static str {
+        match self.settings.solver {
+            LinearSolver::Auto => "auto",
+            LinearSolver::Normal => "normal",
+            LinearSolver::LBfgs => "l-bfgs",
+        }
+    }
+
+    /// Each parameter checked as Spark checks it.
+    fn checked(&self) -> Result<()> {
+        let s = &self.settings;
+        check_params(&self.uid, (s.reg_param, s.elastic_net_param, s.tol), self.workers)?;
+        match &self.unknown_solver {
+            Some(solver) => Err(HearthError::invalid_param(
+                &self.uid,
+                "solver",
+                format!("must be \"auto\", \"normal\" or \"l-bfgs\", got {solver:?}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// What [`Stage::describe`](crate::stage::Stage::describe) says.
+    fn describe_line(&self) -> String {
+        let s = &self.settings;
+        format!(
+            "solver={}, regParam={}, elasticNetParam={}, maxIter={}, workers={}",
+            self.get_solver(),
+            s.reg_param,
+            s.elastic_net_param,
+            s.max_iter,
+            self.workers
+        )
+    }
+}
+
+impl Estimator for LinearRegression {
+    type Model = LinearRegressionModel;
+
+    async fn fit(&self, df: &DataFrame) -> Result<LinearRegressionModel> {
+        self.checked()?;
+        let inputs = Inputs {
+            uid: &self.uid,
+            features_col: &self.features_col,
+            label_col: &self.label_col,
+            weight_col: self.weight_col.as_deref(),
+        };
+        let options = BarrierOptions {
+            workers: self.workers,
+            ..BarrierOptions::default()
+        };
+        let GlmFit::Linear(fit) = fit_glm(df, &inputs, GlmSettings::Linear(self.settings.clone()), &options).await?
+        else {
+            return Err(HearthError::invalid_data(
+                &self.uid,
+                &self.label_col,
+                "the fit returned another model",
+            ));
+        };
+        Ok(LinearRegressionModel {
+            uid: self.uid.clone(),
+            features_col: self.features_col.clone(),
+            prediction_col: self.prediction_col.clone(),
+            fit,
+        })
+    }
+}
+
+/// A fitted [`LinearRegression`]: Spark's `coefficients`, `intercept` and the solve's summary; `transform` adds
+/// the prediction. Saved and loaded with pipelines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LinearRegressionModel {
+    uid: String,
+    features_col: String,
+    prediction_col: String,
+    #[serde(flatten)]
+    fit: LinearFit,
+}
+
+impl LinearRegressionModel {
+    /// One coefficient per feature, in the features' units.
+    pub fn coefficients(&self) -> &[f64] {
+        &self.fit.coefficients
+    }
+
+    /// The intercept (0 when none was fitted).
+    pub fn intercept(&self) -> f64 {
+        self.fit.intercept
+    }
+
+    /// The solve's objective history and iterations (none for a Cholesky solve, as Spark reports it).
+    pub fn summary(&self) -> &Solved {
+        &self.fit.solved
+    }
+
+    /// The prediction for one row of features.
+    pub fn predict(&self, features: &[f64]) -> f64 {
+        self.fit.intercept
+            + self
+                .fit
+                .coefficients
+                .iter()
+                .zip(features)
+                .map(|(c, x)| c * x)
+                .sum::<f64>()
+    }
+
+    /// What [`Stage::describe`](crate::stage::Stage::describe) says.
+    fn describe_line(&self) -> String {
+        format!(
+            "linear regression, {} features, intercept {:.6}, {} iterations",
+            self.fit.coefficients.len(),
+            self.fit.intercept,
+            self.fit.solved.total_iterations
+        )
+    }
+}
+
+impl Transformer for LinearRegressionModel {
+    fn transform(&self, df: &DataFrame) -> Result<DataFrame> {
+        ensure_new_column(&self.uid, df, &self.prediction_col)?;
+        let prediction = LINEAR_PREDICT.call(vec![
+            ident(&self.features_col),
+            lit(f64_list_literal(&self.fit.coefficients)),
+            lit(f64_list_literal(&[self.fit.intercept])),
+        ]);
+        Ok(df.clone().with_column(&self.prediction_col, prediction)?)
+    }
+}
+
+crate::stage_class!(estimator LinearRegression);
+crate::stage_class!(transformer LinearRegressionModel);
+crate::stage_example!(
+    LinearRegression,
+    LinearRegression::new().label_col("x").features_col("features")
+);
+serde_stage!(LinearRegression, "LinearRegression", describe_line);
+serde_stage!(LinearRegressionModel, "LinearRegressionModel", describe_line);

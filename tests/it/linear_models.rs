@@ -1,0 +1,281 @@
+//! Spark's `LogisticRegression` and `LinearRegression` against Spark: every case of
+//! `tests/fixtures/spark/linear.json` (made by `linear.py` beside it with PySpark 4 on German Credit) fitted over
+//! two ranks of the barrier stage: coefficients within 1e-4 relative, the iterations Spark took, predictions
+//! within 1e-6; the same fits on `local[1]` and `standalone[2]`; errors that name the row.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, FixedSizeListArray, Float32Array, Float64Array, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use hearth::prelude::*;
+use serde_json::Value;
+
+use crate::common::*;
+
+fn fixture() -> &'static Value {
+    static FIXTURE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    FIXTURE.get_or_init(|| spark_fixture("linear.json"))
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(number).collect()
+}
+
+/// The case's rows as `features` (its columns of the fixture's), `label` and `weight`.
+fn rows(session: &Session, case: &Value) -> DataFrame {
+    let columns: Vec<&str> = fixture()["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let picked: Vec<usize> = case["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j.as_u64().unwrap() as usize)
+        .collect();
+    let label = case["label"].as_str().unwrap();
+    let rows = fixture()["rows"].as_array().unwrap();
+    let values: Vec<f32> = rows
+        .iter()
+        .flat_map(|r| picked.iter().map(move |j| number(&r["features"][*j]) as f32))
+        .collect();
+    let labels = rows.iter().map(|r| match columns.iter().position(|c| *c == label) {
+        Some(j) => number(&r["features"][j]),
+        None => number(&r[label]),
+    });
+    let item = Arc::new(Field::new_list_field(DataType::Float32, true));
+    let features =
+        FixedSizeListArray::try_new(item, picked.len() as i32, Arc::new(Float32Array::from(values)), None).unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("features", features.data_type().clone(), true),
+        Field::new("label", DataType::Float64, false),
+        Field::new("weight", DataType::Float64, false),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(features),
+        Arc::new(Float64Array::from_iter_values(labels)),
+        Arc::new(Float64Array::from_iter_values(
+            rows.iter().map(|r| number(&r["weight"])),
+        )),
+    ];
+    session
+        .read_batches(
+            Arc::clone(&schema),
+            vec![RecordBatch::try_new(schema, columns).unwrap()],
+        )
+        .unwrap()
+}
+
+fn logistic(case: &Value, workers: usize) -> LogisticRegression {
+    let p = &case["params"];
+    let mut lr = LogisticRegression::new().workers(workers);
+    if let Some(v) = p.get("regParam") {
+        lr = lr.reg_param(number(v));
+    }
+    if let Some(v) = p.get("elasticNetParam") {
+        lr = lr.elastic_net_param(number(v));
+    }
+    if let Some(v) = p.get("standardization") {
+        lr = lr.standardization(v.as_bool().unwrap());
+    }
+    if let Some(v) = p.get("fitIntercept") {
+        lr = lr.fit_intercept(v.as_bool().unwrap());
+    }
+    if let Some(v) = p.get("family") {
+        lr = lr.family(v.as_str().unwrap());
+    }
+    if case["weighted"].as_bool().unwrap() {
+        lr = lr.weight_col("weight");
+    }
+    lr
+}
+
+fn linear(case: &Value, workers: usize) -> LinearRegression {
+    let p = &case["params"];
+    let mut lr = LinearRegression::new()
+        .workers(workers)
+        .solver(p["solver"].as_str().unwrap());
+    if let Some(v) = p.get("regParam") {
+        lr = lr.reg_param(number(v));
+    }
+    if let Some(v) = p.get("fitIntercept") {
+        lr = lr.fit_intercept(v.as_bool().unwrap());
+    }
+    if case["weighted"].as_bool().unwrap() {
+        lr = lr.weight_col("weight");
+    }
+    lr
+}
+
+fn assert_close(what: &str, got: &[f64], want: &[f64], relative: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= relative * w.abs().max(1e-2),
+            "{what}[{i}]: hearth {g}, Spark {w}"
+        );
+    }
+}
+
+fn cases_of(estimator: &str) -> Vec<&'static Value> {
+    fixture()["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["estimator"] == estimator)
+        .collect()
+}
+
+#[tokio::test]
+async fn logistic_regression_matches_spark_on_two_ranks() {
+    let session = Session::local(2);
+    for case in cases_of("LogisticRegression") {
+        let name = case["name"].as_str().unwrap();
+        let df = rows(&session, case);
+        let model = logistic(case, 2).fit(&df).await.unwrap();
+        let want: Vec<f64> = case["coefficient_matrix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(floats)
+            .collect();
+        assert_close(
+            &format!("{name} coefficients"),
+            &model.coefficient_matrix().concat(),
+            &want,
+            1e-4,
+        );
+        assert_close(
+            &format!("{name} intercepts"),
+            model.intercept_vector(),
+            &floats(&case["intercept_vector"]),
+            1e-4,
+        );
+        let summary = model.summary().unwrap();
+        assert_eq!(
+            summary.total_iterations as u64,
+            case["total_iterations"].as_u64().unwrap(),
+            "{name}"
+        );
+        let out = model.transform(&df).unwrap().limit(0, Some(20)).unwrap();
+        let probabilities: Vec<f64> = vectors(&out, "probability")
+            .await
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(f64::from)
+            .collect();
+        let want: Vec<f64> = case["probability"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(floats)
+            .collect();
+        for (i, (g, w)) in probabilities.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-6, "{name} probability {i}: hearth {g}, Spark {w}");
+        }
+        let predictions: Vec<f64> = doubles(&out, "prediction").await.into_iter().flatten().collect();
+        assert_eq!(predictions, floats(&case["prediction"]), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn linear_regression_matches_spark_on_two_ranks() {
+    let session = Session::local(2);
+    for case in cases_of("LinearRegression") {
+        let name = case["name"].as_str().unwrap();
+        let df = rows(&session, case);
+        let model = linear(case, 2).fit(&df).await.unwrap();
+        assert_close(
+            &format!("{name} coefficients"),
+            model.coefficients(),
+            &floats(&case["coefficients"]),
+            1e-4,
+        );
+        assert_close(
+            &format!("{name} intercept"),
+            &[model.intercept()],
+            &[number(&case["intercept"])],
+            1e-4,
+        );
+        assert_eq!(
+            model.summary().total_iterations as u64,
+            case["total_iterations"].as_u64().unwrap(),
+            "{name}"
+        );
+        let out = model.transform(&df).unwrap().limit(0, Some(20)).unwrap();
+        let predictions: Vec<f64> = doubles(&out, "prediction").await.into_iter().flatten().collect();
+        assert_close(
+            &format!("{name} predictions"),
+            &predictions,
+            &floats(&case["prediction"]),
+            1e-6,
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_same_fit_on_one_rank_and_on_ballista() {
+    let case = cases_of("LogisticRegression")
+        .into_iter()
+        .find(|c| c["name"] == "binomial_elastic_net")
+        .unwrap();
+    let local = Session::local(2);
+    let two = logistic(case, 2).fit(&rows(&local, case)).await.unwrap();
+    let one = logistic(case, 1).fit(&rows(&Session::local(1), case)).await.unwrap();
+    assert_close(
+        "local[1] vs local[2]",
+        &one.coefficient_matrix().concat(),
+        &two.coefficient_matrix().concat(),
+        1e-9,
+    );
+    let standalone = Session::connect("standalone[2]").await.unwrap();
+    let ballista = logistic(case, 2).fit(&rows(&standalone, case)).await.unwrap();
+    assert_close(
+        "standalone[2] vs local[2]",
+        &ballista.coefficient_matrix().concat(),
+        &two.coefficient_matrix().concat(),
+        1e-9,
+    );
+    let case = cases_of("LinearRegression")
+        .into_iter()
+        .find(|c| c["name"] == "lbfgs_l2_weighted")
+        .unwrap();
+    let two = linear(case, 2).fit(&rows(&local, case)).await.unwrap();
+    let ballista = linear(case, 2).fit(&rows(&standalone, case)).await.unwrap();
+    assert_close(
+        "standalone[2] vs local[2]",
+        ballista.coefficients(),
+        two.coefficients(),
+        1e-9,
+    );
+}
+
+#[tokio::test]
+async fn a_label_that_is_not_a_class_names_its_rank_and_row_and_a_bad_param_its_name() {
+    let session = Session::local(1);
+    let df = session
+        .context()
+        .sql("SELECT * FROM (VALUES (0.0, 0.0), (1.0, 2.5)) AS t(x, label)")
+        .await
+        .unwrap();
+    let df = VectorAssembler::new()
+        .input_cols(["x"])
+        .output_col("features")
+        .transform(&df)
+        .unwrap();
+    let error = LogisticRegression::new().fit(&df).await.unwrap_err().to_string();
+    assert!(
+        error.contains("rank 0: row 1: label 2.5 is not a class index"),
+        "{error}"
+    );
+    let error = LinearRegression::new()
+        .label_col("nothing")
+        .fit(&df)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("nothing"), "{error}");
+}
