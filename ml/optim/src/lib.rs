@@ -1,6 +1,7 @@
 //! # hearth-optim
 //!
-//! The full-batch solvers Spark MLlib fits its linear models with, and those fits ([`glm`]), without libtorch:
+//! The full-batch solvers Spark MLlib fits its linear models and perceptron with, and those fits ([`glm`],
+//! [`perceptron`]), without libtorch:
 //! [`Lbfgs`] (L-BFGS with a strong Wolfe line search; OWL-QN when coordinates carry an L1 penalty) and
 //! [`normal_equation`] (a Cholesky solve of a Gram matrix). They take their steps as Breeze — Spark's optimizer
 //! library — takes them, so a solve stops where Spark's stops and gives Spark's coefficients.
@@ -35,6 +36,7 @@ mod line_search;
 mod normal;
 mod objective;
 mod owlqn;
+pub mod perceptron;
 mod vector;
 
 pub use convergence::Stop;

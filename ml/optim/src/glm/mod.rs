@@ -13,6 +13,8 @@ mod reduce;
 mod shard;
 #[cfg(test)]
 mod spark_reference;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use linear::fit_linear;
 pub use linear_model::{LinearFit, LinearSettings, LinearSolver, MAX_FEATURES_FOR_NORMAL};
@@ -87,6 +89,9 @@ pub enum FitError<E> {
     /// No rank had a row.
     #[error("no rows to fit")]
     NoRows,
+    /// The settings cannot be fitted (what is wrong, by name).
+    #[error("{0}")]
+    Settings(String),
     /// A constant label without an intercept cannot be standardized when regularized.
     #[error("the label is constant ({mean}) and fit_intercept is false: reg_param must be 0")]
     ConstantLabel {

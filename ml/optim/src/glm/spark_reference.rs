@@ -1,6 +1,7 @@
 //! The fits against Spark 4.0.0's own answers on small datasets (PySpark `local[1]`; the rows and settings
 //! below are those Spark was given), and the same fits split over three ranks.
 
+use super::testing::three_classes;
 use super::threads::on_threads;
 use super::*;
 
@@ -23,22 +24,6 @@ fn shard_of(rows: &[(f64, f64, [f64; 2])]) -> Shard {
     let features = rows.iter().flat_map(|r| r.2).collect();
     let labels = rows.iter().map(|r| r.0).collect();
     Shard::new(2, features, labels, Some(rows.iter().map(|r| r.1).collect())).unwrap()
-}
-
-/// The 15 three-class rows: `x = [(7i mod 11)/3, ((5i+3) mod 13)/4 − 1, 2]`, `y = (2i + ⌊i/5⌋) mod 3`,
-/// `w = 1 + (i mod 3)/2`.
-fn three_classes() -> Shard {
-    let (mut features, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..15u32 {
-        features.extend([
-            f64::from((7 * i) % 11) / 3.0,
-            f64::from((5 * i + 3) % 13) / 4.0 - 1.0,
-            2.0,
-        ]);
-        labels.push(f64::from((2 * i + i / 5) % 3));
-        weights.push(1.0 + 0.5 * f64::from(i % 3));
-    }
-    Shard::new(3, features, labels, Some(weights)).unwrap()
 }
 
 fn close(got: &[f64], want: &[f64], tolerance: f64) -> bool {
@@ -164,7 +149,7 @@ fn multinomial_logistic_matches_spark_and_zeroes_a_constant_feature() {
             15,
         ),
     ];
-    let shard = three_classes();
+    let shard = three_classes(true);
     for (reg, alpha, coefficients, intercepts, iterations) in cases {
         let settings = LogisticSettings {
             reg_param: reg,
@@ -259,7 +244,7 @@ fn a_label_that_is_not_a_class_index_is_named_with_its_row() {
 
 #[test]
 fn fits_split_over_ranks_agree_with_one_rank() {
-    let whole = three_classes();
+    let whole = three_classes(true);
     let shards: Vec<Shard> = (0..3)
         .map(|r| {
             let rows: Vec<usize> = (0..whole.rows()).filter(|i| i % 3 == r).collect();
