@@ -179,3 +179,31 @@ pub async fn query_error(df: DataFrame) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// Asserts a classifier's first rows `out` (its `probability` and `prediction`) are Spark's in a fixture case
+/// (`probability`: a vector per row, within `tolerance`; `prediction`: equal).
+pub async fn assert_scores_match(name: &str, out: &DataFrame, case: &Value, tolerance: f64) {
+    let got: Vec<f64> = vectors(out, "probability")
+        .await
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(f64::from)
+        .collect();
+    let want: Vec<f64> = case["probability"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter().map(number))
+        .collect();
+    assert_eq!(got.len(), want.len(), "{name}: probabilities");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= tolerance,
+            "{name} probability {i}: hearth {g}, Spark {w}"
+        );
+    }
+    let predictions: Vec<f64> = doubles(out, "prediction").await.into_iter().flatten().collect();
+    let want: Vec<f64> = case["prediction"].as_array().unwrap().iter().map(number).collect();
+    assert_eq!(predictions, want, "{name}: predictions");
+}

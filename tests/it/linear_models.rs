@@ -160,24 +160,7 @@ async fn logistic_regression_matches_spark_on_two_ranks() {
             "{name}"
         );
         let out = model.transform(&df).unwrap().limit(0, Some(20)).unwrap();
-        let probabilities: Vec<f64> = vectors(&out, "probability")
-            .await
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(f64::from)
-            .collect();
-        let want: Vec<f64> = case["probability"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(floats)
-            .collect();
-        for (i, (g, w)) in probabilities.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-6, "{name} probability {i}: hearth {g}, Spark {w}");
-        }
-        let predictions: Vec<f64> = doubles(&out, "prediction").await.into_iter().flatten().collect();
-        assert_eq!(predictions, floats(&case["prediction"]), "{name}");
+        assert_scores_match(name, &out, case, 1e-6).await;
     }
 }
 

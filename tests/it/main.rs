@@ -21,6 +21,7 @@ mod horovod;
 mod images;
 mod linear_models;
 mod parity;
+mod perceptron_models;
 mod pipelines;
 #[cfg(feature = "polars")]
 mod polars;

@@ -21,6 +21,7 @@
 //! | `ml_silhouette(prediction, features, weight, stats)` | a row's silhouette, the second pass |
 //! | `ml_logistic_scores(features, coefficients, intercepts, threshold)` | `LogisticRegressionModel`'s `rawPrediction`, `probability`, `prediction` |
 //! | `ml_linear_predict(features, coefficients, intercept)` | `LinearRegressionModel`'s prediction |
+//! | `ml_perceptron_scores(features, layers, weights)` | `MultilayerPerceptronClassificationModel`'s `rawPrediction`, `probability`, `prediction` |
 //! | `ml_classify(features)` (bound to its model, carried by hearth's codecs) | a trained classifier's `rawPrediction`, `probability`, `prediction` |
 //! | `ml_multiclass_state(label, prediction, weight[, probability])` (aggregate) | `MulticlassClassificationEvaluator` |
 //! | `ml_binary_state(score, label, weight)` (aggregate) | `BinaryClassificationEvaluator` |
@@ -43,7 +44,9 @@ use crate::feature::one_hot_encoder::ONE_HOT;
 use crate::feature::standard_scaler::{ASSEMBLED_SUMMARY, SCALED_ASSEMBLE, STANDARD_SCALE, VECTOR_SUMMARY};
 use crate::feature::string_indexer::{LABEL_COUNTS, STRING_INDEX};
 use crate::feature::vector_assembler::VECTOR_ASSEMBLE;
-use crate::linear::{GlmFunction, LINEAR_PREDICT, LOGISTIC_SCORES};
+use crate::full_batch::FullBatchFunction;
+use crate::linear::{LINEAR_PREDICT, LOGISTIC_SCORES};
+use crate::perceptron::PERCEPTRON_SCORES;
 
 /// Registers every hearth SQL function in `ctx`, so SQL can call them by name, and makes hearth's
 /// trainer and linear models' fit runnable by barrier stages in this process.
@@ -57,7 +60,7 @@ use crate::linear::{GlmFunction, LINEAR_PREDICT, LOGISTIC_SCORES};
 /// assert!(hearth_engine::barrier::function(hearth_engine::train::TRAIN_FUNCTION).is_ok());
 /// ```
 pub fn register_all(ctx: &SessionContext) {
-    let scalars: [&Arc<ScalarUDF>; 11] = [
+    let scalars: [&Arc<ScalarUDF>; 12] = [
         &VECTOR_ASSEMBLE,
         &STANDARD_SCALE,
         &SCALED_ASSEMBLE,
@@ -69,6 +72,7 @@ pub fn register_all(ctx: &SessionContext) {
         &SILHOUETTE,
         &LOGISTIC_SCORES,
         &LINEAR_PREDICT,
+        &PERCEPTRON_SCORES,
     ];
     for udf in scalars.into_iter().chain(STATE_ROWS.iter()) {
         ctx.register_udf(ScalarUDF::clone(udf));
@@ -84,7 +88,7 @@ pub fn register_all(ctx: &SessionContext) {
         ctx.register_udaf(AggregateUDF::clone(udaf));
     }
     crate::train::register_barrier_functions();
-    crate::barrier::register_builtin(GlmFunction);
+    crate::barrier::register_builtin(FullBatchFunction);
 }
 
 inventory::submit! {

@@ -14,7 +14,9 @@
 //! - The [barrier stage](barrier) that trains: one task per partition, all at once, with allreduce; on
 //!   [Ballista](ballista) through hearth's [codecs](codec).
 //! - Spark's [linear models](linear) ([`LogisticRegression`](linear::LogisticRegression),
-//!   [`LinearRegression`](linear::LinearRegression)), fitted as Spark fits them, on the barrier stage.
+//!   [`LinearRegression`](linear::LinearRegression)) and
+//!   [`MultilayerPerceptronClassifier`](perceptron::MultilayerPerceptronClassifier), fitted as Spark fits them, on
+//!   the barrier stage.
 //! - [`KMeans`](clustering::KMeans) clustering, fitted with one aggregate query per iteration.
 //! - [Evaluators](evaluation) as aggregate queries.
 //! - Model selection ([`tuning`]): parameter grids, train-validation splits and cross-validation.
@@ -60,9 +62,11 @@ pub mod clustering;
 pub mod conformance;
 pub mod evaluation;
 pub mod feature;
+pub mod full_batch;
 pub mod functions;
 pub mod horovod_runner;
 pub mod linear;
+pub mod perceptron;
 pub mod pipeline;
 pub mod stage;
 pub mod train;
@@ -84,6 +88,7 @@ pub mod prelude {
     pub use crate::linear::{LinearRegression, LinearRegressionModel, LogisticRegression, LogisticRegressionModel};
     pub use crate::master::Master;
     pub use crate::params::{HandleInvalid, StringOrderType};
+    pub use crate::perceptron::{MultilayerPerceptronClassificationModel, MultilayerPerceptronClassifier};
     pub use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
     pub use crate::read::CsvOptions;
     pub use crate::session::Session;

@@ -22,6 +22,8 @@ use std::future::Future;
 use std::path::Path;
 
 use datafusion::arrow::datatypes::Field;
+use datafusion::functions::core::expr_fn::get_field;
+use datafusion::logical_expr::{Expr, ident};
 use datafusion::prelude::DataFrame;
 use serde::Serialize;
 
@@ -109,6 +111,20 @@ pub fn quoted_columns(df: &DataFrame) -> String {
         .map(|f| format!("{:?}", f.name()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `df` with a classifier's scores struct (`rawPrediction`, `probability`, `prediction`, as
+/// [`classifier_score_fields`](crate::vector::classifier_score_fields) makes it) spread over the three `columns`.
+pub(crate) fn with_classifier_scores(df: &DataFrame, scores: Expr, columns: [&String; 3]) -> Result<DataFrame> {
+    const SCORES: &str = "__hearth_classifier_scores";
+    let [raw, probability, prediction] = columns;
+    Ok(df
+        .clone()
+        .with_column(SCORES, scores)?
+        .with_column(raw, get_field(ident(SCORES), "rawPrediction"))?
+        .with_column(probability, get_field(ident(SCORES), "probability"))?
+        .with_column(prediction, get_field(ident(SCORES), "prediction"))?
+        .drop_columns(&[SCORES])?)
 }
 
 /// Fails when `column` already exists, as Spark refuses to overwrite a column.

@@ -5,11 +5,10 @@ use datafusion::prelude::DataFrame;
 use hearth_optim::glm::{LinearFit, LinearSettings, LinearSolver, Solved};
 use serde::{Deserialize, Serialize};
 
-use super::fit::{Inputs, check_params, fit_glm};
-use super::function::{GlmFit, GlmSettings};
 use super::scores::LINEAR_PREDICT;
 use crate::barrier::BarrierOptions;
 use crate::error::{HearthError, Result};
+use crate::full_batch::{FullBatchFit, FullBatchModel, Inputs, check_params, fit_full_batch};
 use crate::params::new_uid;
 use crate::stage::{Estimator, Transformer, ensure_new_column, serde_stage};
 use crate::udf::args::f64_list_literal;
@@ -127,7 +126,8 @@ impl Estimator for LinearRegression {
             workers: self.workers,
             ..BarrierOptions::default()
         };
-        let GlmFit::Linear(fit) = fit_glm(df, &inputs, GlmSettings::Linear(self.settings.clone()), &options).await?
+        let FullBatchFit::Linear(fit) =
+            fit_full_batch(df, &inputs, FullBatchModel::Linear(self.settings.clone()), &options).await?
         else {
             return Err(HearthError::invalid_data(
                 &self.uid,

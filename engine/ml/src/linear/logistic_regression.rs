@@ -1,18 +1,16 @@
 //! Spark's `LogisticRegression` and its model.
 
-use datafusion::functions::core::expr_fn::get_field;
 use datafusion::logical_expr::{ident, lit};
 use datafusion::prelude::DataFrame;
 use hearth_optim::glm::{Family, LogisticFit, LogisticSettings, Solved};
 use serde::{Deserialize, Serialize};
 
-use super::fit::{Inputs, check_params, fit_glm};
-use super::function::{GlmFit, GlmSettings};
 use super::scores::LOGISTIC_SCORES;
 use crate::barrier::BarrierOptions;
 use crate::error::{HearthError, Result};
+use crate::full_batch::{FullBatchFit, FullBatchModel, Inputs, check_params, fit_full_batch};
 use crate::params::new_uid;
-use crate::stage::{Estimator, Transformer, ensure_new_column, serde_stage};
+use crate::stage::{Estimator, Transformer, ensure_new_column, serde_stage, with_classifier_scores};
 use crate::udf::args::f64_list_literal;
 
 /// Spark's `LogisticRegression`: binomial or multinomial (`family`), an elastic-net penalty (`reg_param`,
@@ -119,8 +117,8 @@ impl Estimator for LogisticRegression {
             workers: self.workers,
             ..BarrierOptions::default()
         };
-        let GlmFit::Logistic(fit) =
-            fit_glm(df, &inputs, GlmSettings::Logistic(self.settings.clone()), &options).await?
+        let FullBatchFit::Logistic(fit) =
+            fit_full_batch(df, &inputs, FullBatchModel::Logistic(self.settings.clone()), &options).await?
         else {
             return Err(HearthError::invalid_data(
                 &self.uid,
@@ -216,20 +214,14 @@ impl Transformer for LogisticRegressionModel {
         for column in [&self.raw_prediction_col, &self.probability_col, &self.prediction_col] {
             ensure_new_column(&self.uid, df, column)?;
         }
-        const SCORES: &str = "__hearth_logistic_scores";
         let scores = LOGISTIC_SCORES.call(vec![
             ident(&self.features_col),
             lit(f64_list_literal(&self.fit.coefficient_matrix)),
             lit(f64_list_literal(&self.fit.intercept_vector)),
             lit(self.threshold),
         ]);
-        Ok(df
-            .clone()
-            .with_column(SCORES, scores)?
-            .with_column(&self.raw_prediction_col, get_field(ident(SCORES), "rawPrediction"))?
-            .with_column(&self.probability_col, get_field(ident(SCORES), "probability"))?
-            .with_column(&self.prediction_col, get_field(ident(SCORES), "prediction"))?
-            .drop_columns(&[SCORES])?)
+        let columns = [&self.raw_prediction_col, &self.probability_col, &self.prediction_col];
+        with_classifier_scores(df, scores, columns)
     }
 }
 

@@ -26,15 +26,13 @@
 //! # });
 //! ```
 
-mod fit;
-mod function;
 mod linear_regression;
 mod logistic_regression;
 mod scores;
 mod setters;
 
-pub use function::{FIT_GLM_FUNCTION, GlmArgs, GlmFit, GlmFunction, GlmSettings};
 pub use hearth_optim::glm::{Family, LinearSolver, Solved};
 pub use linear_regression::{LinearRegression, LinearRegressionModel};
 pub use logistic_regression::{LogisticRegression, LogisticRegressionModel};
+pub(crate) use scores::score_columns;
 pub use scores::{LINEAR_PREDICT, LOGISTIC_SCORES, LinearScoresUdf};

@@ -5,6 +5,7 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, StructArray};
+use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{ScalarValue, exec_err, internal_err, plan_err};
 use datafusion::error::Result;
@@ -133,19 +134,33 @@ impl ScalarUDFImpl for LinearScoresUdf {
             ScalarValue::Float64(Some(t)) => t,
             other => return exec_err!("{name}: threshold must be a number, got {other}"),
         };
-        let classes = classes_of(sets);
-        let (raw, probability, prediction) = scores(&margins, sets, threshold);
-        let columns: Vec<ArrayRef> = vec![
-            vector_array(rows, classes, raw, nulls.clone())?,
-            vector_array(rows, classes, probability, nulls.clone())?,
-            Arc::new(Float64Array::new(prediction.into(), nulls.clone())),
-        ];
-        Ok(ColumnarValue::Array(Arc::new(StructArray::try_new(
-            classifier_score_fields(classes),
-            columns,
-            nulls,
-        )?)))
+        Ok(ColumnarValue::Array(score_columns(
+            &margins, rows, sets, threshold, nulls,
+        )?))
     }
+}
+
+/// The `{rawPrediction, probability, prediction}` column of `rows` rows' `sets` margins each: binomial (class 1
+/// past `threshold`'s log-odds) for one margin, softmax and its most likely class for more.
+pub(crate) fn score_columns(
+    margins: &[f64],
+    rows: usize,
+    sets: usize,
+    threshold: f64,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    let classes = classes_of(sets);
+    let (raw, probability, prediction) = scores(margins, sets, threshold);
+    let columns: Vec<ArrayRef> = vec![
+        vector_array(rows, classes, raw, nulls.clone())?,
+        vector_array(rows, classes, probability, nulls.clone())?,
+        Arc::new(Float64Array::new(prediction.into(), nulls.clone())),
+    ];
+    Ok(Arc::new(StructArray::try_new(
+        classifier_score_fields(classes),
+        columns,
+        nulls,
+    )?))
 }
 
 /// Classes of a model with `sets` coefficient sets: one set is binomial.

@@ -5,7 +5,6 @@
 use std::fmt;
 use std::path::Path;
 
-use datafusion::functions::core::expr_fn::get_field;
 use datafusion::logical_expr::{Expr, ident};
 use datafusion::prelude::DataFrame;
 use hearth_torch::artifact::ModelArtifact;
@@ -17,7 +16,7 @@ use super::fit::TrainingSummary;
 use super::trained::TrainedNetwork;
 use crate::error::{HearthError, Result};
 use crate::pipeline::{IntoPipelineStage, MlWriter, PipelineStage, StageClass};
-use crate::stage::{Stage, Transformer, to_params};
+use crate::stage::{Stage, Transformer, to_params, with_classifier_scores};
 
 /// The columns every fitted network reads or adds (pyspark.ml's param names).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,13 +69,12 @@ impl Outputs for ClassificationOutputs {
     }
 
     fn add(&self, df: DataFrame, scores: Expr) -> Result<DataFrame> {
-        const SCORES: &str = "__hearth_scores";
-        Ok(df
-            .with_column(SCORES, scores)?
-            .with_column(&self.raw_prediction_col, get_field(ident(SCORES), "rawPrediction"))?
-            .with_column(&self.probability_col, get_field(ident(SCORES), "probability"))?
-            .with_column(&self.columns.prediction_col, get_field(ident(SCORES), "prediction"))?
-            .drop_columns(&[SCORES])?)
+        let columns = [
+            &self.raw_prediction_col,
+            &self.probability_col,
+            &self.columns.prediction_col,
+        ];
+        with_classifier_scores(&df, scores, columns)
     }
 }
 

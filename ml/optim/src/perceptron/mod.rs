@@ -85,8 +85,20 @@ pub struct MlpFit {
 impl MlpFit {
     /// The output layer's scores before the softmax (Spark's `predictRaw`) for one row of features.
     pub fn predict_raw(&self, features: &[f64]) -> Vec<f64> {
-        Topology::new(&self.layers).forward(&self.weights, features, 1).1
+        raw_scores(&self.layers, &self.weights, features, 1)
     }
+}
+
+/// The output layer's scores before the softmax (Spark's `predictRaw`) of a perceptron of `layers` and
+/// `weights` (Spark's layout) for `rows` rows of features, row-major.
+///
+/// ```
+/// use hearth_optim::perceptron::raw_scores;
+/// // One layer, 1 input → 2 classes: W = [[1], [−1]], b = [0, 0.5].
+/// assert_eq!(raw_scores(&[1, 2], &[1.0, -1.0, 0.0, 0.5], &[2.0, 0.0], 2), vec![2.0, -1.5, 0.0, 0.5]);
+/// ```
+pub fn raw_scores(layers: &[usize], weights: &[f64], features: &[f64], rows: usize) -> Vec<f64> {
+    Topology::new(layers).forward(weights, features, rows).1
 }
 
 /// Why a perceptron's settings cannot be fitted.

@@ -1,22 +1,22 @@
-//! The driver's side of a linear fit: the rows narrowed to features, label and weight, one barrier stage of
-//! [`FIT_GLM_FUNCTION`](super::FIT_GLM_FUNCTION), and the fit rank 0 returned.
+//! The driver's side of a full-batch fit: the rows narrowed to features, label and weight, one barrier stage of
+//! [`FULL_BATCH_FUNCTION`](super::FULL_BATCH_FUNCTION), and the fit rank 0 returned.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{cast, ident};
 use datafusion::prelude::DataFrame;
 
-use super::function::{FIT_GLM_FUNCTION, GlmArgs, GlmFit, GlmSettings, read_fit};
+use super::function::{FULL_BATCH_FUNCTION, FullBatchArgs, FullBatchFit, FullBatchModel, read_fit};
 use crate::barrier::{BarrierOptions, BarrierStage};
 use crate::error::{HearthError, Result};
 use crate::stage::input_field;
 use crate::vector::vector_dim;
 
 /// The label column of the prepared rows.
-const LABEL: &str = "__glm_label";
+const LABEL: &str = "__full_batch_label";
 /// The weight column of the prepared rows.
-const WEIGHT: &str = "__glm_weight";
+const WEIGHT: &str = "__full_batch_weight";
 
-/// The columns a linear estimator reads.
+/// The columns a full-batch estimator reads.
 pub(crate) struct Inputs<'a> {
     pub(crate) uid: &'a str,
     pub(crate) features_col: &'a str,
@@ -25,12 +25,12 @@ pub(crate) struct Inputs<'a> {
 }
 
 /// Fits `settings` on `df` over `options.workers` ranks.
-pub(crate) async fn fit_glm(
+pub(crate) async fn fit_full_batch(
     df: &DataFrame,
     inputs: &Inputs<'_>,
-    settings: GlmSettings,
+    settings: FullBatchModel,
     options: &BarrierOptions,
-) -> Result<GlmFit> {
+) -> Result<FullBatchFit> {
     let features = input_field(inputs.uid, df, inputs.features_col)?;
     if vector_dim(features.data_type()).is_none() {
         return Err(HearthError::schema(
@@ -47,22 +47,22 @@ pub(crate) async fn fit_glm(
         columns.push(numeric(df, inputs, weight)?.alias(WEIGHT));
     }
     let rows = df.clone().select(columns)?;
-    let args = GlmArgs {
+    let args = FullBatchArgs {
         settings,
         features_col: inputs.features_col.to_string(),
         label_col: LABEL.to_string(),
         weight_col: inputs.weight_col.map(|_| WEIGHT.to_string()),
     };
     let json = serde_json::to_string(&args)
-        .map_err(|e| HearthError::barrier(FIT_GLM_FUNCTION, "cannot write the fit's arguments").caused_by(e))?;
-    let batches = BarrierStage::new(FIT_GLM_FUNCTION, json)
+        .map_err(|e| HearthError::barrier(FULL_BATCH_FUNCTION, "cannot write the fit's arguments").caused_by(e))?;
+    let batches = BarrierStage::new(FULL_BATCH_FUNCTION, json)
         .options(options.clone())
         .run(&rows)
         .await?;
     Ok(read_fit(&batches)?)
 }
 
-/// Checks the params both linear estimators share, as Spark checks them: `regParam` at least 0,
+/// Checks the params the linear estimators share, as Spark checks them: `regParam` at least 0,
 /// `elasticNetParam` in [0, 1], `tol` at least 0, and at least one rank.
 pub(crate) fn check_params(
     uid: &str,

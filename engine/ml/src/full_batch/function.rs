@@ -1,6 +1,6 @@
-//! The linear models' fit as a barrier function: each task turns its rows into a shard and runs the same fit,
-//! the ranks summing every pass's totals with an allgather (added in rank order, so every rank takes the same
-//! steps); rank 0 returns the fitted coefficients.
+//! Full-batch fits as a barrier function: each task turns its rows into a shard and runs the same fit, the
+//! ranks summing every pass's totals with an allgather (added in rank order, so every rank takes the same steps);
+//! rank 0 returns the fitted model.
 
 use std::sync::{Arc, LazyLock};
 
@@ -11,39 +11,44 @@ use datafusion::error::{DataFusionError, Result};
 use hearth_optim::glm::{
     FitError, LinearFit, LinearSettings, LogisticFit, LogisticSettings, Reduce, Shard, fit_linear, fit_logistic,
 };
+use hearth_optim::perceptron::{MlpFit, MlpSettings, fit_mlp};
 use serde::{Deserialize, Serialize};
 
 use crate::barrier::{BarrierFunction, BarrierTaskContext};
 use crate::vector::vector_values;
 
-/// The name of the linear models' fit as a barrier function.
-pub const FIT_GLM_FUNCTION: &str = "hearth.fit_glm";
+/// The name of the full-batch fits' barrier function.
+pub const FULL_BATCH_FUNCTION: &str = "hearth.full_batch";
 
 /// Which model a fit solves, with its settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum GlmSettings {
+pub enum FullBatchModel {
     /// Spark's `LogisticRegression`.
     Logistic(LogisticSettings),
     /// Spark's `LinearRegression`.
     Linear(LinearSettings),
+    /// Spark's `MultilayerPerceptronClassifier`.
+    Perceptron(MlpSettings),
 }
 
 /// A fitted model, as rank 0 returns it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum GlmFit {
+pub enum FullBatchFit {
     /// A logistic fit.
     Logistic(LogisticFit),
     /// A linear fit.
     Linear(LinearFit),
+    /// A perceptron's fit.
+    Perceptron(MlpFit),
 }
 
 /// What the fit's tasks are told: the model and the columns of the prepared rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GlmArgs {
+pub struct FullBatchArgs {
     /// The model and its settings.
-    pub settings: GlmSettings,
+    pub settings: FullBatchModel,
     /// The vector column of features.
     pub features_col: String,
     /// The `Float64` label column.
@@ -61,13 +66,13 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-/// The barrier function registered as [`FIT_GLM_FUNCTION`]; its argument string is [`GlmArgs`] as JSON.
+/// The barrier function registered as [`FULL_BATCH_FUNCTION`]; its argument string is [`FullBatchArgs`] as JSON.
 #[derive(Debug, Default)]
-pub struct GlmFunction;
+pub struct FullBatchFunction;
 
-impl BarrierFunction for GlmFunction {
+impl BarrierFunction for FullBatchFunction {
     fn name(&self) -> &str {
-        FIT_GLM_FUNCTION
+        FULL_BATCH_FUNCTION
     }
 
     fn schema(&self, _args: &str) -> Result<SchemaRef> {
@@ -75,14 +80,17 @@ impl BarrierFunction for GlmFunction {
     }
 
     fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch> {
-        let args: GlmArgs = serde_json::from_str(args)
-            .map_err(|e| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: unreadable arguments: {e}")))?;
+        let args: FullBatchArgs = serde_json::from_str(args)
+            .map_err(|e| DataFusionError::Execution(format!("{FULL_BATCH_FUNCTION}: unreadable arguments: {e}")))?;
         let rank = context.rank();
         let shard = shard_of(&args, &input).map_err(|e| e.context(format!("rank {rank}")))?;
         let mut ranks = RankSums { context };
         let fit = match &args.settings {
-            GlmSettings::Logistic(settings) => fit_logistic(&shard, settings, &mut ranks).map(GlmFit::Logistic),
-            GlmSettings::Linear(settings) => fit_linear(&shard, settings, &mut ranks).map(GlmFit::Linear),
+            FullBatchModel::Logistic(settings) => {
+                fit_logistic(&shard, settings, &mut ranks).map(FullBatchFit::Logistic)
+            }
+            FullBatchModel::Linear(settings) => fit_linear(&shard, settings, &mut ranks).map(FullBatchFit::Linear),
+            FullBatchModel::Perceptron(settings) => fit_mlp(&shard, settings, &mut ranks).map(FullBatchFit::Perceptron),
         };
         let fit = fit.map_err(|e| match e {
             FitError::Ranks(e) => e,
@@ -91,7 +99,7 @@ impl BarrierFunction for GlmFunction {
         let json = (rank == 0)
             .then(|| serde_json::to_string(&fit))
             .transpose()
-            .map_err(|e| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: {e}")))?;
+            .map_err(|e| DataFusionError::Execution(format!("{FULL_BATCH_FUNCTION}: {e}")))?;
         Ok(RecordBatch::try_new(
             Arc::clone(&SCHEMA),
             vec![
@@ -105,7 +113,7 @@ impl BarrierFunction for GlmFunction {
 
 /// The task's rows as a shard: features widened to `f64`, labels and weights as given; a null is an error naming
 /// its column and row.
-fn shard_of(args: &GlmArgs, input: &[RecordBatch]) -> Result<Shard> {
+fn shard_of(args: &FullBatchArgs, input: &[RecordBatch]) -> Result<Shard> {
     let Some(first) = input.first() else {
         return Ok(Shard::default());
     };
@@ -114,7 +122,7 @@ fn shard_of(args: &GlmArgs, input: &[RecordBatch]) -> Result<Shard> {
         batch
             .column_by_name(name)
             .cloned()
-            .ok_or_else(|| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: no column {name:?}")))
+            .ok_or_else(|| DataFusionError::Execution(format!("{FULL_BATCH_FUNCTION}: no column {name:?}")))
     };
     let features = column(&args.features_col)?;
     let dim = match features.data_type() {
@@ -196,13 +204,14 @@ impl Reduce for RankSums<'_> {
 }
 
 /// The fit rank 0 returned among the stage's rows.
-pub(crate) fn read_fit(batches: &[RecordBatch]) -> Result<GlmFit> {
+pub(crate) fn read_fit(batches: &[RecordBatch]) -> Result<FullBatchFit> {
     let json = batches.iter().find_map(|batch| {
         let fits = batch.column_by_name("fit")?.as_string_opt::<i32>()?;
         (0..fits.len())
             .find(|i| fits.is_valid(*i))
             .map(|i| fits.value(i).to_string())
     });
-    let json = json.ok_or_else(|| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: rank 0 returned no fit")))?;
-    serde_json::from_str(&json).map_err(|e| DataFusionError::Execution(format!("{FIT_GLM_FUNCTION}: {e}")))
+    let json =
+        json.ok_or_else(|| DataFusionError::Execution(format!("{FULL_BATCH_FUNCTION}: rank 0 returned no fit")))?;
+    serde_json::from_str(&json).map_err(|e| DataFusionError::Execution(format!("{FULL_BATCH_FUNCTION}: {e}")))
 }
