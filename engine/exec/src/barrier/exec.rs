@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -23,6 +22,7 @@ use super::allocator::give_back_free_pages;
 use super::context::Joining;
 use super::gpus::{lease, offered_gpus};
 use super::program::run_in_program;
+use super::row_order::row_hashes;
 use super::spec::ProgramRef;
 use super::spec::{BarrierSpec, reason, task_error};
 use super::task_thread::run_on_own_thread;
@@ -194,13 +194,6 @@ fn content_position(batches: &[RecordBatch]) -> Result<usize> {
         lowest = row_hashes(batch)?.into_iter().fold(lowest, u64::min);
     }
     Ok(usize::try_from(lowest).unwrap_or(usize::MAX))
-}
-
-/// A hash of each row's values, the same in every process and run: what orders ranks and a shard's rows.
-pub fn row_hashes(batch: &RecordBatch) -> Result<Vec<u64>> {
-    let mut hashes = vec![0u64; batch.num_rows()];
-    create_hashes(batch.columns(), &RandomState::with_seed(0x6865_6172_7468), &mut hashes)?;
-    Ok(hashes)
 }
 
 /// One task, on a blocking thread: lease its GPU if the stage asked for one, join the ring, run the function.

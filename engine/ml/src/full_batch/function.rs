@@ -5,7 +5,7 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::compute::{cast, concat_batches};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use hearth_optim::glm::{
@@ -14,7 +14,7 @@ use hearth_optim::glm::{
 use hearth_optim::perceptron::{MlpFit, MlpSettings, fit_mlp};
 use serde::{Deserialize, Serialize};
 
-use crate::barrier::{BarrierFunction, BarrierTaskContext};
+use crate::barrier::{BarrierFunction, BarrierTaskContext, canonical_order};
 use crate::vector::vector_values;
 
 /// The name of the full-batch fits' barrier function.
@@ -111,13 +111,15 @@ impl BarrierFunction for FullBatchFunction {
     }
 }
 
-/// The task's rows as a shard: features widened to `f64`, labels and weights as given; a null is an error naming
-/// its column and row.
+/// The task's rows as a shard, in the order of a hash of their values (so a fit does not depend on the order
+/// the rows arrived in): features widened to `f64`, labels and weights as given; a null is an error naming its
+/// column and row.
 fn shard_of(args: &FullBatchArgs, input: &[RecordBatch]) -> Result<Shard> {
-    let Some(first) = input.first() else {
+    let mut names = vec![args.features_col.as_str(), args.label_col.as_str()];
+    names.extend(args.weight_col.as_deref());
+    let Some(batch) = canonical_order(input, &names)? else {
         return Ok(Shard::default());
     };
-    let batch = concat_batches(&first.schema(), input)?;
     let column = |name: &str| {
         batch
             .column_by_name(name)

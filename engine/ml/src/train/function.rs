@@ -6,8 +6,8 @@ use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
-use datafusion::arrow::compute::{concat_batches, filter_record_batch, not, prep_null_mask_filter, take_record_batch};
+use datafusion::arrow::array::{Array, BinaryArray, Float64Array, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::compute::{filter_record_batch, not, prep_null_mask_filter};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use hearth_torch::artifact::ModelArtifact;
@@ -15,7 +15,7 @@ use hearth_torch::data::Shard;
 use hearth_torch::train::{Checkpoint, DeviceChoice, RankReport, RankTrainer, TrainOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::barrier::{BarrierFunction, BarrierTaskContext, register_builtin, row_hashes};
+use crate::barrier::{BarrierFunction, BarrierTaskContext, canonical_order, register_builtin};
 
 /// The name of hearth's trainer as a barrier function.
 pub const TRAIN_FUNCTION: &str = "hearth.train";
@@ -155,33 +155,6 @@ fn rank_device(asked: &DeviceChoice, held: Option<usize>) -> DeviceChoice {
         (None, DeviceChoice::Auto) => DeviceChoice::Cpu,
         (None, asked) => asked.clone(),
     }
-}
-
-/// The `names` columns of `batches` in one batch (none without batches), rows sorted by a hash of their
-/// values: the order a shard trains in does not depend on the order its rows arrived in.
-fn canonical_order(batches: &[RecordBatch], names: &[&str]) -> Result<Option<RecordBatch>> {
-    let mut columns = Vec::with_capacity(batches.len());
-    for batch in batches {
-        let picked = names
-            .iter()
-            .map(|&name| {
-                batch
-                    .column_by_name(name)
-                    .cloned()
-                    .map(|column| (name, column))
-                    .ok_or_else(|| failed(format!("column {name:?}: no such column")))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        columns.push(RecordBatch::try_from_iter(picked)?);
-    }
-    let Some(first) = columns.first() else {
-        return Ok(None);
-    };
-    let all = concat_batches(&first.schema(), &columns)?;
-    let hashes = row_hashes(&all)?;
-    let mut order: Vec<u32> = (0..all.num_rows() as u32).collect();
-    order.sort_by_key(|&i| hashes[i as usize]);
-    Ok(Some(take_record_batch(&all, &UInt32Array::from(order))?))
 }
 
 /// The training rows and, with a validation column, the validation rows (where it is true; a null counts as
