@@ -11,10 +11,6 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::thread;
-use std::time::Duration;
-
-/// How often a finished task's thread is looked at until it has exited.
-const EXIT_POLL: Duration = Duration::from_millis(1);
 
 /// Runs `work` on a new thread called `name` and returns what it returned once the thread has exited (its
 /// thread-local state — libtorch's OpenMP team among it — released); an error says why the thread could not
@@ -37,11 +33,9 @@ where
     let result = outcome
         .await
         .unwrap_or_else(|_| Err("its thread ended without a result".to_string()));
-    // The result is sent before the thread's own exit runs; the stage is over once the thread is gone.
-    while !worker.is_finished() {
-        tokio::time::sleep(EXIT_POLL).await;
-    }
-    let _ = worker.join();
+    // The result is sent before the thread's own exit runs; the stage is over once the thread is gone. The join
+    // waits on the blocking pool (no timer needed: a runtime built without `enable_time` runs stages too).
+    let _ = tokio::task::spawn_blocking(move || worker.join()).await;
     result
 }
 
@@ -56,6 +50,8 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     /// This thread's id as the kernel knows it (its entry in `/proc/self/task`).
@@ -77,6 +73,32 @@ mod tests {
             thread::sleep(Duration::from_millis(1));
         }
         assert!(!entry.exists(), "thread {id} is still there");
+    }
+
+    /// A thread-local whose destructor, run as its thread exits, takes a while.
+    struct SlowExit;
+
+    impl Drop for SlowExit {
+        fn drop(&mut self) {
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    thread_local! {
+        static SLOW_EXIT: SlowExit = const { SlowExit };
+    }
+
+    #[test]
+    fn a_runtime_without_timers_waits_for_a_slow_exit() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().build().unwrap();
+        let work = || {
+            SLOW_EXIT.with(|_| ());
+            7
+        };
+        assert_eq!(
+            runtime.block_on(run_on_own_thread("hearth-test-slow-exit".to_string(), work)),
+            Ok(7)
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]
