@@ -26,9 +26,11 @@ SELECT purpose, credit_amount, predicted_class, top_feature_attributions, predic
 FROM ML.EXPLAIN_PREDICT(MODEL credit_dnn, (SELECT * FROM credit LIMIT 3), STRUCT(3 AS top_k_features));
 
 CREATE OR REPLACE MODEL credit_amount_lr
-OPTIONS (model_type = 'linear_reg', input_label_cols = ['amount'], max_iterations = 10, learn_rate = 0.05,
+OPTIONS (model_type = 'linear_reg', input_label_cols = ['amount'],
          data_split_method = 'random', data_split_eval_fraction = 0.2)
-AS SELECT duration, age, housing, credit_amount / 1000.0 AS amount FROM credit;
+AS SELECT duration, age, housing, credit_amount AS amount FROM credit;
+
+SELECT * FROM ML.WEIGHTS(MODEL credit_amount_lr);
 
 SELECT mean_absolute_error, mean_squared_error, r2_score FROM ML.EVALUATE(MODEL credit_amount_lr);
 

@@ -30,6 +30,7 @@ mod repeated_training;
 mod sql;
 mod sql_clustering;
 mod sql_evaluation;
+mod sql_linear;
 mod sql_tuning;
 mod strategies;
 mod torch_parity;

@@ -150,7 +150,7 @@ async fn the_main_job_in_sql_gives_the_rust_main_jobs_metrics_and_predictions() 
 
 const CREATE: &str = "CREATE MODEL credit_lr
     OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], max_iterations = 3, workers = 2,
-             learn_rate = 0.01, data_split_method = 'random', data_split_eval_fraction = 0.25, seed = 3)
+             data_split_method = 'random', data_split_eval_fraction = 0.25, seed = 3)
     AS SELECT duration, credit_amount, age, purpose, housing, class FROM credit";
 
 /// A session with its models in `models` and the German credit CSV as table `credit`.
@@ -243,11 +243,17 @@ async fn every_model_statement_works_on_a_local_session() {
 
     let info = run_script(
         &session,
-        "SELECT * FROM ML.TRAINING_INFO(MODEL credit_lr) ORDER BY epoch",
+        "SELECT loss FROM ML.TRAINING_INFO(MODEL credit_lr) ORDER BY epoch",
     )
     .await
     .unwrap();
-    assert_eq!(rows(&info), 3);
+    // L-BFGS's objective at the start and after each of its 3 iterations, falling.
+    let losses: Vec<f64> = info
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<Float64Type>().values().to_vec())
+        .collect();
+    assert_eq!(losses.len(), 4, "{losses:?}");
+    assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
     let features = run_script(&session, "SELECT * FROM ML.FEATURE_INFO(MODEL credit_lr)")
         .await
         .unwrap();
@@ -319,6 +325,12 @@ async fn bad_statements_are_named_and_leave_the_catalog_as_it_was() {
         ill_typed.contains("option max_iterations: expected a whole number"),
         "{ill_typed}"
     );
+    let mini_batch_only = error(&CREATE.replace("max_iterations = 3", "max_iterations = 3, learn_rate = 0.01")).await;
+    assert!(
+        mini_batch_only.contains("option learn_rate: 'logistic_reg' is solved exactly")
+            && mini_batch_only.contains("optimize_strategy = 'MINI_BATCH'"),
+        "{mini_batch_only}"
+    );
     let precision = error(&CREATE.replace("max_iterations = 3", "max_iterations = 3, precision = 'fp8'")).await;
     assert!(
         precision.contains("option precision: expected 'fp32' or 'bf16'"),
@@ -356,7 +368,7 @@ async fn bad_statements_are_named_and_leave_the_catalog_as_it_was() {
     // A label that passes the driver's checks but not a worker's: training fails on the ranks.
     let mid_training = error(
         "CREATE OR REPLACE MODEL credit_lr OPTIONS (model_type = 'logistic_reg', input_label_cols = ['y'],
-           workers = 2, max_attempts = 1)
+           workers = 2)
          AS SELECT age, CASE WHEN age < 30 THEN 0.0 WHEN age < 40 THEN 1.5 ELSE 2.0 END AS y FROM credit",
     )
     .await;
@@ -420,7 +432,8 @@ async fn create_model_takes_a_trainer_strategy_with_dist_keras_names() {
     let session = credit_session(models.path()).await;
     let downpour = CREATE.replace(
         "seed = 3)",
-        "seed = 3, strategy = 'downpour', communication_window = 4)",
+        "seed = 3, optimize_strategy = 'mini_batch', learn_rate = 0.01, strategy = 'downpour', \
+         communication_window = 4)",
     );
     run_script(&session, &downpour).await.unwrap();
     let model = ModelCatalog::new(models.path()).get("credit_lr").unwrap();
@@ -442,7 +455,9 @@ async fn create_model_takes_a_trainer_strategy_with_dist_keras_names() {
         let session = session.clone();
         async move { run_script(&session, &script).await.unwrap_err().to_string() }
     };
-    let replace = CREATE.replace("CREATE MODEL", "CREATE OR REPLACE MODEL");
+    let replace = CREATE
+        .replace("CREATE MODEL", "CREATE OR REPLACE MODEL")
+        .replace("workers = 2,", "workers = 2, optimize_strategy = 'mini_batch',");
     let unknown = error(replace.replace("seed = 3)", "seed = 3, strategy = 'hogwild')")).await;
     assert!(
         unknown.contains("option strategy") && unknown.contains("'async_easgd'"),

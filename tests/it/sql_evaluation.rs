@@ -119,8 +119,8 @@ async fn confusion_matrix_and_roc_curve_agree_with_the_predictions_and_the_evalu
     run_script(
         &session,
         "CREATE MODEL credit_lr
-         OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], max_iterations = 5, learn_rate = 0.02,
-                  workers = 2, data_split_method = 'random', data_split_eval_fraction = 0.25, seed = 3)
+         OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], max_iterations = 5, workers = 2,
+                  data_split_method = 'random', data_split_eval_fraction = 0.25, seed = 3)
          AS SELECT duration, credit_amount, age, purpose, housing, class FROM credit",
     )
     .await
@@ -280,8 +280,8 @@ async fn linear_reg_trains_with_bigquery_metric_names_and_show_models_has_a_crea
     let session = credit_session(models.path()).await;
     let created = run_script(
         &session,
-        "CREATE MODEL amount OPTIONS (model_type = 'linear_reg', input_label_cols = ['amount'], max_iterations = 10,
-                                      learn_rate = 0.05, data_split_method = 'random', data_split_eval_fraction = 0.2)
+        "CREATE MODEL amount OPTIONS (model_type = 'linear_reg', input_label_cols = ['amount'],
+                                      data_split_method = 'random', data_split_eval_fraction = 0.2)
          AS SELECT duration, age, housing, credit_amount / 1000.0 AS amount FROM credit",
     )
     .await

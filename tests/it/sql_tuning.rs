@@ -121,7 +121,7 @@ async fn a_grid_search_tries_each_candidate_once_and_bad_tuning_is_named() {
     run_script(
         &session,
         "CREATE MODEL grid OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], max_iterations = 2,
-             num_trials = 10, hparam_tuning_algorithm = 'grid_search', hparam_tuning_objectives = ['log_loss'],
+             optimize_strategy = 'mini_batch', num_trials = 10, hparam_tuning_algorithm = 'grid_search', hparam_tuning_objectives = ['log_loss'],
              learn_rate = HPARAM_CANDIDATES([0.001, 0.1]), optimizer = HPARAM_CANDIDATES(['adam', 'sgd']),
              data_split_method = 'random', data_split_eval_fraction = 0.25)
          AS SELECT duration, age, class FROM credit",

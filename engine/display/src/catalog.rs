@@ -11,14 +11,13 @@ use super::plot::{Svg, training_curves};
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::session::Session;
 use hearth_engine::stage::Transformer;
-use hearth_engine::train::ClassificationModel;
 use hearth_sql::{CatalogModel, Trained, held_out_rows};
 
 /// The plots of a model in the catalog: what `hearth sql --plots DIR` saves.
 #[allow(async_fn_in_trait)]
 pub trait CatalogPlots {
-    /// Its plots: the training curves of its network (when it kept a history), then the evaluation plots on
-    /// the rows it held out (when it held any), computed in `session`.
+    /// Its plots: the training curves of its network (when it kept a history) or linear model (when solved by
+    /// iterations), then the evaluation plots on the rows it held out (when it held any), computed in `session`.
     async fn plots(&self, session: &Session) -> Result<Vec<Svg>>;
 
     /// Saves [`plots`](Self::plots) into `dir` (created when missing) as `<model>_<plot>.svg` and returns the
@@ -38,15 +37,16 @@ pub trait CatalogPlots {
 }
 
 impl CatalogPlots for CatalogModel {
-    /// Its plots: the training curves of its network (when it kept a history), then the evaluation plots on
-    /// the rows it held out (when it held any), computed in `session`.
+    /// Its plots: the training curves of its network (when it kept a history) or linear model (when solved by
+    /// iterations), then the evaluation plots on the rows it held out (when it held any), computed in `session`.
     async fn plots(&self, session: &Session) -> Result<Vec<Svg>> {
-        let history = Trained::of(&self.pipeline).map_or(&[][..], Trained::history);
+        let trained = Trained::of(&self.pipeline);
+        let curve = trained.map(Trained::curve).unwrap_or_default();
         let mut plots = Vec::new();
-        if !history.is_empty() {
-            plots.push(training_curves(history)?);
+        if !curve.is_empty() {
+            plots.push(training_curves(&curve)?);
         }
-        let classifier = self.pipeline.last_stage::<ClassificationModel>();
+        let classifier = trained.and_then(Trained::classifier);
         if let (Some(classifier), Some(_)) = (classifier, self.evaluation_file()) {
             let held_out = DataFrame::new(session.context().state(), held_out_rows(self)?);
             let scored = self.pipeline.transform(&held_out)?;

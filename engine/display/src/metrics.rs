@@ -10,7 +10,8 @@ use hearth_engine::error::Result;
 use hearth_engine::evaluation::{
     BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
 };
-use hearth_engine::train::{ClassificationModel, RegressionModel};
+use hearth_engine::stage::ClassifierColumns;
+use hearth_engine::train::RegressionModel;
 
 /// Named metric values with a caption, e.g. what [`Metrics::of_classifier`] computes.
 ///
@@ -71,7 +72,7 @@ impl Metrics {
 
     /// `model`'s metrics on `scored` (rows it transformed, with their labels): f1, accuracy, weighted
     /// precision and recall and log loss; areaUnderROC and areaUnderPR for two classes — as `ML.EVALUATE`.
-    pub async fn of_classifier(model: &ClassificationModel, scored: &DataFrame) -> Result<Self> {
+    pub async fn of_classifier(model: &dyn ClassifierColumns, scored: &DataFrame) -> Result<Self> {
         let multiclass = MulticlassClassificationEvaluator::new()
             .label_col(model.label_col())
             .prediction_col(model.prediction_col())

@@ -113,6 +113,58 @@ pub fn quoted_columns(df: &DataFrame) -> String {
         .join(", ")
 }
 
+/// A fitted classifier's columns and classes, whichever model it is (a network, a logistic regression): what
+/// evaluations and plots of its scored rows read.
+///
+/// ```
+/// use hearth_engine::linear::LogisticRegressionModel;
+/// use hearth_engine::stage::ClassifierColumns;
+/// fn positive_probability(model: &dyn ClassifierColumns) -> String {
+///     format!("{}[1] of {} classes", model.probability_col(), model.num_classes())
+/// }
+/// # let _: Option<&LogisticRegressionModel> = None;
+/// ```
+pub trait ClassifierColumns: Send + Sync {
+    /// The label column it was trained on.
+    fn label_col(&self) -> &str;
+    /// The predicted class index column it adds.
+    fn prediction_col(&self) -> &str;
+    /// The class probability vector column it adds.
+    fn probability_col(&self) -> &str;
+    /// The raw score vector column it adds.
+    fn raw_prediction_col(&self) -> &str;
+    /// How many classes it predicts.
+    fn num_classes(&self) -> usize;
+}
+
+/// [`ClassifierColumns`] of models with inherent methods of the same names.
+macro_rules! classifier_columns {
+    ($($model:ty),*) => {$(
+        impl $crate::stage::ClassifierColumns for $model {
+            fn label_col(&self) -> &str {
+                <$model>::label_col(self)
+            }
+            fn prediction_col(&self) -> &str {
+                <$model>::prediction_col(self)
+            }
+            fn probability_col(&self) -> &str {
+                <$model>::probability_col(self)
+            }
+            fn raw_prediction_col(&self) -> &str {
+                <$model>::raw_prediction_col(self)
+            }
+            fn num_classes(&self) -> usize {
+                <$model>::num_classes(self)
+            }
+        }
+    )*};
+}
+
+classifier_columns!(
+    crate::train::ClassificationModel,
+    crate::linear::LogisticRegressionModel
+);
+
 /// `df` with a classifier's scores struct (`rawPrediction`, `probability`, `prediction`, as
 /// [`classifier_score_fields`](crate::vector::classifier_score_fields) makes it) spread over the three `columns`.
 pub(crate) fn with_classifier_scores(df: &DataFrame, scores: Expr, columns: [&String; 3]) -> Result<DataFrame> {

@@ -428,8 +428,9 @@ fn trial_options(
         .collect()
 }
 
-/// How the fitted model trained: the rows it trained on, its last loss (k-means: its training cost) and
-/// how many runs its training stage took (none for k-means, fitted as aggregate queries).
+/// How the fitted model trained: the rows it trained on, its last loss (k-means: its training cost; a linear
+/// model: its last objective) and how many runs its training stage took (none for k-means, fitted as aggregate
+/// queries, nor for a linear model, solved in one stage).
 struct Outcome {
     rows: u64,
     loss: Option<f64>,
@@ -448,9 +449,9 @@ impl Outcome {
         }
         let trained = Trained::of(model);
         Self {
-            rows: trained.map_or(0, |t| t.summary().ranks.iter().map(|r| r.rows as u64).sum()),
-            loss: trained.and_then(|t| t.history().last()).map(|e| e.loss),
-            attempts: trained.map(|t| t.summary().attempts.len()),
+            rows: trained.map_or(0, Trained::training_rows),
+            loss: trained.and_then(Trained::final_loss),
+            attempts: trained.and_then(Trained::summary).map(|s| s.attempts.len()),
         }
     }
 }

@@ -1,11 +1,13 @@
-//! The estimator `model_type` names, configured from a statement's options: a network trained through the
-//! barrier stage (an MLP classifier or regressor, logistic regression) or Spark's k-means.
+//! The estimator `model_type` names, configured from a statement's options: Spark's linear models solved
+//! exactly, a network trained by mini-batches through the barrier stage (an MLP classifier or regressor, a
+//! linear model under `optimize_strategy = 'MINI_BATCH'`), or Spark's k-means.
 
 use super::error::invalid_option;
 use super::kmeans;
-use super::options::{ClassWeights, ModelOptions, ModelType};
+use super::options::{ClassWeights, ModelOptions, ModelType, OptimizeStrategy};
 use super::preprocessing::{FEATURES, HELD_OUT};
 use hearth_engine::error::Result;
+use hearth_engine::linear::{LinearRegression, LogisticRegression};
 use hearth_engine::pipeline::PipelineStage;
 use hearth_engine::train::{Architecture, Classifier, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor};
 
@@ -13,6 +15,9 @@ use hearth_engine::train::{Architecture, Classifier, LinearClassifier, LinearReg
 /// the indexed label's values (for class weights given by label). Under `early_stop` it validates on the
 /// rows [`HELD_OUT`] marks.
 pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> Result<PipelineStage> {
+    if options.model_type.is_linear() && !options.trains_by_mini_batch() {
+        return Ok(solved_exactly(options, label));
+    }
     let weights = class_weights(options, labels)?;
     /// The options every network estimator takes.
     macro_rules! configured {
@@ -68,6 +73,40 @@ pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[St
         ModelType::LinearReg => configured!(LinearRegressor::new()).into(),
         ModelType::KMeans => kmeans::estimator(options).into(),
     })
+}
+
+/// Spark's estimator of a linear model solved exactly: the penalty `l1_reg · ‖w‖₁ + l2_reg · ‖w‖²` as Spark's
+/// `regParam` λ = `l1_reg + 2 · l2_reg` and `elasticNetParam` α = `l1_reg / λ` (λ·α is the L1 weight, λ·(1 − α)/2
+/// the L2 weight), `max_iterations` as `maxIter`.
+fn solved_exactly(options: &ModelOptions, label: &str) -> PipelineStage {
+    let reg_param = options.l1_reg + 2.0 * options.l2_reg;
+    let elastic_net_param = if reg_param > 0.0 {
+        options.l1_reg / reg_param
+    } else {
+        0.0
+    };
+    /// The settings both linear estimators take.
+    macro_rules! configured {
+        ($estimator:expr) => {
+            $estimator
+                .features_col(FEATURES)
+                .label_col(label)
+                .reg_param(reg_param)
+                .elastic_net_param(elastic_net_param)
+                .max_iter(options.epochs)
+                .workers(options.workers)
+        };
+    }
+    match options.model_type {
+        ModelType::LinearReg => configured!(LinearRegression::new())
+            .solver(match options.optimize_strategy {
+                OptimizeStrategy::NormalEquation => "normal",
+                OptimizeStrategy::BatchGradientDescent => "l-bfgs",
+                OptimizeStrategy::Auto | OptimizeStrategy::MiniBatch => "auto",
+            })
+            .into(),
+        _ => configured!(LogisticRegression::new()).into(),
+    }
 }
 
 /// The loss weight of each class, by class index: as given, or by label in the order of `labels`.

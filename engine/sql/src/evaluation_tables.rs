@@ -24,29 +24,27 @@ use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
 use super::catalog::CatalogModel;
 use super::literals;
 use super::table_functions::{check_columns, class_names, trained};
-use super::trained::Trained;
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::evaluation::{Evaluation, StateTable, evaluation_state, state_rows};
+use hearth_engine::stage::ClassifierColumns;
 use hearth_engine::stage::Transformer;
-use hearth_engine::train::ClassificationModel;
 
-/// The classifier ending `model`, scored over `input`; an error for a regressor.
-fn classifier<'a>(function: &str, model: &'a CatalogModel, input: &DataFrame) -> Result<&'a ClassificationModel> {
+/// The score columns of the classifier ending `model`, scored over `input`; an error for a regressor.
+fn classifier<'a>(function: &str, model: &'a CatalogModel, input: &DataFrame) -> Result<&'a dyn ClassifierColumns> {
     check_columns(function, model, input, true)?;
-    match trained(model)? {
-        Trained::Classifier(classifier) => Ok(classifier),
-        Trained::Regressor(_) => Err(HearthError::invalid_param(
+    trained(model)?.classifier().ok_or_else(|| {
+        HearthError::invalid_param(
             format!("ML.{function}(MODEL {})", model.entry.name),
             "MODEL",
             format!("{} is a regressor, which has no classes to compare", model.entry.name),
-        )),
-    }
+        )
+    })
 }
 
-/// The probability of the positive class (index 1) of `classifier`'s rows.
-fn positive_probability(classifier: &ClassificationModel) -> Expr {
+/// The probability of the positive class (index 1) of a classifier's rows.
+fn positive_probability(scores: &dyn ClassifierColumns) -> Expr {
     cast(
-        array_element(ident(classifier.probability_col()), lit(2i64)),
+        array_element(ident(scores.probability_col()), lit(2i64)),
         DataType::Float64,
     )
 }

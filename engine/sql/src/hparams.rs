@@ -173,16 +173,29 @@ fn tunable() -> String {
 }
 
 /// What `num_trials` tunes when no option is given as `HPARAM_…`: k-means' `num_clusters` from 2 to 10; a
-/// network's rate and, for networks with hidden layers, the dropout (for logistic regression, the L2 penalty)
-/// — unless the statement fixes them.
+/// linear model's L1 (0 to 0.01) and L2 (0 to 0.1) penalties; a network's rate and, for networks with hidden
+/// layers, the dropout (for logistic regression by mini-batches, the L2 penalty) — unless the statement fixes
+/// them.
 fn default_spaces(model_type: &str, fixed: &[SqlOption]) -> Vec<(String, Space)> {
     let given = |option: &str| {
         fixed
             .iter()
             .any(|o| matches!(o, SqlOption::KeyValue { key, .. } if key.value.eq_ignore_ascii_case(option)))
     };
+    let linear = ["linear_reg", "logistic_reg"]
+        .iter()
+        .any(|linear| model_type.eq_ignore_ascii_case(linear));
+    let mini_batch = fixed.iter().any(|o| {
+        matches!(o, SqlOption::KeyValue { key, value } if key.value.eq_ignore_ascii_case("optimize_strategy")
+            && literals::string(value).is_some_and(|s| s.eq_ignore_ascii_case("mini_batch")))
+    });
     let spaces = if model_type.eq_ignore_ascii_case("kmeans") {
         vec![("num_clusters", 2.0, 10.0, Scale::Whole)]
+    } else if linear && !mini_batch {
+        vec![
+            ("l1_reg", 0.0, 0.01, Scale::Linear),
+            ("l2_reg", 0.0, 0.1, Scale::Linear),
+        ]
     } else if model_type.eq_ignore_ascii_case("logistic_reg") {
         vec![
             ("learn_rate", 1e-4, 1e-2, Scale::Log),

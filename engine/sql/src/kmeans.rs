@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::functions::core::expr_fn::{coalesce, greatest, named_struct};
 use datafusion::functions::math::expr_fn::sqrt;
@@ -24,12 +24,12 @@ use hearth_stats::clustering::DistanceMeasure;
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{CatalogModel, read_json};
+use super::feature_slots::{ColumnValue, by_column, category_list, category_list_type, slots};
 use super::options::ModelOptions;
-use super::preprocessing::{FEATURES, NUMBERS, SCALED_NUMBERS, index_column, one_hot_column};
+use super::preprocessing::FEATURES;
 use super::rows::{literal_rows, metric_value};
 use hearth_engine::clustering::{KMEANS_COST, KMeans, KMeansModel};
 use hearth_engine::error::{HearthError, Result};
-use hearth_engine::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel, VectorAssembler};
 use hearth_engine::pipeline::PipelineModel;
 use hearth_engine::session::Session;
 use hearth_engine::stage::Transformer;
@@ -229,158 +229,27 @@ pub(crate) fn training_info(model: &CatalogModel) -> Result<LogicalPlan> {
     literal_rows(schema, vec![row])
 }
 
-/// What a slot of the clustered vector is.
-#[derive(Clone, Debug, PartialEq)]
-enum Slot {
-    /// A number column, standardized with this mean and standard deviation (0 and 1 when it was not).
-    Number { feature: String, mean: f64, std: f64 },
-    /// One category of a string column.
-    Category { feature: String, category: String },
-}
-
-/// The slots of the clustered vector, named after the query's columns when the automatic preprocessing made
-/// it; with a `TRANSFORM`, `features[0]`, `features[1]`, ….
-fn slots(model: &CatalogModel, width: usize) -> Vec<Slot> {
-    let generic = || {
-        (0..width)
-            .map(|i| Slot::Number {
-                feature: format!("features[{i}]"),
-                mean: 0.0,
-                std: 1.0,
-            })
-            .collect()
-    };
-    if model.entry.transform.is_some() {
-        return generic();
-    }
-    let stages = model.pipeline.stages();
-    let find =
-        |predicate: &dyn Fn(&dyn Transformer) -> bool| stages.iter().find(|stage| predicate(stage.as_ref())).cloned();
-    let mut slots = Vec::with_capacity(width);
-    for output in &model.entry.features {
-        if output == NUMBERS || output == SCALED_NUMBERS {
-            let Some(assembler) = find(&|s| {
-                s.downcast_ref::<VectorAssembler>()
-                    .is_some_and(|a| a.get_output_col() == NUMBERS)
-            }) else {
-                return generic();
-            };
-            let columns = assembler
-                .downcast_ref::<VectorAssembler>()
-                .map_or(&[][..], |a| a.get_input_cols());
-            let scaler = find(&|s| {
-                s.downcast_ref::<StandardScalerModel>()
-                    .is_some_and(|m| m.get_output_col() == SCALED_NUMBERS)
-            });
-            let scaler = scaler.as_ref().and_then(|s| s.downcast_ref::<StandardScalerModel>());
-            for (i, column) in columns.iter().enumerate() {
-                let (mean, std) = match (output == SCALED_NUMBERS, scaler) {
-                    (true, Some(scaler)) => (scaler.mean()[i], scaler.std()[i]),
-                    _ => (0.0, 1.0),
-                };
-                slots.push(Slot::Number {
-                    feature: column.clone(),
-                    mean,
-                    std,
-                });
-            }
-            continue;
-        }
-        let Some(column) = model.entry.inputs.iter().find(|c| one_hot_column(c) == *output) else {
-            return generic();
-        };
-        let index = index_column(column);
-        let labels = find(&|s| {
-            s.downcast_ref::<StringIndexerModel>()
-                .is_some_and(|m| m.get_output_cols().contains(&index))
-        });
-        let labels = labels
-            .as_ref()
-            .and_then(|s| s.downcast_ref::<StringIndexerModel>())
-            .map(|m| m.labels()[0].clone());
-        let encoder = find(&|s| {
-            s.downcast_ref::<OneHotEncoderModel>()
-                .is_some_and(|m| m.get_output_cols().contains(output))
-        });
-        let (Some(labels), Some(encoder)) = (labels, encoder) else {
-            return generic();
-        };
-        let slot_count = encoder
-            .downcast_ref::<OneHotEncoderModel>()
-            .map_or(0, |e| e.output_widths()[0]);
-        for i in 0..slot_count {
-            slots.push(Slot::Category {
-                feature: column.clone(),
-                category: labels.get(i).cloned().unwrap_or_else(|| "(unseen)".to_string()),
-            });
-        }
-    }
-    if slots.len() == width { slots } else { generic() }
-}
-
 /// `ML.CENTROIDS`: a row per centroid and feature — a number column's centroid value in its own units, or a
 /// string column's share of each category.
 pub(crate) fn centroids(model: &CatalogModel) -> Result<LogicalPlan> {
     let kmeans = kmeans_of("CENTROIDS", model)?;
     let centers = kmeans.cluster_centers();
     let slots = slots(model, centers.first().map_or(0, Vec::len));
-    let category = DataType::Struct(Fields::from(vec![
-        Field::new("category", DataType::Utf8, false),
-        Field::new("value", DataType::Float64, false),
-    ]));
-    let categories_type = DataType::new_list(category.clone(), true);
+    let categories_type = category_list_type("value");
     let no_categories = ScalarValue::try_from(&categories_type)?;
     let mut rows = Vec::new();
     for (id, center) in centers.iter().enumerate() {
-        let mut i = 0;
-        while i < slots.len() {
-            let centroid_id = ScalarValue::Int64(Some(id as i64 + 1));
-            match &slots[i] {
-                Slot::Number { feature, mean, std } => {
-                    let value = center[i] * std + mean;
-                    rows.push(vec![
-                        centroid_id,
-                        ScalarValue::from(feature.as_str()),
-                        ScalarValue::Float64(Some(value)),
-                        no_categories.clone(),
-                    ]);
-                    i += 1;
-                }
-                Slot::Category { feature, .. } => {
-                    let mut values = Vec::new();
-                    while let Some(Slot::Category {
-                        feature: same,
-                        category: name,
-                    }) = slots.get(i)
-                        && same == feature
-                    {
-                        let fields = vec![
-                            (
-                                Field::new("category", DataType::Utf8, false),
-                                ScalarValue::from(name.as_str()),
-                            ),
-                            (
-                                Field::new("value", DataType::Float64, false),
-                                ScalarValue::Float64(Some(center[i])),
-                            ),
-                        ];
-                        let value = fields
-                            .into_iter()
-                            .fold(datafusion::common::scalar::ScalarStructBuilder::new(), |b, (f, v)| {
-                                b.with_scalar(f, v)
-                            })
-                            .build()?;
-                        values.push(value);
-                        i += 1;
-                    }
-                    rows.push(vec![
-                        centroid_id,
-                        ScalarValue::from(feature.as_str()),
-                        ScalarValue::Float64(None),
-                        ScalarValue::List(ScalarValue::new_list_nullable(&values, &category)),
-                    ]);
-                }
-            }
+        for (feature, value) in by_column(&slots, center, |value, mean, std| value * std + mean) {
+            let (number, categories) = match value {
+                ColumnValue::Number(value) => (Some(value), no_categories.clone()),
+                ColumnValue::Categories(shares) => (None, category_list(&shares, "value")?),
+            };
+            rows.push(vec![
+                ScalarValue::Int64(Some(id as i64 + 1)),
+                ScalarValue::from(feature.as_str()),
+                ScalarValue::Float64(number),
+                categories,
+            ]);
         }
     }
     let schema = Schema::new(vec![

@@ -2,7 +2,7 @@
 //!
 //! SQL with models, in BigQuery ML's shape: `CREATE MODEL … OPTIONS (…) TRANSFORM (…) AS SELECT …` trains
 //! through the barrier stage and saves the fitted pipeline in the session's [`ModelCatalog`];
-//! `ML.PREDICT`, `ML.EVALUATE`, `ML.TRANSFORM`, `ML.TRAINING_INFO`, `ML.FEATURE_INFO` and `ML.TRIAL_INFO` are table functions
+//! `ML.PREDICT`, `ML.EVALUATE`, `ML.TRANSFORM`, `ML.TRAINING_INFO`, `ML.FEATURE_INFO`, `ML.TRIAL_INFO` and `ML.WEIGHTS` are table functions
 //! usable inside any query; `DROP MODEL` and `SHOW MODELS` manage the catalog. Every other statement is
 //! DataFusion's.
 //!
@@ -44,9 +44,11 @@ mod error;
 mod estimators;
 mod evaluation_tables;
 mod explain;
+mod feature_slots;
 mod hparams;
 mod install;
 mod kmeans;
+mod linear_artifact;
 mod literals;
 mod options;
 mod parser;
@@ -59,11 +61,12 @@ mod trained;
 mod training_rows;
 mod transform;
 mod trials;
+mod weights;
 
 pub use catalog::{CatalogModel, ENTRY_FILE, EVALUATION_FILE, ModelCatalog, ModelEntry, default_models_dir};
 pub use create_model::{BestTrial, CreatedModel};
 pub use data_roots::DataRoots;
-pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType};
+pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType, OptimizeStrategy};
 pub use parser::{CreateModel, Statement, parse_statements};
 pub use relation::MlRelationPlanner;
 pub use session::SqlSessionExt;

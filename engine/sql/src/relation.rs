@@ -17,10 +17,11 @@ use super::explain::{explain_predict, global_explain};
 use super::kmeans;
 use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
 use super::trials::trial_info;
+use super::weights::weights;
 use hearth_engine::functions;
 
 /// The `ML.` table functions, as `ML.<name>` calls them.
-const FUNCTIONS: [&str; 11] = [
+const FUNCTIONS: [&str; 12] = [
     "predict",
     "evaluate",
     "confusion_matrix",
@@ -32,6 +33,7 @@ const FUNCTIONS: [&str; 11] = [
     "feature_info",
     "trial_info",
     "centroids",
+    "weights",
 ];
 
 /// The functions that take settings after their rows.
@@ -135,6 +137,7 @@ impl MlRelationPlanner {
             }
             ("trial_info", _) => trial_info(&model),
             ("centroids", _) => kmeans::centroids(&model),
+            ("weights", _) => weights(&model),
             _ => feature_info(&model),
         }
         .map_err(external)

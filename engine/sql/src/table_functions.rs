@@ -6,7 +6,7 @@
 //! | `ML.PREDICT(MODEL m, (query))` | the query's rows and columns, plus `predicted_<label>` (and for a classifier `predicted_<label>_probs`: `[{label, prob}, …]`) |
 //! | `ML.EVALUATE(MODEL m [, (query)])` | one row of Spark's metrics over the query's rows, or over the rows held out in training (a regressor's also under BigQuery ML's names: `mean_absolute_error`, `mean_squared_error`, `r2_score`) |
 //! | `ML.TRANSFORM(MODEL m, (query))` | the preprocessing's output columns (and the label, when the rows have it) |
-//! | `ML.TRAINING_INFO(MODEL m)` | one row per epoch: attempt, loss, accuracy, validation figures, learning rate, time |
+//! | `ML.TRAINING_INFO(MODEL m)` | one row per epoch: attempt, loss, accuracy, validation figures, learning rate, time (a linear model: one per solver iteration, its objective) |
 //! | `ML.FEATURE_INFO(MODEL m)` | one row per fitted preprocessing stage: its class, uid, state and parameters |
 //! | `ML.TRIAL_INFO(MODEL m)` | one row per trial of a model tuned with `num_trials` (see [`trials`](super::trials)) |
 
@@ -27,16 +27,18 @@ use super::rows::literal_rows;
 use super::trained::Trained;
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::evaluation::{Evaluation, evaluation_state, metric};
+use hearth_engine::linear::Solved;
+use hearth_engine::stage::ClassifierColumns;
 use hearth_engine::stage::{Transformer, quoted_columns};
-use hearth_engine::train::ClassificationModel;
 
-/// The trained network ending a model's pipeline.
+/// The trained network or linear model ending a model's pipeline.
 pub(super) fn trained(model: &CatalogModel) -> Result<Trained<'_>> {
     Trained::of(&model.pipeline).ok_or_else(|| {
         HearthError::invalid_data(
             &model.entry.name,
             &model.entry.label,
-            "the model's last stage is not a ClassificationModel or a RegressionModel",
+            "the model's last stage is not a network (ClassificationModel, RegressionModel) or a linear model \
+             (LogisticRegressionModel, LinearRegressionModel)",
         )
     })
 }
@@ -89,11 +91,11 @@ pub(super) fn prediction_columns(model: &CatalogModel) -> Result<Vec<Expr>> {
         None => prediction,
     };
     projection.push(predicted.alias(format!("predicted_{label}")));
-    let Trained::Classifier(classifier) = network else {
+    let Some(scores) = network.classifier() else {
         return Ok(projection);
     };
-    let probability = ident(classifier.probability_col());
-    let probs = class_names(model, classifier)
+    let probability = ident(scores.probability_col());
+    let probs = class_names(model, scores)
         .iter()
         .enumerate()
         .map(|(i, name)| {
@@ -106,10 +108,10 @@ pub(super) fn prediction_columns(model: &CatalogModel) -> Result<Vec<Expr>> {
 }
 
 /// The names of a classifier model's classes, by index: its label's values, or the indices themselves.
-pub(super) fn class_names(model: &CatalogModel, classifier: &ClassificationModel) -> Vec<String> {
+pub(super) fn class_names(model: &CatalogModel, scores: &dyn ClassifierColumns) -> Vec<String> {
     match &model.entry.labels {
         Some(labels) => labels.clone(),
-        None => (0..classifier.num_classes()).map(|i| i.to_string()).collect(),
+        None => (0..scores.num_classes()).map(|i| i.to_string()).collect(),
     }
 }
 
@@ -133,37 +135,35 @@ pub(crate) fn evaluate(model: &CatalogModel, input: DataFrame) -> Result<Logical
     let scored = model.pipeline.transform(&input)?;
     let label = ident(&model.entry.label_index);
     let one = lit(1.0);
-    let classifier = match trained(model)? {
-        Trained::Classifier(classifier) => classifier,
-        Trained::Regressor(regressor) => {
-            let state = evaluation_state(
-                Evaluation::Regression,
-                vec![label, ident(regressor.prediction_col()), one],
-            )
-            .alias("regression");
-            // Spark's names, then BigQuery ML's for the same figures.
-            let names = ["rmse", "mse", "mae", "r2", "var"].map(|name| (name, name));
-            let aliases = [
-                ("mean_absolute_error", "mae"),
-                ("mean_squared_error", "mse"),
-                ("r2_score", "r2"),
-            ];
-            let metrics: Vec<Expr> = names
-                .into_iter()
-                .chain(aliases)
-                .map(|(alias, name)| metric("regression", ident("regression"), name).alias(alias))
-                .collect();
-            return Ok(scored.aggregate(vec![], vec![state])?.select(metrics)?.into_parts().1);
-        }
+    let network = trained(model)?;
+    let Some(scores) = network.classifier() else {
+        let state = evaluation_state(
+            Evaluation::Regression,
+            vec![label, ident(network.prediction_col()), one],
+        )
+        .alias("regression");
+        // Spark's names, then BigQuery ML's for the same figures.
+        let names = ["rmse", "mse", "mae", "r2", "var"].map(|name| (name, name));
+        let aliases = [
+            ("mean_absolute_error", "mae"),
+            ("mean_squared_error", "mse"),
+            ("r2_score", "r2"),
+        ];
+        let metrics: Vec<Expr> = names
+            .into_iter()
+            .chain(aliases)
+            .map(|(alias, name)| metric("regression", ident("regression"), name).alias(alias))
+            .collect();
+        return Ok(scored.aggregate(vec![], vec![state])?.select(metrics)?.into_parts().1);
     };
     let mut states = vec![
         evaluation_state(
             Evaluation::Multiclass,
             vec![
                 label.clone(),
-                ident(classifier.prediction_col()),
+                ident(scores.prediction_col()),
                 one.clone(),
-                ident(classifier.probability_col()),
+                ident(scores.probability_col()),
             ],
         )
         .alias("multiclass"),
@@ -172,13 +172,9 @@ pub(crate) fn evaluate(model: &CatalogModel, input: DataFrame) -> Result<Logical
         .into_iter()
         .map(|name| metric("multiclass", ident("multiclass"), name).alias(name))
         .collect();
-    if classifier.num_classes() == 2 {
+    if scores.num_classes() == 2 {
         states.push(
-            evaluation_state(
-                Evaluation::Binary,
-                vec![ident(classifier.raw_prediction_col()), label, one],
-            )
-            .alias("binary"),
+            evaluation_state(Evaluation::Binary, vec![ident(scores.raw_prediction_col()), label, one]).alias("binary"),
         );
         metrics.extend(
             ["areaUnderROC", "areaUnderPR"]
@@ -222,10 +218,11 @@ fn parquet_schema(file: &std::path::Path) -> Result<SchemaRef> {
     Ok(Arc::clone(builder.schema()))
 }
 
-/// `ML.TRAINING_INFO`: one row per epoch of the training that succeeded.
+/// `ML.TRAINING_INFO`: one row per epoch of a network's training that succeeded; for a linear model, one per
+/// solver iteration, from 0 (the objective before the first step; a normal-equation solve has only that row,
+/// without a loss, as Spark reports none).
 pub(crate) fn training_info(model: &CatalogModel) -> Result<LogicalPlan> {
     let network = trained(model)?;
-    let attempts = &network.summary().attempts;
     let schema = Schema::new(vec![
         Field::new("attempt", DataType::Int64, false),
         Field::new("epoch", DataType::Int64, false),
@@ -233,10 +230,20 @@ pub(crate) fn training_info(model: &CatalogModel) -> Result<LogicalPlan> {
         Field::new("accuracy", DataType::Float64, true),
         Field::new("validation_loss", DataType::Float64, true),
         Field::new("validation_accuracy", DataType::Float64, true),
-        Field::new("learning_rate", DataType::Float64, false),
-        Field::new("duration_ms", DataType::Float64, false),
+        Field::new("learning_rate", DataType::Float64, true),
+        Field::new("duration_ms", DataType::Float64, true),
     ]);
-    let rows = network
+    let rows = match network.solved() {
+        Some(solved) => solver_rows(solved),
+        None => epoch_rows(network),
+    };
+    literal_rows(schema, rows)
+}
+
+/// A network's `ML.TRAINING_INFO` rows, one per epoch.
+fn epoch_rows(network: Trained<'_>) -> Vec<Vec<ScalarValue>> {
+    let attempts = network.summary().map_or(&[][..], |s| &s.attempts);
+    network
         .history()
         .iter()
         .map(|stats| {
@@ -258,8 +265,26 @@ pub(crate) fn training_info(model: &CatalogModel) -> Result<LogicalPlan> {
                 ScalarValue::Float64(Some(stats.seconds * 1e3)),
             ]
         })
-        .collect();
-    literal_rows(schema, rows)
+        .collect()
+}
+
+/// A linear model's `ML.TRAINING_INFO` rows, one per solver iteration from 0.
+fn solver_rows(solved: &Solved) -> Vec<Vec<ScalarValue>> {
+    let direct = solved.total_iterations == 0;
+    solved
+        .objective_history
+        .iter()
+        .enumerate()
+        .map(|(iteration, objective)| {
+            let mut row = vec![
+                ScalarValue::Int64(Some(1)),
+                ScalarValue::Int64(Some(iteration as i64)),
+                ScalarValue::Float64((!direct).then_some(*objective)),
+            ];
+            row.extend(std::iter::repeat_n(ScalarValue::Float64(None), 5));
+            row
+        })
+        .collect()
 }
 
 /// `ML.FEATURE_INFO`: one row per fitted preprocessing stage.

@@ -267,7 +267,7 @@ fn trial_record(
             let loss = match scoring {
                 // k-means is scored on its training rows: their mean squared distance is its loss.
                 Scoring::Clustering => metrics.get("mean_squared_distance").copied(),
-                _ => Trained::of(&pipeline).and_then(|t| t.history().last()).map(|e| e.loss),
+                _ => Trained::of(&pipeline).and_then(Trained::final_loss),
             };
             (metrics, loss, None, Some(pipeline))
         }

@@ -1,11 +1,11 @@
 //! The driver's side of a full-batch fit: the rows narrowed to features, label and weight, one barrier stage of
-//! [`FULL_BATCH_FUNCTION`](super::FULL_BATCH_FUNCTION), and the fit rank 0 returned.
+//! [`FULL_BATCH_FUNCTION`](super::FULL_BATCH_FUNCTION), and the fit rank 0 returned, with the rows the ranks read.
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{cast, ident};
 use datafusion::prelude::DataFrame;
 
-use super::function::{FULL_BATCH_FUNCTION, FullBatchArgs, FullBatchFit, FullBatchModel, read_fit};
+use super::function::{FULL_BATCH_FUNCTION, FullBatchArgs, FullBatchFit, FullBatchModel, read_fit, read_rows};
 use crate::barrier::{BarrierOptions, BarrierStage};
 use crate::error::{HearthError, Result};
 use crate::stage::input_field;
@@ -16,21 +16,27 @@ const LABEL: &str = "__full_batch_label";
 /// The weight column of the prepared rows.
 const WEIGHT: &str = "__full_batch_weight";
 
-/// The columns a full-batch estimator reads.
+/// The columns a full-batch estimator reads, and the ranks fitting together.
 pub(crate) struct Inputs<'a> {
     pub(crate) uid: &'a str,
     pub(crate) features_col: &'a str,
     pub(crate) label_col: &'a str,
     pub(crate) weight_col: Option<&'a str>,
+    pub(crate) workers: usize,
 }
 
-/// Fits `settings` on `df` over `options.workers` ranks.
-pub(crate) async fn fit_full_batch(
+/// A fit and the rows it was fitted on (over every rank).
+pub(crate) struct Fitted<T> {
+    pub(crate) fit: T,
+    pub(crate) rows: u64,
+}
+
+/// Fits `settings` on `df` over `inputs.workers` ranks; `T` is the fit `settings` make.
+pub(crate) async fn fit_full_batch<T: TryFrom<FullBatchFit>>(
     df: &DataFrame,
     inputs: &Inputs<'_>,
     settings: FullBatchModel,
-    options: &BarrierOptions,
-) -> Result<FullBatchFit> {
+) -> Result<Fitted<T>> {
     let features = input_field(inputs.uid, df, inputs.features_col)?;
     if vector_dim(features.data_type()).is_none() {
         return Err(HearthError::schema(
@@ -55,11 +61,20 @@ pub(crate) async fn fit_full_batch(
     };
     let json = serde_json::to_string(&args)
         .map_err(|e| HearthError::barrier(FULL_BATCH_FUNCTION, "cannot write the fit's arguments").caused_by(e))?;
+    let options = BarrierOptions {
+        workers: inputs.workers,
+        ..BarrierOptions::default()
+    };
     let batches = BarrierStage::new(FULL_BATCH_FUNCTION, json)
-        .options(options.clone())
+        .options(options)
         .run(&rows)
         .await?;
-    Ok(read_fit(&batches)?)
+    let fit = T::try_from(read_fit(&batches)?)
+        .map_err(|_| HearthError::invalid_data(inputs.uid, inputs.label_col, "the fit returned another model"))?;
+    Ok(Fitted {
+        fit,
+        rows: read_rows(&batches),
+    })
 }
 
 /// Checks the params the linear estimators share, as Spark checks them: `regParam` at least 0,

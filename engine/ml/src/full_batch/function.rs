@@ -6,7 +6,7 @@ use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
 use hearth_optim::glm::{
     FitError, LinearFit, LinearSettings, LogisticFit, LogisticSettings, Reduce, Shard, fit_linear, fit_logistic,
@@ -43,6 +43,24 @@ pub enum FullBatchFit {
     /// A perceptron's fit.
     Perceptron(MlpFit),
 }
+
+/// The fit of one kind of model out of a [`FullBatchFit`], refused when it is another kind.
+macro_rules! fit_of_variant {
+    ($($variant:ident => $fit:ty),*) => {$(
+        impl TryFrom<FullBatchFit> for $fit {
+            type Error = FullBatchFit;
+
+            fn try_from(fit: FullBatchFit) -> std::result::Result<Self, FullBatchFit> {
+                match fit {
+                    FullBatchFit::$variant(fit) => Ok(fit),
+                    other => Err(other),
+                }
+            }
+        }
+    )*};
+}
+
+fit_of_variant!(Logistic => LogisticFit, Linear => LinearFit, Perceptron => MlpFit);
 
 /// What the fit's tasks are told: the model and the columns of the prepared rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -203,6 +221,15 @@ impl Reduce for RankSums<'_> {
         }
         Ok(())
     }
+}
+
+/// The rows the stage's ranks fitted on, summed.
+pub(crate) fn read_rows(batches: &[RecordBatch]) -> u64 {
+    batches
+        .iter()
+        .filter_map(|batch| batch.column_by_name("rows")?.as_primitive_opt::<UInt64Type>().cloned())
+        .map(|rows| rows.values().iter().sum::<u64>())
+        .sum()
 }
 
 /// The fit rank 0 returned among the stage's rows.

@@ -6,5 +6,5 @@
 mod fit;
 mod function;
 
-pub(crate) use fit::{Inputs, check_params, fit_full_batch};
+pub(crate) use fit::{Fitted, Inputs, check_params, fit_full_batch};
 pub use function::{FULL_BATCH_FUNCTION, FullBatchArgs, FullBatchFit, FullBatchFunction, FullBatchModel};

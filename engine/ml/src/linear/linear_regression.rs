@@ -6,9 +6,9 @@ use hearth_optim::glm::{LinearFit, LinearSettings, LinearSolver, Solved};
 use serde::{Deserialize, Serialize};
 
 use super::scores::LINEAR_PREDICT;
-use crate::barrier::BarrierOptions;
+use super::setters::default_label_col;
 use crate::error::{HearthError, Result};
-use crate::full_batch::{FullBatchFit, FullBatchModel, Inputs, check_params, fit_full_batch};
+use crate::full_batch::{Fitted, FullBatchModel, Inputs, check_params, fit_full_batch};
 use crate::params::new_uid;
 use crate::stage::{Estimator, Transformer, ensure_new_column, serde_stage};
 use crate::udf::args::f64_list_literal;
@@ -121,24 +121,15 @@ impl Estimator for LinearRegression {
             features_col: &self.features_col,
             label_col: &self.label_col,
             weight_col: self.weight_col.as_deref(),
-        };
-        let options = BarrierOptions {
             workers: self.workers,
-            ..BarrierOptions::default()
         };
-        let FullBatchFit::Linear(fit) =
-            fit_full_batch(df, &inputs, FullBatchModel::Linear(self.settings.clone()), &options).await?
-        else {
-            return Err(HearthError::invalid_data(
-                &self.uid,
-                &self.label_col,
-                "the fit returned another model",
-            ));
-        };
+        let Fitted { fit, rows } = fit_full_batch(df, &inputs, FullBatchModel::Linear(self.settings.clone())).await?;
         Ok(LinearRegressionModel {
             uid: self.uid.clone(),
             features_col: self.features_col.clone(),
+            label_col: self.label_col.clone(),
             prediction_col: self.prediction_col.clone(),
+            training_rows: rows,
             fit,
         })
     }
@@ -151,7 +142,11 @@ impl Estimator for LinearRegression {
 pub struct LinearRegressionModel {
     uid: String,
     features_col: String,
+    #[serde(default = "default_label_col")]
+    label_col: String,
     prediction_col: String,
+    #[serde(default)]
+    training_rows: u64,
     #[serde(flatten)]
     fit: LinearFit,
 }
@@ -171,6 +166,13 @@ impl LinearRegressionModel {
     pub fn summary(&self) -> &Solved {
         &self.fit.solved
     }
+
+    /// The rows it was fitted on, over every rank.
+    pub fn training_rows(&self) -> u64 {
+        self.training_rows
+    }
+
+    super::setters::model_columns!(features_col, label_col, prediction_col);
 
     /// The prediction for one row of features.
     pub fn predict(&self, features: &[f64]) -> f64 {

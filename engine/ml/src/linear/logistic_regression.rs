@@ -6,9 +6,9 @@ use hearth_optim::glm::{Family, LogisticFit, LogisticSettings, Solved};
 use serde::{Deserialize, Serialize};
 
 use super::scores::LOGISTIC_SCORES;
-use crate::barrier::BarrierOptions;
+use super::setters::default_label_col;
 use crate::error::{HearthError, Result};
-use crate::full_batch::{FullBatchFit, FullBatchModel, Inputs, check_params, fit_full_batch};
+use crate::full_batch::{Fitted, FullBatchModel, Inputs, check_params, fit_full_batch};
 use crate::params::new_uid;
 use crate::stage::{Estimator, Transformer, ensure_new_column, serde_stage, with_classifier_scores};
 use crate::udf::args::f64_list_literal;
@@ -112,27 +112,18 @@ impl Estimator for LogisticRegression {
             features_col: &self.features_col,
             label_col: &self.label_col,
             weight_col: self.weight_col.as_deref(),
-        };
-        let options = BarrierOptions {
             workers: self.workers,
-            ..BarrierOptions::default()
         };
-        let FullBatchFit::Logistic(fit) =
-            fit_full_batch(df, &inputs, FullBatchModel::Logistic(self.settings.clone()), &options).await?
-        else {
-            return Err(HearthError::invalid_data(
-                &self.uid,
-                &self.label_col,
-                "the fit returned another model",
-            ));
-        };
+        let Fitted { fit, rows } = fit_full_batch(df, &inputs, FullBatchModel::Logistic(self.settings.clone())).await?;
         Ok(LogisticRegressionModel {
             uid: self.uid.clone(),
             features_col: self.features_col.clone(),
+            label_col: self.label_col.clone(),
             prediction_col: self.prediction_col.clone(),
             raw_prediction_col: self.raw_prediction_col.clone(),
             probability_col: self.probability_col.clone(),
             threshold: self.threshold,
+            training_rows: rows,
             fit,
         })
     }
@@ -146,10 +137,14 @@ impl Estimator for LogisticRegression {
 pub struct LogisticRegressionModel {
     uid: String,
     features_col: String,
+    #[serde(default = "default_label_col")]
+    label_col: String,
     prediction_col: String,
     raw_prediction_col: String,
     probability_col: String,
     threshold: f64,
+    #[serde(default)]
+    training_rows: u64,
     #[serde(flatten)]
     fit: LogisticFit,
 }
@@ -192,6 +187,19 @@ impl LogisticRegressionModel {
     pub fn summary(&self) -> Option<&Solved> {
         self.fit.solved.as_ref()
     }
+
+    /// The rows it was fitted on, over every rank.
+    pub fn training_rows(&self) -> u64 {
+        self.training_rows
+    }
+
+    super::setters::model_columns!(
+        features_col,
+        label_col,
+        prediction_col,
+        raw_prediction_col,
+        probability_col
+    );
 
     /// What [`Stage::describe`](crate::stage::Stage::describe) says.
     fn describe_line(&self) -> String {

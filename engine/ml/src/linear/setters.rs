@@ -77,4 +77,19 @@ macro_rules! glm_setters {
     };
 }
 
-pub(super) use glm_setters;
+/// Getters of a fitted model's columns, each by its field's name.
+macro_rules! model_columns {
+    ($($column:ident),*) => {$(
+        #[doc = concat!("The model's `", stringify!($column), "`.")]
+        pub fn $column(&self) -> &str {
+            &self.$column
+        }
+    )*};
+}
+
+/// The label column of a model saved before models kept theirs: Spark's default.
+pub(crate) fn default_label_col() -> String {
+    "label".to_string()
+}
+
+pub(super) use {glm_setters, model_columns};

@@ -7,9 +7,8 @@ use hearth_optim::perceptron::{MlpFit, MlpSettings, MlpSolver};
 use serde::{Deserialize, Serialize};
 
 use super::scores::PERCEPTRON_SCORES;
-use crate::barrier::BarrierOptions;
 use crate::error::{HearthError, Result};
-use crate::full_batch::{FullBatchFit, FullBatchModel, Inputs, fit_full_batch};
+use crate::full_batch::{Fitted, FullBatchModel, Inputs, fit_full_batch};
 use crate::params::new_uid;
 use crate::stage::{Estimator, Transformer, ensure_new_column, serde_stage, with_classifier_scores};
 use crate::udf::args::f64_list_literal;
@@ -169,19 +168,10 @@ impl Estimator for MultilayerPerceptronClassifier {
             features_col: &self.features_col,
             label_col: &self.label_col,
             weight_col: None,
-        };
-        let options = BarrierOptions {
             workers: self.workers,
-            ..BarrierOptions::default()
         };
         let model = FullBatchModel::Perceptron(self.settings.clone());
-        let FullBatchFit::Perceptron(fit) = fit_full_batch(df, &inputs, model, &options).await? else {
-            return Err(HearthError::invalid_data(
-                &self.uid,
-                &self.label_col,
-                "the fit returned another model",
-            ));
-        };
+        let Fitted { fit, .. } = fit_full_batch(df, &inputs, model).await?;
         Ok(MultilayerPerceptronClassificationModel {
             uid: self.uid.clone(),
             features_col: self.features_col.clone(),

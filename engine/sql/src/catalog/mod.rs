@@ -358,7 +358,7 @@ impl ModelCatalog {
         Ok(())
     }
 
-    /// Registers a pipeline fitted in Rust whose last stage is a trained network, under `name`;
+    /// Registers a pipeline fitted in Rust whose last stage is a trained network or linear model, under `name`;
     /// `label` is the label column of its input. Its label values are read from the `StringIndexerModel`
     /// that indexed the label, if there is one.
     pub fn register(&self, name: &str, pipeline: &PipelineModel, label: &str, replace: bool) -> Result<()> {
@@ -366,7 +366,8 @@ impl ModelCatalog {
             HearthError::invalid_param(
                 "model catalog",
                 "pipeline",
-                "the pipeline's last stage must be a ClassificationModel or a RegressionModel",
+                "the pipeline's last stage must be a ClassificationModel, a RegressionModel, a \
+                 LogisticRegressionModel or a LinearRegressionModel",
             )
         })?;
         let label_index = model.label_col().to_string();
@@ -380,7 +381,7 @@ impl ModelCatalog {
             model_type: "pipeline".to_string(),
             label: label.to_string(),
             labels,
-            classifier: matches!(model, Trained::Classifier(_)),
+            classifier: model.is_classifier(),
             label_index,
             inputs: Vec::new(),
             features: vec![model.features_col().to_string()],
@@ -388,9 +389,11 @@ impl ModelCatalog {
             options: Default::default(),
             transform: None,
             query: None,
-            training_rows: model.summary().ranks.iter().map(|r| r.rows as u64).sum(),
+            training_rows: model.training_rows(),
             evaluation_rows: 0,
-            training_seconds: model.summary().attempts.iter().map(|a| a.seconds).sum(),
+            training_seconds: model
+                .summary()
+                .map_or(0.0, |s| s.attempts.iter().map(|a| a.seconds).sum()),
             created_ms: now_ms(),
             feature_means: None,
         };

@@ -2,68 +2,19 @@
 //! read into its type with an error naming the option when it is unknown or ill-typed.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast::{Expr, SqlOption};
 use hearth_torch::model::Activation;
 use hearth_torch::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
 
+mod model_type;
 mod table;
 
 use super::error::invalid_option;
 use hearth_engine::error::Result;
+pub use model_type::{ModelType, OptimizeStrategy};
 pub(crate) use table::{Models, Read, Scale, Tunable, expected, option_names, option_spec, wrong};
-
-/// What `CREATE MODEL` trains (`model_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ModelType {
-    /// `'mlp_classifier'` (alias `'dnn_classifier'`): [`MlpClassifier`](hearth_engine::train::MlpClassifier).
-    MlpClassifier,
-    /// `'logistic_reg'`: softmax regression, [`LinearClassifier`](hearth_engine::train::LinearClassifier).
-    LogisticReg,
-    /// `'linear_reg'`: linear regression, [`LinearRegressor`](hearth_engine::train::LinearRegressor).
-    LinearReg,
-    /// `'mlp_regressor'` (alias `'dnn_regressor'`): [`MlpRegressor`](hearth_engine::train::MlpRegressor).
-    MlpRegressor,
-    /// `'kmeans'`: [`KMeans`](hearth_engine::clustering::KMeans) clustering, no label.
-    KMeans,
-}
-
-impl ModelType {
-    fn parse(value: &str) -> Option<Self> {
-        match value.to_ascii_lowercase().as_str() {
-            "mlp_classifier" | "dnn_classifier" => Some(ModelType::MlpClassifier),
-            "logistic_reg" => Some(ModelType::LogisticReg),
-            "linear_reg" => Some(ModelType::LinearReg),
-            "mlp_regressor" | "dnn_regressor" => Some(ModelType::MlpRegressor),
-            "kmeans" => Some(ModelType::KMeans),
-            _ => None,
-        }
-    }
-
-    /// Whether the model predicts classes.
-    pub fn is_classifier(self) -> bool {
-        matches!(self, ModelType::MlpClassifier | ModelType::LogisticReg)
-    }
-
-    /// Whether the model is a network trained through the barrier stage (else k-means).
-    pub fn is_network(self) -> bool {
-        !matches!(self, ModelType::KMeans)
-    }
-}
-
-impl fmt::Display for ModelType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ModelType::MlpClassifier => "mlp_classifier",
-            ModelType::LogisticReg => "logistic_reg",
-            ModelType::LinearReg => "linear_reg",
-            ModelType::MlpRegressor => "mlp_regressor",
-            ModelType::KMeans => "kmeans",
-        })
-    }
-}
 
 /// How the training rows are split into training and evaluation rows (`data_split_method`).
 #[derive(Clone, Debug, PartialEq)]
@@ -112,8 +63,15 @@ pub struct ModelOptions {
     pub optimizer: OptimizerSpec,
     /// `batch_size` (default 64).
     pub batch_size: usize,
-    /// `max_iterations`: epochs (default 10).
+    /// `max_iterations`: epochs (default 10); for a linear model solved exactly, the solver's most iterations
+    /// (default 100, Spark's `maxIter`).
     pub epochs: usize,
+    /// `optimize_strategy`, for `linear_reg` and `logistic_reg` (default `AUTO_STRATEGY`).
+    pub optimize_strategy: OptimizeStrategy,
+    /// `l1_reg`, a linear model's L1 penalty (default 0).
+    pub l1_reg: f64,
+    /// `l2_reg`: a linear model's L2 penalty; a network's weight decay (default 0).
+    pub l2_reg: f64,
     /// `class_weights`: by class index, or `[STRUCT('label', weight), …]` by label.
     pub class_weights: Option<ClassWeights>,
     /// `data_split_method`.
@@ -183,6 +141,9 @@ impl Default for ModelOptions {
             optimizer: OptimizerSpec::adam(1e-3),
             batch_size: 64,
             epochs: 10,
+            optimize_strategy: OptimizeStrategy::Auto,
+            l1_reg: 0.0,
+            l2_reg: 0.0,
             class_weights: None,
             data_split: DataSplit::Auto,
             data_split_eval_fraction: 0.2,
@@ -307,6 +268,7 @@ impl Reading {
                 ));
             }
         };
+        out.l2_reg = l2_reg;
         out.strategy = strategy.build()?;
         out.check_model_type_takes_options()?;
         if matches!(out.data_split, DataSplit::Seq | DataSplit::Custom) && out.data_split_col.is_none() {
@@ -320,41 +282,42 @@ impl Reading {
 }
 
 impl ModelOptions {
-    /// An option the model type does not use is an error rather than ignored; k-means runs
-    /// `max_iterations` 20 unless told (BigQuery's and Spark's default).
+    /// Whether the model trains by mini-batches: a network, or a linear model under `'MINI_BATCH'`.
+    pub fn trains_by_mini_batch(&self) -> bool {
+        Models::MiniBatch.take(self.model_type, self.optimize_strategy)
+    }
+
+    /// An option the model type (as solved) does not use is an error rather than ignored; k-means runs
+    /// `max_iterations` 20 unless told (BigQuery's and Spark's default), a linear model solved exactly 100
+    /// (Spark's).
     fn check_model_type_takes_options(&mut self) -> Result<()> {
-        let kmeans = !self.model_type.is_network();
         for name in self.written.keys() {
-            let takes = option_spec(name).map_or(Models::Every, |spec| spec.models);
-            if kmeans && takes == Models::Networks {
-                let why = if name == "input_label_cols" {
-                    "k-means takes no label: it clusters every column of the query".to_string()
-                } else {
-                    let kmeans_options = option_names(|spec| spec.models == Models::KMeans);
-                    let shared = option_names(|spec| {
-                        spec.models == Models::Every && spec.name != "model_type" && !matches!(spec.read, Read::Tuning)
-                    });
-                    format!(
-                        "model_type 'kmeans' does not take it; it takes {}, {}",
-                        kmeans_options.join(", "),
-                        shared.join(", ")
-                    )
-                };
-                return Err(invalid_option(name, why));
-            }
-            if !kmeans && takes == Models::KMeans {
+            let Some(spec) = option_spec(name) else { continue };
+            if !spec.models.take(self.model_type, self.optimize_strategy) {
                 return Err(invalid_option(
                     name,
-                    format!("only model_type 'kmeans' takes it, not '{}'", self.model_type),
+                    spec.models.why_not(spec.name, self.model_type, self.optimize_strategy),
                 ));
             }
         }
-        if kmeans {
-            // Every column of the query is clustered: none is the label.
-            self.label = String::new();
-            if !self.written.contains_key("max_iterations") {
-                self.epochs = 20;
+        if self.model_type == ModelType::LogisticReg && self.optimize_strategy == OptimizeStrategy::NormalEquation {
+            return Err(invalid_option(
+                "optimize_strategy",
+                "'NORMAL_EQUATION' solves 'linear_reg' only; 'logistic_reg' takes 'AUTO_STRATEGY', \
+                 'BATCH_GRADIENT_DESCENT' or 'MINI_BATCH'",
+            ));
+        }
+        let unwritten = !self.written.contains_key("max_iterations");
+        match self.model_type {
+            ModelType::KMeans => {
+                // Every column of the query is clustered: none is the label.
+                self.label = String::new();
+                if unwritten {
+                    self.epochs = 20;
+                }
             }
+            _ if unwritten && !self.trains_by_mini_batch() => self.epochs = 100,
+            _ => {}
         }
         Ok(())
     }

@@ -8,22 +8,81 @@ use datafusion::sql::sqlparser::ast::Expr;
 use hearth_torch::model::Activation;
 use hearth_torch::train::{DeviceChoice, Precision};
 
-use super::{ClassWeights, DataSplit, ModelType, Reading};
+use super::model_type::{ModelType, OptimizeStrategy};
+use super::{ClassWeights, DataSplit, Reading};
 use crate::error::invalid_option;
 use crate::literals;
-use Models::{Every, KMeans, Networks};
+use Models::{Every, Exact, KMeans, Labelled, Linear, MiniBatch, Penalized};
 use Tunable::{Candidates, No, Range};
 use hearth_engine::error::{HearthError, Result};
 
 /// The model types that take an option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Models {
-    /// The networks (classifiers, regressors).
-    Networks,
+    /// Every model with a label: the networks and the linear models.
+    Labelled,
+    /// The models trained by mini-batches: the networks, and the linear models under
+    /// `optimize_strategy = 'MINI_BATCH'`.
+    MiniBatch,
+    /// `linear_reg` and `logistic_reg`, however solved.
+    Linear,
+    /// `linear_reg` and `logistic_reg` solved exactly (not by mini-batches).
+    Exact,
+    /// The models with an L2 penalty: mini-batch and linear ones.
+    Penalized,
     /// k-means only.
     KMeans,
     /// Every model type.
     Every,
+}
+
+impl Models {
+    /// Why `model_type`, solved by `strategy`, does not take option `name`, which these models take.
+    pub(crate) fn why_not(self, name: &str, model_type: ModelType, strategy: OptimizeStrategy) -> String {
+        match (model_type, self) {
+            (ModelType::KMeans, _) if name == "input_label_cols" => {
+                "k-means takes no label: it clusters every column of the query".to_string()
+            }
+            (ModelType::KMeans, _) => {
+                let kmeans_options = option_names(|spec| spec.models == KMeans);
+                let shared = option_names(|spec| {
+                    spec.models == Every && spec.name != "model_type" && !matches!(spec.read, Read::Tuning)
+                });
+                format!(
+                    "model_type 'kmeans' does not take it; it takes {}, {}",
+                    kmeans_options.join(", "),
+                    shared.join(", ")
+                )
+            }
+            (_, KMeans) => format!("only model_type 'kmeans' takes it, not '{model_type}'"),
+            (_, Linear | Exact) if !model_type.is_linear() => {
+                format!("only 'linear_reg' and 'logistic_reg' take it, not '{model_type}'")
+            }
+            (_, Exact) => format!(
+                "only the exact solvers take it, not optimize_strategy '{strategy}' (mini-batch training takes l2_reg)"
+            ),
+            _ => format!(
+                "'{model_type}' is solved exactly (optimize_strategy '{strategy}'), which does not take it; it is an \
+                 option of mini-batch training: set optimize_strategy = 'MINI_BATCH' to train by mini-batches"
+            ),
+        }
+    }
+
+    /// Whether `model_type`, solved by `strategy`, takes the option.
+    pub(crate) fn take(self, model_type: ModelType, strategy: OptimizeStrategy) -> bool {
+        let kmeans = model_type == ModelType::KMeans;
+        let linear = model_type.is_linear();
+        let mini_batch = !kmeans && (!linear || strategy == OptimizeStrategy::MiniBatch);
+        match self {
+            Labelled => !kmeans,
+            MiniBatch => mini_batch,
+            Linear => linear,
+            Exact => linear && !mini_batch,
+            Penalized => mini_batch || linear,
+            KMeans => kmeans,
+            Every => true,
+        }
+    }
 }
 
 /// How `num_trials` may tune an option.
@@ -194,7 +253,7 @@ const fn tuning(name: &'static str, takes: &'static str) -> OptionSpec {
 }
 
 /// Every option.
-const OPTION_TABLE: [OptionSpec; 38] = [
+const OPTION_TABLE: [OptionSpec; 40] = [
     option(
         "model_type",
         "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'linear_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
@@ -243,7 +302,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "input_label_cols",
         "a list of one column name, e.g. ['label']",
-        Networks,
+        Labelled,
         No,
         |r, o, v| {
             match list(o, v)? {
@@ -256,7 +315,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "hidden_units",
         "a list of layer widths, e.g. [64, 32]",
-        Networks,
+        MiniBatch,
         Candidates,
         |r, o, v| {
             r.options.hidden_units = list(o, v)?
@@ -269,7 +328,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "activation_fn",
         "'relu', 'tanh' or 'sigmoid'",
-        Networks,
+        MiniBatch,
         Candidates,
         |r, o, v| {
             r.options.activation = match choice(o, v)?.as_str() {
@@ -284,7 +343,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "dropout",
         "a rate from 0 to 1",
-        Networks,
+        MiniBatch,
         Range(Scale::Linear),
         |r, o, v| {
             r.options.dropout = fraction(o, v)?;
@@ -294,7 +353,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "optimizer",
         "'adam', 'sgd', 'adagrad' or 'adadelta'",
-        Networks,
+        MiniBatch,
         Candidates,
         |r, o, v| {
             r.optimizer = choice(o, v)?;
@@ -304,21 +363,41 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "learn_rate",
         "a positive number",
-        Networks,
+        MiniBatch,
         Range(Scale::Log),
         |r, o, v| {
             r.learn_rate = number_where(o, v, |n| n > 0.0)?;
             Ok(())
         },
     ),
-    option("l2_reg", "a number ≥ 0", Networks, Range(Scale::Log), |r, o, v| {
+    option("l2_reg", "a number ≥ 0", Penalized, Range(Scale::Log), |r, o, v| {
         r.l2_reg = number_where(o, v, |n| n >= 0.0)?;
         Ok(())
     }),
+    option("l1_reg", "a number ≥ 0", Exact, Range(Scale::Log), |r, o, v| {
+        r.options.l1_reg = number_where(o, v, |n| n >= 0.0)?;
+        Ok(())
+    }),
+    option(
+        "optimize_strategy",
+        "'auto_strategy', 'normal_equation', 'batch_gradient_descent' or 'mini_batch'",
+        Linear,
+        No,
+        |r, o, v| {
+            r.options.optimize_strategy = match choice(o, v)?.as_str() {
+                "auto_strategy" => OptimizeStrategy::Auto,
+                "normal_equation" => OptimizeStrategy::NormalEquation,
+                "batch_gradient_descent" => OptimizeStrategy::BatchGradientDescent,
+                "mini_batch" => OptimizeStrategy::MiniBatch,
+                _ => return Err(wrong(o, v)),
+            };
+            Ok(())
+        },
+    ),
     option(
         "batch_size",
         "a whole number ≥ 1",
-        Networks,
+        MiniBatch,
         Range(Scale::Whole),
         |r, o, v| {
             r.options.batch_size = at_least_one(o, v)?;
@@ -327,7 +406,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     ),
     option(
         "max_iterations",
-        "a whole number of epochs ≥ 1",
+        "a whole number of epochs (a linear model's solver iterations) ≥ 1",
         Every,
         Range(Scale::Whole),
         |r, o, v| {
@@ -338,7 +417,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "class_weights",
         "a list of weights by class index, or [STRUCT('label', weight), …]",
-        Networks,
+        MiniBatch,
         No,
         |r, o, v| {
             r.options.class_weights = Some(class_weights(o, v)?);
@@ -348,7 +427,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "data_split_method",
         "'auto_split', 'random', 'seq', 'custom' or 'no_split'",
-        Networks,
+        Labelled,
         No,
         |r, o, v| {
             r.options.data_split = match choice(o, v)?.as_str() {
@@ -365,36 +444,36 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "data_split_eval_fraction",
         "a fraction from 0 to 1",
-        Networks,
+        Labelled,
         No,
         |r, o, v| {
             r.options.data_split_eval_fraction = fraction(o, v)?;
             Ok(())
         },
     ),
-    option("data_split_col", "a column name", Networks, No, |r, o, v| {
+    option("data_split_col", "a column name", Labelled, No, |r, o, v| {
         r.options.data_split_col = Some(string(o, v)?);
         Ok(())
     }),
-    option("data_split_seed", "a whole number", Networks, No, |r, o, v| {
+    option("data_split_seed", "a whole number", Labelled, No, |r, o, v| {
         r.options.data_split_seed = whole(o, v)?;
         Ok(())
     }),
-    option("workers", "a whole number ≥ 1", Networks, No, |r, o, v| {
+    option("workers", "a whole number ≥ 1", Labelled, No, |r, o, v| {
         r.options.workers = at_least_one(o, v)?;
         Ok(())
     }),
     option(
         "device",
         "'auto', 'cpu', 'cuda' or 'cuda:N'",
-        Networks,
+        MiniBatch,
         No,
         |r, o, v| {
             r.options.device = device(o, v)?;
             Ok(())
         },
     ),
-    option("precision", "'fp32' or 'bf16'", Networks, No, |r, o, v| {
+    option("precision", "'fp32' or 'bf16'", MiniBatch, No, |r, o, v| {
         r.options.precision = match choice(o, v)?.as_str() {
             "fp32" => Precision::Fp32,
             "bf16" => Precision::Bf16,
@@ -409,7 +488,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "strategy",
         "'synchronous', 'single', 'easgd', 'async_easgd', 'async_eamsgd', 'downpour', 'adag' or 'local_sgd'",
-        Networks,
+        MiniBatch,
         Candidates,
         |r, o, v| {
             r.strategy.name = Some((choice(o, v)?, v.clone()));
@@ -419,7 +498,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "rho",
         "the elastic force, a positive number (default 5.0)",
-        Networks,
+        MiniBatch,
         Range(Scale::Linear),
         |r, o, v| {
             r.strategy.rho = Some(number_where(o, v, |n| n > 0.0)?);
@@ -429,7 +508,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "communication_window",
         "local steps between exchanges (or averagings), a whole number ≥ 1",
-        Networks,
+        MiniBatch,
         Range(Scale::Whole),
         |r, o, v| {
             r.strategy.window = Some(at_least_one(o, v)?);
@@ -439,7 +518,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "momentum",
         "EAMSGD's momentum, from 0 to below 1 (default 0.9)",
-        Networks,
+        MiniBatch,
         Range(Scale::Linear),
         |r, o, v| {
             r.strategy.momentum = Some(number_where(o, v, |n| (0.0..1.0).contains(&n))?);
@@ -449,21 +528,21 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "elastic_learn_rate",
         "η of the elastic rate α = rho × η, a positive number (default: learn_rate)",
-        Networks,
+        MiniBatch,
         Range(Scale::Log),
         |r, o, v| {
             r.strategy.learning_rate = Some(number_where(o, v, |n| n > 0.0)?);
             Ok(())
         },
     ),
-    option("max_attempts", "a whole number ≥ 1", Networks, No, |r, o, v| {
+    option("max_attempts", "a whole number ≥ 1", MiniBatch, No, |r, o, v| {
         r.options.max_attempts = at_least_one(o, v)?;
         Ok(())
     }),
     option(
         "timeout_seconds",
         "a positive number of seconds",
-        Networks,
+        MiniBatch,
         No,
         |r, o, v| {
             let seconds = number(o, v)?;
@@ -474,7 +553,7 @@ const OPTION_TABLE: [OptionSpec; 38] = [
     option(
         "checkpoint_dir",
         "a local directory or an object store's URL (s3://, gs://, az://)",
-        Networks,
+        MiniBatch,
         No,
         |r, o, v| {
             let dir = string(o, v)?;
@@ -485,11 +564,11 @@ const OPTION_TABLE: [OptionSpec; 38] = [
             Ok(())
         },
     ),
-    option("early_stop", "TRUE or FALSE", Networks, No, |r, o, v| {
+    option("early_stop", "TRUE or FALSE", MiniBatch, No, |r, o, v| {
         r.options.early_stop = literals::boolean(v).ok_or_else(|| wrong(o, v))?;
         Ok(())
     }),
-    option("min_rel_progress", "a fraction in [0, 1]", Networks, No, |r, o, v| {
+    option("min_rel_progress", "a fraction in [0, 1]", MiniBatch, No, |r, o, v| {
         r.options.min_rel_progress = fraction(o, v)?;
         Ok(())
     }),

@@ -1,0 +1,358 @@
+//! SQL's linear models solved as BigQuery ML and Spark solve them: `linear_reg` by the normal equation is
+//! ordinary least squares (solved here by hand on the same rows) on a label in the thousands, by L-BFGS the
+//! same; `logistic_reg` is Spark's `LogisticRegression` on the rows its preprocessing makes; `ML.WEIGHTS` gives
+//! the weights in the query's columns' units; a linear regression's explanations add up exactly.
+
+use std::collections::BTreeMap;
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use hearth::prelude::*;
+use hearth::sql::ModelCatalog;
+
+use super::sql::{credit_session, number, rows, run_script};
+
+/// One row of German Credit: `duration`, `age`, `installment_commitment`, `housing` and `credit_amount` (mean
+/// about 3,271).
+struct Credit {
+    numbers: [f64; 3],
+    housing: String,
+    amount: f64,
+}
+
+async fn credit_rows(session: &Session) -> Vec<Credit> {
+    let batches = run_script(
+        session,
+        "SELECT CAST(duration AS DOUBLE), CAST(age AS DOUBLE), CAST(installment_commitment AS DOUBLE), housing,
+                CAST(credit_amount AS DOUBLE) FROM credit",
+    )
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    for batch in &batches {
+        let number = |i: usize| batch.column(i).as_primitive::<Float64Type>().clone();
+        let (duration, age, installment, amount) = (number(0), number(1), number(2), number(4));
+        let housing = cast(batch.column(3), &DataType::Utf8).unwrap();
+        let housing = housing.as_string::<i32>();
+        for r in 0..batch.num_rows() {
+            out.push(Credit {
+                numbers: [duration.value(r), age.value(r), installment.value(r)],
+                housing: housing.value(r).to_string(),
+                amount: amount.value(r),
+            });
+        }
+    }
+    out
+}
+
+/// Ordinary least squares by hand on `rows`: the coefficients of an intercept, the numbers and an indicator of
+/// each of `housing` (none: housing left out), and the fit's r².
+fn ordinary_least_squares(rows: &[Credit], housing: &[String]) -> (Vec<f64>, f64) {
+    let design: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|row| {
+            let mut x = vec![1.0];
+            x.extend(row.numbers);
+            x.extend(housing.iter().map(|h| f64::from(u8::from(*h == row.housing))));
+            x
+        })
+        .collect();
+    let amounts: Vec<f64> = rows.iter().map(|row| row.amount).collect();
+    let beta = least_squares(&design, &amounts);
+    let mean = amounts.iter().sum::<f64>() / amounts.len() as f64;
+    let fitted = |x: &[f64]| x.iter().zip(&beta).map(|(x, b)| x * b).sum::<f64>();
+    let residual: f64 = design.iter().zip(&amounts).map(|(x, y)| (y - fitted(x)).powi(2)).sum();
+    let total: f64 = amounts.iter().map(|y| (y - mean).powi(2)).sum();
+    (beta, 1.0 - residual / total)
+}
+
+/// Least squares by hand: the coefficients of `design`'s columns for `y`, from the normal equations solved by
+/// Gaussian elimination with partial pivoting.
+fn least_squares(design: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
+    let p = design[0].len();
+    let mut a = vec![vec![0.0; p + 1]; p];
+    for (row, &target) in design.iter().zip(y) {
+        for i in 0..p {
+            for j in 0..p {
+                a[i][j] += row[i] * row[j];
+            }
+            a[i][p] += row[i] * target;
+        }
+    }
+    for column in 0..p {
+        let pivot = (column..p)
+            .max_by(|&i, &j| a[i][column].abs().total_cmp(&a[j][column].abs()))
+            .unwrap();
+        a.swap(column, pivot);
+        let pivot_row = a[column].clone();
+        for (i, row) in a.iter_mut().enumerate() {
+            if i != column {
+                let factor = row[column] / pivot_row[column];
+                for (value, pivot) in row.iter_mut().zip(&pivot_row).skip(column) {
+                    *value -= factor * pivot;
+                }
+            }
+        }
+    }
+    (0..p).map(|i| a[i][p] / a[i][i]).collect()
+}
+
+/// `ML.WEIGHTS`' rows: each input's weight (NULL for a string column) and category weights.
+fn weights_by_input(batches: &[RecordBatch]) -> BTreeMap<String, (Option<f64>, BTreeMap<String, f64>)> {
+    let mut out = BTreeMap::new();
+    for batch in batches {
+        let inputs = batch.column_by_name("processed_input").unwrap().as_string::<i32>();
+        let weights = batch.column_by_name("weight").unwrap().as_primitive::<Float64Type>();
+        let categories = batch.column_by_name("category_weights").unwrap().as_list::<i32>();
+        for r in 0..batch.num_rows() {
+            let mut by_category = BTreeMap::new();
+            if categories.is_valid(r) {
+                let list = categories.value(r);
+                let list = list.as_struct();
+                let names = list.column(0).as_string::<i32>();
+                let values = list.column(1).as_primitive::<Float64Type>();
+                for i in 0..list.len() {
+                    by_category.insert(names.value(i).to_string(), values.value(i));
+                }
+            }
+            let weight = weights.is_valid(r).then(|| weights.value(r));
+            out.insert(inputs.value(r).to_string(), (weight, by_category));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn linear_reg_is_least_squares_whatever_the_label_scale() {
+    let models = tempfile::tempdir().unwrap();
+    let session = credit_session(models.path()).await;
+    let create = |name: &str, strategy: &str, columns: &str| {
+        format!(
+            "CREATE MODEL {name} OPTIONS (model_type = 'linear_reg', input_label_cols = ['credit_amount'], workers = 2,
+                 data_split_method = 'no_split', optimize_strategy = '{strategy}')
+             AS SELECT duration, age, installment_commitment, {columns} credit_amount FROM credit"
+        )
+    };
+    run_script(&session, &create("normal", "normal_equation", ""))
+        .await
+        .unwrap();
+    run_script(&session, &create("lbfgs", "batch_gradient_descent", ""))
+        .await
+        .unwrap();
+    // Every housing value has an indicator beside the intercept: the matrix is singular and the solve falls
+    // back to L-BFGS, as Spark's does.
+    run_script(&session, &create("housing", "auto_strategy", "housing,"))
+        .await
+        .unwrap();
+    let credit = credit_rows(&session).await;
+    let r2 = |model: &str| {
+        let session = session.clone();
+        let sql = format!("SELECT * FROM ML.EVALUATE(MODEL {model}, TABLE credit)");
+        async move { number(&run_script(&session, &sql).await.unwrap(), "r2_score") }
+    };
+    let weights = |model: &str| {
+        let session = session.clone();
+        let sql = format!("SELECT * FROM ML.WEIGHTS(MODEL {model})");
+        async move { weights_by_input(&run_script(&session, &sql).await.unwrap()) }
+    };
+    let close = |a: f64, b: f64, tolerance: f64| (a - b).abs() <= tolerance * b.abs().max(1.0);
+
+    // The numbers alone: the normal equation is least squares, weights in the columns' units (to the features
+    // vector's single precision).
+    let (beta, r2_by_hand) = ordinary_least_squares(&credit, &[]);
+    let normal = weights("normal").await;
+    for (input, expected) in ["__INTERCEPT__", "duration", "age", "installment_commitment"]
+        .iter()
+        .zip(&beta)
+    {
+        assert!(
+            close(normal[*input].0.unwrap(), *expected, 1e-6),
+            "{input}: {normal:?} {beta:?}"
+        );
+    }
+    for (model, tolerance) in [("normal", 1e-9), ("lbfgs", 1e-6)] {
+        let r2 = r2(model).await;
+        println!("linear_reg ({model}) of credit_amount: r2 {r2:.9}, least squares by hand {r2_by_hand:.9}");
+        assert!(
+            (r2 - r2_by_hand).abs() < tolerance,
+            "{model}: r2 {r2} against {r2_by_hand}"
+        );
+    }
+
+    // With housing: each value's level (the intercept plus its weight) is least squares' level.
+    let with_housing = weights("housing").await;
+    let values: Vec<String> = with_housing["housing"].1.keys().cloned().collect();
+    assert_eq!(values.len(), 3, "{with_housing:?}");
+    let (beta, r2_by_hand) = ordinary_least_squares(&credit, &values[1..]);
+    let intercept = with_housing["__INTERCEPT__"].0.unwrap();
+    for (i, value) in values.iter().enumerate() {
+        let level = beta[0] + if i == 0 { 0.0 } else { beta[3 + i] };
+        let weighted = intercept + with_housing["housing"].1[value];
+        assert!(close(weighted, level, 1e-4), "{value}: {with_housing:?} {beta:?}");
+    }
+    let r2 = r2("housing").await;
+    println!("linear_reg with housing: r2 {r2:.9}, least squares by hand {r2_by_hand:.9}");
+    assert!((r2 - r2_by_hand).abs() < 1e-6, "r2 {r2} against {r2_by_hand}");
+
+    // The normal equation has no iterations, L-BFGS its objective per iteration.
+    let info = |model: &str| {
+        let session = session.clone();
+        let sql = format!("SELECT epoch, loss FROM ML.TRAINING_INFO(MODEL {model}) ORDER BY epoch");
+        async move { run_script(&session, &sql).await.unwrap() }
+    };
+    let direct = info("normal").await;
+    assert_eq!(rows(&direct), 1);
+    assert!(
+        direct[0].column(1).is_null(0),
+        "Spark reports no objective for a Cholesky solve"
+    );
+    let iterated = info("lbfgs").await;
+    let lbfgs = ModelCatalog::new(models.path()).get("lbfgs").unwrap();
+    let solved = lbfgs.pipeline.last_stage::<LinearRegressionModel>().unwrap().summary();
+    assert!(rows(&iterated) > 2);
+    assert_eq!(rows(&iterated), solved.objective_history.len());
+
+    // Exact explanations: the attributions add up to the prediction less the mean row's.
+    let explained = run_script(
+        &session,
+        "SELECT MAX(ABS(approximation_error)) AS error, MAX(ABS(prediction_value - baseline_prediction_value)) AS moved
+         FROM ML.EXPLAIN_PREDICT(MODEL normal, TABLE credit)",
+    )
+    .await
+    .unwrap();
+    let (error, moved) = (number(&explained, "error"), number(&explained, "moved"));
+    assert!(
+        error < 1e-3 * moved,
+        "a linear model's integrated gradients are exact: {error} of {moved}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logistic_reg_is_sparks_logistic_regression_on_its_preprocessed_rows() {
+    let models = tempfile::tempdir().unwrap();
+    let session = credit_session(models.path()).await;
+    run_script(
+        &session,
+        "CREATE MODEL risk OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], workers = 2,
+             l1_reg = 0.001, l2_reg = 0.01, data_split_method = 'no_split')
+         AS SELECT duration, age, housing, purpose, class FROM credit",
+    )
+    .await
+    .unwrap();
+    let model = ModelCatalog::new(models.path()).get("risk").unwrap();
+    let fitted = model.pipeline.last_stage::<LogisticRegressionModel>().unwrap();
+
+    // Spark's estimator, given the rows the model's preprocessing makes: λ = l1 + 2·l2, α = l1 / λ.
+    let stages = model.pipeline.stages();
+    let credit = session.context().table("credit").await.unwrap();
+    let preprocessed = stages[..stages.len() - 1]
+        .iter()
+        .try_fold(credit, |df, stage| stage.transform(&df))
+        .unwrap();
+    let spark = LogisticRegression::new()
+        .features_col(fitted.features_col())
+        .label_col(fitted.label_col())
+        .reg_param(0.021)
+        .elastic_net_param(0.001 / 0.021)
+        .fit(&preprocessed)
+        .await
+        .unwrap();
+    let agree = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-6 * y.abs().max(1e-3));
+    assert!(
+        agree(fitted.coefficients(), spark.coefficients()),
+        "{:?}\n{:?}",
+        fitted.coefficients(),
+        spark.coefficients()
+    );
+    assert!(agree(&[fitted.intercept()], &[spark.intercept()]));
+    assert_eq!(fitted.training_rows(), 1000);
+
+    // ML.WEIGHTS of a binomial model: one set, a number's weight per unit (its coefficient over its standard
+    // deviation), every purpose but the dropped one by category.
+    let weights = run_script(&session, "SELECT * FROM ML.WEIGHTS(MODEL risk)")
+        .await
+        .unwrap();
+    assert!(weights[0].schema().field_with_name("class_label").is_err());
+    let weights = weights_by_input(&weights);
+    let scaled = stages
+        .iter()
+        .find_map(|stage| stage.downcast_ref::<StandardScalerModel>())
+        .unwrap();
+    let duration = fitted.coefficients()[0] / scaled.std()[0];
+    assert!((weights["duration"].0.unwrap() - duration).abs() < 1e-12, "{weights:?}");
+    assert!(weights["purpose"].1.len() >= 8, "{weights:?}");
+    assert!(weights["purpose"].0.is_none());
+
+    // Evaluated, predicted and explained as any classifier.
+    let evaluated = run_script(&session, "SELECT * FROM ML.EVALUATE(MODEL risk, TABLE credit)")
+        .await
+        .unwrap();
+    assert!(number(&evaluated, "accuracy") > 0.69, "{evaluated:?}");
+    assert!(number(&evaluated, "areaUnderROC") > 0.6);
+    let predicted = run_script(
+        &session,
+        "SELECT COUNT(*) AS n FROM ML.PREDICT(MODEL risk, TABLE credit) WHERE predicted_class IN ('good', 'bad')",
+    )
+    .await
+    .unwrap();
+    assert_eq!(predicted[0].column(0).as_primitive::<Int64Type>().value(0), 1000);
+    let explained = run_script(
+        &session,
+        "SELECT feature FROM ML.GLOBAL_EXPLAIN(MODEL risk, TABLE credit) ORDER BY attribution DESC LIMIT 1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(rows(&explained), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_of_mini_batch_training_name_the_strategy_that_takes_them() {
+    let models = tempfile::tempdir().unwrap();
+    let session = credit_session(models.path()).await;
+    let error = |options: &str| {
+        let session = session.clone();
+        let sql = format!(
+            "CREATE MODEL m OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], {options})
+             AS SELECT age, class FROM credit"
+        );
+        async move { run_script(&session, &sql).await.unwrap_err().to_string() }
+    };
+    let batch = error("batch_size = 32").await;
+    assert!(
+        batch.contains("option batch_size") && batch.contains("optimize_strategy = 'MINI_BATCH'"),
+        "{batch}"
+    );
+    let normal = error("optimize_strategy = 'normal_equation'").await;
+    assert!(normal.contains("'linear_reg' only"), "{normal}");
+    let unknown = error("optimize_strategy = 'newton'").await;
+    assert!(unknown.contains("option optimize_strategy: expected"), "{unknown}");
+    let l1 = error("optimize_strategy = 'mini_batch', l1_reg = 0.1").await;
+    assert!(l1.contains("option l1_reg"), "{l1}");
+    let mlp = run_script(
+        &session,
+        "CREATE MODEL n OPTIONS (model_type = 'dnn_classifier', input_label_cols = ['class'], l1_reg = 0.1)
+         AS SELECT age, class FROM credit",
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(mlp.contains("only 'linear_reg' and 'logistic_reg' take it"), "{mlp}");
+
+    // MINI_BATCH trains the network, whose options it takes; ML.WEIGHTS is for the exact models.
+    run_script(
+        &session,
+        "CREATE MODEL net OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], max_iterations = 1,
+             optimize_strategy = 'mini_batch', batch_size = 32, learn_rate = 0.01)
+         AS SELECT age, class FROM credit",
+    )
+    .await
+    .unwrap();
+    let model = ModelCatalog::new(models.path()).get("net").unwrap();
+    assert!(model.pipeline.last_stage::<ClassificationModel>().is_some());
+    let weights = run_script(&session, "SELECT * FROM ML.WEIGHTS(MODEL net)")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(weights.contains("mini-batches"), "{weights}");
+}
