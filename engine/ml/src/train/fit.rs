@@ -8,6 +8,7 @@ use hearth_torch::train::RankReport;
 use serde::{Deserialize, Serialize};
 
 use super::function::{TRAIN_FUNCTION, TrainArgs, read_outcome};
+use super::label_scale::LabelScale;
 use super::progress::{on_checkpoint, progress_of};
 use crate::barrier::{AttemptReport, BarrierOptions, BarrierStage};
 use crate::error::{HearthError, Result};
@@ -22,12 +23,14 @@ pub struct TrainingSummary {
 }
 
 /// Trains on `df` (already narrowed to the training columns) and returns the model and summary; the
-/// session's [`TrainingProgress`] hears of every epoch of the model `uid`.
+/// session's [`TrainingProgress`] hears of every epoch of the model `uid`, its losses in the label's units
+/// (`scale`, when the label was standardized).
 pub(crate) async fn train(
     df: &DataFrame,
     uid: &str,
     args: &TrainArgs,
     options: &BarrierOptions,
+    scale: Option<LabelScale>,
 ) -> Result<(ModelArtifact, TrainingSummary)> {
     let json = serde_json::to_string(args)
         .map_err(|e| HearthError::barrier(TRAIN_FUNCTION, "cannot write the training arguments").caused_by(e))?;
@@ -40,7 +43,12 @@ pub(crate) async fn train(
         .options(options.clone())
         .keep_uploads(rule);
     if let Some(progress) = progress_of(df) {
-        stage = stage.on_upload(on_checkpoint(progress, uid.to_string(), args.options.settings.epochs));
+        stage = stage.on_upload(on_checkpoint(
+            progress,
+            uid.to_string(),
+            args.options.settings.epochs,
+            scale,
+        ));
     }
     let run = stage.run_reporting(df).await?;
     let (ranks, artifact) = read_outcome(&run.batches)?;

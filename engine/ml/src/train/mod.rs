@@ -30,6 +30,7 @@ mod architecture;
 mod explain_udf;
 mod fit;
 mod function;
+mod label_scale;
 mod network;
 mod network_model;
 mod network_udf;

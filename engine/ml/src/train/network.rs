@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::architecture::{Architecture, Linear, Mlp, Sequential};
 use super::fit::train;
 use super::function::TrainArgs;
+use super::label_scale::LabelScale;
 use super::network_model::{ModelColumns, NetworkModel};
 use super::task::{Classification, Regression, Task};
 use super::trained::TrainedNetwork;
@@ -415,6 +416,15 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
         let training = df.clone().select(columns)?;
         let outputs = self.task.outputs(&self.uid, &self.label_col, &training).await?;
         let spec = self.architecture.spec(&self.uid, inputs, outputs)?;
+        let layers = spec.layers().1;
+        let scale = match T::STANDARDIZES_LABEL {
+            true => LabelScale::of(&training, &self.label_col, &layers).await?,
+            false => None,
+        };
+        let training = match &scale {
+            Some(scale) => training.with_column(&self.label_col, scale.standardized(&self.label_col))?,
+            None => training,
+        };
         let args = TrainArgs {
             options: TrainOptions {
                 model: spec,
@@ -426,7 +436,10 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
             validation_col: self.validation_indicator_col.clone(),
             weight_col: self.weight_col.clone(),
         };
-        let (artifact, summary) = train(&training, &self.uid, &args, &barrier).await?;
+        let (mut artifact, mut summary) = train(&training, &self.uid, &args, &barrier, scale).await?;
+        if let Some(scale) = &scale {
+            scale.unscale(&mut artifact, &mut summary.ranks, layers.len())?;
+        }
         let columns = self.task.columns(ModelColumns {
             features_col: self.features_col.clone(),
             label_col: self.label_col.clone(),

@@ -8,6 +8,7 @@ use datafusion::prelude::DataFrame;
 use hearth_collective::Upload;
 use hearth_torch::train::{Checkpoint, EpochStats};
 
+use super::label_scale::LabelScale;
 use crate::session::Session;
 
 /// Receives the progress of training stages, on the driver, as each epoch ends.
@@ -50,12 +51,16 @@ pub(crate) fn on_checkpoint(
     progress: Arc<dyn TrainingProgress>,
     model: String,
     epochs: usize,
+    scale: Option<LabelScale>,
 ) -> Arc<dyn Fn(&Upload) + Send + Sync> {
     Arc::new(move |upload: &Upload| {
-        if let Some(stats) = Checkpoint::from_bytes(&upload.bytes)
+        if let Some(mut stats) = Checkpoint::from_bytes(&upload.bytes)
             .ok()
             .and_then(|checkpoint| checkpoint.history.last().cloned())
         {
+            if let Some(scale) = &scale {
+                scale.unscale_stats(&mut stats);
+            }
             progress.epoch(&model, &stats, epochs);
         }
     })

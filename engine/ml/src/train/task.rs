@@ -27,6 +27,10 @@ pub trait Task:
     /// The loss minimised.
     const LOSS: Loss;
 
+    /// Whether the label is standardized for training and its scale folded back into the network (see
+    /// [`label_scale`](super::label_scale)).
+    const STANDARDIZES_LABEL: bool;
+
     /// The estimator's class name for architecture `A`.
     fn class<A: Architecture>() -> &'static str;
 
@@ -87,6 +91,8 @@ impl Task for Classification {
 
     const LOSS: Loss = Loss::SoftmaxCrossEntropy;
 
+    const STANDARDIZES_LABEL: bool = false;
+
     fn class<A: Architecture>() -> &'static str {
         A::CLASSIFIER
     }
@@ -126,6 +132,8 @@ impl Task for Regression {
     type Outputs = RegressionOutputs;
 
     const LOSS: Loss = Loss::MeanSquaredError;
+
+    const STANDARDIZES_LABEL: bool = true;
 
     fn class<A: Architecture>() -> &'static str {
         A::REGRESSOR
