@@ -1,7 +1,8 @@
 //! Spark's `LogisticRegression` and `LinearRegression` against Spark: every case of
 //! `tests/fixtures/spark/linear.json` (made by `linear.py` beside it with PySpark 4 on German Credit) fitted over
 //! two ranks of the barrier stage: coefficients within 1e-4 relative, the iterations Spark took, predictions
-//! within 1e-6; the same fits on `local[1]`, and the same bits on `standalone[2]`; errors that name the row.
+//! within 1e-6; the same fits on `local[1]` and `local[4]`, and the same bits on `standalone[2]`; errors that name
+//! the row.
 
 use std::sync::Arc;
 
@@ -207,13 +208,18 @@ async fn the_same_fit_on_one_rank_and_on_ballista() {
         .unwrap();
     let local = Session::local(2);
     let two = logistic(case, 2).fit(&rows(&local, case)).await.unwrap();
-    let one = logistic(case, 1).fit(&rows(&Session::local(1), case)).await.unwrap();
-    assert_close(
-        "local[1] vs local[2]",
-        &one.coefficient_matrix().concat(),
-        &two.coefficient_matrix().concat(),
-        1e-9,
-    );
+    for ranks in [1, 4] {
+        let other = logistic(case, ranks)
+            .fit(&rows(&Session::local(ranks), case))
+            .await
+            .unwrap();
+        assert_close(
+            &format!("local[{ranks}] vs local[2]"),
+            &other.coefficient_matrix().concat(),
+            &two.coefficient_matrix().concat(),
+            1e-9,
+        );
+    }
     let standalone = Session::connect("standalone[2]").await.unwrap();
     let ballista = logistic(case, 2).fit(&rows(&standalone, case)).await.unwrap();
     // A rank's rows are ordered by a hash of their values: the same sums, the same bits.

@@ -284,6 +284,44 @@ async fn logistic_reg_is_sparks_logistic_regression_on_its_preprocessed_rows() {
     assert!(weights["purpose"].1.len() >= 8, "{weights:?}");
     assert!(weights["purpose"].0.is_none());
 
+    // A multinomial model's weights: a set per class, named in class_label.
+    run_script(
+        &session,
+        "CREATE MODEL home OPTIONS (model_type = 'logistic_reg', input_label_cols = ['housing'],
+             data_split_method = 'no_split')
+         AS SELECT duration, age, credit_amount, housing FROM credit",
+    )
+    .await
+    .unwrap();
+    let home = ModelCatalog::new(models.path()).get("home").unwrap();
+    let fitted_home = home.pipeline.last_stage::<LogisticRegressionModel>().unwrap();
+    assert!(fitted_home.is_multinomial());
+    let per_class = run_script(
+        &session,
+        "SELECT class_label, weight FROM ML.WEIGHTS(MODEL home) WHERE processed_input = 'duration'",
+    )
+    .await
+    .unwrap();
+    let labels = home.entry.labels.clone().unwrap();
+    let home_scaler = home
+        .pipeline
+        .stages()
+        .iter()
+        .find_map(|stage| stage.downcast_ref::<StandardScalerModel>())
+        .unwrap();
+    let mut seen = 0;
+    for batch in &per_class {
+        let classes = batch.column(0).as_string::<i32>();
+        let weights = batch.column(1).as_primitive::<Float64Type>();
+        for r in 0..batch.num_rows() {
+            let k = labels.iter().position(|l| l == classes.value(r)).unwrap();
+            let expected = fitted_home.coefficient_matrix()[k][0] / home_scaler.std()[0];
+            assert!((weights.value(r) - expected).abs() < 1e-12, "{}", classes.value(r));
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3, "one duration weight per housing value");
+
     // Evaluated, predicted and explained as any classifier.
     let evaluated = run_script(&session, "SELECT * FROM ML.EVALUATE(MODEL risk, TABLE credit)")
         .await

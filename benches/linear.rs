@@ -1,0 +1,310 @@
+//! Benchmark: Spark's `LogisticRegression` (L-BFGS, no penalty) and `LinearRegression` (the normal equation)
+//! fitted by hearth on `local[2]` (two ranks of the barrier stage), against PySpark 4 ML on `local[2]` and
+//! scikit-learn, on the same generated Higgs-schema rows read from one Parquet file: fit time (from the file,
+//! best of 3), iterations, and how far each tool's coefficients are from Spark's.
+//!
+//! ```text
+//! ./dev bench --bench linear        # 1,000,000 rows; HEARTH_LINEAR_ROWS=… for another size,
+//!                                   # HEARTH_BENCH_PYSPARK=0 to skip PySpark and scikit-learn
+//! ```
+//!
+//! The features are the 18 numbers every event defines (see [`LEFT_OUT`]) but `DER_mass_vis`; the logistic label
+//! is `Label` (`s` = 1), the linear one `DER_mass_vis`. pyspark and scikit-learn are installed into the libtorch environment the first time.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::logical_expr::{cast, ident, lit, when};
+use hearth::datasets::higgs;
+use hearth::prelude::*;
+use prettytable::{Table, row};
+use serde_json::Value;
+
+const RUNS: usize = 3;
+const PARTITIONS: usize = 2;
+/// The packages the reference fits need, installed when missing.
+const PACKAGES: [(&str, &str); 2] = [("pyspark", "pyspark==4.0.5"), ("sklearn", "scikit-learn")];
+
+/// The regression target, left out of the features.
+const TARGET: &str = "DER_mass_vis";
+/// Left out of the features so that the coefficients are unique and well defined: the generator's sum of three
+/// other columns, and the ten jet columns that hold -999 together whenever an event has too few jets (nearly
+/// one column, on which neither Spark's L-BFGS nor scikit-learn's settles in 100 or 1,000 iterations).
+const LEFT_OUT: [&str; 11] = [
+    "DER_sum_pt",
+    "DER_deltaeta_jet_jet",
+    "DER_mass_jet_jet",
+    "DER_prodeta_jet_jet",
+    "DER_lep_eta_centrality",
+    "PRI_jet_leading_pt",
+    "PRI_jet_leading_eta",
+    "PRI_jet_leading_phi",
+    "PRI_jet_subleading_pt",
+    "PRI_jet_subleading_eta",
+    "PRI_jet_subleading_phi",
+];
+
+/// One tool's fit of one model.
+struct Fit {
+    seconds: f64,
+    iterations: Option<u64>,
+    coefficients: Vec<f64>,
+    intercept: f64,
+}
+
+impl Fit {
+    fn of(report: &Value) -> Option<Self> {
+        Some(Self {
+            seconds: report["seconds"].as_f64()?,
+            iterations: report["iterations"].as_u64(),
+            coefficients: report["coefficients"]
+                .as_array()?
+                .iter()
+                .map(Value::as_f64)
+                .collect::<Option<_>>()?,
+            intercept: report["intercept"].as_f64()?,
+        })
+    }
+
+    /// The largest difference from `reference`'s coefficients and intercept, relative to its largest one.
+    fn distance(&self, reference: &Fit) -> f64 {
+        let scale = reference
+            .coefficients
+            .iter()
+            .chain([&reference.intercept])
+            .fold(0.0f64, |m, c| m.max(c.abs()));
+        self.coefficients
+            .iter()
+            .zip(&reference.coefficients)
+            .chain([(&self.intercept, &reference.intercept)])
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()))
+            / scale
+    }
+}
+
+fn feature_columns() -> Vec<&'static str> {
+    higgs::FEATURES
+        .iter()
+        .copied()
+        .filter(|f| *f != TARGET && !LEFT_OUT.contains(f))
+        .collect()
+}
+
+/// The generated rows as one Parquet file of the features (as doubles), `label` and `target`.
+async fn write_parquet(session: &Session, csv: &Path, parquet: &Path) {
+    let df = session.read_csv(csv, &CsvOptions::new()).await.expect("read csv");
+    let mut columns: Vec<_> = feature_columns()
+        .into_iter()
+        .map(|f| cast(ident(f), DataType::Float64).alias(f))
+        .collect();
+    columns.push(
+        when(ident("Label").eq(lit("s")), lit(1.0))
+            .otherwise(lit(0.0))
+            .expect("label")
+            .alias("label"),
+    );
+    columns.push(cast(ident(TARGET), DataType::Float64).alias("target"));
+    df.select(columns)
+        .expect("select")
+        .repartition(datafusion::logical_expr::Partitioning::RoundRobinBatch(1))
+        .expect("one partition")
+        .write_parquet(
+            parquet.to_str().expect("path"),
+            DataFrameWriteOptions::new().with_single_file_output(true),
+            None,
+        )
+        .await
+        .expect("write parquet");
+}
+
+/// hearth's best of [`RUNS`] fits of each model, from the Parquet file.
+async fn hearth_fits(session: &Session, parquet: &Path) -> (Fit, Fit) {
+    let assembler = VectorAssembler::new()
+        .input_cols(feature_columns())
+        .output_col("features");
+    let mut logistic: Option<Fit> = None;
+    let mut linear: Option<Fit> = None;
+    let keep = |best: &mut Option<Fit>, fit: Fit| {
+        if best.as_ref().is_none_or(|b| fit.seconds < b.seconds) {
+            *best = Some(fit);
+        }
+    };
+    for _ in 0..RUNS {
+        let rows = assembler
+            .transform(&session.read_parquet(parquet).await.expect("read parquet"))
+            .expect("assemble");
+        let started = Instant::now();
+        let model = LogisticRegression::new()
+            .workers(PARTITIONS)
+            .fit(&rows)
+            .await
+            .expect("logistic");
+        let seconds = started.elapsed().as_secs_f64();
+        keep(
+            &mut logistic,
+            Fit {
+                seconds,
+                iterations: model.summary().map(|s| s.total_iterations as u64),
+                coefficients: model.coefficients().to_vec(),
+                intercept: model.intercept(),
+            },
+        );
+        let started = Instant::now();
+        let model = LinearRegression::new()
+            .label_col("target")
+            .solver("normal")
+            .workers(PARTITIONS)
+            .fit(&rows)
+            .await
+            .expect("linear");
+        let seconds = started.elapsed().as_secs_f64();
+        keep(
+            &mut linear,
+            Fit {
+                seconds,
+                iterations: Some(model.summary().total_iterations as u64),
+                coefficients: model.coefficients().to_vec(),
+                intercept: model.intercept(),
+            },
+        );
+    }
+    (logistic.expect("a run"), linear.expect("a run"))
+}
+
+/// PySpark's and scikit-learn's report, or why there is none.
+fn reference_fits(parquet: &Path) -> Result<Value, String> {
+    if std::env::var("HEARTH_BENCH_PYSPARK").is_ok_and(|v| v == "0") {
+        return Err("skipped (HEARTH_BENCH_PYSPARK=0)".to_string());
+    }
+    for (module, package) in PACKAGES {
+        let present = Command::new("python3")
+            .args(["-c", &format!("import {module}")])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !present {
+            eprintln!("installing {package} into the libtorch environment (once)");
+            let installed = Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    package,
+                ])
+                .status()
+                .map_err(|e| format!("python3 could not run: {e}"))?;
+            if !installed.success() {
+                return Err(format!("pip could not install {package}"));
+            }
+        }
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/linear_reference.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .arg(parquet)
+        .args([RUNS.to_string(), PARTITIONS.to_string()])
+        .output()
+        .map_err(|e| format!("python3 could not run: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!(
+            "the reference fits failed: {}",
+            stderr.lines().last().unwrap_or("")
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .ok_or_else(|| format!("the reference fits printed no report: {stdout}"))
+}
+
+#[tokio::main]
+async fn main() {
+    let rows: usize = std::env::var("HEARTH_LINEAR_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (csv, parquet) = (dir.path().join("higgs.csv"), dir.path().join("linear.parquet"));
+    higgs::write_csv(&csv, rows, 42).expect("write csv");
+    let session = Session::local(PARTITIONS);
+    write_parquet(&session, &csv, &parquet).await;
+    println!(
+        "linear models benchmark: {rows} Higgs-schema rows, {} features, local[{PARTITIONS}], best of {RUNS} fits \
+         from one Parquet file\n",
+        feature_columns().len()
+    );
+    let (logistic, linear) = hearth_fits(&session, &parquet).await;
+    let reference = reference_fits(&parquet);
+
+    let mut table = Table::new();
+    table.set_titles(row![
+        "model",
+        "tool",
+        "fit s",
+        "iterations",
+        "coefficients vs Spark",
+        "Spark's time ÷ this"
+    ]);
+    let iterations = |fit: &Fit| fit.iterations.map_or("-".to_string(), |n| n.to_string());
+    for (name, hearth) in [("logistic", &logistic), ("linear", &linear)] {
+        let spark = reference
+            .as_ref()
+            .ok()
+            .and_then(|r| Fit::of(&r[format!("spark_{name}")]));
+        let sklearn = reference
+            .as_ref()
+            .ok()
+            .and_then(|r| Fit::of(&r[format!("sklearn_{name}")]));
+        let versus = |fit: &Fit| {
+            spark
+                .as_ref()
+                .map_or("-".to_string(), |s| format!("{:.2e}", fit.distance(s)))
+        };
+        let speed = |fit: &Fit| {
+            spark
+                .as_ref()
+                .map_or("-".to_string(), |s| format!("{:.1}", s.seconds / fit.seconds))
+        };
+        let label = match name {
+            "logistic" => "LogisticRegression",
+            _ => "LinearRegression (normal)",
+        };
+        table.add_row(row![
+            label,
+            "hearth",
+            format!("{:.3}", hearth.seconds),
+            iterations(hearth),
+            versus(hearth),
+            speed(hearth)
+        ]);
+        for (tool, fit) in [("PySpark", &spark), ("scikit-learn", &sklearn)] {
+            if let Some(fit) = fit {
+                table.add_row(row![
+                    label,
+                    tool,
+                    format!("{:.3}", fit.seconds),
+                    iterations(fit),
+                    versus(fit),
+                    speed(fit)
+                ]);
+            }
+        }
+    }
+    table.printstd();
+    match &reference {
+        Ok(report) => println!(
+            "\nPySpark {} (local[{PARTITIONS}], JVM warm), scikit-learn {} (its LogisticRegression on the rows \
+             standardized as Spark standardizes them, coefficients mapped back; LinearRegression by least squares)",
+            report["spark"].as_str().unwrap_or("?"),
+            report["sklearn"].as_str().unwrap_or("?")
+        ),
+        Err(why) => println!("\nPySpark and scikit-learn: {why}"),
+    }
+}
