@@ -276,7 +276,10 @@ async fn every_master_fits_the_same_pipeline_and_model() {
     );
 
     // Spark's LogisticRegression, solved on the fleet's two executors: the same bits as on local[2].
-    let logistic = LogisticRegression::new().reg_param(0.01).elastic_net_param(0.5).workers(2);
+    let logistic = LogisticRegression::new()
+        .reg_param(0.01)
+        .elastic_net_param(0.5)
+        .workers(2);
     let on_fleet = logistic.fit(&train).await.unwrap();
     let on_local = logistic.fit(&prepared(&Session::local(2)).await.1).await.unwrap();
     assert_eq!(on_fleet.coefficients(), on_local.coefficients(), "df:// vs local[2]");
