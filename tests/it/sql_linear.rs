@@ -1,13 +1,15 @@
 //! SQL's linear models solved as BigQuery ML and Spark solve them: `linear_reg` by the normal equation is
 //! ordinary least squares (solved here by hand on the same rows) on a label in the thousands, by L-BFGS the
 //! same; `logistic_reg` is Spark's `LogisticRegression` on the rows its preprocessing makes; `ML.WEIGHTS` gives
-//! the weights in the query's columns' units; a linear regression's explanations add up exactly.
+//! the weights in the query's columns' units; `class_weights` weigh its rows; a linear regression's explanations add up
+//! exactly.
 
 use std::collections::BTreeMap;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::logical_expr::{ident, lit, when};
 use hearth::prelude::*;
 use hearth::sql::ModelCatalog;
 
@@ -393,4 +395,66 @@ async fn options_of_mini_batch_training_name_the_strategy_that_takes_them() {
         .unwrap_err()
         .to_string();
     assert!(weights.contains("mini-batches"), "{weights}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn class_weights_weigh_an_exact_logistic_regressions_rows() {
+    let models = tempfile::tempdir().unwrap();
+    let session = credit_session(models.path()).await;
+    let create = |name: &str, weights: &str| {
+        format!(
+            "CREATE MODEL {name} OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'],
+                 data_split_method = 'no_split'{weights})
+             AS SELECT duration, age, credit_amount, class FROM credit"
+        )
+    };
+    run_script(&session, &create("plain", "")).await.unwrap();
+    run_script(&session, &create("weighted", ", class_weights = [STRUCT('bad', 3.0)]"))
+        .await
+        .unwrap();
+    let catalog = ModelCatalog::new(models.path());
+    let model = catalog.get("weighted").unwrap();
+    let fitted = model.pipeline.last_stage::<LogisticRegressionModel>().unwrap();
+
+    // Spark's estimator with a weight column: 3 on the rows labelled bad, 1 on the others.
+    let labels = model.entry.labels.clone().unwrap();
+    let bad = labels.iter().position(|l| l == "bad").unwrap() as f64;
+    let stages = model.pipeline.stages();
+    let preprocessed = stages[..stages.len() - 1]
+        .iter()
+        .try_fold(session.context().table("credit").await.unwrap(), |df, stage| {
+            stage.transform(&df)
+        })
+        .unwrap();
+    let weight = when(ident(fitted.label_col()).eq(lit(bad)), lit(3.0))
+        .otherwise(lit(1.0))
+        .unwrap();
+    let spark = LogisticRegression::new()
+        .features_col(fitted.features_col())
+        .label_col(fitted.label_col())
+        .weight_col("w")
+        .fit(&preprocessed.with_column("w", weight).unwrap())
+        .await
+        .unwrap();
+    let agree = fitted
+        .coefficients()
+        .iter()
+        .zip(spark.coefficients())
+        .all(|(x, y)| (x - y).abs() <= 1e-6 * y.abs().max(1e-3));
+    assert!(agree, "{:?}\n{:?}", fitted.coefficients(), spark.coefficients());
+
+    // Weighing bad credit three times predicts it more often; predicting needs no label.
+    let predicted_bad = |name: &str| {
+        let session = session.clone();
+        let sql = format!(
+            "SELECT COUNT(*) AS n FROM ML.PREDICT(MODEL {name}, (SELECT duration, age, credit_amount FROM credit))
+             WHERE predicted_class = 'bad'"
+        );
+        async move { number(&run_script(&session, &sql).await.unwrap(), "n") }
+    };
+    let (plain, weighted) = (predicted_bad("plain").await, predicted_bad("weighted").await);
+    assert!(
+        weighted > plain + 100.0,
+        "bad predicted {plain} times unweighted, {weighted} weighted"
+    );
 }

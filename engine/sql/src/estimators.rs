@@ -2,6 +2,7 @@
 //! exactly, a network trained by mini-batches through the barrier stage (an MLP classifier or regressor, a
 //! linear model under `optimize_strategy = 'MINI_BATCH'`), or Spark's k-means.
 
+use super::class_weighted::ClassWeighted;
 use super::error::invalid_option;
 use super::kmeans;
 use super::options::{ClassWeights, ModelOptions, ModelType, OptimizeStrategy};
@@ -15,10 +16,13 @@ use hearth_engine::train::{Architecture, Classifier, LinearClassifier, LinearReg
 /// the indexed label's values (for class weights given by label). Under `early_stop` it validates on the
 /// rows [`HELD_OUT`] marks.
 pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> Result<PipelineStage> {
-    if options.model_type.is_linear() && !options.trains_by_mini_batch() {
-        return Ok(solved_exactly(options, label));
-    }
     let weights = class_weights(options, labels)?;
+    if weights.is_some() && !options.model_type.is_classifier() {
+        return Err(invalid_option("class_weights", "a regressor has no classes"));
+    }
+    if options.model_type.is_linear() && !options.trains_by_mini_batch() {
+        return Ok(solved_exactly(options, label, weights));
+    }
     /// The options every network estimator takes.
     macro_rules! configured {
         ($estimator:expr) => {{
@@ -60,9 +64,6 @@ pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[St
         )
         .into(),
         ModelType::LogisticReg => weighted(configured!(LinearClassifier::new()), weights).into(),
-        ModelType::MlpRegressor | ModelType::LinearReg if weights.is_some() => {
-            return Err(invalid_option("class_weights", "a regressor has no classes"));
-        }
         ModelType::MlpRegressor => configured!(
             MlpRegressor::new()
                 .hidden_layers(options.hidden_units.clone())
@@ -77,8 +78,9 @@ pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[St
 
 /// Spark's estimator of a linear model solved exactly: the penalty `l1_reg · ‖w‖₁ + l2_reg · ‖w‖²` as Spark's
 /// `regParam` λ = `l1_reg + 2 · l2_reg` and `elasticNetParam` α = `l1_reg / λ` (λ·α is the L1 weight, λ·(1 − α)/2
-/// the L2 weight), `max_iterations` as `maxIter`.
-fn solved_exactly(options: &ModelOptions, label: &str) -> PipelineStage {
+/// the L2 weight), `max_iterations` as `maxIter`; `class_weights` as each row's weight (see
+/// [`ClassWeighted`]).
+fn solved_exactly(options: &ModelOptions, label: &str, weights: Option<Vec<f64>>) -> PipelineStage {
     let reg_param = options.l1_reg + 2.0 * options.l2_reg;
     let elastic_net_param = if reg_param > 0.0 {
         options.l1_reg / reg_param
@@ -105,7 +107,14 @@ fn solved_exactly(options: &ModelOptions, label: &str) -> PipelineStage {
                 OptimizeStrategy::Auto | OptimizeStrategy::MiniBatch => "auto",
             })
             .into(),
-        _ => configured!(LogisticRegression::new()).into(),
+        _ => match weights {
+            Some(weights) => PipelineStage::estimator(ClassWeighted::new(
+                configured!(LogisticRegression::new()),
+                label,
+                weights,
+            )),
+            None => configured!(LogisticRegression::new()).into(),
+        },
     }
 }
 

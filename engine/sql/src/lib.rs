@@ -38,6 +38,7 @@
 #![warn(clippy::too_many_lines)]
 
 mod catalog;
+mod class_weighted;
 mod create_model;
 mod data_roots;
 mod error;

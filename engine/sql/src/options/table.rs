@@ -417,7 +417,7 @@ const OPTION_TABLE: [OptionSpec; 40] = [
     option(
         "class_weights",
         "a list of weights by class index, or [STRUCT('label', weight), …]",
-        MiniBatch,
+        Labelled,
         No,
         |r, o, v| {
             r.options.class_weights = Some(class_weights(o, v)?);
