@@ -12,7 +12,6 @@
 //! is `Label` (`s` = 1), the linear one `DER_mass_vis`. pyspark and scikit-learn are installed into the libtorch environment the first time.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
 use datafusion::arrow::datatypes::DataType;
@@ -22,6 +21,9 @@ use hearth::datasets::higgs;
 use hearth::prelude::*;
 use prettytable::{Table, row};
 use serde_json::Value;
+
+#[path = "common/python.rs"]
+mod python;
 
 const RUNS: usize = 3;
 const PARTITIONS: usize = 2;
@@ -180,48 +182,15 @@ fn reference_fits(parquet: &Path) -> Result<Value, String> {
         return Err("skipped (HEARTH_BENCH_PYSPARK=0)".to_string());
     }
     for (module, package) in PACKAGES {
-        let present = Command::new("python3")
-            .args(["-c", &format!("import {module}")])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !present {
-            eprintln!("installing {package} into the libtorch environment (once)");
-            let installed = Command::new("python3")
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    package,
-                ])
-                .status()
-                .map_err(|e| format!("python3 could not run: {e}"))?;
-            if !installed.success() {
-                return Err(format!("pip could not install {package}"));
-            }
-        }
+        python::ensure_module(module, package)?;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/linear_reference.py");
-    let output = Command::new("python3")
-        .arg(script)
-        .arg(parquet)
-        .args([RUNS.to_string(), PARTITIONS.to_string()])
-        .output()
-        .map_err(|e| format!("python3 could not run: {e}"))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(format!(
-            "the reference fits failed: {}",
-            stderr.lines().last().unwrap_or("")
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    stdout
-        .lines()
-        .rev()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .ok_or_else(|| format!("the reference fits printed no report: {stdout}"))
+    let args = [
+        parquet.as_os_str().to_owned(),
+        RUNS.to_string().into(),
+        PARTITIONS.to_string().into(),
+    ];
+    python::json_report("the reference fits", script, args)
 }
 
 #[tokio::main]

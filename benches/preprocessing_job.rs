@@ -13,6 +13,8 @@
 //! ```
 
 mod common;
+#[path = "common/python.rs"]
+mod python;
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -26,7 +28,6 @@ use hearth::datasets::higgs;
 use hearth::engine::write::{FrameWriter, OutputFormat, SaveMode};
 use hearth::prelude::*;
 use prettytable::{Table, row};
-use serde_json::Value;
 
 use common::{bare_aggregate, fit_transform_drained, generated_csv};
 
@@ -116,45 +117,15 @@ fn pyspark(csv: &Path, out: &Path, partitions: usize) -> Result<(f64, f64, Strin
     if std::env::var("HEARTH_BENCH_PYSPARK").is_ok_and(|v| v == "0") {
         return Err("skipped (HEARTH_BENCH_PYSPARK=0)".to_string());
     }
-    let has_pyspark = Command::new("python3")
-        .args(["-c", "import pyspark"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_pyspark {
-        eprintln!("installing {PYSPARK} into the libtorch environment (once)");
-        let installed = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                PYSPARK,
-            ])
-            .status()
-            .map_err(|e| format!("python3 could not run: {e}"))?;
-        if !installed.success() {
-            return Err(format!("pip could not install {PYSPARK}"));
-        }
-    }
+    python::ensure_module("pyspark", PYSPARK)?;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/pyspark_preprocessing.py");
-    let output = Command::new("python3")
-        .arg(script)
-        .arg(csv)
-        .arg(out)
-        .args([RUNS.to_string(), partitions.to_string()])
-        .output()
-        .map_err(|e| format!("python3 could not run: {e}"))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(format!("PySpark failed: {}", stderr.lines().last().unwrap_or("")));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let report: Value = stdout
-        .lines()
-        .rev()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .ok_or_else(|| format!("PySpark printed no report: {stdout}"))?;
+    let args = [
+        csv.as_os_str().to_owned(),
+        out.as_os_str().to_owned(),
+        RUNS.to_string().into(),
+        partitions.to_string().into(),
+    ];
+    let report = python::json_report("PySpark", script, args)?;
     let runs = report["runs"].as_array().cloned().unwrap_or_default();
     let best = runs
         .iter()

@@ -115,12 +115,12 @@ impl<'a> Trained<'a> {
 
     /// The model as a network artifact, for explanations: a network's own; a linear model's coefficients as
     /// one dense layer (the same predictions, in `f32`).
-    pub(crate) fn artifact(self) -> ModelArtifact {
+    pub(crate) fn artifact(self) -> Cow<'a, ModelArtifact> {
         match self {
-            Trained::Classifier(m) => m.artifact().clone(),
-            Trained::Regressor(m) => m.artifact().clone(),
-            Trained::Logistic(m) => logistic_artifact(m),
-            Trained::Linear(m) => linear_artifact(m),
+            Trained::Classifier(m) => Cow::Borrowed(m.artifact()),
+            Trained::Regressor(m) => Cow::Borrowed(m.artifact()),
+            Trained::Logistic(m) => Cow::Owned(logistic_artifact(m)),
+            Trained::Linear(m) => Cow::Owned(linear_artifact(m)),
         }
     }
 
