@@ -11,9 +11,10 @@ import json
 import subprocess
 import sys
 
-# hearth's crates, lowest first: the libtorch side, the DataFusion engine over it, the fleet and command line,
+# hearth's crates, lowest first: the libtorch side, the DataFusion engine over it, the fleet, the Spark Connect
+# server and the command line,
 # and the facade that re-exports them.
-ORDER = ["hearth-common", "hearth-collective", "hearth-stats", "hearth-optim", "hearth-torch", "hearth-exec", "hearth-engine", "hearth-sql", "hearth-display", "hearth-fleet", "hearth-cli", "hearth"]
+ORDER = ["hearth-common", "hearth-collective", "hearth-stats", "hearth-optim", "hearth-torch", "hearth-exec", "hearth-engine", "hearth-sql", "hearth-display", "hearth-fleet", "hearth-connect", "hearth-cli", "hearth"]
 
 KINDS = {None: "", "dev": " (dev)", "build": " (build)"}
 

@@ -47,7 +47,7 @@ else
     venv="$hearth_cache/torch-$torch_version-cpu"
     if [[ ! -f "$venv/.hearth-complete" ]]; then
         say "installing libtorch $torch_version for CPUs (PyPI torch==$torch_version without CUDA's libraries, 0.54 GB) into $venv"
-        new_venv "$venv"
+        new_venv "$venv" "libtorch $torch_version (PyPI's torch wheel)"
         # Only the wheel's libtorch is used (its Python module needs every CUDA library to import), and the CUDA
         # runtime and profiler libraries libtorch_cpu.so is linked to; its CUDA code runs only where
         # libtorch_cuda.so loads, which needs the rest.

@@ -20,7 +20,7 @@ if [[ "${1:-}" == --installed ]]; then
 fi
 if [[ ! -f "$venv/.hearth-complete" ]]; then
     say "installing PyTorch $torch_version with CUDA (PyPI torch==$torch_version, ~4.9 GB, a few minutes) into $venv"
-    new_venv "$venv"
+    new_venv "$venv" "libtorch $torch_version (PyPI's torch wheel)"
     "$venv/bin/python" -m pip install --quiet "torch==$torch_version" "${python_extras[@]}"
     touch "$venv/.hearth-complete"
 fi

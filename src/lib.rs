@@ -30,6 +30,7 @@
 /// record batches itself, such as a [`BarrierFunction`](engine::barrier::BarrierFunction), without a
 /// dependency of its own to keep at hearth's version.
 pub use datafusion;
+pub use hearth_connect as connect;
 pub use hearth_display as display;
 pub use hearth_engine as engine;
 pub use hearth_sql as sql;

@@ -1,7 +1,9 @@
 //! Helpers shared by the integration tests: data set paths, the Spark fixtures, building and reading frames.
 
 use std::path::PathBuf;
+use std::process::{Child, ExitStatus};
 use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch, StringArray,
@@ -11,6 +13,22 @@ use datafusion::arrow::datatypes::{DataType, Field, Float32Type, Float64Type, Sc
 use datafusion::logical_expr::ident;
 use hearth::prelude::*;
 use serde_json::Value;
+
+/// Waits for `child` to end, killing it and failing the test (naming `what`) when it runs past `limit`.
+pub fn wait_within(mut child: Child, limit: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 /// Stage `index` of `model` as a `T`, or a panic naming what it is.
 pub fn stage<T: Transformer>(model: &PipelineModel, index: usize) -> &T {

@@ -6,6 +6,7 @@ mod clustering;
 mod collectives;
 mod common;
 mod conformance;
+mod connect;
 mod csv_decoding;
 mod datasets;
 mod display;

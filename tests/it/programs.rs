@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::common::wait_within;
 use crate::fleet::Fleet;
 
 /// The example `name`, built beside this test binary.
@@ -28,24 +29,13 @@ fn example(name: &str) -> PathBuf {
 fn run(program: &PathBuf, args: &[String], limit: Duration) -> (bool, String) {
     let log = tempfile::NamedTempFile::new().unwrap();
     let errors = tempfile::NamedTempFile::new().unwrap();
-    let mut child = Command::new(program)
+    let child = Command::new(program)
         .args(args)
         .stdout(log.reopen().unwrap())
         .stderr(errors.reopen().unwrap())
         .spawn()
         .expect("start the example");
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{} {args:?} did not end within {limit:?}", program.display());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = wait_within(child, limit, &format!("{} {args:?}", program.display()));
     let errors = std::fs::read_to_string(errors.path()).unwrap();
     (status.success(), std::fs::read_to_string(log.path()).unwrap() + &errors)
 }

@@ -2,6 +2,7 @@
 
 mod certs;
 mod cluster;
+mod connect;
 mod failed;
 mod fleet_record;
 mod jobs;
@@ -82,6 +83,9 @@ enum Command {
         #[command(flatten)]
         output: pipelines::OutputArgs,
     },
+    /// Serve Spark Connect: PySpark code with `SparkSession.builder.remote("sc://localhost:15002")` runs on
+    /// hearth, on --master.
+    Connect(connect::ConnectArgs),
     /// Start, stop or inspect a whole fleet — a scheduler and executors — with one command.
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
@@ -219,7 +223,10 @@ impl Cli {
     pub async fn run(self) -> CommandResult {
         let master = self.master;
         let local = || master.clone().unwrap_or_else(|| "local".to_string());
-        let daemon = matches!(self.command, Command::Scheduler { .. } | Command::Executor(_));
+        let daemon = matches!(
+            self.command,
+            Command::Scheduler { .. } | Command::Executor(_) | Command::Connect(_)
+        );
         init_logging(if daemon { "info" } else { "warn" });
         if matches!(
             self.command,
@@ -253,6 +260,7 @@ impl Cli {
                 overwrite,
                 output,
             } => pipelines::fit_transform(&local(), &pipeline, &data, &model, overwrite, &output).await,
+            Command::Connect(args) => connect::run(&local(), args).await,
             Command::Cluster(command) => cluster::run(command).await,
             Command::Status(args) => status::run(master.as_deref(), args).await,
             Command::Submit(args) => submit::run(master.as_deref(), args).await,

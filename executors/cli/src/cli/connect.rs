@@ -1,0 +1,75 @@
+//! `hearth connect`: a Spark Connect server, so PySpark code written for `SparkSession.builder.remote(…)` runs
+//! on hearth; it serves until interrupted (Ctrl-C or SIGTERM).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use hearth_connect::{ConnectOptions, ConnectServer, DEFAULT_PORT};
+
+use super::CommandResult;
+
+/// `hearth connect`'s arguments.
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// The address to listen on; a non-loopback one needs a token and --insecure (there is no TLS yet).
+    #[arg(long, default_value_t = SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT)))]
+    bind: SocketAddr,
+    /// A file holding the token clients must give (`sc://HOST:PORT/;token=…`); the token can also come from
+    /// SPARK_CONNECT_AUTHENTICATE_TOKEN, the variable PySpark's client reads.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Release a client's session after this many seconds without a request.
+    #[arg(long, default_value_t = 3600)]
+    idle_timeout: u64,
+    /// Listen on a non-loopback address without TLS.
+    #[arg(long)]
+    insecure: bool,
+}
+
+/// Serves Spark Connect on `args.bind`, running client plans on `master`, until interrupted.
+pub async fn run(master: &str, args: ConnectArgs) -> CommandResult {
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("reading the token file {}: {e}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => std::env::var("SPARK_CONNECT_AUTHENTICATE_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty()),
+    };
+    let with_token = token.is_some();
+    let mut options = ConnectOptions::new(args.bind, master);
+    options.token = token;
+    options.idle_timeout = Duration::from_secs(args.idle_timeout);
+    options.insecure = args.insecure;
+    let server = ConnectServer::start(options).await?;
+    let address = server.address();
+    let host = if address.ip().is_loopback() {
+        "localhost".to_owned()
+    } else {
+        address.ip().to_string()
+    };
+    let token_part = if with_token { "/;token=…" } else { "" };
+    println!(
+        "hearth Spark Connect server on sc://{host}:{}{token_part} (master {master})",
+        address.port()
+    );
+    tokio::select! {
+        outcome = server.wait() => outcome?,
+        _ = interrupted() => {}
+    }
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async { if let Some(t) = terminate.as_mut() { t.recv().await; } else { std::future::pending::<()>().await } } => {}
+    }
+}

@@ -1,0 +1,332 @@
+//! hearth's Spark Connect server driven by PySpark's own client (PyPI's `pyspark-client`, installed by
+//! `scripts/pyspark_client.sh`): the DataFrame API a PySpark user writes gives what hearth's Rust API gives on
+//! the same data, on an embedded and a Ballista master; `show()` prints Spark's text; bad requests raise
+//! PySpark's exceptions and leave the server serving; sessions keep their views to themselves, end on
+//! `stop()` or when idle; a server with a token refuses calls without it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::compute::cast as cast_array;
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::functions_aggregate::count::count_all;
+use datafusion::functions_aggregate::expr_fn::avg;
+use datafusion::logical_expr::{cast, col, lit};
+use hearth::connect::{ConnectOptions, ConnectServer};
+use hearth::datasets::german_credit;
+use hearth::prelude::*;
+use serde_json::Value;
+
+use crate::common::wait_within;
+
+/// The Python of the environment `scripts/pyspark_client.sh` installed (`./dev test` names it).
+fn client_python() -> PathBuf {
+    let env = std::env::var("HEARTH_PYSPARK_CLIENT").expect(
+        "HEARTH_PYSPARK_CLIENT is not set: run the tests with ./dev test, which installs PySpark's client \
+         (scripts/pyspark_client.sh)",
+    );
+    PathBuf::from(env).join("bin/python")
+}
+
+/// A server on a free loopback port for `master`.
+async fn serve(master: &str, token: Option<&str>, idle: Duration) -> ConnectServer {
+    let mut options = ConnectOptions::new("127.0.0.1:0".parse().unwrap(), master);
+    options.token = token.map(str::to_owned);
+    options.idle_timeout = idle;
+    ConnectServer::start(options)
+        .await
+        .expect("start the Spark Connect server")
+}
+
+/// Runs `tests/it/connect/SCRIPT` with `args` (at most two minutes) and returns its standard output; fails
+/// with its standard error when it fails.
+async fn run_client(script: &'static str, args: Vec<String>, env: Vec<(&'static str, String)>) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/connect")
+        .join(script);
+    tokio::task::spawn_blocking(move || {
+        let (out, err) = (
+            tempfile::NamedTempFile::new().unwrap(),
+            tempfile::NamedTempFile::new().unwrap(),
+        );
+        let child = Command::new(client_python())
+            .arg(&path)
+            .args(&args)
+            .env_remove("SPARK_CONNECT_AUTHENTICATE_TOKEN")
+            .env("PYTHONWARNINGS", "ignore")
+            .envs(env)
+            .stdout(out.reopen().unwrap())
+            .stderr(err.reopen().unwrap())
+            .spawn()
+            .expect("start the PySpark client");
+        let status = wait_within(child, Duration::from_secs(120), script);
+        let errors = std::fs::read_to_string(err.path()).unwrap();
+        assert!(status.success(), "{script} failed ({status}):\n{errors}");
+        std::fs::read_to_string(out.path()).unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+/// The last line of a script's output, which is its JSON report.
+fn report(output: &str) -> Value {
+    serde_json::from_str(output.lines().last().expect("a report line")).expect("a JSON report")
+}
+
+/// What hearth's Rust API says of German Credit: rows, rows with duration over 24, mean amount, rows per class
+/// and the three commonest purposes with their mean amount.
+async fn credit_in_rust() -> Value {
+    let session = Session::local(2);
+    let credit = session
+        .read_csv(german_credit::csv_path(), &CsvOptions::new())
+        .await
+        .unwrap();
+    let count = credit.clone().count().await.unwrap();
+    let long = credit
+        .clone()
+        .filter(col("duration").gt(lit(24)))
+        .unwrap()
+        .count()
+        .await
+        .unwrap();
+    let mean = credit
+        .clone()
+        .aggregate(vec![], vec![avg(col("credit_amount"))])
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mean = mean[0].column(0).as_primitive::<Float64Type>().value(0);
+    let mut by_class = BTreeMap::new();
+    for batch in credit
+        .clone()
+        .aggregate(vec![col("class")], vec![count_all()])
+        .unwrap()
+        .collect()
+        .await
+        .unwrap()
+    {
+        for r in 0..batch.num_rows() {
+            let class = cast_array(batch.column(0), &DataType::Utf8).unwrap();
+            by_class.insert(
+                class.as_string::<i32>().value(r).to_owned(),
+                batch.column(1).as_primitive::<Int64Type>().value(r),
+            );
+        }
+    }
+    let purposes = credit
+        .aggregate(
+            vec![col("purpose")],
+            vec![count_all().alias("n"), avg(col("credit_amount")).alias("a")],
+        )
+        .unwrap()
+        .sort(vec![col("n").sort(false, true), col("purpose").sort(true, true)])
+        .unwrap()
+        .limit(0, Some(3))
+        .unwrap()
+        .select(vec![cast(col("purpose"), DataType::Utf8), col("n"), col("a")])
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut top = Vec::new();
+    for batch in &purposes {
+        for r in 0..batch.num_rows() {
+            top.push(serde_json::json!([
+                batch.column(0).as_string::<i32>().value(r),
+                batch.column(1).as_primitive::<Int64Type>().value(r),
+                batch.column(2).as_primitive::<Float64Type>().value(r),
+            ]));
+        }
+    }
+    serde_json::json!({ "count": count, "long": long, "mean": mean, "by_class": by_class, "top": top })
+}
+
+/// The DataFrame battery on `master`, checked against the Rust API and Spark's own text.
+async fn dataframes_on(master: &str) {
+    let server = serve(master, None, Duration::from_secs(600)).await;
+    let url = format!("sc://127.0.0.1:{}", server.address().port());
+    let csv = german_credit::csv_path().display().to_string();
+    let seen = report(&run_client("dataframes.py", vec![url, csv], vec![]).await);
+    let rust = credit_in_rust().await;
+
+    assert_eq!(seen["version"], hearth::connect::SPARK_VERSION);
+    assert_eq!(
+        seen["range_show"],
+        "+---+\n| id|\n+---+\n|  0|\n|  1|\n|  2|\n|  3|\n|  4|\n+---+\nonly showing top 5 rows\n\n"
+    );
+    assert_eq!(seen["range_rows"], serde_json::json!([2, 5, 8, 11, 14, 17]));
+    assert_eq!(
+        seen["small_show"],
+        "+---+--------------------+-----------+\n\
+         | id|                name|          x|\n\
+         +---+--------------------+-----------+\n\
+         |  1|               alpha|        2.5|\n\
+         |  2|a rather long name!!|       NULL|\n\
+         |  3|                   c|     1.0E-4|\n\
+         |  4|                   d|1.2345678E7|\n\
+         +---+--------------------+-----------+\n\n"
+    );
+    assert_eq!(
+        seen["small_show_vertical"],
+        "-RECORD 0-----\n id   | 1     \n name | alpha \n x    | 2.5   \n\n"
+    );
+    assert_eq!(
+        seen["small_pandas"],
+        serde_json::json!([
+            [1, "alpha", 2.5],
+            [2, "a rather long name!!", -1.0],
+            [3, "c", 0.0001],
+            [4, "d", 12345678.0]
+        ])
+    );
+    assert_eq!(
+        seen["small_schema"],
+        "root\n |-- id: long (nullable = true)\n |-- name: string (nullable = true)\n |-- x: double (nullable = true)\n\n"
+    );
+    assert_eq!(
+        seen["derived"],
+        serde_json::json!([
+            [4, 2.0, 24691356.0, false],
+            [3, 1.5, 0.0002, false],
+            [2, 1.0, null, true]
+        ])
+    );
+    assert_eq!(
+        seen["derived_columns"],
+        serde_json::json!(["(id + 1)", "(id = 2)", "CAST(x AS INT)"])
+    );
+
+    assert_eq!(seen["credit_columns"].as_array().unwrap().len(), 21);
+    assert_eq!(seen["credit_count"], rust["count"]);
+    assert_eq!(seen["credit_long"], rust["long"]);
+    assert_eq!(seen["credit_mean_amount"], rust["mean"]);
+    assert_eq!(seen["credit_by_class"], rust["by_class"]);
+    assert_eq!(seen["credit_by_purpose"], rust["top"]);
+    assert_eq!(seen["credit_purposes"], 10);
+
+    let split: Vec<u64> = seen["split"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        split[0] + split[1],
+        1000,
+        "randomSplit's parts cover the rows: {split:?}"
+    );
+    assert_eq!(split[0], split[2], "the same seed splits the same way: {split:?}");
+    assert_eq!(split[3], 0, "randomSplit's parts share no row: {split:?}");
+    assert!(
+        (750..850).contains(&split[0]),
+        "an 80% split holds about 800 rows: {split:?}"
+    );
+
+    assert_eq!(seen["sql"], serde_json::json!([["bad", 74], ["good", 75]]));
+    assert_eq!(seen["join_using"], serde_json::json!([[1, "a", 10]]));
+    assert_eq!(seen["join_left"], serde_json::json!([[1, "a", 10], [2, "b", null]]));
+    assert_eq!(seen["join_full_columns"], serde_json::json!(["k", "v", "w"]));
+    assert_eq!(seen["union"], 4);
+    assert_eq!(seen["renamed"], serde_json::json!(["value"]));
+    assert_eq!(seen["intersect"], 2, "intersect is distinct, as Spark's");
+    assert_eq!(seen["intersect_all"], 3);
+    assert_eq!(seen["select_expr"], serde_json::json!(["k1", "upper(s)"]));
+    assert_eq!(
+        seen["first_last"],
+        serde_json::json!([["a", 1, 1], ["b", 2, 2], ["c", 3, 3]])
+    );
+    assert_eq!(seen["aliased"], serde_json::json!([1, 2, 2, 3]));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyspark_dataframes_run_on_an_embedded_master() {
+    dataframes_on("local[2]").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyspark_dataframes_run_on_a_ballista_master() {
+    dataframes_on("standalone[2]").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_raise_pysparks_exceptions_and_the_server_goes_on() {
+    let server = serve("local[2]", None, Duration::from_secs(600)).await;
+    let url = format!("sc://127.0.0.1:{}", server.address().port());
+    let seen = report(&run_client("errors.py", vec![url], vec![]).await);
+    let expect = |case: &str, class: &str, words: &str| {
+        let got = &seen[case];
+        assert_eq!(got["class"], class, "{case}: {got}");
+        let message = got["message"].as_str().unwrap();
+        assert!(message.contains(words), "{case}: {message:?} should say {words:?}");
+    };
+    expect("missing_column", "AnalysisException", "`nope` cannot be resolved");
+    expect("missing_table", "AnalysisException", "TABLE_OR_VIEW_NOT_FOUND");
+    expect("bad_sql", "ParseException", "PARSE_SYNTAX_ERROR");
+    expect("unknown_function", "AnalysisException", "UNRESOLVED_ROUTINE");
+    expect(
+        "unsupported_relation",
+        "UnsupportedOperationException",
+        "does not support the relation unpivot",
+    );
+    expect("unknown_config", "SparkNoSuchElementException", "SQL_CONF_NOT_FOUND");
+    expect("missing_file", "SparkException", "no-such-file.csv");
+    assert_eq!(seen["after"], 3, "the server answers after the errors");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_keep_their_views_and_end_when_released_or_idle() {
+    let server = serve("local[1]", None, Duration::from_secs(2)).await;
+    let url = format!("sc://127.0.0.1:{}", server.address().port());
+    let seen = report(&run_client("sessions.py", vec![url], vec![]).await);
+    assert_eq!(seen["own_view"], 3);
+    assert_eq!(seen["other_session"]["class"], "AnalysisException", "{seen}");
+    assert!(
+        seen["after_stop"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("SESSION_CLOSED"),
+        "{seen}"
+    );
+    assert!(
+        seen["after_idle"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("SESSION_CLOSED"),
+        "{seen}"
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_with_a_token_refuses_calls_without_it() {
+    let server = serve("local[1]", Some("s3cret-token"), Duration::from_secs(600)).await;
+    let port = server.address().port();
+    let seen = report(&run_client("bearer_token.py", vec![port.to_string(), "s3cret-token".into()], vec![]).await);
+    assert_eq!(seen["with_token"], 1);
+    for case in ["without_token", "wrong_token"] {
+        assert_eq!(seen[case]["class"], "SparkConnectGrpcException", "{case}: {seen}");
+        assert!(
+            seen[case]["message"].as_str().unwrap().contains("UNAUTHENTICATED"),
+            "{case}: {seen}"
+        );
+    }
+    let from_env = report(
+        &run_client(
+            "bearer_token.py",
+            vec![port.to_string(), String::new()],
+            vec![("SPARK_CONNECT_AUTHENTICATE_TOKEN", "s3cret-token".into())],
+        )
+        .await,
+    );
+    assert_eq!(
+        from_env["with_token"], 1,
+        "the client's SPARK_CONNECT_AUTHENTICATE_TOKEN is the token too"
+    );
+    server.shutdown().await.unwrap();
+}
