@@ -330,3 +330,138 @@ async fn a_server_with_a_token_refuses_calls_without_it() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// `got` (a number or a list of them) within 1e-9 relative of `want`.
+fn assert_close(what: &str, got: &Value, want: &[f64]) {
+    let got: Vec<f64> = match got.as_array() {
+        Some(list) => list.iter().map(|v| v.as_f64().unwrap()).collect(),
+        None => vec![got.as_f64().unwrap()],
+    };
+    assert_eq!(got.len(), want.len(), "{what}: {got:?} against {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(crate::common::close(*g, *w, 1e-9), "{what}: {got:?} against {want:?}");
+    }
+}
+
+/// German Credit's pipeline fitted by hearth's Rust API on the rows PySpark's `randomSplit([0.8, 0.2], 42)`
+/// keeps: the fitted stages and the test rows' predictions.
+async fn pipeline_in_rust() -> (PipelineModel, DataFrame) {
+    let session = Session::local(2);
+    let credit = session
+        .read_csv(german_credit::csv_path(), &CsvOptions::new())
+        .await
+        .unwrap();
+    let split = credit.random_split(&[0.8, 0.2], 42).unwrap();
+    let pipeline = Pipeline::new()
+        .stage(StringIndexer::new().input_col("class").output_col("label"))
+        .stage(StringIndexer::new().input_col("purpose").output_col("purpose_idx"))
+        .stage(
+            OneHotEncoder::new()
+                .input_cols(["purpose_idx"])
+                .output_cols(["purpose_vec"]),
+        )
+        .stage(
+            VectorAssembler::new()
+                .input_cols(["duration", "credit_amount", "age", "purpose_vec"])
+                .output_col("raw"),
+        )
+        .stage(StandardScaler::new().input_col("raw").output_col("features"))
+        .stage(LogisticRegression::new().max_iter(100).reg_param(0.01));
+    let model = pipeline.fit(&split[0]).await.unwrap();
+    let predictions = model.transform(&split[1]).unwrap();
+    (model, predictions)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
+    let server = serve("local[2]", None, Duration::from_secs(600)).await;
+    let url = format!("sc://127.0.0.1:{}", server.address().port());
+    let csv = german_credit::csv_path().display().to_string();
+    let seen = report(&run_client("pipeline.py", vec![url, csv], vec![]).await);
+    let (model, predictions) = pipeline_in_rust().await;
+
+    let labels = crate::common::stage::<StringIndexerModel>(&model, 0).labels()[0].clone();
+    assert_eq!(seen["labels"], serde_json::json!(labels));
+    let sizes = crate::common::stage::<OneHotEncoderModel>(&model, 2)
+        .category_sizes()
+        .to_vec();
+    assert_eq!(seen["category_sizes"], serde_json::json!(sizes));
+    // The same fit; sums over partitions may add in another order, so the last bits may differ.
+    let scaler = crate::common::stage::<StandardScalerModel>(&model, 4);
+    assert_close("mean", &seen["mean"], scaler.mean());
+    assert_close("std", &seen["std"], scaler.std());
+    let lr = crate::common::stage::<LogisticRegressionModel>(&model, 5);
+    assert_close("coefficients", &seen["coefficients"], lr.coefficients());
+    assert_close("intercept", &seen["intercept"], &[lr.intercept()]);
+    assert_eq!(seen["uid"], true, "the model keeps its estimator's uid");
+    let columns: Vec<String> = predictions.schema().fields().iter().map(|f| f.name().clone()).collect();
+    assert_eq!(seen["columns"], serde_json::json!(columns));
+    assert_eq!(seen["rows"], predictions.clone().count().await.unwrap());
+    let accuracy = MulticlassClassificationEvaluator::new()
+        .metric_name("accuracy")
+        .evaluate(&predictions)
+        .await
+        .unwrap();
+    assert_close("accuracy", &seen["accuracy"], &[accuracy]);
+    assert_close(
+        "f1",
+        &seen["f1"],
+        &[MulticlassClassificationEvaluator::new()
+            .evaluate(&predictions)
+            .await
+            .unwrap()],
+    );
+    assert_close(
+        "auc",
+        &seen["auc"],
+        &[BinaryClassificationEvaluator::new()
+            .evaluate(&predictions)
+            .await
+            .unwrap()],
+    );
+    assert!(accuracy > 0.65, "a useful model: accuracy {accuracy}");
+    assert_eq!(
+        seen["vectors"],
+        serde_json::json!(["DenseVector", 12, "DenseVector"]),
+        "vectors reach PySpark as its own"
+    );
+    assert_eq!(
+        seen["assembled_show"],
+        "+---+------+------------+\n|  a|     b|           v|\n+---+------+------------+\n\
+         |1.0|   0.1|   [1.0,0.1]|\n|2.5|1.0E-4|[2.5,1.0E-4]|\n+---+------+------------+\n\n"
+    );
+    assert_eq!(seen["assembled"], serde_json::json!([[1.0, 0.1], [2.5, 0.0001]]));
+    assert_eq!(seen["linear"][0], 2, "{seen}");
+    let rmse = seen["linear"][1].as_f64().unwrap();
+    assert!(
+        rmse > 1000.0 && rmse < 2822.0,
+        "below the amount's standard deviation (2,822): {rmse}"
+    );
+    assert_eq!(seen["kmeans_clusters"], 3);
+    assert!(seen["perceptron_accuracy"].as_f64().unwrap() >= 0.65, "{seen}");
+
+    assert_eq!(seen["missing_column"]["class"], "AnalysisException", "{seen}");
+    assert!(
+        seen["missing_column"]["message"].as_str().unwrap().contains("class"),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["unsupported_class"]["class"], "UnsupportedOperationException",
+        "{seen}"
+    );
+    assert!(
+        seen["unsupported_class"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Bucketizer"),
+        "{seen}"
+    );
+    assert!(
+        seen["other_session"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("CONNECT_ML.CACHE_INVALID"),
+        "another session's model is not found: {seen}"
+    );
+    server.shutdown().await.unwrap();
+}

@@ -11,7 +11,6 @@ use spark_connect_proto::{Plan, StorageLevel};
 
 use crate::errors::{ConnectError, Result};
 use crate::plan::Planner;
-use crate::results::wire_schema;
 use crate::sessions::ClientSession;
 use crate::types::{spark_schema, spark_type_name};
 
@@ -24,7 +23,7 @@ pub(crate) async fn analyze(session: &ClientSession, request: Analyze) -> Result
         Analyze::Schema(schema) => {
             let df = plan(session, schema.plan).await?;
             Answer::Schema(answer::Schema {
-                schema: Some(spark_schema(&wire_schema(df.schema().as_arrow()))?),
+                schema: Some(spark_schema(df.schema().as_arrow())?),
             })
         }
         Analyze::TreeString(tree) => {
@@ -93,7 +92,7 @@ pub(crate) async fn analyze(session: &ClientSession, request: Analyze) -> Result
 /// The data frame of a plan that must be a relation.
 async fn plan(session: &ClientSession, plan: Option<Plan>) -> Result<DataFrame> {
     match plan.and_then(|p| p.op_type) {
-        Some(OpType::Root(relation)) => Planner::new(&session.hearth).plan(&relation).await,
+        Some(OpType::Root(relation)) => Planner::new(&session.hearth, &session.models).plan(&relation).await,
         _ => Err(ConnectError::InvalidPlan(
             "AnalyzePlan needs a plan whose root is a relation".into(),
         )),

@@ -91,13 +91,13 @@ pub(crate) async fn execute(session: &ClientSession, plan: OpType, responses: &m
 
 /// A relation's rows: the schema, then Arrow batches (at least one, so an empty result has its columns).
 async fn stream_rows(session: &ClientSession, relation: &Relation, responses: &mut Responses) -> Result<()> {
-    let planner = Planner::new(&session.hearth);
+    let planner = Planner::new(&session.hearth, &session.models);
     let df = planner.plan(relation).await?;
     let schema = wire_schema(df.schema().as_arrow());
+    let mut spark = Some(spark_schema(df.schema().as_arrow())?);
     let mut start_offset = 0i64;
     let mut stream = in_partition_order(df).await?;
     let mut sent_any = false;
-    let mut spark = Some(spark_schema(&schema)?);
     while let Some(batch) = stream.next().await {
         let batch = to_wire(&batch?, &schema)?;
         if batch.num_rows() == 0 && sent_any {
@@ -145,7 +145,7 @@ async fn show_rows(session: &ClientSession, show: ShowString, responses: &mut Re
     let input = show.input.ok_or_else(|| missing("show's input"))?;
     let rows = usize::try_from(show.num_rows).unwrap_or(0);
     let truncate = usize::try_from(show.truncate).unwrap_or(0);
-    let df = Planner::new(&session.hearth).plan(&input).await?;
+    let df = Planner::new(&session.hearth, &session.models).plan(&input).await?;
     let names: Vec<String> = df.schema().fields().iter().map(|f| f.name().clone()).collect();
     let mut stream = in_partition_order(df).await?;
     let mut batches = Vec::new();
@@ -193,7 +193,7 @@ async fn run_command(session: &ClientSession, kind: CommandType, responses: &mut
         }
         CommandType::CreateDataframeView(view) => {
             let input = view.input.ok_or_else(|| missing("a view's relation"))?;
-            let df = Planner::new(&session.hearth).plan(&input).await?;
+            let df = Planner::new(&session.hearth, &session.models).plan(&input).await?;
             let ctx = session.hearth.context();
             if !view.replace && ctx.table_exist(view.name.as_str())? {
                 return Err(ConnectError::Analysis {
@@ -207,7 +207,10 @@ async fn run_command(session: &ClientSession, kind: CommandType, responses: &mut
             ctx.register_table(view.name.as_str(), df.into_view())?;
             Ok(())
         }
-        CommandType::MlCommand(_) => Err(ConnectError::Unsupported("pyspark.ml commands yet".into())),
+        CommandType::MlCommand(command) => {
+            let result = crate::ml::run(session, command).await?;
+            responses.send(ResponseType::MlCommandResult(result), None).await
+        }
         other => Err(ConnectError::Unsupported(format!(
             "the command {}",
             command_name(&other)

@@ -22,6 +22,8 @@ mod auth;
 mod config;
 mod errors;
 mod execute;
+mod ml;
+mod models;
 pub mod plan;
 mod results;
 mod routes;

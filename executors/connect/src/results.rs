@@ -4,9 +4,13 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, FixedSizeListArray, Float64Array, Int8Array, ListArray, RecordBatch, StructArray,
+    new_null_array,
+};
+use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Float32Type, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::StreamWriter;
 
 use crate::errors::Result;
@@ -15,9 +19,35 @@ use crate::errors::Result;
 /// refuses messages over 128 MiB).
 pub(crate) const CHUNK_BYTES: usize = 4 << 20;
 
-/// The type a column is sent in: view and dictionary types become their plain forms.
+/// Spark's `VectorUDT` storage: `struct<type: tinyint, size: int, indices: array<int>, values: array<double>>`
+/// (type 1: dense, with only `values`; 0: sparse).
+pub(crate) fn vector_struct_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("type", DataType::Int8, false),
+        Field::new("size", DataType::Int32, true),
+        Field::new(
+            "indices",
+            DataType::List(Arc::new(Field::new_list_field(DataType::Int32, false))),
+            true,
+        ),
+        Field::new(
+            "values",
+            DataType::List(Arc::new(Field::new_list_field(DataType::Float64, false))),
+            true,
+        ),
+    ])
+}
+
+/// Whether a column of `data_type` is one of hearth's vectors (a fixed-size list of floats).
+pub(crate) fn is_vector(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::FixedSizeList(item, _) if item.data_type().is_floating())
+}
+
+/// The type a column is sent in: vectors as Spark's `VectorUDT` storage, view and dictionary types as their
+/// plain forms.
 fn wire_type(data_type: &DataType) -> DataType {
     match data_type {
+        vector if is_vector(vector) => DataType::Struct(vector_struct_fields()),
         DataType::Utf8View => DataType::Utf8,
         DataType::BinaryView => DataType::Binary,
         DataType::Dictionary(_, value) => wire_type(value),
@@ -45,12 +75,51 @@ pub(crate) fn to_wire(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordB
         .map(|(column, field)| {
             if column.data_type() == field.data_type() {
                 Ok(Arc::clone(column))
+            } else if is_vector(column.data_type()) {
+                dense_vectors(column.as_fixed_size_list())
             } else {
-                cast(column, field.data_type())
+                Ok(cast(column, field.data_type())?)
             }
         })
-        .collect::<Result<Vec<ArrayRef>, _>>()?;
+        .collect::<Result<Vec<ArrayRef>>>()?;
     Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+}
+
+/// hearth's vectors as Spark's dense `VectorUDT` structs: type 1, no size or indices, the values as doubles.
+fn dense_vectors(vectors: &FixedSizeListArray) -> Result<ArrayRef> {
+    let rows = vectors.len();
+    let width = usize::try_from(vectors.value_length()).unwrap_or(0);
+    let values = as_spark_doubles(vectors.values())?;
+    let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(width, rows));
+    let fields = vector_struct_fields();
+    let DataType::List(item) = fields[3].data_type() else {
+        unreachable!("values is a list")
+    };
+    let values = ListArray::try_new(Arc::clone(item), offsets, values, None)?;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int8Array::from(vec![1; rows])),
+        new_null_array(&DataType::Int32, rows),
+        new_null_array(fields[2].data_type(), rows),
+        Arc::new(values),
+    ];
+    Ok(Arc::new(StructArray::try_new(
+        fields,
+        columns,
+        vectors.nulls().cloned(),
+    )?))
+}
+
+/// A vector's values as the doubles Spark would hold: hearth keeps `f32`s, and each is sent as the double
+/// its shortest decimal form reads as (`0.1f32` as `0.1`, not `0.10000000149011612`).
+fn as_spark_doubles(values: &ArrayRef) -> Result<ArrayRef> {
+    let Some(floats) = values.as_primitive_opt::<Float32Type>() else {
+        return Ok(cast(values, &DataType::Float64)?);
+    };
+    let doubles: Float64Array = floats
+        .iter()
+        .map(|v| v.map(|v| v.to_string().parse::<f64>().unwrap_or(f64::from(v))))
+        .collect();
+    Ok(Arc::new(doubles))
 }
 
 /// `batch` as Arrow IPC streams of at most about [`CHUNK_BYTES`] each, with their row counts; an empty batch

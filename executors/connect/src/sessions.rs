@@ -13,6 +13,7 @@ use hearth_engine::session::Session;
 
 use crate::config::SessionConfig;
 use crate::errors::{ConnectError, Result};
+use crate::models::ModelCache;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -32,6 +33,8 @@ pub(crate) struct ClientSession {
     pub(crate) server_id: String,
     /// Where its plans run: a hearth session on the server's master with tables of its own.
     pub(crate) hearth: Session,
+    /// Its fitted `pyspark.ml` models.
+    pub(crate) models: ModelCache,
     config: Mutex<SessionConfig>,
     last_used: Mutex<Instant>,
     operations: Mutex<HashMap<String, Operation>>,
@@ -113,6 +116,7 @@ impl Sessions {
                 client_id: client_id.to_owned(),
                 server_id: uuid::Uuid::new_v4().to_string(),
                 hearth: isolated(&self.base),
+                models: ModelCache::default(),
                 config: Mutex::default(),
                 last_used: Mutex::new(Instant::now()),
                 operations: Mutex::default(),

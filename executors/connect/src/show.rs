@@ -144,6 +144,14 @@ fn cell(column: &dyn Array, row: usize) -> Result<String> {
     Ok(match column.data_type() {
         DataType::Float64 => java_double(column.as_primitive::<Float64Type>().value(row)),
         DataType::Float32 => java_float(column.as_primitive::<Float32Type>().value(row)),
+        // Spark prints a dense vector as `[v0,v1,…]`.
+        DataType::FixedSizeList(..) => {
+            let values = column.as_fixed_size_list().value(row);
+            let cells = (0..values.len())
+                .map(|i| cell(values.as_ref(), i))
+                .collect::<Result<Vec<_>>>()?;
+            format!("[{}]", cells.join(","))
+        }
         DataType::List(_) => {
             let values = column.as_list::<i32>().value(row);
             format!(

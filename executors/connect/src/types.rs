@@ -5,6 +5,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
 use spark_connect_proto::data_type::{self as spark, Kind};
 
 use crate::errors::{ConnectError, Result};
+use crate::results::{is_vector, vector_struct_fields};
 
 /// A Spark type of `kind`.
 fn of(kind: Kind) -> spark_connect_proto::DataType {
@@ -22,6 +23,9 @@ fn of(kind: Kind) -> spark_connect_proto::DataType {
 /// assert!(matches!(spark.kind, Some(Kind::Double(_))));
 /// ```
 pub fn spark_type(column: &str, arrow: &DataType) -> Result<spark_connect_proto::DataType> {
+    if is_vector(arrow) {
+        return Ok(vector_udt());
+    }
     Ok(of(match arrow {
         DataType::Null => Kind::Null(spark::Null::default()),
         DataType::Boolean => Kind::Boolean(spark::Boolean::default()),
@@ -73,6 +77,18 @@ fn unsupported_type(column: &str, arrow: &DataType) -> ConnectError {
     ConnectError::Unsupported(format!(
         "column {column:?}'s type {arrow} in a result sent to a Spark client"
     ))
+}
+
+/// Spark's `VectorUDT`, stored as its struct, which PySpark reads back as `DenseVector`s.
+pub(crate) fn vector_udt() -> spark_connect_proto::DataType {
+    let storage = spark_struct(&vector_struct_fields()).unwrap_or_default();
+    of(Kind::Udt(Box::new(spark::Udt {
+        r#type: "udt".into(),
+        jvm_class: Some("org.apache.spark.ml.linalg.VectorUDT".into()),
+        python_class: Some("pyspark.ml.linalg.VectorUDT".into()),
+        serialized_python_class: None,
+        sql_type: Some(Box::new(of(Kind::Struct(storage)))),
+    })))
 }
 
 /// Spark's struct type of Arrow `fields`.
@@ -213,6 +229,7 @@ pub fn spark_type_name(arrow: &DataType) -> String {
         DataType::Timestamp(_, None) => "timestamp_ntz".into(),
         DataType::Decimal128(p, s) => format!("decimal({p},{s})"),
         DataType::List(element) => format!("array<{}>", spark_type_name(element.data_type())),
+        vector if is_vector(vector) => "vector".into(),
         other => other.to_string().to_ascii_lowercase(),
     }
 }

@@ -8,6 +8,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from outcome import error_of
+
 port, token = sys.argv[1], sys.argv[2]
 
 
@@ -19,16 +21,10 @@ def count_with(params):
         spark.stop()
 
 
-def error_of(params):
-    try:
-        count_with(params)
-        return {"class": None, "message": "no error"}
-    except Exception as error:
-        return {"class": type(error).__name__, "message": str(error)}
 
 
 seen = {"with_token": count_with(f"/;token={token}" if token else "")}
 if token:
-    seen["without_token"] = error_of("")
-    seen["wrong_token"] = error_of("/;token=not-the-token")
+    seen["without_token"] = error_of(lambda: count_with(""))
+    seen["wrong_token"] = error_of(lambda: count_with("/;token=not-the-token"))
 print(json.dumps(seen))

@@ -9,6 +9,8 @@ import sys
 from pyspark.sql import SparkSession
 import pyspark.sql.functions as F
 
+from outcome import error_of
+
 spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
 df = spark.range(3)
 cases = {
@@ -20,13 +22,7 @@ cases = {
     "unknown_config": lambda: spark.conf.get("spark.hearth.no.such.key"),
     "missing_file": lambda: spark.read.csv("/nonexistent/no-such-file.csv").collect(),
 }
-seen = {}
-for case, call in cases.items():
-    try:
-        call()
-        seen[case] = {"class": None, "message": "no error"}
-    except Exception as error:
-        seen[case] = {"class": type(error).__name__, "message": str(error)}
+seen = {case: error_of(call) for case, call in cases.items()}
 seen["after"] = df.count()
 spark.stop()
 print(json.dumps(seen))

@@ -11,15 +11,10 @@ import uuid
 
 from pyspark.sql import SparkSession
 
+from outcome import error_of
+
 url = sys.argv[1]
 
-
-def error_of(call):
-    try:
-        call()
-        return {"class": None, "message": "no error"}
-    except Exception as error:
-        return {"class": type(error).__name__, "message": str(error)}
 
 
 def session(session_id=None):

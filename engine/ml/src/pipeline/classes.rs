@@ -139,8 +139,18 @@ pub(super) fn unknown_class(class: &str) -> String {
     format!("unknown class {class:?} (known: {})", stage_classes().join(", "))
 }
 
-/// A stage of `class` rebuilt from its saved parameters (and its data directory `dir`, for a stage with data).
-pub(crate) fn rebuild_stage(class: &str, params: Value, dir: &Path) -> Result<PipelineStage> {
+/// A stage of `class` rebuilt from its saved parameters (and its data directory `dir`, for a stage with data):
+/// also how a stage is made from a class name and Spark's parameters (what a Spark Connect client sends).
+///
+/// ```
+/// use hearth_engine::pipeline::{PipelineStage, rebuild_stage};
+///
+/// let params = serde_json::json!({"inputCols": ["class"], "outputCols": ["label"]});
+/// let stage = rebuild_stage("StringIndexer", params, std::path::Path::new("")).unwrap();
+/// assert!(matches!(stage, PipelineStage::Estimator(_)));
+/// assert!(rebuild_stage("NoSuchStage", serde_json::json!({}), std::path::Path::new("")).is_err());
+/// ```
+pub fn rebuild_stage(class: &str, params: Value, dir: &Path) -> Result<PipelineStage> {
     let load = loader(class).ok_or_else(|| HearthError::invalid_param(class, "class", unknown_class(class)))?;
     load(params, dir)
 }

@@ -15,9 +15,8 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::DataFrame;
 use serde::Deserialize;
 
-pub(crate) use classes::rebuild_stage;
 pub use classes::{
-    StageClass, StageLoader, from_params, is_stage_class, load_serde_estimator, load_serde_transformer,
+    StageClass, StageLoader, from_params, is_stage_class, load_serde_estimator, load_serde_transformer, rebuild_stage,
     register_stage_class, stage_classes,
 };
 pub use persist::{FORMAT_VERSION, PIPELINE_FILE, refuse_existing};

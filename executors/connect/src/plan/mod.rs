@@ -9,5 +9,5 @@ mod relations;
 mod sources;
 
 pub use literals::scalar;
-pub use relations::Planner;
+pub(crate) use relations::Planner;
 pub(crate) use sources::schema_from_text;

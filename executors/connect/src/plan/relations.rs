@@ -15,27 +15,30 @@ use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::prelude::DataFrame;
 use futures::future::BoxFuture;
 use hearth_engine::frame::{DataFrameExt, ROW_UNIFORM};
+use hearth_engine::pipeline::PipelineStage;
 use hearth_engine::session::Session;
 use spark_connect_proto::relation::RelType;
-use spark_connect_proto::{Relation, aggregate, join, read, set_operation};
+use spark_connect_proto::{MlRelation, Relation, aggregate, join, ml_relation, read, set_operation};
 
 use crate::errors::{ConnectError, Result};
+use crate::models::{ModelCache, stage};
 use crate::plan::expressions::{Resolver, plan_qualifier};
 use crate::plan::named::Named;
 
-/// Plans relations on one hearth session.
-pub struct Planner<'a> {
+/// Plans relations on one hearth session, with its client's fitted models.
+pub(crate) struct Planner<'a> {
     session: &'a Session,
+    models: &'a ModelCache,
 }
 
 impl<'a> Planner<'a> {
-    /// A planner for relations on `session`.
-    pub fn new(session: &'a Session) -> Self {
-        Self { session }
+    /// A planner for relations on `session`, whose `pyspark.ml` transforms use `models`.
+    pub(crate) fn new(session: &'a Session, models: &'a ModelCache) -> Self {
+        Self { session, models }
     }
 
     /// The data frame of `relation`.
-    pub fn plan(&'a self, relation: &'a Relation) -> BoxFuture<'a, Result<DataFrame>> {
+    pub(crate) fn plan(&'a self, relation: &'a Relation) -> BoxFuture<'a, Result<DataFrame>> {
         Box::pin(async move {
             let kind = relation.rel_type.as_ref().ok_or_else(|| missing("a relation's kind"))?;
             let df = self.plan_kind(kind).await?;
@@ -177,10 +180,37 @@ impl<'a> Planner<'a> {
             RelType::SubqueryAlias(alias) => Ok(self.input(&alias.input).await?.alias(&alias.alias)?),
             RelType::SetOp(set) => self.set_operation(set).await,
             RelType::Join(join) => self.join(join).await,
+            RelType::MlRelation(ml) => self.ml_relation(ml).await,
             other => Err(ConnectError::Unsupported(format!(
                 "the relation {}",
                 relation_name(other)
             ))),
+        }
+    }
+
+    /// `model.transform(df)` (a fitted model by its id, or a transformer such as `VectorAssembler` by its
+    /// class and params): the model's columns added to the input's.
+    async fn ml_relation(&'a self, ml: &'a MlRelation) -> Result<DataFrame> {
+        let Some(ml_relation::MlType::Transform(transform)) = &ml.ml_type else {
+            return Err(ConnectError::Unsupported(
+                "model summaries' data frames over Spark Connect".into(),
+            ));
+        };
+        let df = self.input(&transform.input).await?;
+        match &transform.operator {
+            Some(ml_relation::transform::Operator::ObjRef(object)) => {
+                Ok(self.models.get(&object.id)?.transform(&df)?)
+            }
+            Some(ml_relation::transform::Operator::Transformer(operator)) => {
+                match stage(operator, transform.params.as_ref())? {
+                    PipelineStage::Transformer(transformer) => Ok(transformer.transform(&df)?),
+                    PipelineStage::Estimator(_) => Err(ConnectError::IllegalArgument(format!(
+                        "{} is an estimator: fit it, then transform with its model",
+                        operator.name
+                    ))),
+                }
+            }
+            None => Err(missing("a transform's model or transformer")),
         }
     }
 

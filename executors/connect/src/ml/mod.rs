@@ -1,0 +1,122 @@
+//! `pyspark.ml` over Spark Connect: `MlCommand`s — fit, attribute fetches, delete and the cache, evaluate —
+//! on the session's hearth session and model cache. Transforms are relations (`plan`).
+
+mod evaluators;
+
+use hearth_engine::pipeline::PipelineStage;
+use spark_connect_proto::expression::Literal;
+use spark_connect_proto::expression::literal::{Array, LiteralType};
+use spark_connect_proto::ml_command::Command;
+use spark_connect_proto::ml_command_result::{MlOperatorInfo, ResultType, ml_operator_info};
+use spark_connect_proto::{MlCommand, MlCommandResult, ObjectRef, Relation};
+
+use crate::errors::{ConnectError, Result};
+use crate::models::{ModelCache, attribute, stage};
+use crate::plan::Planner;
+use crate::sessions::ClientSession;
+
+/// The answer to one `MlCommand`.
+pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<MlCommandResult> {
+    let command = command
+        .command
+        .ok_or_else(|| ConnectError::InvalidPlan("an MlCommand without its command".into()))?;
+    let models = &session.models;
+    let result = match command {
+        Command::Fit(fit) => {
+            let estimator = fit.estimator.ok_or_else(|| missing("fit's estimator"))?;
+            let df = dataset(session, fit.dataset).await?;
+            let PipelineStage::Estimator(stage) = stage(&estimator, fit.params.as_ref())? else {
+                return Err(ConnectError::IllegalArgument(format!(
+                    "{} is a transformer: it has no fit",
+                    estimator.name
+                )));
+            };
+            let model = stage.fit_stage(&df).await?;
+            let uid = model.uid().to_owned();
+            let id = models.insert(model);
+            operator(id, Some(uid))
+        }
+        Command::Fetch(fetch) => {
+            let id = fetch.obj_ref.map(|r| r.id).ok_or_else(|| missing("fetch's object"))?;
+            let [method] = fetch.methods.as_slice() else {
+                return Err(ConnectError::Unsupported(format!(
+                    "chained attribute fetches ({}) such as model summaries",
+                    fetch
+                        .methods
+                        .iter()
+                        .map(|m| m.method.as_str())
+                        .collect::<Vec<_>>()
+                        .join(".")
+                )));
+            };
+            let model = models.get(&id)?;
+            ResultType::Param(attribute(model.as_ref(), &method.method)?)
+        }
+        Command::Delete(delete) => {
+            let ids: Vec<String> = delete.obj_refs.into_iter().map(|r| r.id).collect();
+            operator(models.remove(&ids).join(","), None)
+        }
+        Command::CleanCache(_) => ResultType::Param(Literal {
+            literal_type: Some(LiteralType::Integer(i32::try_from(models.clear()).unwrap_or(i32::MAX))),
+            ..Default::default()
+        }),
+        Command::GetCacheInfo(_) => ResultType::Param(cache_info(models)),
+        Command::Evaluate(evaluate) => {
+            let evaluator = evaluate.evaluator.ok_or_else(|| missing("evaluate's evaluator"))?;
+            let df = dataset(session, evaluate.dataset).await?;
+            let metric = evaluators::evaluate(&evaluator, evaluate.params.as_ref(), &df).await?;
+            ResultType::Param(Literal {
+                literal_type: Some(LiteralType::Double(metric)),
+                ..Default::default()
+            })
+        }
+        Command::Write(_) | Command::Read(_) => {
+            return Err(ConnectError::Unsupported(
+                "saving and loading pyspark.ml models over Spark Connect".into(),
+            ));
+        }
+        Command::CreateSummary(_) | Command::GetModelSize(_) => {
+            return Err(ConnectError::Unsupported(
+                "model summaries and sizes over Spark Connect".into(),
+            ));
+        }
+    };
+    Ok(MlCommandResult {
+        result_type: Some(result),
+    })
+}
+
+async fn dataset(session: &ClientSession, relation: Option<Relation>) -> Result<datafusion::prelude::DataFrame> {
+    let relation = relation.ok_or_else(|| missing("the dataset"))?;
+    Planner::new(&session.hearth, &session.models).plan(&relation).await
+}
+
+fn operator(id: String, uid: Option<String>) -> ResultType {
+    ResultType::OperatorInfo(MlOperatorInfo {
+        uid,
+        params: None,
+        warning_message: None,
+        r#type: Some(ml_operator_info::Type::ObjRef(ObjectRef { id })),
+    })
+}
+
+#[allow(deprecated)] // element_type: clients before 4.1 read it
+fn cache_info(models: &ModelCache) -> Literal {
+    let elements = (models.describe().into_iter())
+        .map(|line| Literal {
+            literal_type: Some(LiteralType::String(line)),
+            ..Default::default()
+        })
+        .collect();
+    Literal {
+        literal_type: Some(LiteralType::Array(Array {
+            element_type: None,
+            elements,
+        })),
+        ..Default::default()
+    }
+}
+
+fn missing(what: &str) -> ConnectError {
+    ConnectError::InvalidPlan(format!("{what} is missing"))
+}

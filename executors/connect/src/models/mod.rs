@@ -1,0 +1,12 @@
+//! `pyspark.ml`'s objects on the server: hearth's stages made from Spark's class names and params, a session's
+//! fitted models, and their attributes.
+
+mod attributes;
+mod cache;
+mod operators;
+mod params;
+
+pub(crate) use attributes::attribute;
+pub(crate) use cache::ModelCache;
+pub(crate) use operators::stage;
+pub(crate) use params::literal_json;

@@ -1,0 +1,65 @@
+//! `pyspark.ml`'s classes as hearth's stages: Spark's class name (`org.apache.spark.ml.feature.StringIndexer`)
+//! and the params the user set make the hearth stage of the same name, with Spark's defaults for the rest.
+
+use std::path::Path;
+
+use hearth_engine::pipeline::{PipelineStage, rebuild_stage};
+use serde_json::{Map, Value};
+use spark_connect_proto::{MlOperator, MlParams};
+
+use crate::errors::{ConnectError, Result};
+use crate::models::params::stage_params;
+
+/// The `pyspark.ml` estimators and transformers hearth serves.
+pub(crate) const SERVED: &[&str] = &[
+    "StringIndexer",
+    "OneHotEncoder",
+    "VectorAssembler",
+    "StandardScaler",
+    "LogisticRegression",
+    "LinearRegression",
+    "MultilayerPerceptronClassifier",
+    "KMeans",
+];
+
+/// The simple class name of a Spark class name, when hearth serves it.
+pub(crate) fn served_class(name: &str) -> Result<&'static str> {
+    let simple = name.rsplit('.').next().unwrap_or(name);
+    SERVED.iter().find(|served| **served == simple).copied().ok_or_else(|| {
+        ConnectError::Unsupported(format!(
+            "the pyspark.ml class {name} (hearth serves {})",
+            SERVED.join(", ")
+        ))
+    })
+}
+
+/// The stage `operator` names with the params the client set (and the client's uid, so the model has it).
+pub(crate) fn stage(operator: &MlOperator, params: Option<&MlParams>) -> Result<PipelineStage> {
+    let class = served_class(&operator.name)?;
+    let known = stage_json(&rebuild(class, Map::new())?)?;
+    let mut json = stage_params(class, params, &known)?;
+    if !operator.uid.is_empty() {
+        json.insert("uid".into(), Value::String(operator.uid.clone()));
+    }
+    let stage = rebuild(class, json.clone())?;
+    let got = stage_json(&stage)?;
+    if let Some(ignored) = json.keys().find(|key| !got.contains_key(*key)) {
+        return Err(ConnectError::IllegalArgument(format!(
+            "hearth's {class} has no param {ignored:?}"
+        )));
+    }
+    Ok(stage)
+}
+
+fn rebuild(class: &str, params: Map<String, Value>) -> Result<PipelineStage> {
+    rebuild_stage(class, Value::Object(params), Path::new(""))
+        .map_err(|e| ConnectError::IllegalArgument(format!("{class}: {e}")))
+}
+
+/// A stage's params as a JSON object.
+fn stage_json(stage: &PipelineStage) -> Result<Map<String, Value>> {
+    match stage.as_stage().params()? {
+        Value::Object(map) => Ok(map),
+        _ => Ok(Map::new()),
+    }
+}

@@ -1,0 +1,71 @@
+//! `pyspark.ml` params as a client sends them — only those the user set, as literals — turned into the JSON
+//! object of Spark-named params that hearth's stages are built from, checked against the params the stage has.
+
+use serde_json::{Map, Value};
+use spark_connect_proto::MlParams;
+use spark_connect_proto::expression::Literal;
+use spark_connect_proto::expression::literal::LiteralType;
+use spark_connect_proto::expression::literal::specialized_array::ValueType;
+
+use crate::errors::{ConnectError, Result};
+
+/// A literal param value as JSON: numbers, strings, booleans, arrays, and vectors (Spark's `VectorUDT`
+/// struct) as arrays of numbers.
+pub(crate) fn literal_json(literal: &Literal) -> Result<Value> {
+    let kind = literal
+        .literal_type
+        .as_ref()
+        .ok_or_else(|| ConnectError::InvalidPlan("a param without a value".into()))?;
+    Ok(match kind {
+        LiteralType::Null(_) => Value::Null,
+        LiteralType::Boolean(b) => Value::Bool(*b),
+        LiteralType::Byte(v) | LiteralType::Short(v) | LiteralType::Integer(v) => Value::from(*v),
+        LiteralType::Long(v) => Value::from(*v),
+        LiteralType::Float(v) => Value::from(f64::from(*v)),
+        LiteralType::Double(v) => Value::from(*v),
+        LiteralType::String(s) => Value::String(s.clone()),
+        LiteralType::Array(array) => Value::Array(array.elements.iter().map(literal_json).collect::<Result<_>>()?),
+        LiteralType::SpecializedArray(array) => match &array.value_type {
+            Some(ValueType::Doubles(d)) => Value::from(d.values.clone()),
+            Some(ValueType::Ints(i)) => Value::from(i.values.clone()),
+            Some(ValueType::Longs(l)) => Value::from(l.values.clone()),
+            Some(ValueType::Strings(s)) => Value::from(s.values.clone()),
+            Some(ValueType::Bools(b)) => Value::from(b.values.clone()),
+            Some(ValueType::Floats(f)) => Value::from(f.values.iter().map(|v| f64::from(*v)).collect::<Vec<_>>()),
+            None => Value::Null,
+        },
+        // A dense vector: [type 1, size null, indices null, values].
+        LiteralType::Struct(vector) => match vector.elements.as_slice() {
+            [_, _, _, values] => literal_json(values)?,
+            _ => return Err(ConnectError::Unsupported("a struct param that is not a vector".into())),
+        },
+        other => return Err(ConnectError::Unsupported(format!("the param value {other:?}"))),
+    })
+}
+
+/// The params of class `class` the client set, as the JSON object hearth's stage of that class reads:
+/// each key one of the stage's own (`known`), a single column given for a list of them (`inputCol` for
+/// `inputCols`) wrapped in a list. A param the stage does not have is an error naming it.
+pub(crate) fn stage_params(
+    class: &str,
+    params: Option<&MlParams>,
+    known: &Map<String, Value>,
+) -> Result<Map<String, Value>> {
+    let mut json = Map::new();
+    for (key, literal) in params.map(|p| &p.params).into_iter().flatten() {
+        let value = literal_json(literal)?;
+        if known.contains_key(key) {
+            json.insert(key.clone(), value);
+        } else if known.contains_key(&format!("{key}s")) {
+            json.insert(format!("{key}s"), Value::Array(vec![value]));
+        } else {
+            let mut names: Vec<&String> = known.keys().filter(|k| k.as_str() != "uid").collect();
+            names.sort();
+            return Err(ConnectError::IllegalArgument(format!(
+                "hearth's {class} has no param {key:?} (its params: {})",
+                names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    Ok(json)
+}

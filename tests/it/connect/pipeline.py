@@ -1,0 +1,83 @@
+"""A PySpark ML pipeline as a PySpark user writes it — StringIndexer, OneHotEncoder, VectorAssembler,
+StandardScaler, LogisticRegression in a Pipeline, evaluated by Spark's evaluators — against hearth's server.
+
+usage: python pipeline.py sc://HOST:PORT CREDIT_CSV   -> prints one JSON object of what it saw
+"""
+
+import contextlib
+import io
+import json
+import sys
+
+from pyspark.ml import Pipeline
+from pyspark.ml.classification import LogisticRegression, MultilayerPerceptronClassifier
+from pyspark.ml.clustering import KMeans
+from pyspark.ml.evaluation import BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator
+from pyspark.ml.feature import OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler
+from pyspark.ml.regression import LinearRegression
+from pyspark.sql import SparkSession
+
+from outcome import error_of
+
+url, credit_csv = sys.argv[1], sys.argv[2]
+spark = SparkSession.builder.remote(url).getOrCreate()
+credit = spark.read.csv(credit_csv, header=True, inferSchema=True)
+train, test = credit.randomSplit([0.8, 0.2], seed=42)
+stages = [
+    StringIndexer(inputCol="class", outputCol="label"),
+    StringIndexer(inputCol="purpose", outputCol="purpose_idx"),
+    OneHotEncoder(inputCols=["purpose_idx"], outputCols=["purpose_vec"]),
+    VectorAssembler(inputCols=["duration", "credit_amount", "age", "purpose_vec"], outputCol="raw"),
+    StandardScaler(inputCol="raw", outputCol="features"),
+    LogisticRegression(maxIter=100, regParam=0.01),
+]
+model = Pipeline(stages=stages).fit(train)
+predictions = model.transform(test)
+seen = {
+    "labels": model.stages[0].labels,
+    "category_sizes": model.stages[2].categorySizes,
+    "mean": list(model.stages[4].mean),
+    "std": list(model.stages[4].std),
+    "coefficients": list(model.stages[5].coefficients),
+    "intercept": model.stages[5].intercept,
+    "uid": model.stages[5].uid == stages[5].uid,
+    "columns": predictions.columns,
+    "rows": predictions.count(),
+    "accuracy": MulticlassClassificationEvaluator(metricName="accuracy").evaluate(predictions),
+    "f1": MulticlassClassificationEvaluator().evaluate(predictions),
+    "auc": BinaryClassificationEvaluator().evaluate(predictions),
+}
+
+
+
+seen["missing_column"] = error_of(lambda: StringIndexer(inputCol="class", outputCol="l").fit(train.withColumnRenamed("class", "klass")))
+seen["unsupported_class"] = error_of(
+    lambda: __import__("pyspark.ml.feature", fromlist=["Bucketizer"]).Bucketizer(
+        splits=[0, 10, 100], inputCol="age", outputCol="b"
+    ).transform(train).collect()
+)
+first = predictions.select("features", "probability").first()
+seen["vectors"] = [type(first.features).__name__, len(first.features), type(first.probability).__name__]
+assembled = VectorAssembler(inputCols=["a", "b"], outputCol="v").transform(
+    spark.createDataFrame([(1.0, 0.1), (2.5, 1e-4)], ["a", "b"])
+)
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    assembled.show()
+seen["assembled_show"] = out.getvalue()
+seen["assembled"] = [list(r.v) for r in assembled.collect()]
+# The other estimators, on two numeric columns.
+numbers = VectorAssembler(inputCols=["duration", "age"], outputCol="features").transform(
+    StringIndexer(inputCol="class", outputCol="label").fit(credit).transform(credit)
+)
+linear = LinearRegression(labelCol="credit_amount").fit(numbers)
+seen["linear"] = [len(linear.coefficients), RegressionEvaluator(labelCol="credit_amount").evaluate(linear.transform(numbers))]
+seen["kmeans_clusters"] = KMeans(k=3, seed=1).fit(numbers).transform(numbers).select("prediction").distinct().count()
+perceptron = MultilayerPerceptronClassifier(layers=[2, 5, 2], seed=1, maxIter=50).fit(numbers)
+seen["perceptron_accuracy"] = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(perceptron.transform(numbers))
+other = SparkSession.builder.remote(url).create()
+other_rows = other.read.csv(credit_csv, header=True, inferSchema=True)
+seen["other_session"] = error_of(lambda: model.transform(other_rows).collect())
+other.stop()
+spark.stop()
+print(json.dumps(seen))
