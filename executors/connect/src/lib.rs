@@ -17,6 +17,9 @@
 //! # }
 //! ```
 
+// No function over 80 lines in the library (clippy.toml).
+#![warn(clippy::too_many_lines)]
+
 mod analyze;
 mod auth;
 mod config;

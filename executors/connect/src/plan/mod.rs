@@ -6,6 +6,7 @@ mod functions;
 mod literals;
 mod named;
 mod relations;
+mod reshape;
 mod sources;
 
 pub use literals::scalar;

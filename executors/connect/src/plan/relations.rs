@@ -10,8 +10,7 @@ use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::common::{Column, JoinType};
 use datafusion::datasource::MemTable;
 use datafusion::functions::expr_fn::coalesce;
-use datafusion::logical_expr::utils::find_aggregate_exprs;
-use datafusion::logical_expr::{Expr, col, lit};
+use datafusion::logical_expr::{Expr, lit};
 use datafusion::prelude::DataFrame;
 use futures::future::BoxFuture;
 use hearth_engine::frame::{DataFrameExt, ROW_UNIFORM};
@@ -24,6 +23,7 @@ use crate::errors::{ConnectError, Result};
 use crate::models::{ModelCache, stage};
 use crate::plan::expressions::{Resolver, plan_qualifier};
 use crate::plan::named::Named;
+use crate::plan::reshape;
 
 /// Plans relations on one hearth session, with its client's fitted models.
 pub(crate) struct Planner<'a> {
@@ -69,39 +69,16 @@ impl<'a> Planner<'a> {
             RelType::LocalRelation(local) => self.local(local.data.as_deref(), local.schema.as_deref()),
             RelType::Range(range) => self.range(range),
             RelType::Project(project) => {
-                let df = self.input(&project.input).await?;
-                let exprs = Resolver::new(df.schema(), &state).projection(&project.expressions)?;
-                // Spark aggregates a select of aggregates over the whole input (`select(mean("x"))`).
-                if !exprs.is_empty() && exprs.iter().all(|e| !find_aggregate_exprs([e]).is_empty()) {
-                    return Ok(df.aggregate(Vec::new(), exprs)?);
-                }
-                Ok(df.select(exprs)?)
+                reshape::project(self.input(&project.input).await?, &project.expressions, &state)
             }
             RelType::Filter(filter) => {
-                let df = self.input(&filter.input).await?;
                 let condition = filter
                     .condition
                     .as_ref()
                     .ok_or_else(|| missing("a filter's condition"))?;
-                let predicate = Resolver::new(df.schema(), &state).expr(condition)?;
-                Ok(df.filter(predicate)?)
+                reshape::filter(self.input(&filter.input).await?, condition, &state)
             }
-            RelType::Sort(sort) => {
-                let df = self.input(&sort.input).await?;
-                let resolver = Resolver::new(df.schema(), &state);
-                let keys = (sort.order.iter())
-                    .map(|order| {
-                        let expression = spark_connect_proto::Expression {
-                            expr_type: Some(spark_connect_proto::expression::ExprType::SortOrder(Box::new(
-                                order.clone(),
-                            ))),
-                            ..Default::default()
-                        };
-                        resolver.sort(&expression)
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Ok(df.sort(keys)?)
-            }
+            RelType::Sort(sort) => reshape::sort(self.input(&sort.input).await?, &sort.order, &state),
             RelType::Limit(limit) => Ok(self
                 .input(&limit.input)
                 .await?
@@ -111,66 +88,18 @@ impl<'a> Planner<'a> {
                 .await?
                 .limit(count(offset.offset, "offset")?, None)?),
             RelType::Aggregate(aggregate) => self.aggregate(aggregate).await,
-            RelType::ToDf(to_df) => {
-                let df = self.input(&to_df.input).await?;
-                let names: Vec<&str> = to_df.column_names.iter().map(String::as_str).collect();
-                if names.len() != df.schema().fields().len() {
-                    return Err(ConnectError::IllegalArgument(format!(
-                        "toDF was given {} names for {} columns",
-                        names.len(),
-                        df.schema().fields().len()
-                    )));
-                }
-                Ok(df.clone().select(rename_all(&df, &names))?)
-            }
-            RelType::WithColumns(with) => {
-                let mut df = self.input(&with.input).await?;
-                for alias in &with.aliases {
-                    let [name] = alias.name.as_slice() else {
-                        return Err(ConnectError::Unsupported("withColumns with a multi-part name".into()));
-                    };
-                    let inner = alias
-                        .expr
-                        .as_deref()
-                        .ok_or_else(|| missing("withColumn's expression"))?;
-                    let expr = Resolver::new(df.schema(), &state).expr(inner)?;
-                    df = df.with_column(name, expr)?;
-                }
-                Ok(df)
-            }
+            RelType::ToDf(to_df) => reshape::to_df(self.input(&to_df.input).await?, &to_df.column_names),
+            RelType::WithColumns(with) => reshape::with_columns(self.input(&with.input).await?, &with.aliases, &state),
             RelType::WithColumnsRenamed(renamed) => {
-                let mut df = self.input(&renamed.input).await?;
                 let pairs = (renamed
                     .renames
                     .iter()
                     .map(|r| (r.col_name.as_str(), r.new_col_name.as_str())))
                 .chain(renamed.rename_columns_map.iter().map(|(a, b)| (a.as_str(), b.as_str())));
-                for (from, to) in pairs {
-                    df = df.with_column_renamed(from, to)?;
-                }
-                Ok(df)
+                reshape::renamed(self.input(&renamed.input).await?, pairs)
             }
-            RelType::Drop(drop) => {
-                let df = self.input(&drop.input).await?;
-                let resolver = Resolver::new(df.schema(), &state);
-                let mut names: Vec<String> = drop.column_names.clone();
-                for column in &drop.columns {
-                    if let Expr::Column(column) = resolver.expr(column)? {
-                        names.push(column.name);
-                    }
-                }
-                let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                Ok(df.drop_columns(&names)?)
-            }
-            RelType::Deduplicate(dedup) => {
-                let df = self.input(&dedup.input).await?;
-                if dedup.column_names.is_empty() {
-                    return Ok(df.distinct()?);
-                }
-                let keys: Vec<Expr> = dedup.column_names.iter().map(|c| col(format!("\"{c}\""))).collect();
-                let all: Vec<Expr> = df.schema().columns().into_iter().map(Expr::Column).collect();
-                Ok(df.distinct_on(keys, all, None)?)
-            }
+            RelType::Drop(drop) => reshape::drop(self.input(&drop.input).await?, drop, &state),
+            RelType::Deduplicate(dedup) => reshape::deduplicate(self.input(&dedup.input).await?, &dedup.column_names),
             RelType::Sample(sample) => self.sample(sample).await,
             RelType::Repartition(repartition) => {
                 let df = self.input(&repartition.input).await?;
@@ -399,13 +328,6 @@ fn in_order(session: &Session, schema: SchemaRef, batches: Vec<RecordBatch>) -> 
     }
     let table = MemTable::try_new(schema, vec![batches])?;
     Ok(session.context().read_table(Arc::new(table))?)
-}
-
-/// Every column of `df` under the new `names`.
-fn rename_all(df: &DataFrame, names: &[&str]) -> Vec<Expr> {
-    (df.schema().columns().into_iter().zip(names))
-        .map(|(column, name)| Expr::Column(column).alias(*name))
-        .collect()
 }
 
 fn count(value: i32, what: &str) -> Result<usize> {
