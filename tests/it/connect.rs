@@ -438,6 +438,15 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
         "below the amount's standard deviation (2,822): {rmse}"
     );
     assert_eq!(seen["kmeans_clusters"], 3);
+    assert_eq!(
+        seen["weighted"], 2,
+        "weightCol is one of LogisticRegression's params: {seen}"
+    );
+    assert_eq!(seen["save"]["class"], "UnsupportedOperationException", "{seen}");
+    assert!(
+        seen["save"]["message"].as_str().unwrap().contains("saving and loading"),
+        "{seen}"
+    );
     assert!(seen["perceptron_accuracy"].as_f64().unwrap() >= 0.65, "{seen}");
 
     assert_eq!(seen["missing_column"]["class"], "AnalysisException", "{seen}");

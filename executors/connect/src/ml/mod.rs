@@ -15,6 +15,9 @@ use crate::models::{ModelCache, attribute, stage};
 use crate::plan::Planner;
 use crate::sessions::ClientSession;
 
+/// The object PySpark sends helper calls to (`handleOverwrite` before a pipeline is saved, …).
+const CONNECT_HELPER: &str = "______ML_CONNECT_HELPER______";
+
 /// The answer to one `MlCommand`.
 pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<MlCommandResult> {
     let command = command
@@ -49,6 +52,12 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
                         .join(".")
                 )));
             };
+            if id == CONNECT_HELPER {
+                return Err(ConnectError::Unsupported(format!(
+                    "{} on pyspark.ml's helper: saving and loading models over Spark Connect",
+                    method.method
+                )));
+            }
             let model = models.get(&id)?;
             ResultType::Param(attribute(model.as_ref(), &method.method)?)
         }

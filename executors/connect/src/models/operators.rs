@@ -37,7 +37,7 @@ pub(crate) fn served_class(name: &str) -> Result<&'static str> {
 pub(crate) fn stage(operator: &MlOperator, params: Option<&MlParams>) -> Result<PipelineStage> {
     let class = served_class(&operator.name)?;
     let known = stage_json(&rebuild(class, Map::new())?)?;
-    let mut json = stage_params(class, params, &known)?;
+    let mut json = stage_params(params, &known)?;
     if !operator.uid.is_empty() {
         json.insert("uid".into(), Value::String(operator.uid.clone()));
     }

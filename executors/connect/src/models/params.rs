@@ -43,28 +43,18 @@ pub(crate) fn literal_json(literal: &Literal) -> Result<Value> {
     })
 }
 
-/// The params of class `class` the client set, as the JSON object hearth's stage of that class reads:
-/// each key one of the stage's own (`known`), a single column given for a list of them (`inputCol` for
-/// `inputCols`) wrapped in a list. A param the stage does not have is an error naming it.
-pub(crate) fn stage_params(
-    class: &str,
-    params: Option<&MlParams>,
-    known: &Map<String, Value>,
-) -> Result<Map<String, Value>> {
+/// The params the client set, as the JSON object hearth's stage reads: a single column given where the stage
+/// has only a list of them (`inputCol` for `inputCols`, by the stage's `known` params) wrapped in a list.
+/// Whether the stage has each param is checked once it is built ([`super::operators::stage`]).
+pub(crate) fn stage_params(params: Option<&MlParams>, known: &Map<String, Value>) -> Result<Map<String, Value>> {
     let mut json = Map::new();
     for (key, literal) in params.map(|p| &p.params).into_iter().flatten() {
         let value = literal_json(literal)?;
-        if known.contains_key(key) {
-            json.insert(key.clone(), value);
-        } else if known.contains_key(&format!("{key}s")) {
-            json.insert(format!("{key}s"), Value::Array(vec![value]));
+        let plural = format!("{key}s");
+        if !known.contains_key(key) && known.contains_key(&plural) {
+            json.insert(plural, Value::Array(vec![value]));
         } else {
-            let mut names: Vec<&String> = known.keys().filter(|k| k.as_str() != "uid").collect();
-            names.sort();
-            return Err(ConnectError::IllegalArgument(format!(
-                "hearth's {class} has no param {key:?} (its params: {})",
-                names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
-            )));
+            json.insert(key.clone(), value);
         }
     }
     Ok(json)
