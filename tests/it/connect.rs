@@ -442,11 +442,6 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
         seen["weighted"], 2,
         "weightCol is one of LogisticRegression's params: {seen}"
     );
-    assert_eq!(seen["save"]["class"], "UnsupportedOperationException", "{seen}");
-    assert!(
-        seen["save"]["message"].as_str().unwrap().contains("saving and loading"),
-        "{seen}"
-    );
     assert!(seen["perceptron_accuracy"].as_f64().unwrap() >= 0.65, "{seen}");
 
     assert_eq!(seen["missing_column"]["class"], "AnalysisException", "{seen}");
@@ -472,5 +467,119 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
             .contains("CONNECT_ML.CACHE_INVALID"),
         "another session's model is not found: {seen}"
     );
+    server.shutdown().await.unwrap();
+}
+
+/// Each list in `got[column]` (numbers, or lists of numbers) within `relative` of Spark's in `want[column]`.
+fn assert_outputs(what: &str, got: &Value, want: &Value, relative: f64) {
+    for (column, want) in want.as_object().unwrap() {
+        let (got, want) = (got[column].as_array().unwrap(), want.as_array().unwrap());
+        assert_eq!(got.len(), want.len(), "{what}.{column}: rows");
+        for (row, (g, w)) in got.iter().zip(want).enumerate() {
+            let flat = |v: &Value| -> Vec<f64> {
+                match v.as_array() {
+                    Some(list) => list.iter().map(|x| x.as_f64().unwrap()).collect(),
+                    None => vec![v.as_f64().unwrap()],
+                }
+            };
+            let (g, w) = (flat(g), flat(w));
+            assert_eq!(g.len(), w.len(), "{what}.{column} row {row}");
+            for (a, b) in g.iter().zip(&w) {
+                assert!(
+                    crate::common::close(*a, *b, relative),
+                    "{what}.{column} row {row}: {g:?} against Spark's {w:?}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_save_and_load_in_sparks_layout_both_ways() {
+    let server = serve("local[2]", None, Duration::from_secs(600)).await;
+    let url = format!("sc://127.0.0.1:{}", server.address().port());
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spark");
+    let work = tempfile::tempdir().unwrap();
+    let args = vec![
+        url,
+        fixtures.join("saved").display().to_string(),
+        fixtures.join("saved.json").display().to_string(),
+        work.path().display().to_string(),
+    ];
+    let seen = report(&run_client("persistence.py", args, vec![]).await);
+    let spark: Value = serde_json::from_str(&std::fs::read_to_string(fixtures.join("saved.json")).unwrap()).unwrap();
+
+    // Spark's models give Spark's outputs: hearth keeps vectors in f32, so to about 1e-6.
+    assert_eq!(
+        seen["spark_pipeline_stages"],
+        serde_json::json!([
+            "StringIndexerModel",
+            "OneHotEncoderModel",
+            "VectorAssembler",
+            "StandardScalerModel",
+            "LogisticRegressionModel"
+        ])
+    );
+    for model in ["pipeline", "linreg", "lrmulti", "mlp", "kmeans"] {
+        assert_outputs(model, &seen[format!("spark_{model}")], &spark[model], 1e-5);
+    }
+    assert_eq!(seen["spark_unfitted"][4][0], "LogisticRegression");
+    assert_eq!(
+        seen["spark_unfitted"][4][2],
+        serde_json::json!({"maxIter": 50, "regParam": 0.01})
+    );
+    assert_eq!(
+        seen["spark_unfitted"][0][2],
+        serde_json::json!({"inputCol": "cat", "outputCol": "cat_idx"})
+    );
+
+    for case in [
+        "round_trip_same",
+        "round_trip_uids",
+        "round_trip_labels",
+        "round_trip_mean",
+        "round_trip_coefficients",
+        "scaler_std",
+    ] {
+        assert_eq!(seen[case], true, "{case}: {seen}");
+    }
+    assert_eq!(seen["saved_layout"][0], "metadata");
+    assert_eq!(seen["saved_layout"][1], "stages");
+    assert!(
+        seen["saved_layout"][2]
+            .as_str()
+            .unwrap()
+            .starts_with("0_StringIndexer_"),
+        "{seen}"
+    );
+    let indexer = &seen["indexer_metadata"];
+    assert_eq!(indexer["class"], "org.apache.spark.ml.feature.StringIndexerModel");
+    assert_eq!(
+        indexer["paramMap"],
+        serde_json::json!({"inputCol": "cat", "outputCol": "cat_idx"})
+    );
+    assert_eq!(indexer["defaultParamMap"]["handleInvalid"], "error");
+    assert_eq!(seen["estimator"], serde_json::json!([true, 7, 0.5, false]));
+
+    let raises = |case: &str, words: &str| {
+        let message = seen[case]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{case}: {message:?} should say {words:?}");
+    };
+    raises("exists", "already exists");
+    raises("wrong_class", "not a org.apache.spark.ml.feature.StringIndexerModel");
+    raises("missing", "nothing-here");
+
+    let small = serde_json::json!([[1, "a", 0.5], [2, "b", null], [3, "c", 2.25]]);
+    assert_eq!(seen["write_parquet"], small);
+    assert_eq!(seen["write_json"], small);
+    assert_eq!(seen["write_csv"], 3);
+    assert_eq!(seen["write_text"], serde_json::json!(["a", "b", "c"]));
+    assert_eq!(seen["write_exists"]["class"], "AnalysisException", "{seen}");
+    raises("write_exists", "PATH_ALREADY_EXISTS");
+    assert_eq!(seen["write_append"], 6, "{seen}");
+    assert_eq!(seen["write_ignore"], 6);
+    assert_eq!(seen["write_overwrite"], 1);
+    raises("write_text_columns", "single column");
+    raises("write_partitioned", "partitionBy");
     server.shutdown().await.unwrap();
 }

@@ -280,3 +280,30 @@ async fn rows_appended_through_a_link_go_into_the_directory_it_names_all_at_once
         .collect();
     assert_eq!(beside.len(), 2, "nothing left beside them: {beside:?}");
 }
+
+#[tokio::test]
+async fn a_read_after_an_append_sees_the_new_files_as_spark_lists_them_again() {
+    use hearth::engine::write::{FrameWriter, OutputFormat, SaveMode};
+    let session = Session::local(2);
+    let df = session
+        .sql("SELECT x FROM generate_series(1, 10) AS t(x)")
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    FrameWriter::new(OutputFormat::Parquet)
+        .save(df.clone(), &data)
+        .await
+        .unwrap();
+    assert_eq!(session.read_parquet(&data).await.unwrap().count().await.unwrap(), 10);
+    FrameWriter::new(OutputFormat::Parquet)
+        .mode(SaveMode::Append)
+        .save(df, &data)
+        .await
+        .unwrap();
+    assert_eq!(
+        session.read_parquet(&data).await.unwrap().count().await.unwrap(),
+        20,
+        "the directory is listed again, not taken from the first read's listing"
+    );
+}

@@ -263,3 +263,36 @@ async fn a_label_that_is_not_a_class_names_its_rank_and_row_and_a_bad_param_its_
         .to_string();
     assert!(error.contains("nothing"), "{error}");
 }
+
+/// A classifier's scores on a frame aliased twice over, as a Spark Connect client's relations are (each plan
+/// id a `SubqueryAlias`): DataFusion's rules that push `get_field` towards the scan left the plan with a column
+/// both qualified and not, and it failed.
+#[tokio::test]
+async fn a_classifier_scores_a_frame_aliased_twice() {
+    let session = Session::local(2);
+    let rows = session
+        .sql("SELECT CAST(x AS DOUBLE) AS x, CAST(x % 2 AS DOUBLE) AS label FROM generate_series(1, 20) AS t(x)")
+        .await
+        .unwrap()
+        .alias("first")
+        .unwrap();
+    // Renamed as `toDF` renames, then aliased again.
+    let rows = rows
+        .select(vec![
+            datafusion::prelude::col("first.x").alias("x"),
+            datafusion::prelude::col("first.label").alias("label"),
+        ])
+        .unwrap()
+        .alias("renamed")
+        .unwrap();
+    let assembled = VectorAssembler::new()
+        .input_cols(["x"])
+        .output_col("features")
+        .transform(&rows)
+        .unwrap()
+        .alias("second")
+        .unwrap();
+    let model = LogisticRegression::new().max_iter(5).fit(&assembled).await.unwrap();
+    let scored = model.transform(&assembled).unwrap().alias("third").unwrap();
+    assert_eq!(scored.count().await.unwrap(), 20);
+}

@@ -41,6 +41,7 @@ use std::sync::{Arc, Mutex};
 use datafusion::common::config::{ConfigEntry, ConfigExtension, ExtensionOptions};
 use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::error::DataFusionError;
+use datafusion::execution::cache::cache_manager::{CacheManager, CacheManagerConfig};
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -272,11 +273,16 @@ impl StoreRegistry {
         }
     }
 
-    /// A runtime with DataFusion's defaults and a registry of the stores of `config`'s [`StoreSettings`].
+    /// A runtime with DataFusion's defaults and a registry of the stores of `config`'s [`StoreSettings`] —
+    /// but no cache of directory listings: a path is listed each time it is read, as Spark lists it, so a
+    /// read after a write (an append, an overwrite) sees the files that are there now.
     pub fn runtime_for(config: &SessionConfig) -> Arc<RuntimeEnv> {
+        let caches = CacheManagerConfig::default().with_list_files_cache_limit(0);
+        let default = RuntimeEnv::default();
         Arc::new(RuntimeEnv {
             object_store_registry: Arc::new(Self::new(StoreSettings::of(config))),
-            ..RuntimeEnv::default()
+            cache_manager: CacheManager::try_new(&caches).unwrap_or_else(|_| Arc::clone(&default.cache_manager)),
+            ..default
         })
     }
 }

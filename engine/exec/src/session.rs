@@ -11,6 +11,7 @@ use datafusion::datasource::MemTable;
 use datafusion::execution::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::ScalarUDF;
+use datafusion::optimizer::{Optimizer, OptimizerRule};
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
 use crate::ballista::FleetAccess;
@@ -46,10 +47,24 @@ pub fn hearth_state(config: SessionConfig) -> SessionState {
         .with_runtime_env(StoreRegistry::runtime_for(&config))
         .with_config(config)
         .with_query_planner(Arc::new(HearthQueryPlanner))
+        .with_optimizer_rules(optimizer_rules())
         .build();
     let ctx = SessionContext::new_with_state(state);
     install_functions(&ctx);
     ctx.state()
+}
+
+/// DataFusion's logical optimizer rules but the two that move struct field accesses (`get_field`) towards
+/// the scan: on a plan whose relation is aliased twice (`SubqueryAlias` over a projection over another) they
+/// extract a classifier's `get_field(scores, …)` below both aliases and leave columns that are both qualified
+/// and not (`"#0".cat` and `cat`), which fails the plan.
+fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
+    const LEFT_OUT: [&str; 2] = ["extract_leaf_expressions", "push_down_leaf_projections"];
+    Optimizer::new()
+        .rules
+        .into_iter()
+        .filter(|rule| !LEFT_OUT.contains(&rule.name()))
+        .collect()
 }
 
 /// Registers the core's own functions and every extension's in `ctx`.
@@ -184,6 +199,7 @@ impl Session {
             .with_config(config)
             .with_default_features()
             .with_query_planner(Arc::new(HearthQueryPlanner))
+            .with_optimizer_rules(optimizer_rules())
             .build();
         // CSV tables made in SQL name the file and line of a row that fails to read.
         if let Some(inner) = state.table_factories().get("CSV").cloned() {

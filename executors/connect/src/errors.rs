@@ -182,3 +182,15 @@ impl From<datafusion::arrow::error::ArrowError> for ConnectError {
         ConnectError::Execution(error.to_string())
     }
 }
+
+impl From<hearth_engine::files::WholeDirError> for ConnectError {
+    fn from(error: hearth_engine::files::WholeDirError) -> Self {
+        ConnectError::Execution(error.to_string())
+    }
+}
+
+impl From<datafusion::parquet::errors::ParquetError> for ConnectError {
+    fn from(error: datafusion::parquet::errors::ParquetError) -> Self {
+        ConnectError::Execution(error.to_string())
+    }
+}

@@ -207,6 +207,7 @@ async fn run_command(session: &ClientSession, kind: CommandType, responses: &mut
             ctx.register_table(view.name.as_str(), df.into_view())?;
             Ok(())
         }
+        CommandType::WriteOperation(operation) => crate::write::write(session, operation).await,
         CommandType::MlCommand(command) => {
             let result = crate::ml::run(session, command).await?;
             responses.send(ResponseType::MlCommandResult(result), None).await
@@ -279,7 +280,6 @@ fn missing(what: &str) -> ConnectError {
 fn command_name(kind: &CommandType) -> &'static str {
     match kind {
         CommandType::RegisterFunction(_) => "register_function (Python UDFs)",
-        CommandType::WriteOperation(_) => "write (df.write)",
         CommandType::WriteOperationV2(_) => "writeTo",
         CommandType::WriteStreamOperationStart(_) | CommandType::StreamingQueryCommand(_) => "streaming",
         CommandType::RegisterTableFunction(_) => "register_table_function (Python UDTFs)",

@@ -27,6 +27,7 @@ mod errors;
 mod execute;
 mod ml;
 mod models;
+mod persist;
 pub mod plan;
 mod results;
 mod routes;
@@ -35,6 +36,7 @@ mod server;
 mod sessions;
 pub mod show;
 pub mod types;
+mod write;
 
 pub use analyze::SPARK_VERSION;
 pub use auth::Token;

@@ -77,7 +77,6 @@ perceptron = MultilayerPerceptronClassifier(layers=[2, 5, 2], seed=1, maxIter=50
 seen["weighted"] = len(
     LogisticRegression(weightCol="w", maxIter=5).fit(numbers.withColumn("w", numbers.duration * 0 + 1.0)).coefficients
 )
-seen["save"] = error_of(lambda: model.write().overwrite().save("/nonexistent/hearth-connect-model"))
 seen["perceptron_accuracy"] = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(perceptron.transform(numbers))
 other = SparkSession.builder.remote(url).create()
 other_rows = other.read.csv(credit_csv, header=True, inferSchema=True)

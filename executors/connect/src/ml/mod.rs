@@ -1,4 +1,5 @@
-//! `pyspark.ml` over Spark Connect: `MlCommand`s — fit, attribute fetches, delete and the cache, evaluate —
+//! `pyspark.ml` over Spark Connect: `MlCommand`s — fit, attribute fetches, delete and the cache, evaluate,
+//! write and read (`persist`) —
 //! on the session's hearth session and model cache. Transforms are relations (`plan`).
 
 mod evaluators;
@@ -6,12 +7,15 @@ mod evaluators;
 use hearth_engine::pipeline::PipelineStage;
 use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::{Array, LiteralType};
-use spark_connect_proto::ml_command::Command;
+use spark_connect_proto::fetch::Method;
+use spark_connect_proto::fetch::method::args::ArgsType;
+use spark_connect_proto::ml_command::{self, Command, write};
 use spark_connect_proto::ml_command_result::{MlOperatorInfo, ResultType, ml_operator_info};
 use spark_connect_proto::{MlCommand, MlCommandResult, ObjectRef, Relation};
 
 use crate::errors::{ConnectError, Result};
 use crate::models::{ModelCache, attribute, stage};
+use crate::persist;
 use crate::plan::Planner;
 use crate::sessions::ClientSession;
 
@@ -53,10 +57,9 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
                 )));
             };
             if id == CONNECT_HELPER {
-                return Err(ConnectError::Unsupported(format!(
-                    "{} on pyspark.ml's helper: saving and loading models over Spark Connect",
-                    method.method
-                )));
+                return helper(method).map(|param| MlCommandResult {
+                    result_type: Some(ResultType::Param(param)),
+                });
             }
             let model = models.get(&id)?;
             ResultType::Param(attribute(model.as_ref(), &method.method)?)
@@ -79,11 +82,12 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
                 ..Default::default()
             })
         }
-        Command::Write(_) | Command::Read(_) => {
-            return Err(ConnectError::Unsupported(
-                "saving and loading pyspark.ml models over Spark Connect".into(),
-            ));
+        Command::Write(write) => {
+            save(models, write)?;
+            // Spark answers a save with an empty result.
+            return Ok(MlCommandResult { result_type: None });
         }
+        Command::Read(read) => load(models, read)?,
         Command::CreateSummary(_) | Command::GetModelSize(_) => {
             return Err(ConnectError::Unsupported(
                 "model summaries and sizes over Spark Connect".into(),
@@ -93,6 +97,42 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
     Ok(MlCommandResult {
         result_type: Some(result),
     })
+}
+
+/// `write().save(path)` of a fitted model (by its id) or of an estimator or transformer (by its params).
+fn save(models: &ModelCache, write: ml_command::Write) -> Result<()> {
+    let overwrite = write.should_overwrite.unwrap_or(false);
+    if let Some(option) = write.options.keys().next() {
+        return Err(ConnectError::Unsupported(format!("the save option {option:?}")));
+    }
+    match write.r#type.ok_or_else(|| missing("write's object"))? {
+        write::Type::ObjRef(object) => {
+            let model = models.get(&object.id)?;
+            persist::save_model(model.as_ref(), write.params.as_ref(), &write.path, overwrite)
+        }
+        write::Type::Operator(operator) => {
+            persist::save_operator(&operator, write.params.as_ref(), &write.path, overwrite)
+        }
+    }
+}
+
+/// `Class.load(path)`: a model goes into the session's cache, the client gets its id; an estimator's or
+/// transformer's params come back for the client to set.
+fn load(models: &ModelCache, read: ml_command::Read) -> Result<ResultType> {
+    let operator = read.operator.ok_or_else(|| missing("read's class"))?;
+    let loaded = persist::load(&operator, &read.path)?;
+    let kind = match loaded.model {
+        Some(model) => ml_operator_info::Type::ObjRef(ObjectRef {
+            id: models.insert(model),
+        }),
+        None => ml_operator_info::Type::Name(operator.name),
+    };
+    Ok(ResultType::OperatorInfo(MlOperatorInfo {
+        uid: Some(loaded.uid),
+        params: Some(loaded.params),
+        warning_message: None,
+        r#type: Some(kind),
+    }))
 }
 
 async fn dataset(session: &ClientSession, relation: Option<Relation>) -> Result<datafusion::prelude::DataFrame> {
@@ -122,6 +162,39 @@ fn cache_info(models: &ModelCache) -> Literal {
             element_type: None,
             elements,
         })),
+        ..Default::default()
+    }
+}
+
+/// A call on PySpark's helper object: `handleOverwrite(path, overwrite)` before a pipeline saves its stages.
+fn helper(method: &Method) -> Result<Literal> {
+    let args: Vec<&Literal> = (method.args.iter())
+        .filter_map(|arg| match &arg.args_type {
+            Some(ArgsType::Param(literal)) => Some(literal),
+            _ => None,
+        })
+        .collect();
+    match (method.method.as_str(), args.as_slice()) {
+        ("handleOverwrite", [path, overwrite]) => {
+            let (Some(LiteralType::String(path)), Some(LiteralType::Boolean(overwrite))) =
+                (&path.literal_type, &overwrite.literal_type)
+            else {
+                return Err(ConnectError::IllegalArgument(
+                    "handleOverwrite takes a path and whether to overwrite it".into(),
+                ));
+            };
+            persist::handle_overwrite(path, *overwrite)?;
+            Ok(boolean(true))
+        }
+        (other, _) => Err(ConnectError::Unsupported(format!(
+            "{other} on pyspark.ml's helper object"
+        ))),
+    }
+}
+
+fn boolean(value: bool) -> Literal {
+    Literal {
+        literal_type: Some(LiteralType::Boolean(value)),
         ..Default::default()
     }
 }

@@ -7,66 +7,10 @@ use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel};
 use hearth_engine::stage::Transformer;
 use spark_connect_proto::data_type::{self, Kind};
 use spark_connect_proto::expression::Literal;
-use spark_connect_proto::expression::literal::specialized_array::ValueType;
-use spark_connect_proto::expression::literal::{Array, LiteralType, SpecializedArray, Struct};
-use spark_connect_proto::{DataType, Doubles};
+use spark_connect_proto::expression::literal::LiteralType;
 
 use crate::errors::{ConnectError, Result};
-use crate::types::vector_udt;
-
-fn literal(value: LiteralType) -> Literal {
-    Literal {
-        literal_type: Some(value),
-        ..Default::default()
-    }
-}
-
-fn double(value: f64) -> Literal {
-    literal(LiteralType::Double(value))
-}
-
-fn integer(value: usize) -> Literal {
-    literal(LiteralType::Integer(i32::try_from(value).unwrap_or(i32::MAX)))
-}
-
-fn spark_type(kind: Kind) -> DataType {
-    DataType { kind: Some(kind) }
-}
-
-#[allow(deprecated)] // element_type: clients before 4.1 read it
-fn array(elements: Vec<Literal>, element: Kind) -> Literal {
-    literal(LiteralType::Array(Array {
-        element_type: Some(spark_type(element)),
-        elements,
-    }))
-}
-
-fn strings(values: &[String]) -> Literal {
-    array(
-        values.iter().map(|v| literal(LiteralType::String(v.clone()))).collect(),
-        Kind::String(data_type::String::default()),
-    )
-}
-
-/// A dense vector as the struct literal PySpark reads into a `DenseVector`.
-#[allow(deprecated)] // struct_type: how the client tells a vector from other structs
-pub(crate) fn dense_vector(values: &[f64]) -> Literal {
-    let values = SpecializedArray {
-        value_type: Some(ValueType::Doubles(Doubles {
-            values: values.to_vec(),
-        })),
-    };
-    let null = |kind| literal(LiteralType::Null(spark_type(kind)));
-    literal(LiteralType::Struct(Struct {
-        struct_type: Some(vector_udt()),
-        elements: vec![
-            literal(LiteralType::Byte(1)),
-            null(Kind::Integer(data_type::Integer::default())),
-            null(Kind::Integer(data_type::Integer::default())),
-            literal(LiteralType::SpecializedArray(values)),
-        ],
-    }))
-}
+use crate::models::literals::{array, dense_vector, double, integer, literal, strings};
 
 /// The value of `method` on `model`.
 pub(crate) fn attribute(model: &dyn Transformer, method: &str) -> Result<Literal> {

@@ -3,10 +3,12 @@
 
 mod attributes;
 mod cache;
+mod literals;
 mod operators;
 mod params;
 
 pub(crate) use attributes::attribute;
 pub(crate) use cache::ModelCache;
-pub(crate) use operators::stage;
+pub(crate) use literals::json_params;
+pub(crate) use operators::{SERVED, served_class, spark_class, stage, stage_json};
 pub(crate) use params::literal_json;

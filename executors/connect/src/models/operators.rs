@@ -33,6 +33,21 @@ pub(crate) fn served_class(name: &str) -> Result<&'static str> {
     })
 }
 
+/// The Spark class name of hearth's stage class `class` (`StringIndexerModel` →
+/// `org.apache.spark.ml.feature.StringIndexerModel`).
+pub(crate) fn spark_class(class: &str) -> String {
+    let package = if class.starts_with("LogisticRegression") || class.starts_with("MultilayerPerceptron") {
+        "classification"
+    } else if class.starts_with("LinearRegression") {
+        "regression"
+    } else if class.starts_with("KMeans") {
+        "clustering"
+    } else {
+        "feature"
+    };
+    format!("org.apache.spark.ml.{package}.{class}")
+}
+
 /// The stage `operator` names with the params the client set (and the client's uid, so the model has it).
 pub(crate) fn stage(operator: &MlOperator, params: Option<&MlParams>) -> Result<PipelineStage> {
     let class = served_class(&operator.name)?;
@@ -57,7 +72,7 @@ fn rebuild(class: &str, params: Map<String, Value>) -> Result<PipelineStage> {
 }
 
 /// A stage's params as a JSON object.
-fn stage_json(stage: &PipelineStage) -> Result<Map<String, Value>> {
+pub(crate) fn stage_json(stage: &PipelineStage) -> Result<Map<String, Value>> {
     match stage.as_stage().params()? {
         Value::Object(map) => Ok(map),
         _ => Ok(Map::new()),

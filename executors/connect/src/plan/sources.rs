@@ -2,7 +2,7 @@
 //! options, and the schemas it writes as DDL (`"a INT, b STRING"`) or as Spark's JSON.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, StringArray};
@@ -13,6 +13,7 @@ use hearth_engine::session::Session;
 use spark_connect_proto::read::DataSource;
 
 use crate::errors::{ConnectError, Result};
+use crate::persist::part_files;
 use crate::types::parse_type_name;
 
 /// The data frame of `spark.read.format(…).options(…).load(paths)`: several paths are read one after
@@ -55,19 +56,8 @@ async fn read_one(session: &Session, format: &str, source: &DataSource, path: &s
 /// Spark's `text` source: one row per line, in a string column `value`; a directory's files in name order,
 /// leaving out Spark's `_SUCCESS` and hidden files.
 fn read_text(session: &Session, path: &Path) -> Result<DataFrame> {
-    let files: Vec<PathBuf> = if path.is_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| ConnectError::Execution(format!("reading the directory {}: {e}", path.display())))?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.is_file()
-                    && p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| !n.starts_with(['_', '.']))
-            })
-            .collect();
-        files.sort();
-        files
+    let files = if path.is_dir() {
+        part_files::list(path)?
     } else {
         vec![path.to_owned()]
     };

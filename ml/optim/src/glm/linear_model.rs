@@ -71,6 +71,7 @@ pub struct LinearFit {
     pub intercept: f64,
     /// How the solve went: no iterations and a history of `[0]` for a Cholesky solve or a constant label, as
     /// Spark reports them.
+    #[serde(default)]
     pub solved: Solved,
 }
 

@@ -43,6 +43,13 @@ pub struct Solved {
     pub evaluations: usize,
 }
 
+/// A model read without its training record (one Spark saved) reports no iterations.
+impl Default for Solved {
+    fn default() -> Self {
+        Self::unsolved()
+    }
+}
+
 impl Solved {
     /// What Spark reports when nothing was iterated (a Cholesky solve, a constant label): a history of `[0]`.
     pub(crate) fn unsolved() -> Self {

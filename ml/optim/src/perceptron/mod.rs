@@ -79,6 +79,7 @@ pub struct MlpFit {
     /// The weights, in Spark's layout.
     pub weights: Vec<f64>,
     /// How the solve went.
+    #[serde(default)]
     pub solved: Solved,
 }
 
