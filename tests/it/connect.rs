@@ -420,6 +420,58 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
             .unwrap()],
     );
     assert!(accuracy > 0.65, "a useful model: accuracy {accuracy}");
+
+    // The training summary: the fitted model's figures on the rows it was fitted on.
+    let summary = &seen["summary"];
+    assert_eq!(summary["type"], "BinaryLogisticRegressionTrainingSummary", "{summary}");
+    let session = Session::local(2);
+    let credit = session
+        .read_csv(german_credit::csv_path(), &CsvOptions::new())
+        .await
+        .unwrap();
+    let train = credit.random_split(&[0.8, 0.2], 42).unwrap().remove(0);
+    let fitted = model.transform(&train).unwrap();
+    let train_accuracy = MulticlassClassificationEvaluator::new()
+        .metric_name("accuracy")
+        .evaluate(&fitted)
+        .await
+        .unwrap();
+    assert_close("summary accuracy", &summary["accuracy"], &[train_accuracy]);
+    let train_auc = BinaryClassificationEvaluator::new()
+        .raw_prediction_col("probability")
+        .num_bins(0)
+        .evaluate(&fitted)
+        .await
+        .unwrap();
+    assert_close("summary areaUnderROC", &summary["area_under_roc"], &[train_auc]);
+    assert_eq!(
+        summary["roc"][1],
+        serde_json::json!([0.0, 0.0]),
+        "the curve starts at (0, 0): {summary}"
+    );
+    assert_eq!(
+        summary["roc"][2],
+        serde_json::json!([1.0, 1.0]),
+        "and ends at (1, 1): {summary}"
+    );
+    let solved = lr.summary().unwrap();
+    assert_close(
+        "objectiveHistory",
+        &summary["objective_history"],
+        &solved.objective_history,
+    );
+    assert_eq!(summary["total_iterations"], solved.total_iterations);
+    assert_eq!(summary["labels"], serde_json::json!([0.0, 1.0]));
+    assert_eq!(summary["predictions"], train.count().await.unwrap());
+    assert_eq!(summary["label_col"], "label");
+    let linear_summary = seen["linear_summary"].as_array().unwrap();
+    assert_eq!(linear_summary[1], 1000, "{seen}");
+    assert_close(
+        "linear rmse",
+        &linear_summary[0],
+        &[seen["linear"][1].as_f64().unwrap()],
+    );
+    assert_eq!(seen["kmeans_summary"], serde_json::json!([3, 1000, 1000]), "{seen}");
     assert_eq!(
         seen["vectors"],
         serde_json::json!(["DenseVector", 12, "DenseVector"]),

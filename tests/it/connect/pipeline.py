@@ -47,7 +47,21 @@ seen = {
     "f1": MulticlassClassificationEvaluator().evaluate(predictions),
     "auc": BinaryClassificationEvaluator().evaluate(predictions),
 }
-
+# The fitted model's training summary, on the training rows.
+summary = model.stages[5].summary
+roc = summary.roc.collect()
+seen["summary"] = {
+    "type": type(summary).__name__,
+    "accuracy": summary.accuracy,
+    "area_under_roc": summary.areaUnderROC,
+    "roc": [len(roc), list(roc[0]), list(roc[-1])],
+    "objective_history": summary.objectiveHistory,
+    "total_iterations": summary.totalIterations,
+    "labels": summary.labels,
+    "predictions": summary.predictions.count(),
+    "weighted_recall": summary.weightedRecall,
+    "label_col": summary.labelCol,
+}
 
 
 seen["missing_column"] = error_of(lambda: StringIndexer(inputCol="class", outputCol="l").fit(train.withColumnRenamed("class", "klass")))
@@ -72,7 +86,10 @@ numbers = VectorAssembler(inputCols=["duration", "age"], outputCol="features").t
 )
 linear = LinearRegression(labelCol="credit_amount").fit(numbers)
 seen["linear"] = [len(linear.coefficients), RegressionEvaluator(labelCol="credit_amount").evaluate(linear.transform(numbers))]
-seen["kmeans_clusters"] = KMeans(k=3, seed=1).fit(numbers).transform(numbers).select("prediction").distinct().count()
+seen["linear_summary"] = [linear.summary.rootMeanSquaredError, linear.summary.numInstances, linear.summary.r2]
+kmeans = KMeans(k=3, seed=1).fit(numbers)
+seen["kmeans_clusters"] = kmeans.transform(numbers).select("prediction").distinct().count()
+seen["kmeans_summary"] = [kmeans.summary.k, sum(kmeans.summary.clusterSizes), kmeans.summary.cluster.count()]
 perceptron = MultilayerPerceptronClassifier(layers=[2, 5, 2], seed=1, maxIter=50).fit(numbers)
 seen["weighted"] = len(
     LogisticRegression(weightCol="w", maxIter=5).fit(numbers.withColumn("w", numbers.duration * 0 + 1.0)).coefficients

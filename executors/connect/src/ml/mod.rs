@@ -3,6 +3,7 @@
 //! on the session's hearth session and model cache. Transforms are relations (`plan`).
 
 mod evaluators;
+pub(crate) mod summaries;
 
 use hearth_engine::pipeline::PipelineStage;
 use spark_connect_proto::expression::Literal;
@@ -11,13 +12,14 @@ use spark_connect_proto::fetch::Method;
 use spark_connect_proto::fetch::method::args::ArgsType;
 use spark_connect_proto::ml_command::{self, Command, write};
 use spark_connect_proto::ml_command_result::{MlOperatorInfo, ResultType, ml_operator_info};
-use spark_connect_proto::{MlCommand, MlCommandResult, ObjectRef, Relation};
+use spark_connect_proto::{Fetch, MlCommand, MlCommandResult, ObjectRef, Relation};
 
 use crate::errors::{ConnectError, Result};
 use crate::models::{ModelCache, attribute, stage};
 use crate::persist;
 use crate::plan::Planner;
 use crate::sessions::ClientSession;
+use summaries::SummaryValue;
 
 /// The object PySpark sends helper calls to (`handleOverwrite` before a pipeline is saved, …).
 const CONNECT_HELPER: &str = "______ML_CONNECT_HELPER______";
@@ -40,30 +42,10 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
             };
             let model = stage.fit_stage(&df).await?;
             let uid = model.uid().to_owned();
-            let id = models.insert(model);
+            let id = models.insert(model, Some(df));
             operator(id, Some(uid))
         }
-        Command::Fetch(fetch) => {
-            let id = fetch.obj_ref.map(|r| r.id).ok_or_else(|| missing("fetch's object"))?;
-            let [method] = fetch.methods.as_slice() else {
-                return Err(ConnectError::Unsupported(format!(
-                    "chained attribute fetches ({}) such as model summaries",
-                    fetch
-                        .methods
-                        .iter()
-                        .map(|m| m.method.as_str())
-                        .collect::<Vec<_>>()
-                        .join(".")
-                )));
-            };
-            if id == CONNECT_HELPER {
-                return helper(method).map(|param| MlCommandResult {
-                    result_type: Some(ResultType::Param(param)),
-                });
-            }
-            let model = models.get(&id)?;
-            ResultType::Param(attribute(model.as_ref(), &method.method)?)
-        }
+        Command::Fetch(fetch) => self::fetch(session, fetch).await?,
         Command::Delete(delete) => {
             let ids: Vec<String> = delete.obj_refs.into_iter().map(|r| r.id).collect();
             operator(models.remove(&ids).join(","), None)
@@ -88,10 +70,17 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
             return Ok(MlCommandResult { result_type: None });
         }
         Command::Read(read) => load(models, read)?,
-        Command::CreateSummary(_) | Command::GetModelSize(_) => {
-            return Err(ConnectError::Unsupported(
-                "model summaries and sizes over Spark Connect".into(),
-            ));
+        Command::CreateSummary(create) => {
+            let id = create
+                .model_ref
+                .map(|r| r.id)
+                .ok_or_else(|| missing("the summary's model"))?;
+            let training = dataset(session, create.dataset).await?;
+            models.set_training(&id, training)?;
+            ResultType::Param(boolean(true))
+        }
+        Command::GetModelSize(_) => {
+            return Err(ConnectError::Unsupported("model sizes over Spark Connect".into()));
         }
     };
     Ok(MlCommandResult {
@@ -123,7 +112,7 @@ fn load(models: &ModelCache, read: ml_command::Read) -> Result<ResultType> {
     let loaded = persist::load(&operator, &read.path)?;
     let kind = match loaded.model {
         Some(model) => ml_operator_info::Type::ObjRef(ObjectRef {
-            id: models.insert(model),
+            id: models.insert(model, None),
         }),
         None => ml_operator_info::Type::Name(operator.name),
     };
@@ -164,6 +153,43 @@ fn cache_info(models: &ModelCache) -> Literal {
         })),
         ..Default::default()
     }
+}
+
+/// A fetch: an attribute of a model (`model.coefficients`), of its training summary (`model.summary.accuracy`),
+/// or a call on PySpark's helper object.
+async fn fetch(session: &ClientSession, fetch: Fetch) -> Result<ResultType> {
+    let models = &session.models;
+    let id = fetch.obj_ref.map(|r| r.id).ok_or_else(|| missing("fetch's object"))?;
+    if id == CONNECT_HELPER {
+        let [method] = fetch.methods.as_slice() else {
+            return Err(ConnectError::Unsupported(
+                "chained calls on pyspark.ml's helper object".into(),
+            ));
+        };
+        return helper(method).map(ResultType::Param);
+    }
+    Ok(match fetch.methods.as_slice() {
+        [method] => ResultType::Param(attribute(models.get(&id)?.as_ref(), &method.method)?),
+        [summary, method] if summary.method == "summary" => {
+            let (model, training) = models.with_training(&id)?;
+            let training = training.ok_or_else(|| summaries::summary_lost(&id))?;
+            match summaries::attribute(&session.hearth, model.as_ref(), &training, &method.method).await? {
+                SummaryValue::Value(value) => ResultType::Param(value),
+                SummaryValue::Frame(_) => {
+                    return Err(ConnectError::InvalidPlan(format!(
+                        "the summary's {} is a data frame: read it as a relation",
+                        method.method
+                    )));
+                }
+            }
+        }
+        methods => {
+            return Err(ConnectError::Unsupported(format!(
+                "the attribute {} over Spark Connect",
+                methods.iter().map(|m| m.method.as_str()).collect::<Vec<_>>().join(".")
+            )));
+        }
+    })
 }
 
 /// A call on PySpark's helper object: `handleOverwrite(path, overwrite)` before a pipeline saves its stages.

@@ -3,7 +3,7 @@
 
 mod attributes;
 mod cache;
-mod literals;
+pub(crate) mod literals;
 mod operators;
 mod params;
 

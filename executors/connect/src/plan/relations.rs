@@ -17,9 +17,10 @@ use hearth_engine::frame::{DataFrameExt, ROW_UNIFORM};
 use hearth_engine::pipeline::PipelineStage;
 use hearth_engine::session::Session;
 use spark_connect_proto::relation::RelType;
-use spark_connect_proto::{MlRelation, Relation, aggregate, join, ml_relation, read, set_operation};
+use spark_connect_proto::{Fetch, MlRelation, Relation, aggregate, join, ml_relation, read, set_operation};
 
 use crate::errors::{ConnectError, Result};
+use crate::ml::summaries::{self, SummaryValue, summary_lost};
 use crate::models::{ModelCache, stage};
 use crate::plan::expressions::{Resolver, plan_qualifier};
 use crate::plan::named::Named;
@@ -117,13 +118,46 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// A training summary's data frame (`model.summary.roc`, `.pr`, `.predictions`, `.cluster`), on the data
+    /// the client sends along or the data the model was fitted on.
+    async fn summary_frame(&'a self, ml: &'a MlRelation, fetch: &'a Fetch) -> Result<DataFrame> {
+        let id = fetch
+            .obj_ref
+            .as_ref()
+            .map(|r| r.id.as_str())
+            .ok_or_else(|| missing("a fetch's model"))?;
+        let (model, training) = self.models.with_training(id)?;
+        let training = match &ml.model_summary_dataset {
+            Some(dataset) => self.plan(dataset).await?,
+            None => training.ok_or_else(|| summary_lost(id))?,
+        };
+        let [summary, method] = fetch.methods.as_slice() else {
+            return Err(ConnectError::Unsupported(
+                "data frames of a model's attributes other than its summary's".into(),
+            ));
+        };
+        if summary.method != "summary" {
+            return Err(ConnectError::Unsupported(format!(
+                "the data frame {} of a model",
+                summary.method
+            )));
+        }
+        match summaries::attribute(self.session, model.as_ref(), &training, &method.method).await? {
+            SummaryValue::Frame(df) => Ok(df),
+            SummaryValue::Value(_) => Err(ConnectError::InvalidPlan(format!(
+                "the summary's {} is a value, not a data frame",
+                method.method
+            ))),
+        }
+    }
+
     /// `model.transform(df)` (a fitted model by its id, or a transformer such as `VectorAssembler` by its
     /// class and params): the model's columns added to the input's.
     async fn ml_relation(&'a self, ml: &'a MlRelation) -> Result<DataFrame> {
-        let Some(ml_relation::MlType::Transform(transform)) = &ml.ml_type else {
-            return Err(ConnectError::Unsupported(
-                "model summaries' data frames over Spark Connect".into(),
-            ));
+        let transform = match &ml.ml_type {
+            Some(ml_relation::MlType::Transform(transform)) => transform,
+            Some(ml_relation::MlType::Fetch(fetch)) => return self.summary_frame(ml, fetch).await,
+            None => return Err(missing("an ML relation's kind")),
         };
         let df = self.input(&transform.input).await?;
         match &transform.operator {
