@@ -8,46 +8,29 @@
 //!                                   # HEARTH_BENCH_PYSPARK=0 to skip PySpark and scikit-learn
 //! ```
 //!
-//! The features are the 18 numbers every event defines (see [`LEFT_OUT`]) but `DER_mass_vis`; the logistic label
+//! The features are the 18 numbers every event defines (see [`linear_features::LEFT_OUT`]) but `DER_mass_vis`; the logistic label
 //! is `Label` (`s` = 1), the linear one `DER_mass_vis`. pyspark and scikit-learn are installed into the libtorch environment the first time.
 
 use std::path::Path;
 use std::time::Instant;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::logical_expr::{cast, ident, lit, when};
-use hearth::datasets::higgs;
 use hearth::prelude::*;
 use prettytable::{Table, row};
 use serde_json::Value;
 
+#[path = "common/linear_features.rs"]
+mod linear_features;
 #[path = "common/python.rs"]
 mod python;
+
+use linear_features::{TARGET, feature_columns, generated_csv, write_one_parquet};
 
 const RUNS: usize = 3;
 const PARTITIONS: usize = 2;
 /// The packages the reference fits need, installed when missing.
 const PACKAGES: [(&str, &str); 2] = [("pyspark", "pyspark==4.0.5"), ("sklearn", "scikit-learn")];
-
-/// The regression target, left out of the features.
-const TARGET: &str = "DER_mass_vis";
-/// Left out of the features so that the coefficients are unique and well defined: the generator's sum of three
-/// other columns, and the ten jet columns that hold -999 together whenever an event has too few jets (nearly
-/// one column, on which neither Spark's L-BFGS nor scikit-learn's settles in 100 or 1,000 iterations).
-const LEFT_OUT: [&str; 11] = [
-    "DER_sum_pt",
-    "DER_deltaeta_jet_jet",
-    "DER_mass_jet_jet",
-    "DER_prodeta_jet_jet",
-    "DER_lep_eta_centrality",
-    "PRI_jet_leading_pt",
-    "PRI_jet_leading_eta",
-    "PRI_jet_leading_phi",
-    "PRI_jet_subleading_pt",
-    "PRI_jet_subleading_eta",
-    "PRI_jet_subleading_phi",
-];
 
 /// One tool's fit of one model.
 struct Fit {
@@ -87,39 +70,14 @@ impl Fit {
     }
 }
 
-fn feature_columns() -> Vec<&'static str> {
-    higgs::FEATURES
-        .iter()
-        .copied()
-        .filter(|f| *f != TARGET && !LEFT_OUT.contains(f))
-        .collect()
-}
-
 /// The generated rows as one Parquet file of the features (as doubles), `label` and `target`.
 async fn write_parquet(session: &Session, csv: &Path, parquet: &Path) {
-    let df = session.read_csv(csv, &CsvOptions::new()).await.expect("read csv");
-    let mut columns: Vec<_> = feature_columns()
-        .into_iter()
-        .map(|f| cast(ident(f), DataType::Float64).alias(f))
-        .collect();
-    columns.push(
-        when(ident("Label").eq(lit("s")), lit(1.0))
-            .otherwise(lit(0.0))
-            .expect("label")
-            .alias("label"),
-    );
-    columns.push(cast(ident(TARGET), DataType::Float64).alias("target"));
-    df.select(columns)
-        .expect("select")
-        .repartition(datafusion::logical_expr::Partitioning::RoundRobinBatch(1))
-        .expect("one partition")
-        .write_parquet(
-            parquet.to_str().expect("path"),
-            DataFrameWriteOptions::new().with_single_file_output(true),
-            None,
-        )
-        .await
-        .expect("write parquet");
+    let label = when(ident("Label").eq(lit("s")), lit(1.0))
+        .otherwise(lit(0.0))
+        .expect("label")
+        .alias("label");
+    let target = cast(ident(TARGET), DataType::Float64).alias("target");
+    write_one_parquet(session, csv, parquet, vec![label, target]).await;
 }
 
 /// hearth's best of [`RUNS`] fits of each model, from the Parquet file.
@@ -195,13 +153,8 @@ fn reference_fits(parquet: &Path) -> Result<Value, String> {
 
 #[tokio::main]
 async fn main() {
-    let rows: usize = std::env::var("HEARTH_LINEAR_ROWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (csv, parquet) = (dir.path().join("higgs.csv"), dir.path().join("linear.parquet"));
-    higgs::write_csv(&csv, rows, 42).expect("write csv");
+    let (rows, dir, csv) = generated_csv("HEARTH_LINEAR_ROWS");
+    let parquet = dir.path().join("linear.parquet");
     let session = Session::local(PARTITIONS);
     write_parquet(&session, &csv, &parquet).await;
     println!(

@@ -240,6 +240,37 @@ async fn dataframes_on(master: &str) {
         serde_json::json!([["a", 1, 1], ["b", 2, 2], ["c", 3, 3]])
     );
     assert_eq!(seen["aliased"], serde_json::json!([1, 2, 2, 3]));
+    // Classic PySpark 4.0.0's describe() of the same columns, as it printed them — but the standard deviation
+    // of age, whose last digit differs: Spark's 11.37546857431751 against 11.375468574317512 here, the double
+    // nearest the exact 11.3754685743175118….
+    let mut described = seen["describe"].clone();
+    let age_stddev = described[3][1].take();
+    assert_close(
+        "age's stddev",
+        &age_stddev.as_str().unwrap().parse::<f64>().unwrap().into(),
+        &[11.37546857431751],
+    );
+    assert_eq!(
+        described,
+        serde_json::json!([
+            ["summary", "age", "purpose", "duration"],
+            ["count", "1000", "1000", "1000"],
+            ["mean", "35.546", null, "20.903"],
+            ["stddev", null, null, "12.058814452756371"],
+            ["min", "19", "business", "4"],
+            ["max", "75", "used car", "72"]
+        ])
+    );
+    assert_eq!(
+        seen["describe_all"],
+        serde_json::json!([
+            ["count", "2", "2"],
+            ["mean", "0.75005", null],
+            ["stddev", "1.0605894611017026", null],
+            ["min", "1.0E-4", "a"],
+            ["max", "1.5", "b"]
+        ])
+    );
     server.shutdown().await.unwrap();
 }
 
@@ -472,6 +503,27 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
         &[seen["linear"][1].as_f64().unwrap()],
     );
     assert_eq!(seen["kmeans_summary"], serde_json::json!([3, 1000, 1000]), "{seen}");
+    let sent = &seen["sent_vectors"];
+    assert_close("sent mean", &sent[0], &[5.0 / 3.0]);
+    assert_close("sent std", &sent[1], &[(7.0_f64 / 3.0).sqrt()]);
+    assert_eq!(
+        sent[2],
+        serde_json::json!([[0.0], [2.0], [3.0]]),
+        "a sparse vector arrives filled out"
+    );
+    assert_eq!(
+        seen["libsvm"],
+        serde_json::json!([
+            ["label", "features"],
+            [
+                [0.0, [0.5, 0.0, 1.0]],
+                [1.0, [0.0, 2.0, 0.0]],
+                [1.0, [1.5, 1.0, 0.25]],
+                [0.0, [0.0, 0.0, 3.0]]
+            ]
+        ])
+    );
+    assert_eq!(seen["libsvm_fit"], 3);
     assert_eq!(
         seen["vectors"],
         serde_json::json!(["DenseVector", 12, "DenseVector"]),
@@ -612,6 +664,7 @@ async fn models_save_and_load_in_sparks_layout_both_ways() {
     );
     assert_eq!(indexer["defaultParamMap"]["handleInvalid"], "error");
     assert_eq!(seen["estimator"], serde_json::json!([true, 7, 0.5, false]));
+    assert_eq!(seen["evaluator"], serde_json::json!([true, "areaUnderPR", 50]));
 
     let raises = |case: &str, words: &str| {
         let message = seen[case]["message"].as_str().unwrap();

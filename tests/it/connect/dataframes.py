@@ -89,6 +89,11 @@ seen["intersect_all"] = dups.intersectAll(dups.filter(dups.k > 1)).count()
 seen["select_expr"] = dups.selectExpr("k + 1 AS k1", "upper(s)").columns
 seen["first_last"] = [tuple(r) for r in dups.groupBy("s").agg(F.first("k"), F.last("k")).orderBy("s").collect()]
 seen["aliased"] = [r.k for r in dups.alias("t").select("t.k").collect()]
+described = credit.describe("age", "purpose", "duration")
+seen["describe"] = [described.columns] + [list(r) for r in described.collect()]
+seen["describe_all"] = [
+    list(r) for r in spark.createDataFrame([(1.5, "a"), (None, "b"), (0.0001, None)], ["x", "s"]).describe().collect()
+]
 
 spark.stop()
 print(json.dumps(seen))

@@ -83,6 +83,14 @@ lr.save(os.path.join(work, "lr"))
 lr_back = LogisticRegression.load(os.path.join(work, "lr"))
 seen["estimator"] = [lr_back.uid == lr.uid, lr_back.getMaxIter(), lr_back.getRegParam(), lr_back.isSet("tol")]
 
+# An evaluator.
+from pyspark.ml.evaluation import BinaryClassificationEvaluator
+
+evaluator = BinaryClassificationEvaluator(metricName="areaUnderPR", numBins=50)
+evaluator.save(os.path.join(work, "evaluator"))
+evaluator_back = BinaryClassificationEvaluator.load(os.path.join(work, "evaluator"))
+seen["evaluator"] = [evaluator_back.uid == evaluator.uid, evaluator_back.getMetricName(), evaluator_back.getNumBins()]
+
 # Mistakes.
 seen["exists"] = error_of(lambda: fitted.stages[3].save(scaler_path))
 seen["wrong_class"] = error_of(lambda: StringIndexerModel.load(scaler_path))

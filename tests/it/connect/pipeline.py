@@ -95,6 +95,24 @@ seen["weighted"] = len(
     LogisticRegression(weightCol="w", maxIter=5).fit(numbers.withColumn("w", numbers.duration * 0 + 1.0)).coefficients
 )
 seen["perceptron_accuracy"] = MulticlassClassificationEvaluator(metricName="accuracy").evaluate(perceptron.transform(numbers))
+# Vectors sent by the client, dense and sparse (Spark's StandardScaler test: mean 1.6667, std 1.5275).
+from pyspark.ml.linalg import Vectors
+
+sent = spark.createDataFrame(
+    [(1, Vectors.dense([0.0])), (2, Vectors.dense([2.0])), (3, Vectors.sparse(1, [(0, 3.0)]))], ["index", "features"]
+)
+scaler = StandardScaler(inputCol="features", outputCol="scaled").fit(sent)
+seen["sent_vectors"] = [list(scaler.mean), list(scaler.std), [list(r.features) for r in sent.orderBy("index").collect()]]
+# LIBSVM text, as the PySpark ML guide's examples read it.
+import os
+import tempfile
+
+libsvm = os.path.join(tempfile.mkdtemp(), "sample.txt")
+with open(libsvm, "w") as f:
+    f.write("0 1:0.5 3:1.0\n1 2:2.0\n1 1:1.5 2:1.0 3:0.25\n0 3:3.0\n")
+svm = spark.read.format("libsvm").load(libsvm)
+seen["libsvm"] = [svm.columns, [[r.label, list(r.features)] for r in svm.collect()]]
+seen["libsvm_fit"] = len(LogisticRegression(maxIter=5).fit(svm).coefficients)
 other = SparkSession.builder.remote(url).create()
 other_rows = other.read.csv(credit_csv, header=True, inferSchema=True)
 seen["other_session"] = error_of(lambda: model.transform(other_rows).collect())

@@ -8,18 +8,11 @@ use serde_json::Value;
 use spark_connect_proto::{MlOperator, MlParams};
 
 use crate::errors::{ConnectError, Result};
-use crate::models::literal_json;
-
-/// The evaluators hearth serves.
-const SERVED: &[&str] = &[
-    "MulticlassClassificationEvaluator",
-    "BinaryClassificationEvaluator",
-    "RegressionEvaluator",
-];
+use crate::models::{literal_json, served_evaluator};
 
 /// The metric `evaluator` (with the client's params) gives on `df`.
 pub(crate) async fn evaluate(evaluator: &MlOperator, params: Option<&MlParams>, df: &DataFrame) -> Result<f64> {
-    let class = evaluator.name.rsplit('.').next().unwrap_or_default();
+    let class = served_evaluator(&evaluator.name)?;
     let params: Vec<(String, Value)> = (params.map(|p| &p.params).into_iter().flatten())
         .map(|(key, literal)| Ok((key.clone(), literal_json(literal)?)))
         .collect::<Result<_>>()?;
@@ -79,12 +72,6 @@ pub(crate) async fn evaluate(evaluator: &MlOperator, params: Option<&MlParams>, 
             }
             e.evaluate(df).await?
         }
-        _ => {
-            return Err(ConnectError::Unsupported(format!(
-                "the evaluator {} (hearth serves {})",
-                evaluator.name,
-                SERVED.join(", ")
-            )));
-        }
+        other => return Err(ConnectError::Unsupported(format!("the evaluator {other}"))),
     })
 }

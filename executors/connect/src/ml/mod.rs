@@ -3,7 +3,6 @@
 //! on the session's hearth session and model cache. Transforms are relations (`plan`).
 
 mod evaluators;
-pub(crate) mod summaries;
 
 use hearth_engine::pipeline::PipelineStage;
 use spark_connect_proto::expression::Literal;
@@ -15,11 +14,11 @@ use spark_connect_proto::ml_command_result::{MlOperatorInfo, ResultType, ml_oper
 use spark_connect_proto::{Fetch, MlCommand, MlCommandResult, ObjectRef, Relation};
 
 use crate::errors::{ConnectError, Result};
+use crate::models::summaries::{self, SummaryValue};
 use crate::models::{ModelCache, attribute, stage};
 use crate::persist;
 use crate::plan::Planner;
 use crate::sessions::ClientSession;
-use summaries::SummaryValue;
 
 /// The object PySpark sends helper calls to (`handleOverwrite` before a pipeline is saved, …).
 const CONNECT_HELPER: &str = "______ML_CONNECT_HELPER______";

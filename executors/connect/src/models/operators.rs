@@ -22,15 +22,30 @@ pub(crate) const SERVED: &[&str] = &[
     "KMeans",
 ];
 
+/// The evaluators hearth serves.
+pub(crate) const SERVED_EVALUATORS: &[&str] = &[
+    "MulticlassClassificationEvaluator",
+    "BinaryClassificationEvaluator",
+    "RegressionEvaluator",
+];
+
+/// The simple class name of a Spark evaluator class name, when hearth serves it.
+pub(crate) fn served_evaluator(name: &str) -> Result<&'static str> {
+    served(name, SERVED_EVALUATORS, "evaluator")
+}
+
 /// The simple class name of a Spark class name, when hearth serves it.
 pub(crate) fn served_class(name: &str) -> Result<&'static str> {
+    served(name, SERVED, "pyspark.ml class")
+}
+
+/// The simple name of the Spark class `name` when it is one of `list`; what hearth serves when not.
+fn served(name: &str, list: &[&'static str], what: &str) -> Result<&'static str> {
     let simple = name.rsplit('.').next().unwrap_or(name);
-    SERVED.iter().find(|served| **served == simple).copied().ok_or_else(|| {
-        ConnectError::Unsupported(format!(
-            "the pyspark.ml class {name} (hearth serves {})",
-            SERVED.join(", ")
-        ))
-    })
+    list.iter()
+        .find(|served| **served == simple)
+        .copied()
+        .ok_or_else(|| ConnectError::Unsupported(format!("the {what} {name} (hearth serves {})", list.join(", "))))
 }
 
 /// The Spark class name of hearth's stage class `class` (`StringIndexerModel` →

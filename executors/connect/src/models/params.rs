@@ -34,13 +34,45 @@ pub(crate) fn literal_json(literal: &Literal) -> Result<Value> {
             Some(ValueType::Floats(f)) => Value::from(f.values.iter().map(|v| f64::from(*v)).collect::<Vec<_>>()),
             None => Value::Null,
         },
-        // A dense vector: [type 1, size null, indices null, values].
+        // A vector: [type (1 dense, 0 sparse), size, indices, values], as dense values.
         LiteralType::Struct(vector) => match vector.elements.as_slice() {
-            [_, _, _, values] => literal_json(values)?,
-            _ => return Err(ConnectError::Unsupported("a struct param that is not a vector".into())),
+            [kind, size, indices, values] => vector_json(kind, size, indices, values)?,
+            _ => {
+                return Err(ConnectError::Unsupported(
+                    "matrix params (such as lowerBoundsOnCoefficients)".into(),
+                ));
+            }
         },
         other => return Err(ConnectError::Unsupported(format!("the param value {other:?}"))),
     })
+}
+
+/// A `VectorUDT` literal's values, a sparse vector's filled out with zeros.
+fn vector_json(kind: &Literal, size: &Literal, indices: &Literal, values: &Literal) -> Result<Value> {
+    let values = literal_json(values)?;
+    if !matches!(kind.literal_type, Some(LiteralType::Byte(0))) {
+        return Ok(values);
+    }
+    let (Some(LiteralType::Integer(size)), Value::Array(indices), Value::Array(values)) =
+        (&size.literal_type, literal_json(indices)?, values)
+    else {
+        return Err(ConnectError::InvalidPlan(
+            "a sparse vector param without its size, indices or values".into(),
+        ));
+    };
+    let mut dense = vec![0.0; usize::try_from(*size).unwrap_or(0)];
+    for (index, value) in indices.iter().zip(values) {
+        let slot = index.as_u64().and_then(|i| dense.get_mut(usize::try_from(i).ok()?));
+        match (slot, value.as_f64()) {
+            (Some(slot), Some(value)) => *slot = value,
+            _ => {
+                return Err(ConnectError::InvalidPlan(format!(
+                    "a sparse vector param's index {index} is out of its size"
+                )));
+            }
+        }
+    }
+    Ok(Value::from(dense))
 }
 
 /// The params the client set, as the JSON object hearth's stage reads: a single column given where the stage

@@ -26,7 +26,9 @@ use serde_json::{Map, Value};
 use spark_connect_proto::{MlOperator, MlParams, ml_operator};
 
 use crate::errors::{ConnectError, Result};
-use crate::models::{SERVED, json_params, literal_json, served_class, spark_class, stage, stage_json};
+use crate::models::{
+    SERVED, json_params, literal_json, served_class, served_evaluator, spark_class, stage, stage_json,
+};
 use data::{TRAINING_RECORD, state_fields};
 use metadata::Metadata;
 
@@ -112,13 +114,18 @@ pub(crate) fn save_model(
     })
 }
 
-/// `estimator.write().save(path)` (or a transformer's): Spark's metadata only.
+/// `estimator.write().save(path)` (or a transformer's, or an evaluator's): Spark's metadata only.
 pub(crate) fn save_operator(
     operator: &MlOperator,
     params: Option<&MlParams>,
     path: &str,
     overwrite: bool,
 ) -> Result<()> {
+    if is_evaluator(operator) {
+        served_evaluator(&operator.name)?;
+        let meta = Metadata::new(operator.name.clone(), operator.uid.clone(), client_params(params)?);
+        return save_whole(path, overwrite, |dir| meta.write(dir));
+    }
     let built = stage(operator, params)?;
     let json = stage_json(&built)?;
     let mut meta = Metadata::new(
@@ -161,6 +168,14 @@ pub(crate) fn load(operator: &MlOperator, path: &str) -> Result<Loaded> {
         )));
     }
     let params = json_params(&meta.param_map);
+    if is_evaluator(operator) {
+        served_evaluator(&operator.name)?;
+        return Ok(Loaded {
+            uid: meta.uid,
+            params,
+            model: None,
+        });
+    }
     if operator.r#type != ml_operator::OperatorType::Model as i32 {
         let op = MlOperator {
             uid: meta.uid.clone(),
@@ -179,6 +194,10 @@ pub(crate) fn load(operator: &MlOperator, path: &str) -> Result<Loaded> {
         params,
         model: Some(model),
     })
+}
+
+fn is_evaluator(operator: &MlOperator) -> bool {
+    operator.r#type == ml_operator::OperatorType::Evaluator as i32
 }
 
 fn simple_name(class: &str) -> &str {

@@ -20,11 +20,12 @@ use spark_connect_proto::relation::RelType;
 use spark_connect_proto::{Fetch, MlRelation, Relation, aggregate, join, ml_relation, read, set_operation};
 
 use crate::errors::{ConnectError, Result};
-use crate::ml::summaries::{self, SummaryValue, summary_lost};
+use crate::models::summaries::{self, SummaryValue, summary_lost};
 use crate::models::{ModelCache, stage};
 use crate::plan::expressions::{Resolver, plan_qualifier};
 use crate::plan::named::Named;
 use crate::plan::reshape;
+use crate::plan::{describe, vectors};
 
 /// Plans relations on one hearth session, with its client's fitted models.
 pub(crate) struct Planner<'a> {
@@ -111,6 +112,9 @@ impl<'a> Planner<'a> {
             RelType::SetOp(set) => self.set_operation(set).await,
             RelType::Join(join) => self.join(join).await,
             RelType::MlRelation(ml) => self.ml_relation(ml).await,
+            RelType::Describe(described) => {
+                describe::describe(self.session, self.input(&described.input).await?, &described.cols).await
+            }
             other => Err(ConnectError::Unsupported(format!(
                 "the relation {}",
                 relation_name(other)
@@ -208,6 +212,7 @@ impl<'a> Planner<'a> {
         let reader = StreamReader::try_new(Cursor::new(data), None)?;
         let schema = reader.schema();
         let batches = reader.collect::<Result<Vec<RecordBatch>, _>>()?;
+        let (schema, batches) = vectors::from_udt(schema, batches)?;
         in_order(self.session, schema, batches)
     }
 

@@ -14,6 +14,7 @@ use spark_connect_proto::read::DataSource;
 
 use crate::errors::{ConnectError, Result};
 use crate::persist::part_files;
+use crate::plan::libsvm::read_libsvm;
 use crate::types::parse_type_name;
 
 /// The data frame of `spark.read.format(…).options(…).load(paths)`: several paths are read one after
@@ -47,8 +48,15 @@ async fn read_one(session: &Session, format: &str, source: &DataSource, path: &s
             .read_json(path, JsonReadOptions::default().file_extension(""))
             .await?),
         "text" => read_text(session, Path::new(path)),
+        "libsvm" => {
+            let features = source
+                .options
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("numFeatures"));
+            read_libsvm(session, Path::new(path), features.map(|(_, v)| v.as_str()))
+        }
         other => Err(ConnectError::Unsupported(format!(
-            "the data source format {other:?} (csv, parquet, json and text are read)"
+            "the data source format {other:?} (csv, parquet, json, text and libsvm are read)"
         ))),
     }
 }
