@@ -524,6 +524,17 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
         ])
     );
     assert_eq!(seen["libsvm_fit"], 3);
+    let threshold = seen["threshold"].as_array().unwrap();
+    assert!(
+        threshold[0].as_u64().unwrap() < threshold[1].as_u64().unwrap(),
+        "setThreshold on the fitted model moves its predictions: {seen}"
+    );
+    assert_close(
+        "model.evaluate(df).accuracy",
+        &seen["evaluate"][0],
+        &[seen["evaluate"][1].as_f64().unwrap()],
+    );
+    assert_eq!(seen["predict"], serde_json::json!([true, true]), "{seen}");
     assert_eq!(
         seen["vectors"],
         serde_json::json!(["DenseVector", 12, "DenseVector"]),

@@ -103,6 +103,14 @@ sent = spark.createDataFrame(
 )
 scaler = StandardScaler(inputCol="features", outputCol="scaled").fit(sent)
 seen["sent_vectors"] = [list(scaler.mean), list(scaler.std), [list(r.features) for r in sent.orderBy("index").collect()]]
+# A param set on a fitted model, a summary on other rows, one vector predicted.
+lr_model = model.stages[5]
+positives = lambda threshold: lr_model.setThreshold(threshold).transform(model.transform(test).drop("rawPrediction", "probability", "prediction")).filter("prediction = 1").count()
+seen["threshold"] = [positives(0.99), positives(0.01)]
+lr_model.setThreshold(0.5)
+features_test = model.transform(test).drop("rawPrediction", "probability", "prediction")
+seen["evaluate"] = [lr_model.evaluate(features_test).accuracy, MulticlassClassificationEvaluator(metricName="accuracy").evaluate(lr_model.transform(features_test))]
+seen["predict"] = [kmeans.predict(Vectors.dense([24.0, 35.0])) in (0, 1, 2), lr_model.predict(first.features) in (0.0, 1.0)]
 # LIBSVM text, as the PySpark ML guide's examples read it.
 import os
 import tempfile

@@ -14,8 +14,9 @@ use spark_connect_proto::ml_command_result::{MlOperatorInfo, ResultType, ml_oper
 use spark_connect_proto::{Fetch, MlCommand, MlCommandResult, ObjectRef, Relation};
 
 use crate::errors::{ConnectError, Result};
+use crate::models::predict::predict;
 use crate::models::summaries::{self, SummaryValue};
-use crate::models::{ModelCache, attribute, stage};
+use crate::models::{ModelCache, attribute, literal_json, stage};
 use crate::persist;
 use crate::plan::Planner;
 use crate::sessions::ClientSession;
@@ -167,20 +168,40 @@ async fn fetch(session: &ClientSession, fetch: Fetch) -> Result<ResultType> {
         };
         return helper(method).map(ResultType::Param);
     }
+    if let [method] = fetch.methods.as_slice()
+        && method.method == "evaluate"
+    {
+        let Some(ArgsType::Input(relation)) = method.args.first().and_then(|a| a.args_type.as_ref()) else {
+            return Err(ConnectError::IllegalArgument("evaluate takes a data frame".into()));
+        };
+        let data = Planner::new(&session.hearth, models).plan(relation).await?;
+        let id = models.insert_evaluation(models.get(&id)?, data);
+        return Ok(operator(id, None));
+    }
+    let summary = |methods: &[Method]| -> Option<Method> {
+        match methods {
+            [method] if models.is_evaluation(&id).unwrap_or(false) => Some(method.clone()),
+            [summary, method] if summary.method == "summary" => Some(method.clone()),
+            _ => None,
+        }
+    };
+    if let Some(method) = summary(&fetch.methods) {
+        let (model, training) = models.with_training(&id)?;
+        let training = training.ok_or_else(|| summaries::summary_lost(&id))?;
+        let args = arguments(&method)?;
+        return match summaries::attribute(&session.hearth, model.as_ref(), &training, &method.method, &args).await? {
+            SummaryValue::Value(value) => Ok(ResultType::Param(value)),
+            SummaryValue::Frame(_) => Err(ConnectError::InvalidPlan(format!(
+                "the summary's {} is a data frame: read it as a relation",
+                method.method
+            ))),
+        };
+    }
     Ok(match fetch.methods.as_slice() {
-        [method] => ResultType::Param(attribute(models.get(&id)?.as_ref(), &method.method)?),
-        [summary, method] if summary.method == "summary" => {
-            let (model, training) = models.with_training(&id)?;
-            let training = training.ok_or_else(|| summaries::summary_lost(&id))?;
-            match summaries::attribute(&session.hearth, model.as_ref(), &training, &method.method).await? {
-                SummaryValue::Value(value) => ResultType::Param(value),
-                SummaryValue::Frame(_) => {
-                    return Err(ConnectError::InvalidPlan(format!(
-                        "the summary's {} is a data frame: read it as a relation",
-                        method.method
-                    )));
-                }
-            }
+        [method] if method.args.is_empty() => ResultType::Param(attribute(models.get(&id)?.as_ref(), &method.method)?),
+        [method] => {
+            let args = arguments(method)?;
+            ResultType::Param(predict(&session.hearth, models.get(&id)?.as_ref(), &method.method, &args).await?)
         }
         methods => {
             return Err(ConnectError::Unsupported(format!(
@@ -189,6 +210,19 @@ async fn fetch(session: &ClientSession, fetch: Fetch) -> Result<ResultType> {
             )));
         }
     })
+}
+
+/// A method's literal arguments as JSON.
+fn arguments(method: &Method) -> Result<Vec<serde_json::Value>> {
+    (method.args.iter())
+        .map(|arg| match &arg.args_type {
+            Some(ArgsType::Param(literal)) => literal_json(literal),
+            _ => Err(ConnectError::Unsupported(format!(
+                "a data frame argument to {}",
+                method.method
+            ))),
+        })
+        .collect()
 }
 
 /// A call on PySpark's helper object: `handleOverwrite(path, overwrite)` before a pipeline saves its stages.

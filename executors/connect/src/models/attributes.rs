@@ -61,6 +61,8 @@ pub(crate) fn attribute(model: &dyn Transformer, method: &str) -> Result<Literal
             "coefficients" => Some(dense_vector(m.coefficients())),
             "intercept" => Some(double(m.intercept())),
             "numFeatures" => Some(integer(m.coefficients().len())),
+            // The loss's scale: 1 for squared error, the only loss hearth fits.
+            "scale" => Some(double(1.0)),
             _ => None,
         }
     } else {

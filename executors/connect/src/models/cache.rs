@@ -11,11 +11,13 @@ use hearth_engine::stage::Transformer;
 
 use crate::errors::{ConnectError, Result};
 
-/// A model and, when it was fitted here, the data it was fitted on.
+/// A model and, when it was fitted here, the data it was fitted on — or a summary of a model on other data
+/// (`model.evaluate(df)`).
 #[derive(Clone)]
 struct Entry {
     model: Arc<dyn Transformer>,
     training: Option<DataFrame>,
+    evaluation: bool,
 }
 
 /// Fitted models by id.
@@ -29,11 +31,35 @@ impl ModelCache {
     /// Spark's ids hold no `.`).
     pub(crate) fn insert(&self, model: Arc<dyn Transformer>, training: Option<DataFrame>) -> String {
         let id = uuid::Uuid::new_v4().to_string();
+        self.models.lock().unwrap_or_else(PoisonError::into_inner).insert(
+            id.clone(),
+            Entry {
+                model,
+                training,
+                evaluation: false,
+            },
+        );
+        id
+    }
+
+    /// Keeps the summary of `model` on `data` (`model.evaluate(data)`); the id the client refers to it by.
+    pub(crate) fn insert_evaluation(&self, model: Arc<dyn Transformer>, data: DataFrame) -> String {
+        let id = uuid::Uuid::new_v4().to_string();
+        let entry = Entry {
+            model,
+            training: Some(data),
+            evaluation: true,
+        };
         self.models
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), Entry { model, training });
+            .insert(id.clone(), entry);
         id
+    }
+
+    /// Whether `id` names a summary made by `model.evaluate(df)` rather than a model.
+    pub(crate) fn is_evaluation(&self, id: &str) -> Result<bool> {
+        Ok(self.entry(id)?.evaluation)
     }
 
     /// The model `id` names; Spark's `CONNECT_ML.CACHE_INVALID` when this session has none of that id.

@@ -6,10 +6,11 @@ mod cache;
 pub(crate) mod literals;
 mod operators;
 mod params;
+pub(crate) mod predict;
 pub(crate) mod summaries;
 
 pub(crate) use attributes::attribute;
 pub(crate) use cache::ModelCache;
 pub(crate) use literals::json_params;
-pub(crate) use operators::{SERVED, served_class, served_evaluator, spark_class, stage, stage_json};
+pub(crate) use operators::{SERVED, served_class, served_evaluator, spark_class, stage, stage_json, with_params};
 pub(crate) use params::literal_json;

@@ -2,8 +2,10 @@
 //! and the params the user set make the hearth stage of the same name, with Spark's defaults for the rest.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use hearth_engine::pipeline::{PipelineStage, rebuild_stage};
+use hearth_engine::stage::Transformer;
 use serde_json::{Map, Value};
 use spark_connect_proto::{MlOperator, MlParams};
 
@@ -79,6 +81,32 @@ pub(crate) fn stage(operator: &MlOperator, params: Option<&MlParams>) -> Result<
         )));
     }
     Ok(stage)
+}
+
+/// A fitted `model` with the params the client set on it since (`model.setThreshold(0.3).transform(df)`); the
+/// estimator's params the client sends along, which the model does not hold, are left aside.
+pub(crate) fn with_params(model: Arc<dyn Transformer>, params: Option<&MlParams>) -> Result<Arc<dyn Transformer>> {
+    let Value::Object(mut json) = model.params()? else {
+        return Ok(model);
+    };
+    let set = stage_params(params, &json)?;
+    let mut changed = false;
+    for (key, value) in set {
+        if json.get(&key).is_some_and(|held| *held != value) {
+            json.insert(key, value);
+            changed = true;
+        }
+    }
+    if !changed {
+        return Ok(model);
+    }
+    match rebuild(model.class(), json)? {
+        PipelineStage::Transformer(rebuilt) => Ok(rebuilt),
+        PipelineStage::Estimator(_) => Err(ConnectError::IllegalArgument(format!(
+            "{} is not a model",
+            model.class()
+        ))),
+    }
 }
 
 fn rebuild(class: &str, params: Map<String, Value>) -> Result<PipelineStage> {

@@ -58,6 +58,7 @@ pub(crate) async fn attribute(
     model: &dyn Transformer,
     training: &DataFrame,
     method: &str,
+    args: &[Value],
 ) -> Result<SummaryValue> {
     let family = family(model)?;
     let params = model.params()?;
@@ -85,7 +86,10 @@ pub(crate) async fn attribute(
         probability: column("probabilityCol", "probability"),
     };
     let value = match family {
-        Family::Classifier { binary } => classification(session, &predictions, &columns, method, binary).await?,
+        Family::Classifier { binary } => {
+            let beta = args.first().and_then(Value::as_f64).unwrap_or(1.0);
+            classification(session, &predictions, &columns, method, binary, beta).await?
+        }
         Family::Regression => regression(&predictions, &columns, method).await?,
         Family::Clustering if method == "cluster" => {
             Some(SummaryValue::Frame(predictions.select(vec![col(&columns.prediction)])?))
@@ -114,21 +118,34 @@ async fn classification(
     columns: &Columns,
     method: &str,
     binary: bool,
+    beta: f64,
 ) -> Result<Option<SummaryValue>> {
+    let evaluator = || {
+        MulticlassClassificationEvaluator::new()
+            .metric_name(method)
+            .label_col(&columns.label)
+            .prediction_col(&columns.prediction)
+            .beta(beta)
+    };
     let value = match method {
         "accuracy"
         | "weightedPrecision"
         | "weightedRecall"
         | "weightedTruePositiveRate"
         | "weightedFalsePositiveRate"
-        | "weightedFMeasure" => double(
-            MulticlassClassificationEvaluator::new()
-                .metric_name(method)
-                .label_col(&columns.label)
-                .prediction_col(&columns.prediction)
-                .evaluate(predictions)
-                .await?,
-        ),
+        | "weightedFMeasure" => double(evaluator().evaluate(predictions).await?),
+        "truePositiveRateByLabel"
+        | "falsePositiveRateByLabel"
+        | "precisionByLabel"
+        | "recallByLabel"
+        | "fMeasureByLabel" => {
+            let state = evaluator().state(predictions).await?;
+            let labels = distinct_doubles(predictions, &columns.label).await?;
+            let by_label = (labels.iter())
+                .map(|label| evaluator().metric_label(*label).metric(&state))
+                .collect::<hearth_engine::error::Result<Vec<f64>>>()?;
+            doubles(&by_label)
+        }
         "labels" => doubles(&distinct_doubles(predictions, &columns.label).await?),
         "areaUnderROC" | "roc" | "pr" if binary => {
             let state = BinaryClassificationEvaluator::new()
@@ -156,6 +173,10 @@ async fn regression(predictions: &DataFrame, columns: &Columns, method: &str) ->
         "meanAbsoluteError" => "mae",
         "explainedVariance" => "var",
         "r2" => "r2",
+        "residuals" => {
+            let residual = (col(&columns.label) - col(&columns.prediction)).alias("residuals");
+            return Ok(Some(SummaryValue::Frame(predictions.clone().select(vec![residual])?)));
+        }
         "numInstances" => {
             let rows = i64::try_from(predictions.clone().count().await?).unwrap_or(i64::MAX);
             return Ok(Some(SummaryValue::Value(literal(LiteralType::Long(rows)))));

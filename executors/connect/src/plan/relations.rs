@@ -21,7 +21,7 @@ use spark_connect_proto::{Fetch, MlRelation, Relation, aggregate, join, ml_relat
 
 use crate::errors::{ConnectError, Result};
 use crate::models::summaries::{self, SummaryValue, summary_lost};
-use crate::models::{ModelCache, stage};
+use crate::models::{ModelCache, stage, with_params};
 use crate::plan::expressions::{Resolver, plan_qualifier};
 use crate::plan::named::Named;
 use crate::plan::reshape;
@@ -135,18 +135,16 @@ impl<'a> Planner<'a> {
             Some(dataset) => self.plan(dataset).await?,
             None => training.ok_or_else(|| summary_lost(id))?,
         };
-        let [summary, method] = fetch.methods.as_slice() else {
-            return Err(ConnectError::Unsupported(
-                "data frames of a model's attributes other than its summary's".into(),
-            ));
+        let method = match fetch.methods.as_slice() {
+            [method] if self.models.is_evaluation(id)? => method,
+            [summary, method] if summary.method == "summary" => method,
+            _ => {
+                return Err(ConnectError::Unsupported(
+                    "data frames of a model's attributes other than its summary's".into(),
+                ));
+            }
         };
-        if summary.method != "summary" {
-            return Err(ConnectError::Unsupported(format!(
-                "the data frame {} of a model",
-                summary.method
-            )));
-        }
-        match summaries::attribute(self.session, model.as_ref(), &training, &method.method).await? {
+        match summaries::attribute(self.session, model.as_ref(), &training, &method.method, &[]).await? {
             SummaryValue::Frame(df) => Ok(df),
             SummaryValue::Value(_) => Err(ConnectError::InvalidPlan(format!(
                 "the summary's {} is a value, not a data frame",
@@ -166,7 +164,8 @@ impl<'a> Planner<'a> {
         let df = self.input(&transform.input).await?;
         match &transform.operator {
             Some(ml_relation::transform::Operator::ObjRef(object)) => {
-                Ok(self.models.get(&object.id)?.transform(&df)?)
+                let model = with_params(self.models.get(&object.id)?, transform.params.as_ref())?;
+                Ok(model.transform(&df)?)
             }
             Some(ml_relation::transform::Operator::Transformer(operator)) => {
                 match stage(operator, transform.params.as_ref())? {

@@ -89,8 +89,12 @@ pub(crate) fn drop(df: DataFrame, drop: &Drop, state: &SessionState) -> Result<D
             names.push(column.name);
         }
     }
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    Ok(df.drop_columns(&names)?)
+    // By the columns themselves: DataFusion reads a name given as text as SQL, folding `rawPrediction` to
+    // lower case.
+    let columns: Vec<datafusion::common::Column> = (names.iter())
+        .flat_map(|name| df.schema().columns_with_unqualified_name(name))
+        .collect();
+    Ok(df.drop_columns(&columns)?)
 }
 
 /// `dropDuplicates()` over every column, or over `columns` keeping the first row of each.
