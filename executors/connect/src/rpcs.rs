@@ -1,8 +1,10 @@
 //! The answers to each Spark Connect RPC, over the server's client sessions.
 
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use futures::Stream;
 use futures::channel::mpsc;
 use futures::future::{AbortHandle, Abortable};
@@ -70,9 +72,16 @@ impl Rpcs {
                 Err(error) => responses.fail(error).await,
             }
         };
+        // A panic in the work ends the operation with an error, not a stream the client would reattach to.
+        let work = AssertUnwindSafe(work).catch_unwind();
         tokio::spawn(async move {
-            if Abortable::new(work, registration).await.is_err() {
-                interrupted.fail(ConnectError::Cancelled).await;
+            match Abortable::new(work, registration).await {
+                Err(_) => interrupted.fail(ConnectError::Cancelled).await,
+                Ok(Err(panic)) => {
+                    let error = ConnectError::Execution(panic_message(panic.as_ref()));
+                    interrupted.fail(error).await;
+                }
+                Ok(Ok(())) => {}
             }
             session.finished(&operation_id);
         });
@@ -194,4 +203,12 @@ impl Rpcs {
             errors: Vec::new(),
         })
     }
+}
+
+/// What a panicked operation says to its client.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let what = (panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned());
+    format!("hearth's server failed while running this operation ({what}); the server goes on serving")
 }
