@@ -156,7 +156,7 @@ async fn dataframes_on(master: &str) {
     assert_eq!(seen["version"], hearth::connect::SPARK_VERSION);
     assert_eq!(
         seen["range_show"],
-        "+---+\n| id|\n+---+\n|  0|\n|  1|\n|  2|\n|  3|\n|  4|\n+---+\nonly showing top 5 rows\n\n"
+        "+---+\n| id|\n+---+\n|  0|\n|  1|\n|  2|\n|  3|\n|  4|\n+---+\nonly showing top 5 rows\n"
     );
     assert_eq!(seen["range_rows"], serde_json::json!([2, 5, 8, 11, 14, 17]));
     assert_eq!(

@@ -54,7 +54,8 @@ pub fn show_string(batches: &[RecordBatch], names: &[String], options: ShowOptio
     };
     if more {
         let noun = if options.rows == 1 { "row" } else { "rows" };
-        text.push_str(&format!("only showing top {} {noun}\n", options.rows));
+        // Without a newline: Spark ends its text there, and PySpark prints it with one.
+        text.push_str(&format!("only showing top {} {noun}", options.rows));
     }
     Ok(text)
 }
