@@ -1,5 +1,6 @@
 //! Sessions, reading files, and Spark's data frame operations.
 
+use datafusion::arrow::array::Int64Array;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::functions_nested::expr_fn::make_array;
 use datafusion::logical_expr::ident;
@@ -101,6 +102,30 @@ async fn random_split_is_deterministic_for_a_seed_under_any_partitioning() {
     assert_ne!(other_seed, sizes[0].len());
     assert!(df.random_split(&[1.0, -1.0], 1).is_err());
     assert!(df.random_split(&[], 1).is_err());
+}
+
+/// The first rows of an in-memory table, as a limit on each master returns them.
+async fn first_rows(session: &Session) -> Vec<i64> {
+    session
+        .sql("CREATE TABLE t AS VALUES (1), (2), (3), (4)")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    for query in ["SELECT * FROM t LIMIT 2", "SELECT column1 * 10 FROM t LIMIT 1"] {
+        let batches = session.sql(query).await.unwrap().collect().await.unwrap();
+        for batch in batches {
+            let column = batch.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            seen.extend(column.values().iter().copied());
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_takes_an_in_memory_tables_first_rows_on_every_master() {
+    assert_eq!(first_rows(&Session::local(2)).await, [1, 2, 10]);
+    let standalone = Session::connect("standalone[2]").await.unwrap();
+    assert_eq!(first_rows(&standalone).await, [1, 2, 10], "on Ballista");
 }
 
 #[tokio::test]

@@ -209,6 +209,7 @@ fn decode_memory_table(
     mut bytes: &[u8],
     table_ref: &TableReference,
     schema: SchemaRef,
+    ctx: &TaskContext,
 ) -> Result<Arc<dyn TableProvider>> {
     let broken = |what: &str| DataFusionError::Internal(format!("in-memory table {table_ref}: {what}"));
     let mut take = |len: usize| -> Result<&[u8]> {
@@ -227,6 +228,12 @@ fn decode_memory_table(
         let reader = StreamReader::try_new(take(len)?, None)?;
         tables.push(reader.collect::<std::result::Result<Vec<RecordBatch>, _>>()?);
     }
+    // As many partitions as the session plans for, the rows where they were and the rest empty: DataFusion
+    // 55's `MemorySourceConfig::repartitioned` (which Ballista's stage planning calls on a scan with fewer
+    // partitions) drops the scan's `fetch`, so `SELECT * FROM t LIMIT 1` returned every row of a
+    // one-partition table. Empty partitions also keep the rows' order for a limit, as in the driver.
+    let planned = ctx.session_config().target_partitions();
+    tables.resize_with(tables.len().max(planned), Vec::new);
     Ok(Arc::new(MemTable::try_new(schema, tables)?))
 }
 
@@ -254,7 +261,7 @@ impl LogicalExtensionCodec for HearthLogicalCodec {
         ctx: &TaskContext,
     ) -> Result<Arc<dyn TableProvider>> {
         match buf.strip_prefix(MEMORY_TABLE) {
-            Some(partitions) => decode_memory_table(partitions, table_ref, schema),
+            Some(partitions) => decode_memory_table(partitions, table_ref, schema, ctx),
             None => self.ballista.try_decode_table_provider(buf, table_ref, schema, ctx),
         }
     }

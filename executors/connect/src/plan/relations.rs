@@ -356,14 +356,9 @@ fn unique_names(df: &DataFrame) -> bool {
     names.len() == count
 }
 
-/// Rows a client sent or named (`createDataFrame`, `range`) as one partition on an embedded master, so
-/// `limit`, `first` and `show` take them in the order given, as Spark's local scans do. A Ballista master gets
-/// them spread over its partitions: a one-partition memory table's `limit` is lost on the way to its
-/// scheduler.
+/// Rows a client sent or named (`createDataFrame`, `range`) as one partition, so `limit`, `first` and `show`
+/// take them in the order given, as Spark's local scans do.
 fn in_order(session: &Session, schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<DataFrame> {
-    if session.is_distributed() {
-        return Ok(session.read_batches(schema, batches)?);
-    }
     let table = MemTable::try_new(schema, vec![batches])?;
     Ok(session.context().read_table(Arc::new(table))?)
 }
