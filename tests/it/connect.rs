@@ -5,7 +5,7 @@
 //! `stop()` or when idle; a server with a token refuses calls without it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -311,6 +311,28 @@ async fn bad_requests_raise_pysparks_exceptions_and_the_server_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_stops_a_training_stage_and_the_next_fit_runs_as_fast() {
+    let server = serve("local[2]", None, Duration::from_secs(600)).await;
+    let url = format!("sc://127.0.0.1:{}", server.address().port());
+    let seen = report(&run_client("interrupt.py", vec![url], vec![]).await);
+    assert_eq!(seen["short_iterations"], 20, "{seen}");
+    assert!(seen["interrupted"].as_u64().unwrap() >= 1, "{seen}");
+    let error = &seen["long_fit"]["error"];
+    assert!(
+        error["message"].as_str().unwrap().contains("OPERATION_CANCELED"),
+        "{seen}"
+    );
+    let seconds = |key: &str| seen[key].as_f64().unwrap();
+    assert!(seconds("stopped_within") < 10.0, "{seen}");
+    assert!(
+        seconds("again_seconds") < 3.0 * seconds("short_seconds") + 2.0,
+        "the fit after the interrupt is as fast as the one before: {seen}"
+    );
+    assert_eq!(seen["same_model"], true, "{seen}");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_keep_their_views_and_end_when_released_or_idle() {
     let server = serve("local[1]", None, Duration::from_secs(2)).await;
     let url = format!("sc://127.0.0.1:{}", server.address().port());
@@ -401,6 +423,38 @@ async fn pipeline_in_rust() -> (PipelineModel, DataFrame) {
     let model = pipeline.fit(&split[0]).await.unwrap();
     let predictions = model.transform(&split[1]).unwrap();
     (model, predictions)
+}
+
+/// The older PySpark clients on PyPI, which `scripts/pyspark_client.sh` installs beside 4.2 (in the
+/// environment's `clients/VERSION`, for PYTHONPATH).
+const OLDER_CLIENTS: [&str; 2] = ["4.0.4", "4.1.3"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_4_0_and_4_1_clients_run_the_pipeline_script_as_4_2_does() {
+    let server = serve("local[2]", None, Duration::from_secs(600)).await;
+    let url = format!("sc://127.0.0.1:{}", server.address().port());
+    let args = vec![url, german_credit::csv_path().display().to_string()];
+    // The errors' messages name objects by their random uids: their classes are compared.
+    let comparable = |mut report: Value| {
+        for error in ["missing_column", "other_session"] {
+            report[error] = report[error]["class"].take();
+        }
+        report
+    };
+    let newest = comparable(report(&run_client("pipeline.py", args.clone(), vec![]).await));
+    let environment = client_python().parent().and_then(Path::parent).unwrap().to_path_buf();
+    for version in OLDER_CLIENTS {
+        let client = environment.join("clients").join(version);
+        assert!(
+            client.join("pyspark").exists(),
+            "{} (scripts/pyspark_client.sh installs it)",
+            client.display()
+        );
+        let path = vec![("PYTHONPATH", client.display().to_string())];
+        let seen = comparable(report(&run_client("pipeline.py", args.clone(), path).await));
+        assert_eq!(seen, newest, "pyspark-client {version} against 4.2.0");
+    }
+    server.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,8 +9,8 @@ use hearth_engine::session::Session;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use crate::auth::Token;
 use crate::errors::{ConnectError, Result};
@@ -37,6 +37,9 @@ pub struct ConnectOptions {
     pub token: Option<String>,
     /// A session with no request for this long is released (Spark's default: one hour).
     pub idle_timeout: Duration,
+    /// The certificate and key it speaks TLS with (clients connect with `;use_ssl=true`), or none: plain
+    /// gRPC.
+    pub tls: Option<Identity>,
     /// Listen on a non-loopback address without TLS (the token then crosses the network in clear).
     pub insecure: bool,
 }
@@ -50,9 +53,34 @@ impl ConnectOptions {
             master: master.to_owned(),
             token: None,
             idle_timeout: Duration::from_secs(3600),
+            tls: None,
             insecure: false,
         }
     }
+}
+
+/// Refuses a non-loopback address without a token, or without TLS unless `insecure`: whoever reaches the
+/// port could otherwise run plans as this user, or read a client's token and data on the network.
+fn refuse_open_door(options: &ConnectOptions) -> Result<()> {
+    if options.bind.ip().is_loopback() {
+        return Ok(());
+    }
+    if options.token.is_none() {
+        return Err(ConnectError::IllegalArgument(format!(
+            "{} is not a loopback address: give the clients' --token-file (they connect with \
+             sc://HOST:PORT/;token=…)",
+            options.bind
+        )));
+    }
+    if options.tls.is_none() && !options.insecure {
+        return Err(ConnectError::IllegalArgument(format!(
+            "{} is not a loopback address: without --tls-dir a client's token and data would cross the network \
+             in clear; give --tls-dir (`hearth cluster certs` makes one), bind 127.0.0.1, or pass --insecure on \
+             a network whose every user you trust",
+            options.bind
+        )));
+    }
+    Ok(())
 }
 
 /// A running Spark Connect server.
@@ -66,20 +94,7 @@ pub struct ConnectServer {
 impl ConnectServer {
     /// Starts a server: checks the options, connects to the master, binds, and serves in the background.
     pub async fn start(options: ConnectOptions) -> Result<Self> {
-        if !options.bind.ip().is_loopback() && !options.insecure {
-            return Err(ConnectError::IllegalArgument(format!(
-                "{} is not a loopback address: hearth's Spark Connect server speaks plain gRPC (no TLS yet), so a \
-                 client's token and data would cross the network in clear; bind 127.0.0.1, or pass --insecure \
-                 with a --token on a network you trust",
-                options.bind
-            )));
-        }
-        if !options.bind.ip().is_loopback() && options.token.is_none() {
-            return Err(ConnectError::IllegalArgument(format!(
-                "{} is not a loopback address: give the clients' --token (they connect with sc://HOST:PORT/;token=…)",
-                options.bind
-            )));
-        }
+        refuse_open_door(&options)?;
         let base = Session::connect(&options.master).await?;
         let listener = TcpListener::bind(options.bind)
             .await
@@ -90,8 +105,19 @@ impl ConnectServer {
         let rpcs = Arc::new(Rpcs::new(Sessions::new(base, options.idle_timeout)));
         let service = SparkConnectService::new(Arc::clone(&rpcs), Arc::new(Token::new(options.token)));
         let (shutdown, stopped) = oneshot::channel::<()>();
+        let mut builder = Server::builder();
+        if let Some(identity) = options.tls.clone() {
+            // rustls cannot pick the process's provider when more than one is linked; an error here only says
+            // one was installed already.
+            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+            builder = builder
+                .tls_config(ServerTlsConfig::new().identity(identity))
+                .map_err(|e| {
+                    ConnectError::IllegalArgument(format!("the Spark Connect server's TLS certificate: {e}"))
+                })?;
+        }
         let serving = tokio::spawn(async move {
-            Server::builder()
+            builder
                 .http2_keepalive_interval(Some(Duration::from_secs(30)))
                 .http2_keepalive_timeout(Some(Duration::from_secs(20)))
                 .add_service(service)

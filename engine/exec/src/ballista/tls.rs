@@ -221,6 +221,12 @@ impl FleetTls {
         Ok(Arc::new(config))
     }
 
+    /// This side's certificate and key, for a server whose clients prove themselves otherwise (a Spark
+    /// Connect server's PySpark clients carry a token, not a certificate).
+    pub fn identity(&self) -> Identity {
+        Identity::from_pem(&self.cert, &self.key)
+    }
+
     /// What a gRPC client of the fleet connects with: the authority to trust and this side's certificate.
     pub fn client_config(&self) -> ClientTlsConfig {
         ClientTlsConfig::new()

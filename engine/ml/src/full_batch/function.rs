@@ -2,6 +2,7 @@
 //! ranks summing every pass's totals with an allgather (added in rank order, so every rank takes the same steps);
 //! rank 0 returns the fitted model.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Array};
@@ -180,8 +181,14 @@ struct RankSums<'a> {
 }
 
 impl RankSums<'_> {
-    /// Every rank's values, in rank order.
+    /// Every rank's values, in rank order; an error once the stage is cancelled (a killed job, a dropped
+    /// query, a Spark Connect client's interrupt), so a long fit stops at its next step.
     fn gathered(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>> {
+        if self.context.cancelled().load(Ordering::Relaxed) {
+            return Err(DataFusionError::Execution(
+                "the stage was cancelled; the fit stopped".into(),
+            ));
+        }
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         let all = self.context.all_gather(&bytes)?;
         all.iter()

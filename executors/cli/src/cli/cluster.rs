@@ -26,6 +26,7 @@ use hearth_engine::ballista::{
 use hearth_engine::host::address_towards;
 
 use super::certs::CertsArgs;
+use super::cluster_connect::{CONNECT_TOKEN_FILE, ConnectLaunch, await_connect_url, connect_url};
 use super::failed::Failed;
 use super::fleet_record::{
     ClusterRecord, SECRET_FILE, StateDir, TLS_DIR, fleet_access, read_record, record_file, write_record,
@@ -106,6 +107,11 @@ pub struct StartArgs {
     /// proof, plans and training data then cross it in clear.
     #[arg(long, requires = "hosts")]
     insecure: bool,
+    /// Serve Spark Connect beside the scheduler, on this address (default 127.0.0.1:15002), so PySpark's
+    /// `SparkSession.builder.remote("sc://…")` runs on the fleet. Clients give the token in the state
+    /// directory's `connect-token`; with --tls-dir the server speaks TLS with the scheduler's certificate.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:15002")]
+    connect: Option<SocketAddr>,
 }
 
 /// `hearth cluster …`.
@@ -198,19 +204,39 @@ async fn start(args: StartArgs) -> CommandResult {
             started_ms: now_ms(),
             scheduler,
             executors: Vec::new(),
+            connect: None,
         },
     };
     if let Err(e) = launch.run(&args, hosts.as_deref(), advertised, &program).await {
         launch.abandon();
         return Err(e);
     }
+    let connect_url = match args.connect {
+        Some(bind) => Some(
+            launch
+                .connect(bind, &program, &fleet_env, tls.as_deref(), &args)
+                .inspect_err(|_| launch.abandon())?,
+        ),
+        None => None,
+    };
     let master = &launch.record.master;
     let rest = SchedulerRest::with_access(master, &fleet_access(&dir)?)?;
     let executors: Vec<ExecutorResources> = rest.get(EXECUTORS_ROUTE).await?;
     print_executors(master, &executors);
     println!("\nState and logs in {}", dir.display());
     println!("master: {master}");
+    if let Some(url) = connect_url {
+        print_connect(&url, &dir);
+    }
     Ok(())
+}
+
+/// How PySpark reaches the fleet's Spark Connect server at `url`, its token in the state directory `dir`.
+fn print_connect(url: &str, dir: &Path) {
+    println!(
+        "Spark Connect: {url} (the token is in {})",
+        dir.join(CONNECT_TOKEN_FILE).display()
+    );
 }
 
 /// Refuses to start over a fleet recorded in `dir` whose processes still run (one that no longer runs is
@@ -293,6 +319,31 @@ impl Launch {
     fn started(&mut self, executor: Started) -> Result<(), Failed> {
         self.record.executors.push(executor);
         write_record(&self.dir, &self.record)
+    }
+
+    /// Starts the fleet's Spark Connect server on `bind`, records it, and returns its URL once it listens.
+    fn connect(
+        &mut self,
+        bind: SocketAddr,
+        program: &Path,
+        env: &[(&str, String)],
+        tls: Option<&Path>,
+        args: &StartArgs,
+    ) -> Result<String, Failed> {
+        let master = self.record.master.clone();
+        let server = ConnectLaunch {
+            program,
+            dir: &self.dir,
+            master: &master,
+            bind,
+            env,
+            tls,
+            insecure: args.insecure,
+        };
+        let started = server.spawn()?;
+        self.record.connect = Some(started.clone());
+        write_record(&self.dir, &self.record)?;
+        await_connect_url(&started, Duration::from_secs(args.timeout))
     }
 
     /// Waits for the scheduler's address, starts the executors, waits until all have registered; the
@@ -427,8 +478,9 @@ impl Launch {
         let mut stopped = true;
         for process in self
             .record
-            .executors
+            .connect
             .iter()
+            .chain(&self.record.executors)
             .chain(std::iter::once(&self.record.scheduler))
         {
             if let Err(e) = process.stop(STOP_GRACE) {
@@ -493,7 +545,15 @@ fn stop(dir: &Path) -> CommandResult {
     let record = read_record(dir)?.ok_or_else(|| format!("no fleet recorded in {}", dir.display()))?;
     let mut killed = Vec::new();
     let mut failed = Vec::new();
-    // The scheduler first: it ends the drivers of running jobs, whose records then say the scheduler
+    // The Spark Connect server first, so no client starts a job on a fleet going away.
+    if let Some(connect) = &record.connect {
+        match connect.stop(STOP_GRACE) {
+            Ok(true) => killed.push(format!("Spark Connect server {}", connect.pid)),
+            Ok(false) => {}
+            Err(e) => failed.push(e.to_string()),
+        }
+    }
+    // The scheduler next: it ends the drivers of running jobs, whose records then say the scheduler
     // stopped them, before their executors go.
     match record.scheduler.stop(STOP_GRACE) {
         Ok(true) => killed.push(format!("scheduler {}", record.scheduler.pid)),
@@ -525,12 +585,20 @@ fn stop(dir: &Path) -> CommandResult {
         .into());
     }
     std::fs::remove_file(record_file(dir)).map_err(|e| Failed::file(&record_file(dir), e))?;
-    println!(
-        "Stopped the fleet {}: the scheduler (pid {}) and {} executors",
-        record.master,
-        record.scheduler.pid,
-        record.executors.len()
-    );
+    let processes = match &record.connect {
+        Some(server) => format!(
+            "the scheduler (pid {}), {} executors and the Spark Connect server (pid {})",
+            record.scheduler.pid,
+            record.executors.len(),
+            server.pid
+        ),
+        None => format!(
+            "the scheduler (pid {}) and {} executors",
+            record.scheduler.pid,
+            record.executors.len()
+        ),
+    };
+    println!("Stopped the fleet {}: {processes}", record.master);
     if !killed.is_empty() {
         println!("Killed after {STOP_GRACE:?} without stopping: {}", killed.join(", "));
     }
@@ -554,6 +622,14 @@ async fn status(dir: &Path) -> CommandResult {
         );
     }
     rows.printstd();
+    if let Some(url) = record
+        .connect
+        .as_ref()
+        .filter(|c| c.alive())
+        .and_then(|c| connect_url(&c.log))
+    {
+        print_connect(&url, dir);
+    }
     if record.scheduler.alive() {
         println!();
         let executors: Vec<ExecutorResources> = SchedulerRest::with_access(&record.master, &fleet_access(dir)?)?

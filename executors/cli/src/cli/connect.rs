@@ -7,15 +7,21 @@ use std::time::Duration;
 
 use clap::Args;
 use hearth_connect::{ConnectOptions, ConnectServer, DEFAULT_PORT};
+use hearth_engine::ballista::{FleetTls, Role};
 
 use super::CommandResult;
 
 /// `hearth connect`'s arguments.
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
-    /// The address to listen on; a non-loopback one needs a token and --insecure (there is no TLS yet).
+    /// The address to listen on; a non-loopback one needs a token, and --tls-dir or --insecure.
     #[arg(long, default_value_t = SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT)))]
     bind: SocketAddr,
+    /// Speak TLS with the scheduler's certificate from this directory (as `hearth cluster certs` writes it),
+    /// or its one cert.pem and key.pem. Clients connect with `sc://HOST:PORT/;use_ssl=true;token=…` and trust
+    /// its ca.pem (PySpark's gRPC reads GRPC_DEFAULT_SSL_ROOTS_FILE_PATH).
+    #[arg(long = "tls-dir", value_name = "DIR")]
+    tls_dir: Option<PathBuf>,
     /// A file holding the token clients must give (`sc://HOST:PORT/;token=…`); the token can also come from
     /// SPARK_CONNECT_AUTHENTICATE_TOKEN, the variable PySpark's client reads.
     #[arg(long)]
@@ -46,6 +52,11 @@ pub async fn run(master: &str, args: ConnectArgs) -> CommandResult {
     options.token = token;
     options.idle_timeout = Duration::from_secs(args.idle_timeout);
     options.insecure = args.insecure;
+    options.tls = match &args.tls_dir {
+        Some(dir) => Some(FleetTls::read_as(dir, Role::Scheduler)?.identity()),
+        None => None,
+    };
+    let with_tls = options.tls.is_some();
     let server = ConnectServer::start(options).await?;
     let address = server.address();
     let host = if address.ip().is_loopback() {
@@ -53,9 +64,15 @@ pub async fn run(master: &str, args: ConnectArgs) -> CommandResult {
     } else {
         address.ip().to_string()
     };
-    let token_part = if with_token { "/;token=…" } else { "" };
+    let params = [(with_tls, ";use_ssl=true"), (with_token, ";token=…")];
+    let params: String = params.iter().filter(|(on, _)| *on).map(|(_, text)| *text).collect();
+    let params = if params.is_empty() {
+        params
+    } else {
+        format!("/{params}")
+    };
     println!(
-        "hearth Spark Connect server on sc://{host}:{}{token_part} (master {master})",
+        "hearth Spark Connect server on sc://{host}:{}{params} (master {master})",
         address.port()
     );
     tokio::select! {

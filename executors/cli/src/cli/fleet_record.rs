@@ -79,12 +79,17 @@ pub struct ClusterRecord {
     pub scheduler: Started,
     /// The executors' processes.
     pub executors: Vec<Started>,
+    /// The Spark Connect server's process, when `--connect` started one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<Started>,
 }
 
 impl ClusterRecord {
-    /// The scheduler's process and the executors'.
+    /// The scheduler's process, the executors' and the Spark Connect server's.
     pub fn processes(&self) -> impl Iterator<Item = &Started> {
-        std::iter::once(&self.scheduler).chain(&self.executors)
+        std::iter::once(&self.scheduler)
+            .chain(&self.executors)
+            .chain(&self.connect)
     }
 }
 

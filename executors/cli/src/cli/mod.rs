@@ -2,6 +2,7 @@
 
 mod certs;
 mod cluster;
+mod cluster_connect;
 mod connect;
 mod failed;
 mod fleet_record;

@@ -89,6 +89,31 @@ pub fn alive(pid: u64) -> bool {
         .unwrap_or(false)
 }
 
+/// Runs the Python `script` with PySpark's Connect client (the one `./dev` installs, named by
+/// `HEARTH_PYSPARK_CLIENT`), its arguments `args` and variables `env`, for at most two minutes; returns
+/// its standard output, or panics with everything it printed.
+pub fn pyspark(script: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
+    let client = std::env::var_os("HEARTH_PYSPARK_CLIENT")
+        .expect("HEARTH_PYSPARK_CLIENT names PySpark's Connect client (./dev test sets it)");
+    // A file, not `-c`: PySpark looks for a Spark installation when its program has no file.
+    let file = tempfile::Builder::new().suffix(".py").tempfile().unwrap();
+    std::fs::write(file.path(), script).unwrap();
+    let output = Command::new("timeout")
+        .arg("120")
+        .arg(Path::new(&client).join("bin/python"))
+        .arg(file.path())
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the PySpark client of {args:?}: {}",
+        shown(&output)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// A fleet started by `hearth cluster start` in a state directory of its own; stopped when dropped.
 pub struct Fleet {
     pub state: tempfile::TempDir,
@@ -146,11 +171,12 @@ impl Fleet {
         serde_json::from_str(&json).unwrap()
     }
 
-    /// The pids of the scheduler and every executor.
+    /// The pids of the scheduler, every executor and the Spark Connect server (when it has one).
     pub fn pids(&self) -> Vec<u64> {
         let record = self.record();
         std::iter::once(&record["scheduler"])
             .chain(record["executors"].as_array().unwrap())
+            .chain(record.get("connect"))
             .map(|p| p["pid"].as_u64().unwrap())
             .collect()
     }

@@ -3,7 +3,9 @@
 //! locally, and what a client without the fleet's certificate meets: nothing in clear on any of the fleet's
 //! ports, and a TLS handshake refused for want of a certificate. A client's or an executor's certificate is
 //! refused by every executor's task port (the scheduler's alone is admitted there), and one admitted without the secret is
-//! refused by every executor port. `hearth status` shows each certificate's expiry.
+//! refused by every executor port. `hearth status` shows each certificate's expiry. The fleet's Spark Connect
+//! server speaks TLS with the scheduler's certificate: PySpark trusting the fleet's authority runs a job
+//! through it.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -13,7 +15,16 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::cluster::{evaluation, main_job_locally_and_in_client_mode};
-use crate::common::{Fleet, hearth, shown};
+use crate::common::{Fleet, hearth, pyspark, shown};
+
+/// A PySpark client of the Spark Connect URL it is given: how many of 0…999 leave each remainder by 3.
+const PYSPARK_COUNTS: &str = "
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+df = spark.range(0, 1000, numPartitions=4)
+print([row['count'] for row in df.groupBy((df.id % 3).alias('k')).count().orderBy('k').collect()])
+";
 
 /// `hearth cluster certs` into `dir`: a new authority, and a certificate for this machine.
 fn certificates(dir: &Path) {
@@ -110,6 +121,8 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
         "2",
         "--tls-dir",
         tls.path().to_str().unwrap(),
+        "--connect",
+        "127.0.0.1:0",
     ]);
     assert!(fleet.master.starts_with("df://127.0.0.1:"), "{}", fleet.master);
     let status = fleet.status();
@@ -133,12 +146,41 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
     assert_eq!(job["state"], "succeeded", "{job}\n{logs}");
     assert_eq!(evaluation(&logs), local, "cluster mode over TLS");
 
+    // PySpark reaches the fleet through its Spark Connect server, over TLS (trusting the fleet's authority)
+    // with the token in the state directory.
+    let cluster_status = fleet.ok(&["cluster", "status"]);
+    let connect_url = cluster_status
+        .lines()
+        .find_map(|line| line.strip_prefix("Spark Connect: "))
+        .and_then(|line| line.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no Spark Connect line: {cluster_status}"));
+    assert!(connect_url.contains(";use_ssl=true"), "{connect_url}");
+    let token = std::fs::read_to_string(fleet.state.path().join("connect-token")).unwrap();
+    let counts = pyspark(
+        PYSPARK_COUNTS,
+        &[&connect_url.replace('…', token.trim())],
+        &[("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", &tls.path().join("ca.pem"))],
+    );
+    assert_eq!(counts.trim(), "[334, 333, 333]");
+    let connect_log = std::fs::read_to_string(fleet.state.path().join("logs/connect.log")).unwrap();
+    assert!(
+        connect_log.contains(&format!("(master {})", fleet.master)),
+        "{connect_log}"
+    );
+    let connect_port: u16 = connect_url
+        .rsplit(':')
+        .next()
+        .and_then(|tail| tail.split('/').next())
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {connect_url}"));
+
     // Nothing answers in clear: the scheduler's port and each executor's Flight and task ports answer a
     // plain request with a TLS alert (a record of type 21) or by closing.
     let scheduler_port: u16 = fleet.master.rsplit(':').next().unwrap().parse().unwrap();
     let ports = executor_ports(&fleet);
     assert_eq!(ports.len(), 2, "two ports per executor: {ports:?}");
-    for port in std::iter::once(scheduler_port).chain(ports.iter().flatten().copied()) {
+    let servers = [scheduler_port, connect_port];
+    for port in servers.into_iter().chain(ports.iter().flatten().copied()) {
         let answer = answer_in_clear(port);
         assert!(
             answer.is_empty() || answer[0] == 21,

@@ -4,6 +4,7 @@
 
 mod evaluators;
 
+use hearth_engine::master::Master;
 use hearth_engine::pipeline::PipelineStage;
 use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::{Array, LiteralType};
@@ -14,9 +15,10 @@ use spark_connect_proto::ml_command_result::{MlOperatorInfo, ResultType, ml_oper
 use spark_connect_proto::{Fetch, MlCommand, MlCommandResult, ObjectRef, Relation};
 
 use crate::errors::{ConnectError, Result};
+use crate::models::literals::boolean;
 use crate::models::predict::predict;
 use crate::models::summaries::{self, SummaryValue};
-use crate::models::{ModelCache, attribute, literal_json, stage};
+use crate::models::{ModelCache, attribute, estimator_stage, literal_json};
 use crate::persist;
 use crate::plan::Planner;
 use crate::sessions::ClientSession;
@@ -34,7 +36,13 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
         Command::Fit(fit) => {
             let estimator = fit.estimator.ok_or_else(|| missing("fit's estimator"))?;
             let df = dataset(session, fit.dataset).await?;
-            let PipelineStage::Estimator(stage) = stage(&estimator, fit.params.as_ref())? else {
+            // Every partition of a local or standalone master; one rank on a fleet, whose free slots the
+            // session does not know.
+            let ranks = match session.hearth.master() {
+                Master::Remote { .. } => 1,
+                _ => session.hearth.partitions(),
+            };
+            let PipelineStage::Estimator(stage) = estimator_stage(&estimator, fit.params.as_ref(), ranks)? else {
                 return Err(ConnectError::IllegalArgument(format!(
                     "{} is a transformer: it has no fit",
                     estimator.name
@@ -178,6 +186,13 @@ async fn fetch(session: &ClientSession, fetch: Fetch) -> Result<ResultType> {
         let id = models.insert_evaluation(models.get(&id)?, data);
         return Ok(operator(id, None));
     }
+    if let [method] = fetch.methods.as_slice()
+        && method.method == "hasSummary"
+    {
+        let (model, training) = models.with_training(&id)?;
+        let has = summaries::has_summary(model.as_ref(), training.as_ref());
+        return Ok(ResultType::Param(boolean(has)));
+    }
     let summary = |methods: &[Method]| -> Option<Method> {
         match methods {
             [method] if models.is_evaluation(&id).unwrap_or(false) => Some(method.clone()),
@@ -248,13 +263,6 @@ fn helper(method: &Method) -> Result<Literal> {
         (other, _) => Err(ConnectError::Unsupported(format!(
             "{other} on pyspark.ml's helper object"
         ))),
-    }
-}
-
-fn boolean(value: bool) -> Literal {
-    Literal {
-        literal_type: Some(LiteralType::Boolean(value)),
-        ..Default::default()
     }
 }
 

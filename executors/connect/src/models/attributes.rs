@@ -1,9 +1,10 @@
 //! A fitted model's attributes as `pyspark.ml` reads them (`model.labels`, `.categorySizes`, `.mean`, `.std`,
-//! `.coefficients`, `.intercept`, …): Spark's values as literals, vectors as Spark's `VectorUDT` structs
+//! `.coefficients`, `.intercept`, a perceptron's `.weights`, …): Spark's values as literals, vectors as Spark's `VectorUDT` structs
 //! that PySpark turns into `DenseVector`s.
 
 use hearth_engine::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel};
 use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel};
+use hearth_engine::perceptron::MultilayerPerceptronClassificationModel;
 use hearth_engine::stage::Transformer;
 use spark_connect_proto::data_type::{self, Kind};
 use spark_connect_proto::expression::Literal;
@@ -63,6 +64,13 @@ pub(crate) fn attribute(model: &dyn Transformer, method: &str) -> Result<Literal
             "numFeatures" => Some(integer(m.coefficients().len())),
             // The loss's scale: 1 for squared error, the only loss hearth fits.
             "scale" => Some(double(1.0)),
+            _ => None,
+        }
+    } else if let Some(m) = model.downcast_ref::<MultilayerPerceptronClassificationModel>() {
+        match method {
+            "weights" => Some(dense_vector(m.weights())),
+            "numFeatures" => Some(integer(m.layers().first().copied().unwrap_or(0))),
+            "numClasses" => Some(integer(m.layers().last().copied().unwrap_or(0))),
             _ => None,
         }
     } else {

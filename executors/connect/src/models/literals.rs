@@ -21,6 +21,11 @@ pub(crate) fn double(value: f64) -> Literal {
     literal(LiteralType::Double(value))
 }
 
+/// A boolean literal.
+pub(crate) fn boolean(value: bool) -> Literal {
+    literal(LiteralType::Boolean(value))
+}
+
 pub(crate) fn integer(value: usize) -> Literal {
     literal(LiteralType::Integer(i32::try_from(value).unwrap_or(i32::MAX)))
 }
@@ -69,7 +74,7 @@ pub(crate) fn dense_vector(values: &[f64]) -> Literal {
 pub(crate) fn json_literal(value: &Value) -> Option<Literal> {
     Some(match value {
         Value::Null => return None,
-        Value::Bool(b) => literal(LiteralType::Boolean(*b)),
+        Value::Bool(b) => boolean(*b),
         Value::Number(n) => match n.as_i64() {
             Some(v) => match i32::try_from(v) {
                 Ok(v) => literal(LiteralType::Integer(v)),

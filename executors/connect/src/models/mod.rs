@@ -12,5 +12,7 @@ pub(crate) mod summaries;
 pub(crate) use attributes::attribute;
 pub(crate) use cache::ModelCache;
 pub(crate) use literals::json_params;
-pub(crate) use operators::{SERVED, served_class, served_evaluator, spark_class, stage, stage_json, with_params};
+pub(crate) use operators::{
+    SERVED, WORKERS, estimator_stage, served_class, served_evaluator, spark_class, stage, stage_json, with_params,
+};
 pub(crate) use params::literal_json;

@@ -65,11 +65,30 @@ pub(crate) fn spark_class(class: &str) -> String {
     format!("org.apache.spark.ml.{package}.{class}")
 }
 
+/// hearth's param for the ranks an estimator fits on, which Spark's classes do not have.
+pub(crate) const WORKERS: &str = "workers";
+
 /// The stage `operator` names with the params the client set (and the client's uid, so the model has it).
 pub(crate) fn stage(operator: &MlOperator, params: Option<&MlParams>) -> Result<PipelineStage> {
+    stage_with_ranks(operator, params, None)
+}
+
+/// The estimator `operator` names, to fit on `ranks` ranks unless the client set hearth's `workers`: Spark's
+/// fits use every partition of a session, so a PySpark user's `LogisticRegression` uses every core of
+/// `local[N]` here too.
+pub(crate) fn estimator_stage(operator: &MlOperator, params: Option<&MlParams>, ranks: usize) -> Result<PipelineStage> {
+    stage_with_ranks(operator, params, Some(ranks))
+}
+
+fn stage_with_ranks(operator: &MlOperator, params: Option<&MlParams>, ranks: Option<usize>) -> Result<PipelineStage> {
     let class = served_class(&operator.name)?;
     let known = stage_json(&rebuild(class, Map::new())?)?;
     let mut json = stage_params(params, &known)?;
+    if let Some(ranks) = ranks
+        && known.contains_key(WORKERS)
+    {
+        json.entry(WORKERS).or_insert(Value::from(ranks));
+    }
     if !operator.uid.is_empty() {
         json.insert("uid".into(), Value::String(operator.uid.clone()));
     }

@@ -192,6 +192,12 @@ async fn regression(predictions: &DataFrame, columns: &Columns, method: &str) ->
     Ok(Some(SummaryValue::Value(double(value))))
 }
 
+/// Spark's `model.hasSummary` (which a 4.0 client asks before reading `model.summary`): whether `model` is of
+/// a class with a training summary and still has the rows it was fitted on.
+pub(crate) fn has_summary(model: &dyn Transformer, training: Option<&DataFrame>) -> bool {
+    training.is_some() && family(model).is_ok()
+}
+
 fn family(model: &dyn Transformer) -> Result<Family> {
     if let Some(m) = model.downcast_ref::<LogisticRegressionModel>() {
         Ok(Family::Classifier {

@@ -27,13 +27,13 @@ use spark_connect_proto::{MlOperator, MlParams, ml_operator};
 
 use crate::errors::{ConnectError, Result};
 use crate::models::{
-    SERVED, json_params, literal_json, served_class, served_evaluator, spark_class, stage, stage_json,
+    SERVED, WORKERS, json_params, literal_json, served_class, served_evaluator, spark_class, stage, stage_json,
 };
 use data::{TRAINING_RECORD, state_fields};
 use metadata::Metadata;
 
 /// The hearth params of its estimators that Spark's classes do not have: left out of the metadata.
-const HEARTH_ONLY: &[&str] = &["workers"];
+const HEARTH_ONLY: &[&str] = &[WORKERS];
 
 /// The local directory a client's `path` names (`file://` URLs included); object stores are refused.
 pub(crate) fn local_path(path: &str) -> Result<PathBuf> {
