@@ -119,6 +119,18 @@ async fn main() {
         ]);
     }
     table.printstd();
+    for (name, report) in [("hearth", Some(&hearth)), ("Spark", spark.as_ref().ok())] {
+        let Some(steps) = report.and_then(|r| r["steps"].as_object()) else {
+            continue;
+        };
+        let seconds = |step: &str| steps.get(step).and_then(Value::as_f64).unwrap_or(f64::NAN);
+        println!(
+            "{name}'s best run: Pipeline.fit {:.2} s, accuracy {:.2} s, areaUnderROC {:.2} s",
+            seconds("fit"),
+            seconds("accuracy"),
+            seconds("auc")
+        );
+    }
     match &spark {
         Ok(spark) => println!(
             "\ncoefficients and intercept: largest difference {:.2e} of Spark's largest; round trip {:.1} ms against \

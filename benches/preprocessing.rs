@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! ./dev bench                 # 1,000,000 rows on local[2]
-//! ./dev bench -- 200000 4     # rows, partitions
+//! ./dev bench --bench preprocessing -- 200000 4     # rows, partitions
 //! ```
 
 mod common;

@@ -322,10 +322,12 @@ async fn an_interrupt_stops_a_training_stage_and_the_next_fit_runs_as_fast() {
         error["message"].as_str().unwrap().contains("OPERATION_CANCELED"),
         "{seen}"
     );
+    assert_eq!(seen["still_fitting"], false, "{seen}");
     let seconds = |key: &str| seen[key].as_f64().unwrap();
-    assert!(seconds("stopped_within") < 10.0, "{seen}");
+    assert!(seconds("stopped_within") < 20.0, "{seen}");
+    // A fit left running would take a core from the next one (two ranks on two cores).
     assert!(
-        seconds("again_seconds") < 3.0 * seconds("short_seconds") + 2.0,
+        seconds("again_seconds") < 3.0 * seconds("short_seconds") + 5.0,
         "the fit after the interrupt is as fast as the one before: {seen}"
     );
     assert_eq!(seen["same_model"], true, "{seen}");

@@ -264,6 +264,39 @@ async fn a_label_that_is_not_a_class_names_its_rank_and_row_and_a_bad_param_its_
     assert!(error.contains("nothing"), "{error}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rank_without_rows_fits_with_the_others() {
+    let session = Session::local(4);
+    let df = session
+        .context()
+        .sql("SELECT * FROM (VALUES (0.0, 1.0, 0.0), (1.0, 0.5, 1.0), (2.0, -1.0, 1.0)) AS t(x, y, label)")
+        .await
+        .unwrap();
+    let df = VectorAssembler::new()
+        .input_cols(["x", "y"])
+        .output_col("features")
+        .transform(&df)
+        .unwrap();
+    // Three rows on four ranks: one rank has none, and fits with the others' width. (Regularized: three
+    // points in a plane are separable, and the unregularized fit has no finite optimum.)
+    let fit = |workers| {
+        let df = df.clone();
+        async move { LogisticRegression::new().reg_param(0.1).workers(workers).fit(&df).await }
+    };
+    let (spread, alone) = (fit(4).await.unwrap(), fit(1).await.unwrap());
+    assert_eq!(spread.coefficients().len(), 2);
+    for (a, b) in spread.coefficients().iter().zip(alone.coefficients()) {
+        assert!(
+            (a - b).abs() <= 1e-6 * b.abs().max(1.0),
+            "{:?} against {:?}",
+            spread.coefficients(),
+            alone.coefficients()
+        );
+    }
+    let spread = LinearRegression::new().workers(4).fit(&df).await.unwrap();
+    assert_eq!(spread.coefficients().len(), 2);
+}
+
 /// A classifier's scores on a frame aliased twice over, as a Spark Connect client's relations are (each plan
 /// id a `SubqueryAlias`): DataFusion's rules that push `get_field` towards the scan left the plan with a column
 /// both qualified and not, and it failed.

@@ -197,6 +197,43 @@ async fn linear_reg_is_least_squares_whatever_the_label_scale() {
     println!("linear_reg with housing: r2 {r2:.9}, least squares by hand {r2_by_hand:.9}");
     assert!((r2 - r2_by_hand).abs() < 1e-6, "r2 {r2} against {r2_by_hand}");
 
+    // With a TRANSFORM, the weights are the transform's outputs' (BigQuery's processed inputs): a standardized
+    // duration weighs its standard deviation times the raw duration's weight, and the one-hot output its
+    // categories.
+    run_script(
+        &session,
+        "CREATE MODEL shaped
+             TRANSFORM (ML.STANDARD_SCALER(duration) OVER () AS scaled_duration, age, installment_commitment,
+                        ML.ONE_HOT_ENCODER(housing) OVER () AS housing_hot, credit_amount)
+             OPTIONS (model_type = 'linear_reg', input_label_cols = ['credit_amount'], workers = 2,
+                      data_split_method = 'no_split')
+         AS SELECT duration, age, installment_commitment, housing, credit_amount FROM credit",
+    )
+    .await
+    .unwrap();
+    let shaped = weights("shaped").await;
+    let inputs: Vec<&str> = shaped.keys().map(String::as_str).collect();
+    assert_eq!(
+        inputs,
+        [
+            "__INTERCEPT__",
+            "age",
+            "housing_hot",
+            "installment_commitment",
+            "scaled_duration"
+        ]
+    );
+    let categories: Vec<&String> = shaped["housing_hot"].1.keys().collect();
+    assert_eq!(categories, values.iter().collect::<Vec<_>>(), "{shaped:?}");
+    let durations: Vec<f64> = credit.iter().map(|row| row.numbers[0]).collect();
+    let mean = durations.iter().sum::<f64>() / durations.len() as f64;
+    let variance = durations.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (durations.len() - 1) as f64;
+    let per_deviation = shaped["scaled_duration"].0.unwrap() / variance.sqrt();
+    assert!(
+        close(per_deviation, with_housing["duration"].0.unwrap(), 1e-4),
+        "{shaped:?} against {with_housing:?}"
+    );
+
     // The normal equation has no iterations, L-BFGS its objective per iteration.
     let info = |model: &str| {
         let session = session.clone();

@@ -2,6 +2,8 @@
 //! automatic preprocessing: a number column (with the mean and standard deviation it was standardized by) or
 //! one category of a string column. `ML.CENTROIDS` and `ML.WEIGHTS` report in these columns' units.
 
+use std::sync::Arc;
+
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::ScalarValue;
 use datafusion::common::scalar::ScalarStructBuilder;
@@ -22,7 +24,8 @@ pub(crate) enum Slot {
 }
 
 /// The `width` slots of a model's features vector, named after the query's columns when the automatic
-/// preprocessing made it; with a `TRANSFORM`, `features[0]`, `features[1]`, ….
+/// preprocessing made it, after the `TRANSFORM`'s outputs when one did (BigQuery's processed inputs); when
+/// they cannot be traced, `features[0]`, `features[1]`, ….
 pub(crate) fn slots(model: &CatalogModel, width: usize) -> Vec<Slot> {
     let generic = || {
         (0..width)
@@ -34,7 +37,8 @@ pub(crate) fn slots(model: &CatalogModel, width: usize) -> Vec<Slot> {
             .collect()
     };
     if model.entry.transform.is_some() {
-        return generic();
+        let slots = transform_slots(model);
+        return if slots.len() == width { slots } else { generic() };
     }
     let stages = model.pipeline.stages();
     let find =
@@ -99,6 +103,83 @@ pub(crate) fn slots(model: &CatalogModel, width: usize) -> Vec<Slot> {
         }
     }
     if slots.len() == width { slots } else { generic() }
+}
+
+/// The slots of a `TRANSFORM` model's features, output by output: a one-hot output's categories (named by the
+/// indexer before it), a vector output's `name[0]`, `name[1]`, …, and a number output itself. They are in the
+/// transform's units: the model was fitted on them.
+fn transform_slots(model: &CatalogModel) -> Vec<Slot> {
+    let stages = model.pipeline.stages();
+    let mut slots = Vec::new();
+    for output in &model.entry.features {
+        if let Some(categories) = one_hot_categories(stages, output) {
+            slots.extend(categories.into_iter().map(|category| Slot::Category {
+                feature: output.clone(),
+                category,
+            }));
+            continue;
+        }
+        let number = |feature: String| Slot::Number {
+            feature,
+            mean: 0.0,
+            std: 1.0,
+        };
+        match output_width(stages, output, 0) {
+            1 => slots.push(number(output.clone())),
+            width => slots.extend((0..width).map(|i| number(format!("{output}[{i}]")))),
+        }
+    }
+    slots
+}
+
+/// The categories a one-hot encoder's `output` holds, one per slot, when a fitted encoder made it from an
+/// indexed string column.
+fn one_hot_categories(stages: &[Arc<dyn Transformer>], output: &str) -> Option<Vec<String>> {
+    let (encoder, k) = stages.iter().find_map(|stage| {
+        let encoder = stage.downcast_ref::<OneHotEncoderModel>()?;
+        let k = encoder.get_output_cols().iter().position(|c| c == output)?;
+        Some((encoder, k))
+    })?;
+    let index = encoder.get_input_cols().get(k)?;
+    let labels = stages.iter().find_map(|stage| {
+        let indexer = stage.downcast_ref::<StringIndexerModel>()?;
+        let j = indexer.get_output_cols().iter().position(|c| c == index)?;
+        indexer.labels().get(j).cloned()
+    })?;
+    let width = encoder.output_widths()[k];
+    Some(
+        (0..width)
+            .map(|i| labels.get(i).cloned().unwrap_or_else(|| "(unseen)".to_string()))
+            .collect(),
+    )
+}
+
+/// How many slots `column` takes in the features vector: a fitted stage's vector output its width (an
+/// assembler's, the sum of its inputs', `depth` assemblers down), any other column one.
+fn output_width(stages: &[Arc<dyn Transformer>], column: &str, depth: usize) -> usize {
+    if depth > stages.len() {
+        return 1;
+    }
+    for stage in stages {
+        if let Some(encoder) = stage.downcast_ref::<OneHotEncoderModel>()
+            && let Some(k) = encoder.get_output_cols().iter().position(|c| c == column)
+        {
+            return encoder.output_widths()[k];
+        }
+        if let Some(scaler) = stage.downcast_ref::<StandardScalerModel>()
+            && scaler.get_output_col() == column
+        {
+            return scaler.mean().len();
+        }
+        if let Some(assembler) = stage.downcast_ref::<VectorAssembler>()
+            && assembler.get_output_col() == column
+        {
+            return (assembler.get_input_cols().iter())
+                .map(|input| output_width(stages, input, depth + 1))
+                .sum();
+        }
+    }
+    1
 }
 
 /// A query column's share of a vector over the features' slots: a number column's one value, or a string

@@ -10,13 +10,14 @@ use datafusion::sql::parser::{DFParser, DFParserBuilder, Statement as DFStatemen
 use datafusion::sql::sqlparser::ast::{ObjectName, Query, SelectItem, SqlOption};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::parser::ParserError;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 /// One statement of a SQL script.
 #[derive(Debug, Clone)]
 pub enum Statement {
-    /// `CREATE [OR REPLACE] MODEL [IF NOT EXISTS] name OPTIONS (…) [TRANSFORM (…)] AS query`.
+    /// `CREATE [OR REPLACE] MODEL [IF NOT EXISTS] name [TRANSFORM (…)] OPTIONS (…) [TRANSFORM (…)] AS query`
+    /// (BigQuery's order, or OPTIONS first).
     CreateModel(Box<CreateModel>),
     /// `DROP MODEL [IF EXISTS] name`.
     DropModel {
@@ -154,16 +155,12 @@ fn parse_create_model(parser: &mut DFParser, or_replace: bool) -> Result<Stateme
     let p = &mut parser.parser;
     let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = model_name(&p.parse_object_name(false).map_err(syntax)?);
+    // BigQuery writes TRANSFORM before OPTIONS; hearth has long taken it after them too.
+    let transform_first = parse_transform(p)?;
     let options = p.parse_options(Keyword::OPTIONS).map_err(syntax)?;
-    let transform = if matches!(&p.peek_token_ref().token, Token::Word(w) if w.value.eq_ignore_ascii_case("TRANSFORM"))
-    {
-        p.next_token();
-        p.expect_token(&Token::LParen).map_err(syntax)?;
-        let items = p.parse_projection().map_err(syntax)?;
-        p.expect_token(&Token::RParen).map_err(syntax)?;
-        Some(items)
-    } else {
-        None
+    let transform = match transform_first {
+        Some(items) => Some(items),
+        None => parse_transform(p)?,
     };
     p.expect_keyword_is(Keyword::AS).map_err(syntax)?;
     let query = p.parse_query().map_err(syntax)?;
@@ -175,6 +172,18 @@ fn parse_create_model(parser: &mut DFParser, or_replace: bool) -> Result<Stateme
         transform,
         query,
     })))
+}
+
+/// A `TRANSFORM (…)` list where the parser stands, if one is there.
+fn parse_transform(p: &mut Parser) -> Result<Option<Vec<SelectItem>>> {
+    if !is_word(&p.peek_token_ref().token, "TRANSFORM") {
+        return Ok(None);
+    }
+    p.next_token();
+    p.expect_token(&Token::LParen).map_err(syntax)?;
+    let items = p.parse_projection().map_err(syntax)?;
+    p.expect_token(&Token::RParen).map_err(syntax)?;
+    Ok(Some(items))
 }
 
 fn is_word(token: &Token, word: &str) -> bool {

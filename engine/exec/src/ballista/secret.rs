@@ -64,6 +64,11 @@ impl ClusterSecret {
         let secret = Self::member(JobSecret::generate().to_hex());
         let staging = file.with_extension("writing");
         let written = (|| {
+            // A staging file left by an interrupted write keeps its mode when opened: made anew, it is 0600.
+            match std::fs::remove_file(&staging) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
             let mut out = std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)

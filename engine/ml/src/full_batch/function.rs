@@ -104,6 +104,7 @@ impl BarrierFunction for FullBatchFunction {
         let rank = context.rank();
         let shard = shard_of(&args, &input).map_err(|e| e.context(format!("rank {rank}")))?;
         let mut ranks = RankSums { context };
+        let shard = with_agreed_width(shard, &mut ranks)?;
         let fit = match &args.settings {
             FullBatchModel::Logistic(settings) => {
                 fit_logistic(&shard, settings, &mut ranks).map(FullBatchFit::Logistic)
@@ -173,6 +174,18 @@ fn shard_of(args: &FullBatchArgs, input: &[RecordBatch]) -> Result<Shard> {
     let weights = args.weight_col.as_deref().map(doubles).transpose()?;
     let features = values.values().iter().map(|v| f64::from(*v)).collect();
     Shard::new(dim, features, labels, weights).map_err(|e| DataFusionError::Execution(e.to_string()))
+}
+
+/// `shard`, given the features' width of the ranks that have rows when it has none (an empty partition has no
+/// vector to read it from), so that every rank sums vectors of the same length.
+fn with_agreed_width(shard: Shard, ranks: &mut RankSums) -> Result<Shard> {
+    let mut width = [shard.dim() as f64];
+    ranks.max(&mut width)?;
+    if shard.rows() > 0 {
+        return Ok(shard);
+    }
+    Shard::new(width[0] as usize, Vec::new(), Vec::new(), None)
+        .map_err(|e| DataFusionError::Execution(format!("{FULL_BATCH_FUNCTION}: {e}")))
 }
 
 /// Sums across the stage's ranks: every rank's values gathered, added in rank order.

@@ -154,14 +154,7 @@ fn resolve(host: &str) -> Result<IpAddr, Failed> {
 }
 
 async fn start(args: StartArgs) -> CommandResult {
-    if args.hosts.is_some() && args.tls_dir.is_none() && !args.insecure {
-        return Err(Failed::new(
-            "--hosts without --tls-dir: the proofs of the cluster secret, the fleet's plans \
-             and its data would cross the network in clear, for anyone on it to read and replay; give --tls-dir DIR (`hearth cluster certs --host HOST …` makes one), or --insecure on a network \
-             whose every user you trust",
-        )
-        .into());
-    }
+    refuse_open_doors(&args)?;
     let dir = args.state.path()?;
     refuse_running_fleet(&dir)?;
     let logs = dir.join("logs");
@@ -215,6 +208,7 @@ async fn start(args: StartArgs) -> CommandResult {
         Some(bind) => Some(
             launch
                 .connect(bind, &program, &fleet_env, tls.as_deref(), &args)
+                .await
                 .inspect_err(|_| launch.abandon())?,
         ),
         None => None,
@@ -237,6 +231,29 @@ fn print_connect(url: &str, dir: &Path) {
         "Spark Connect: {url} (the token is in {})",
         dir.join(CONNECT_TOKEN_FILE).display()
     );
+}
+
+/// Refuses what would carry the fleet's secrets or a client's token and data in clear over a network: hosts
+/// without TLS, and a Spark Connect server on another interface than loopback without it, unless `--insecure`.
+fn refuse_open_doors(args: &StartArgs) -> Result<(), Failed> {
+    if args.hosts.is_some() && args.tls_dir.is_none() && !args.insecure {
+        return Err(Failed::new(
+            "--hosts without --tls-dir: the proofs of the cluster secret, the fleet's plans \
+             and its data would cross the network in clear, for anyone on it to read and replay; give --tls-dir DIR (`hearth cluster certs --host HOST …` makes one), or --insecure on a network \
+             whose every user you trust",
+        ));
+    }
+    if let Some(bind) = args.connect
+        && !bind.ip().is_loopback()
+        && args.tls_dir.is_none()
+        && !args.insecure
+    {
+        return Err(Failed::new(format!(
+            "--connect {bind} is not a loopback address: without --tls-dir the clients' token and data would cross \
+             the network in clear; give --tls-dir, or --connect 127.0.0.1:PORT"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses to start over a fleet recorded in `dir` whose processes still run (one that no longer runs is
@@ -322,7 +339,7 @@ impl Launch {
     }
 
     /// Starts the fleet's Spark Connect server on `bind`, records it, and returns its URL once it listens.
-    fn connect(
+    async fn connect(
         &mut self,
         bind: SocketAddr,
         program: &Path,
@@ -343,7 +360,7 @@ impl Launch {
         let started = server.spawn()?;
         self.record.connect = Some(started.clone());
         write_record(&self.dir, &self.record)?;
-        await_connect_url(&started, Duration::from_secs(args.timeout))
+        await_connect_url(&started, Duration::from_secs(args.timeout)).await
     }
 
     /// Waits for the scheduler's address, starts the executors, waits until all have registered; the
@@ -490,6 +507,7 @@ impl Launch {
         }
         if stopped {
             let _ = std::fs::remove_file(record_file(&self.dir));
+            let _ = std::fs::remove_file(self.dir.join(CONNECT_TOKEN_FILE));
         }
     }
 }
@@ -585,6 +603,8 @@ fn stop(dir: &Path) -> CommandResult {
         .into());
     }
     std::fs::remove_file(record_file(dir)).map_err(|e| Failed::file(&record_file(dir), e))?;
+    // The Spark Connect server's token admits nobody once it has stopped: it goes with the record.
+    let _ = std::fs::remove_file(dir.join(CONNECT_TOKEN_FILE));
     let processes = match &record.connect {
         Some(server) => format!(
             "the scheduler (pid {}), {} executors and the Spark Connect server (pid {})",

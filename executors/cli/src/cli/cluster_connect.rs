@@ -63,7 +63,7 @@ impl ConnectLaunch<'_> {
 }
 
 /// The URL clients connect to, once `server` prints it (within `timeout`).
-pub fn await_connect_url(server: &Started, timeout: Duration) -> Result<String, Failed> {
+pub async fn await_connect_url(server: &Started, timeout: Duration) -> Result<String, Failed> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(url) = connect_url(&server.log) {
@@ -82,7 +82,7 @@ pub fn await_connect_url(server: &Started, timeout: Duration) -> Result<String, 
                 server.log.display()
             )));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use hearth_connect::{ConnectOptions, ConnectServer, DEFAULT_PORT};
 use hearth_engine::ballista::{FleetTls, Role};
+use hearth_engine::host::host_name;
 
 use super::CommandResult;
 
@@ -37,12 +38,16 @@ pub struct ConnectArgs {
 /// Serves Spark Connect on `args.bind`, running client plans on `master`, until interrupted.
 pub async fn run(master: &str, args: ConnectArgs) -> CommandResult {
     let token = match &args.token_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
+        Some(path) => {
+            let token = std::fs::read_to_string(path)
                 .map_err(|e| format!("reading the token file {}: {e}", path.display()))?
                 .trim()
-                .to_owned(),
-        ),
+                .to_owned();
+            if token.is_empty() {
+                return Err(format!("the token file {} is empty", path.display()).into());
+            }
+            Some(token)
+        }
         None => std::env::var("SPARK_CONNECT_AUTHENTICATE_TOKEN")
             .ok()
             .filter(|t| !t.is_empty()),
@@ -59,8 +64,11 @@ pub async fn run(master: &str, args: ConnectArgs) -> CommandResult {
     let with_tls = options.tls.is_some();
     let server = ConnectServer::start(options).await?;
     let address = server.address();
+    // The name clients reach it by (and its certificate names): this machine's for every interface.
     let host = if address.ip().is_loopback() {
         "localhost".to_owned()
+    } else if address.ip().is_unspecified() {
+        host_name()
     } else {
         address.ip().to_string()
     };

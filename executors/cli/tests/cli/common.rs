@@ -92,7 +92,7 @@ pub fn alive(pid: u64) -> bool {
 /// Runs the Python `script` with PySpark's Connect client (the one `./dev` installs, named by
 /// `HEARTH_PYSPARK_CLIENT`), its arguments `args` and variables `env`, for at most two minutes; returns
 /// its standard output, or panics with everything it printed.
-pub fn pyspark(script: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
+pub fn pyspark(script: &str, args: &[&str], env: &[(&str, &OsStr)]) -> String {
     let client = std::env::var_os("HEARTH_PYSPARK_CLIENT")
         .expect("HEARTH_PYSPARK_CLIENT names PySpark's Connect client (./dev test sets it)");
     // A file, not `-c`: PySpark looks for a Spark installation when its program has no file.

@@ -155,11 +155,18 @@ fn a_fleet_over_tls_runs_the_main_job_and_answers_nothing_in_clear() {
         .and_then(|line| line.split_whitespace().next())
         .unwrap_or_else(|| panic!("no Spark Connect line: {cluster_status}"));
     assert!(connect_url.contains(";use_ssl=true"), "{connect_url}");
+    // The token through PySpark's variable, not a command line other users can read.
     let token = std::fs::read_to_string(fleet.state.path().join("connect-token")).unwrap();
     let counts = pyspark(
         PYSPARK_COUNTS,
-        &[&connect_url.replace('…', token.trim())],
-        &[("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", &tls.path().join("ca.pem"))],
+        &[&connect_url.replace(";token=…", "")],
+        &[
+            (
+                "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+                tls.path().join("ca.pem").as_os_str(),
+            ),
+            ("SPARK_CONNECT_AUTHENTICATE_TOKEN", token.trim().as_ref()),
+        ],
     );
     assert_eq!(counts.trim(), "[334, 333, 333]");
     let connect_log = std::fs::read_to_string(fleet.state.path().join("logs/connect.log")).unwrap();

@@ -36,11 +36,12 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
         Command::Fit(fit) => {
             let estimator = fit.estimator.ok_or_else(|| missing("fit's estimator"))?;
             let df = dataset(session, fit.dataset).await?;
-            // Every partition of a local or standalone master; one rank on a fleet, whose free slots the
-            // session does not know.
+            // Every partition of an embedded master. On Ballista one rank: its slots are not reserved for a
+            // whole stage, so two fits of every slot at once (two clients, a CrossValidator's parallelism)
+            // would each wait for ranks the other holds.
             let ranks = match session.hearth.master() {
-                Master::Remote { .. } => 1,
-                _ => session.hearth.partitions(),
+                Master::Local { partitions } => *partitions,
+                _ => 1,
             };
             let PipelineStage::Estimator(stage) = estimator_stage(&estimator, fit.params.as_ref(), ranks)? else {
                 return Err(ConnectError::IllegalArgument(format!(

@@ -1,10 +1,10 @@
 //! Binary classification metrics with Spark's curve rules (`BinaryClassificationEvaluator`).
 
-use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-/// A score as an ordered key; NaN sorts as the lowest score.
+/// A score as an ordered key, in IEEE total order (−0 below 0, NaN above every number).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct Score(f64);
 
@@ -33,10 +33,24 @@ impl Ord for Score {
 /// }
 /// assert_eq!(state.area_under_roc(1000), 0.75);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct BinaryState {
-    /// Score → (positive weight, negative weight).
-    counts: BTreeMap<Score, (f64, f64)>,
+    /// (score, positive weight, negative weight) of rows or groups of rows, in the order they came: adding a
+    /// row is a push, and a million rows are sorted once rather than inserted one by one.
+    entries: Vec<(Score, f64, f64)>,
+    /// The entries by ascending score, each distinct score once: made when first read, dropped on a change.
+    #[serde(skip)]
+    by_score: OnceLock<Vec<(Score, f64, f64)>>,
+}
+
+/// Rows [`BinaryState::add`] keeps before it folds equal scores together: memory stays that many entries plus
+/// the distinct scores, however many rows come.
+const UNFOLDED_ROWS: usize = 1 << 20;
+
+impl PartialEq for BinaryState {
+    fn eq(&self, other: &Self) -> bool {
+        self.by_score() == other.by_score()
+    }
 }
 
 /// A point on a curve.
@@ -74,26 +88,46 @@ impl BinaryState {
     /// Adds one row: the model's score for the positive class, the true label (positive when > 0.5, as
     /// Spark) and the row weight.
     pub fn add(&mut self, score: f64, label: f64, weight: f64) {
-        let entry = self.counts.entry(Score(score)).or_insert((0.0, 0.0));
+        self.by_score.take();
+        if self.entries.len() >= self.entries.capacity() && self.entries.len() >= UNFOLDED_ROWS {
+            self.fold_equal_scores();
+        }
         if label > 0.5 {
-            entry.0 += weight;
+            self.entries.push((Score(score), weight, 0.0));
         } else {
-            entry.1 += weight;
+            self.entries.push((Score(score), 0.0, weight));
         }
     }
 
     /// Folds another partial state into this one.
     pub fn merge(&mut self, other: &BinaryState) {
-        for (score, (p, n)) in &other.counts {
-            let entry = self.counts.entry(*score).or_insert((0.0, 0.0));
-            entry.0 += p;
-            entry.1 += n;
+        self.by_score.take();
+        self.entries.extend_from_slice(other.by_score());
+        if self.entries.len() >= UNFOLDED_ROWS {
+            self.fold_equal_scores();
         }
     }
 
-    /// How many bytes [`to_bytes`](Self::to_bytes) writes.
+    /// Each distinct score once, ascending, with its positive and negative weight.
+    fn by_score(&self) -> &[(Score, f64, f64)] {
+        self.by_score.get_or_init(|| folded(self.entries.clone()))
+    }
+
+    /// Replaces the entries by one per distinct score, leaving room for as many more rows again as there are
+    /// distinct scores (and at least [`UNFOLDED_ROWS`]) before the next fold.
+    fn fold_equal_scores(&mut self) {
+        let mut entries = folded(std::mem::take(&mut self.entries));
+        entries.shrink_to_fit();
+        entries.reserve_exact(entries.len().max(UNFOLDED_ROWS));
+        self.entries = entries;
+    }
+
+    /// At most how many bytes [`to_bytes`](Self::to_bytes) writes, and about the memory the state holds (24
+    /// per entry room is kept for, before equal scores are folded): cheap, as an aggregate asks it after every
+    /// batch.
     pub fn encoded_len(&self) -> usize {
-        self.counts.len() * 24
+        let sorted = self.by_score.get().map_or(0, Vec::len);
+        (self.entries.capacity() + sorted) * 24
     }
 
     /// The state as bytes, for the partial and final halves of an aggregate.
@@ -105,8 +139,9 @@ impl BinaryState {
     /// assert_eq!(BinaryState::from_bytes(&state.to_bytes()).unwrap(), state);
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(self.counts.len() * 24);
-        for (score, (p, n)) in &self.counts {
+        let by_score = self.by_score();
+        let mut bytes = Vec::with_capacity(by_score.len() * 24);
+        for (score, p, n) in by_score {
             super::encoding::put(&mut bytes, &[score.0, *p, *n]);
         }
         bytes
@@ -115,15 +150,18 @@ impl BinaryState {
     /// Reads a state written by [`BinaryState::to_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, super::StateDecodeError> {
         let values = super::encoding::values("binary", bytes, 3)?;
-        let counts = values.chunks_exact(3).map(|r| (Score(r[0]), (r[1], r[2]))).collect();
-        Ok(Self { counts })
+        let entries = values.chunks_exact(3).map(|r| (Score(r[0]), r[1], r[2])).collect();
+        Ok(Self {
+            entries,
+            by_score: OnceLock::new(),
+        })
     }
 
     /// Cumulative (positives, negatives) at each threshold, highest score first, after Spark's
     /// down-sampling: with `num_bins > 0` and at least two distinct scores per bin, consecutive scores
     /// are merged into groups of `distinct / num_bins`.
     fn cumulative(&self, num_bins: usize) -> Vec<(f64, f64)> {
-        let descending: Vec<(f64, f64)> = self.counts.values().rev().copied().collect();
+        let descending: Vec<(f64, f64)> = self.by_score().iter().rev().map(|&(_, p, n)| (p, n)).collect();
         let grouping = descending.len().checked_div(num_bins).unwrap_or(1);
         let binned: Vec<(f64, f64)> = if grouping < 2 {
             descending
@@ -183,10 +221,8 @@ impl BinaryState {
     /// assert_eq!(state.threshold_counts(0, None).len(), 4);
     /// ```
     pub fn threshold_counts(&self, num_bins: usize, thresholds: Option<&[f64]>) -> Vec<ThresholdCounts> {
-        let (positives, negatives) = self
-            .counts
-            .values()
-            .fold((0.0, 0.0), |(p, n), (gp, gn)| (p + gp, n + gn));
+        let by_score = self.by_score();
+        let (positives, negatives) = by_score.iter().fold((0.0, 0.0), |(p, n), (_, gp, gn)| (p + gp, n + gn));
         let counts = |threshold: f64, (tp, fp): (f64, f64)| ThresholdCounts {
             threshold,
             true_positives: tp,
@@ -198,10 +234,10 @@ impl BinaryState {
             Some(thresholds) => thresholds
                 .iter()
                 .map(|&t| {
-                    let above = self
-                        .counts
-                        .range(Score(t)..)
-                        .fold((0.0, 0.0), |(p, n), (_, (gp, gn))| (p + gp, n + gn));
+                    let from = by_score.partition_point(|(score, _, _)| *score < Score(t));
+                    let above = by_score[from..]
+                        .iter()
+                        .fold((0.0, 0.0), |(p, n), (_, gp, gn)| (p + gp, n + gn));
                     counts(t, above)
                 })
                 .collect(),
@@ -218,7 +254,7 @@ impl BinaryState {
 
     /// The lowest score of each group [`cumulative`](Self::cumulative) sums, highest group first.
     fn group_lowest_scores(&self, num_bins: usize) -> Vec<f64> {
-        let descending: Vec<f64> = self.counts.keys().rev().map(|s| s.0).collect();
+        let descending: Vec<f64> = self.by_score().iter().rev().map(|(s, _, _)| s.0).collect();
         let grouping = descending.len().checked_div(num_bins).unwrap_or(1);
         match grouping < 2 {
             true => descending,
@@ -240,10 +276,74 @@ impl BinaryState {
     }
 }
 
+/// `entries` sorted by score, each score's weights added into one entry.
+fn folded(mut entries: Vec<(Score, f64, f64)>) -> Vec<(Score, f64, f64)> {
+    // Stable, so each score's weights add in the order they came, as they did into a map.
+    entries.sort_by_key(|entry| entry.0);
+    let mut merged: Vec<(Score, f64, f64)> = Vec::with_capacity(entries.len());
+    for (score, p, n) in entries {
+        match merged.last_mut() {
+            Some(last) if last.0.cmp(&score).is_eq() => {
+                last.1 += p;
+                last.2 += n;
+            }
+            _ => merged.push((score, p, n)),
+        }
+    }
+    merged
+}
+
 /// `Σ (x₂ − x₁)·(y₁ + y₂)/2` over consecutive points.
 fn trapezoid(points: &[Point]) -> f64 {
     points
         .windows(2)
         .map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0)
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_are_told_apart_as_an_ordered_map_tells_them() {
+        let mut state = BinaryState::default();
+        for (score, label) in [(0.0, 1.0), (-0.0, 0.0), (f64::NAN, 1.0), (f64::NAN, 0.0), (0.5, 1.0)] {
+            state.add(score, label, 1.0);
+        }
+        let scores: Vec<String> = state.by_score().iter().map(|e| format!("{:?}", e.0.0)).collect();
+        assert_eq!(scores, ["-0.0", "0.0", "0.5", "NaN"]);
+    }
+
+    #[test]
+    fn many_rows_of_few_scores_fold_and_give_the_same_curve() {
+        let mut folded_as_it_goes = BinaryState::default();
+        let mut few = BinaryState::default();
+        for row in 0..(5 * UNFOLDED_ROWS / 2) {
+            let score = (row % 1000) as f64 / 1000.0;
+            let label = f64::from(u8::from(row % 7 < 3 + row % 1000 / 250));
+            folded_as_it_goes.add(score, label, 1.0);
+            if row < 1000 * 7 {
+                few.add(score, label, 1.0);
+            }
+        }
+        assert!(
+            folded_as_it_goes.entries.len() < 2 * UNFOLDED_ROWS,
+            "{}",
+            folded_as_it_goes.entries.len()
+        );
+        assert_eq!(folded_as_it_goes.by_score().len(), 1000);
+        let auc = folded_as_it_goes.area_under_roc(0);
+        assert!((0.5..1.0).contains(&auc), "{auc}");
+        // Merging parts gives the whole.
+        let mut merged = BinaryState::default();
+        merged.merge(&few);
+        merged.merge(&few);
+        let mut twice = few.clone();
+        for (score, p, n) in few.by_score() {
+            twice.entries.push((*score, *p, *n));
+        }
+        twice.by_score.take();
+        assert_eq!(merged, twice);
+    }
 }

@@ -265,6 +265,11 @@ impl OneHotEncoderModel {
             .collect()
     }
 
+    /// The index columns encoded.
+    pub fn get_input_cols(&self) -> &[String] {
+        &self.input_cols
+    }
+
     /// The vector columns added.
     pub fn get_output_cols(&self) -> &[String] {
         &self.output_cols
