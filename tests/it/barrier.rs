@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::logical_expr::{cast, col};
 use hearth::datasets::german_credit;
 use hearth::engine::barrier::{BarrierFunction, BarrierTaskContext};
 use hearth::engine::train::{TRAIN_FUNCTION, TrainArgs, TrainFunction};
@@ -100,7 +101,7 @@ async fn encrypted_links_train_the_same_model() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_weights_weigh_each_rows_loss() {
-    use datafusion::prelude::{col, lit, when};
+    use datafusion::prelude::{lit, when};
     let session = Session::local(2);
     let (train, _) = credit(&session).await;
     // The bad-credit rows (label 1) weigh nothing: the model (almost) never learns to predict them.
@@ -251,7 +252,7 @@ async fn a_failed_stage_is_retried_from_the_last_checkpoint() {
     let (train, _) = credit(&session).await;
     let renamed = train
         .clone()
-        .with_column("label_fail_once", datafusion::prelude::col("label"))
+        .with_column("label_fail_once", col("label"))
         .unwrap();
 
     let straight = mlp().epochs(3).fit(&train).await.unwrap();
@@ -350,12 +351,12 @@ async fn validation_rows_are_held_out_and_scored_every_epoch() {
     let marked = train
         .with_column(
             "is_validation",
-            datafusion::prelude::col("age").gt(datafusion::prelude::lit(50)),
+            col("age").gt(datafusion::prelude::lit(50)),
         )
         .unwrap();
     let held_out = marked
         .clone()
-        .filter(datafusion::prelude::col("is_validation"))
+        .filter(col("is_validation"))
         .unwrap()
         .count()
         .await
@@ -502,6 +503,15 @@ async fn evaluators_run_as_aggregates_and_match_spark() {
         let weighted = evaluator.weight_col("weight").evaluate(&df).await.unwrap();
         close(metric, weighted, &multiclass["metrics"][format!("{metric}/weighted")]);
     }
+    // Spark's evaluators take the probabilities as array<double> too.
+    let as_array = cast(col("probability"), DataType::new_list(DataType::Float64, true));
+    let arrays = df.clone().with_column("probability", as_array).unwrap();
+    let log_loss = MulticlassClassificationEvaluator::new().metric_name("logLoss");
+    close(
+        "logLoss of array<double> probabilities",
+        log_loss.evaluate(&arrays).await.unwrap(),
+        &multiclass["metrics"]["logLoss"],
+    );
     let by_label = MulticlassClassificationEvaluator::new()
         .metric_name("precisionByLabel")
         .metric_label(2.0);

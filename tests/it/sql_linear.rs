@@ -234,6 +234,56 @@ async fn linear_reg_is_least_squares_whatever_the_label_scale() {
         "{shaped:?} against {with_housing:?}"
     );
 
+    // Standardized (BigQuery's STRUCT(TRUE AS standardize)): a number weighs its weight per unit times its
+    // training values' deviation, whether the automatic preprocessing standardized it, a TRANSFORM did, or
+    // nothing did; the intercept is the prediction at the numbers' means; categories keep their weights.
+    let moments = |values: &[f64]| {
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
+        (mean, variance.sqrt())
+    };
+    let column = |i: usize| credit.iter().map(|row| row.numbers[i]).collect::<Vec<f64>>();
+    let numbers = [
+        ("duration", "scaled_duration", moments(&column(0))),
+        ("age", "age", moments(&column(1))),
+        ("installment_commitment", "installment_commitment", moments(&column(2))),
+    ];
+    for (model, per_unit) in [("housing", &with_housing), ("shaped", &shaped)] {
+        let sql = format!("SELECT * FROM ML.WEIGHTS(MODEL {model}, STRUCT(TRUE AS standardize))");
+        let standardized = weights_by_input(&run_script(&session, &sql).await.unwrap());
+        let mut at_means = per_unit["__INTERCEPT__"].0.unwrap();
+        for (raw, transformed, (mean, std)) in numbers {
+            // The TRANSFORM's scaled duration (Spark's default: divided by its deviation, not centred) has
+            // deviation 1 over the training rows.
+            let (input, mean, std) = match (model, raw) {
+                ("shaped", "duration") => (transformed, mean / std, 1.0),
+                _ => (raw, mean, std),
+            };
+            let weight = per_unit[input].0.unwrap();
+            at_means += weight * mean;
+            let expected = weight * std;
+            assert!(
+                close(standardized[input].0.unwrap(), expected, 1e-6),
+                "{model} {input}: {standardized:?} against {expected}"
+            );
+        }
+        let intercept = standardized["__INTERCEPT__"].0.unwrap();
+        assert!(
+            close(intercept, at_means, 1e-6),
+            "{model}: {intercept} against {at_means}"
+        );
+        let housing = if model == "shaped" { "housing_hot" } else { "housing" };
+        assert_eq!(standardized[housing].1, per_unit[housing].1, "{model}");
+    }
+    let refused = run_script(&session, "SELECT * FROM ML.WEIGHTS(MODEL shaped, STRUCT(1 AS scale))")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("unknown setting scale") && refused.contains("standardize"),
+        "{refused}"
+    );
+
     // The normal equation has no iterations, L-BFGS its objective per iteration.
     let info = |model: &str| {
         let session = session.clone();
@@ -493,5 +543,55 @@ async fn class_weights_weigh_an_exact_logistic_regressions_rows() {
     assert!(
         weighted > plain + 100.0,
         "bad predicted {plain} times unweighted, {weighted} weighted"
+    );
+
+    // auto_class_weights = TRUE: 700 good and 300 bad rows weigh 1000 / (2 × 700) and 1000 / (2 × 300), the
+    // same model as those weights given by hand.
+    run_script(&session, &create("balanced", ", auto_class_weights = TRUE"))
+        .await
+        .unwrap();
+    let by_hand = format!(
+        ", class_weights = [STRUCT('good', {}), STRUCT('bad', {})]",
+        1000.0 / 1400.0,
+        1000.0 / 600.0
+    );
+    run_script(&session, &create("by_hand", &by_hand)).await.unwrap();
+    let coefficients = |name: &str| {
+        let model = catalog.get(name).unwrap();
+        let fitted = model.pipeline.last_stage::<LogisticRegressionModel>().unwrap();
+        (fitted.coefficients().to_vec(), fitted.intercept())
+    };
+    let (balanced, by_hand) = (coefficients("balanced"), coefficients("by_hand"));
+    assert_eq!(balanced, by_hand);
+    assert!(balanced.0 != coefficients("plain").0);
+    let balanced_bad = predicted_bad("balanced").await;
+    assert!(
+        balanced_bad > plain + 100.0,
+        "bad predicted {plain} times unweighted, {balanced_bad} balanced"
+    );
+
+    // Both ways at once, and classes for a regressor, are refused naming the option.
+    let refused = |sql: String| {
+        let session = session.clone();
+        async move { run_script(&session, &sql).await.unwrap_err().to_string() }
+    };
+    let both = refused(create(
+        "both",
+        ", class_weights = [1.0, 2.0], auto_class_weights = TRUE",
+    ))
+    .await;
+    assert!(
+        both.contains("auto_class_weights") && both.contains("not both"),
+        "{both}"
+    );
+    let regressor = refused(
+        "CREATE MODEL r OPTIONS (model_type = 'linear_reg', input_label_cols = ['age'], auto_class_weights = TRUE)
+         AS SELECT duration, age FROM credit"
+            .to_string(),
+    )
+    .await;
+    assert!(
+        regressor.contains("auto_class_weights") && regressor.contains("no classes"),
+        "{regressor}"
     );
 }

@@ -2,12 +2,14 @@
 
 use std::sync::Arc;
 
-use datafusion_common::Result;
-use datafusion_common::arrow::array::{Array, ArrayRef, FixedSizeListArray, Float32Array};
+use datafusion_common::arrow::array::{
+    Array, ArrayRef, AsArray, FixedSizeListArray, Float32Array, GenericListArray, OffsetSizeTrait,
+};
 use datafusion_common::arrow::buffer::NullBuffer;
 use datafusion_common::arrow::compute::cast;
 use datafusion_common::arrow::datatypes::{DataType, Field, Fields};
 use datafusion_common::cast::{as_fixed_size_list_array, as_float32_array};
+use datafusion_common::{Result, exec_err};
 
 /// The Arrow type of a `dim`-dimensional vector column.
 ///
@@ -49,6 +51,45 @@ pub fn vector_values(array: &ArrayRef) -> Result<(Float32Array, Option<NullBuffe
     let values = cast(list.values(), &DataType::Float32)?;
     let values = as_float32_array(&values)?.clone();
     Ok((values, list.nulls().cloned()))
+}
+
+/// An `array<double>` column (a `List` or `LargeList` of numbers, each row as long as the others) as a vector
+/// column, as Spark's evaluators take one; `None` for a column that is no list of numbers. An error names
+/// `column` and the first row whose length differs.
+///
+/// ```
+/// use std::sync::Arc;
+/// use datafusion_common::arrow::array::{ArrayRef, ListArray};
+/// use datafusion_common::arrow::datatypes::Float64Type;
+/// use hearth_common::vector::{list_as_vector, vector_dim};
+///
+/// let rows: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Float64Type, _, _>([
+///     Some(vec![Some(0.2), Some(0.8)]),
+///     Some(vec![Some(0.6), Some(0.4)]),
+/// ]));
+/// let vectors = list_as_vector(&rows, "probability").unwrap().unwrap();
+/// assert_eq!(vector_dim(vectors.data_type()), Some(2));
+/// ```
+pub fn list_as_vector(array: &ArrayRef, column: &str) -> Result<Option<ArrayRef>> {
+    match array.data_type() {
+        DataType::List(item) if item.data_type().is_numeric() => rows_as_vector(array.as_list::<i32>(), column),
+        DataType::LargeList(item) if item.data_type().is_numeric() => rows_as_vector(array.as_list::<i64>(), column),
+        _ => Ok(None),
+    }
+}
+
+fn rows_as_vector<O: OffsetSizeTrait>(list: &GenericListArray<O>, column: &str) -> Result<Option<ArrayRef>> {
+    let length = |row: usize| list.value_length(row).as_usize();
+    let first = (0..list.len()).find(|&row| list.is_valid(row));
+    let dim = first.map_or(0, length);
+    if let Some(row) = (0..list.len()).find(|&row| list.is_valid(row) && length(row) != dim) {
+        let first = first.unwrap_or(0);
+        return exec_err!(
+            "column {column:?} holds {} values at row {row} and {dim} at row {first}: a vector's rows are all as long",
+            length(row)
+        );
+    }
+    Ok(Some(cast(list, &vector_type(dim))?))
 }
 
 /// Builds a vector array of `rows` rows from a row-major buffer of `rows × dim` values (`dim` may be 0: Spark's

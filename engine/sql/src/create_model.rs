@@ -17,6 +17,7 @@ use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
 
 use super::catalog::{CatalogModel, ModelCatalog, ModelEntry, now_ms, write_evaluation_rows, write_json};
+use super::class_weights::class_weights;
 use super::data_roots::DataRoots;
 use super::error::{CREATE_MODEL, invalid};
 use super::estimators::estimator;
@@ -122,7 +123,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     let mut planned = plan(create, &options, &input).await?;
     let (model, tuned) = match &tuning {
         None => {
-            let estimator = estimator(&options, &planned.entry.label_index, planned.labels.as_deref())?;
+            let estimator = estimator(&options, &planned.entry.label_index, planned.class_weights.as_deref())?;
             (fit(&planned, estimator, options.early_stop).await?, None)
         }
         Some(tuning) => {
@@ -146,7 +147,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     entry.evaluation_rows = planned.evaluation.as_ref().map_or(0, |(_, rows)| {
         rows.iter().map(RecordBatch::num_rows).sum::<usize>() as u64
     });
-    entry.feature_means = feature_means(&model, &planned.train).await?;
+    (entry.feature_means, entry.feature_deviations) = feature_moments(&model, &planned.train).await?.unzip();
     entry.training_seconds = started.elapsed().as_secs_f64();
     entry.created_ms = now_ms();
     let files = EntryFiles::of(session, &entry, &model, &input, planned.evaluation, tuned).await?;
@@ -167,8 +168,10 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
 struct Planned {
     stages: Vec<PipelineStage>,
     label_type: LabelType,
-    /// The label's values, when they are needed before training (class weights by label).
+    /// The label's values, when they are needed before training (class weights by label or balanced).
     labels: Option<Vec<String>>,
+    /// The classes' loss weights by class index, when the statement weighs them.
+    class_weights: Option<Vec<f64>>,
     train: DataFrame,
     /// The rows held out for evaluation: as a plan, and collected.
     evaluation: Option<(DataFrame, Vec<RecordBatch>)>,
@@ -197,9 +200,9 @@ async fn plan(create: &CreateModel, options: &ModelOptions, input: &DataFrame) -
     };
     let mut stages: Vec<PipelineStage> = Vec::new();
     let indexer = StringIndexer::new().input_col(&options.label).output_col(LABEL_INDEX);
-    // Weights by label need the label order before training: then the indexer is fitted on its own.
+    // Weights by label or balanced need the label order before training: then the indexer is fitted on its own.
     let labels = match (label_type, &options.class_weights) {
-        (LabelType::Indexed, Some(ClassWeights::ByLabel(_))) => {
+        (LabelType::Indexed, Some(ClassWeights::ByLabel(_) | ClassWeights::Balanced)) => {
             let fitted = indexer.fit(&train).await?;
             let labels = fitted.labels()[0].clone();
             stages.push(fitted.into());
@@ -242,12 +245,15 @@ async fn plan(create: &CreateModel, options: &ModelOptions, input: &DataFrame) -
         training_seconds: 0.0,
         created_ms: 0,
         feature_means: None,
+        feature_deviations: None,
     };
     check_training_rows(&train, options, &entry.inputs).await?;
+    let class_weights = class_weights(options, &train, &options.label, labels.as_deref()).await?;
     Ok(Planned {
         stages,
         label_type,
         labels,
+        class_weights,
         train,
         evaluation,
         entry,
@@ -290,9 +296,9 @@ fn validating_rows(planned: &Planned) -> Result<DataFrame> {
     Ok(marked(&planned.train, false)?.union(marked(held_out, true)?)?)
 }
 
-/// A network's training rows' mean features vector, the baseline of its explanations (`ML.EXPLAIN_PREDICT`);
-/// none for k-means.
-async fn feature_means(model: &PipelineModel, train: &DataFrame) -> Result<Option<Vec<f64>>> {
+/// A model's training rows' mean features vector, the baseline of its explanations (`ML.EXPLAIN_PREDICT`),
+/// and each slot's standard deviation, what standardized weights weigh by (`ML.WEIGHTS`); none for k-means.
+async fn feature_moments(model: &PipelineModel, train: &DataFrame) -> Result<Option<(Vec<f64>, Vec<f64>)>> {
     let Some(network) = Trained::of(model) else {
         return Ok(None);
     };
@@ -302,11 +308,11 @@ async fn feature_means(model: &PipelineModel, train: &DataFrame) -> Result<Optio
         .try_fold(train.clone(), |df, stage| stage.transform(&df))?;
     let summary = StandardScaler::new()
         .input_col(network.features_col())
-        .output_col("__feature_means")
+        .output_col("__feature_moments")
         .with_mean(true)
         .fit(&features)
         .await?;
-    Ok(Some(summary.mean().to_vec()))
+    Ok(Some((summary.mean().to_vec(), summary.std().to_vec())))
 }
 
 /// The trials of a tuned statement, scored on the held-out rows (k-means: on the training rows), after the
@@ -346,8 +352,8 @@ async fn tune(
         entry: &planned.entry,
         scoring,
     };
-    let (label, labels) = (planned.entry.label_index.as_str(), planned.labels.as_deref());
-    run_trials(inputs, tuning, trials, |options| estimator(options, label, labels)).await
+    let (label, weights) = (planned.entry.label_index.as_str(), planned.class_weights.as_deref());
+    run_trials(inputs, tuning, trials, |options| estimator(options, label, weights)).await
 }
 
 /// The files an entry keeps beside its pipeline: the held-out rows, a k-means model's figures on its

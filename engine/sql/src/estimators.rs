@@ -3,23 +3,19 @@
 //! linear model under `optimize_strategy = 'MINI_BATCH'`), or Spark's k-means.
 
 use super::class_weighted::ClassWeighted;
-use super::error::invalid_option;
 use super::kmeans;
-use super::options::{ClassWeights, ModelOptions, ModelType, OptimizeStrategy};
+use super::options::{ModelOptions, ModelType, OptimizeStrategy};
 use super::preprocessing::{FEATURES, HELD_OUT};
 use hearth_engine::error::Result;
 use hearth_engine::linear::{LinearRegression, LogisticRegression};
 use hearth_engine::pipeline::PipelineStage;
 use hearth_engine::train::{Architecture, Classifier, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor};
 
-/// The estimator `options.model_type` names, reading [`FEATURES`] and the label column `label`; `labels` are
-/// the indexed label's values (for class weights given by label). Under `early_stop` it validates on the
-/// rows [`HELD_OUT`] marks.
-pub(super) fn estimator(options: &ModelOptions, label: &str, labels: Option<&[String]>) -> Result<PipelineStage> {
-    let weights = class_weights(options, labels)?;
-    if weights.is_some() && !options.model_type.is_classifier() {
-        return Err(invalid_option("class_weights", "a regressor has no classes"));
-    }
+/// The estimator `options.model_type` names, reading [`FEATURES`] and the label column `label`; `weights` are
+/// the classes' loss weights by class index (see [`class_weights`](super::class_weights)). Under `early_stop`
+/// it validates on the rows [`HELD_OUT`] marks.
+pub(super) fn estimator(options: &ModelOptions, label: &str, weights: Option<&[f64]>) -> Result<PipelineStage> {
+    let weights = weights.map(<[f64]>::to_vec);
     if options.model_type.is_linear() && !options.trains_by_mini_batch() {
         return Ok(solved_exactly(options, label, weights));
     }
@@ -115,32 +111,6 @@ fn solved_exactly(options: &ModelOptions, label: &str, weights: Option<Vec<f64>>
             )),
             None => configured!(LogisticRegression::new()).into(),
         },
-    }
-}
-
-/// The loss weight of each class, by class index: as given, or by label in the order of `labels`.
-fn class_weights(options: &ModelOptions, labels: Option<&[String]>) -> Result<Option<Vec<f64>>> {
-    match (&options.class_weights, labels) {
-        (None, _) => Ok(None),
-        (Some(ClassWeights::ByIndex(weights)), _) => Ok(Some(weights.clone())),
-        (Some(ClassWeights::ByLabel(pairs)), Some(labels)) => {
-            if let Some((name, _)) = pairs.iter().find(|(name, _)| !labels.contains(name)) {
-                return Err(invalid_option(
-                    "class_weights",
-                    format!("the label has no value {name:?} (it has {labels:?})"),
-                ));
-            }
-            Ok(Some(
-                labels
-                    .iter()
-                    .map(|l| pairs.iter().find(|(name, _)| name == l).map_or(1.0, |(_, w)| *w))
-                    .collect(),
-            ))
-        }
-        (Some(ClassWeights::ByLabel(_)), None) => Err(invalid_option(
-            "class_weights",
-            "weights by label need a string label; give them by class index",
-        )),
     }
 }
 

@@ -23,6 +23,7 @@ use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
 
 use super::catalog::CatalogModel;
 use super::literals;
+use super::settings::one_setting;
 use super::table_functions::{check_columns, class_names, trained};
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::evaluation::{Evaluation, StateTable, evaluation_state, state_rows};
@@ -51,23 +52,13 @@ fn positive_probability(scores: &dyn ClassifierColumns) -> Expr {
 
 /// The `threshold` of a `STRUCT(t AS threshold)` setting, checked to lie in [0, 1].
 fn threshold_setting(function: &str, settings: Option<&SqlExpr>) -> Result<Option<f64>> {
-    let Some(settings) = settings else {
-        return Ok(None);
-    };
-    let invalid = |message: String| HearthError::invalid_param(format!("ML.{function}"), "threshold", message);
-    let fields = literals::struct_fields(settings)
-        .ok_or_else(|| invalid(format!("settings are STRUCT(0.5 AS threshold), got {settings}")))?;
-    let mut threshold = None;
-    for (name, value) in fields {
-        if name != "threshold" {
-            return Err(invalid(format!(
-                "unknown setting {name}; ML.{function} takes threshold"
-            )));
-        }
-        let number = literals::number(value).filter(|t| (0.0..=1.0).contains(t));
-        threshold = Some(number.ok_or_else(|| invalid(format!("must be a number in [0, 1], got {value}")))?);
-    }
-    Ok(threshold)
+    one_setting(
+        &format!("ML.{function}"),
+        "threshold",
+        "a number in [0, 1]",
+        settings,
+        |value| literals::number(value).filter(|t| (0.0..=1.0).contains(t)),
+    )
 }
 
 /// `ML.CONFUSION_MATRIX`: one row per actual label, one column per predicted label (BigQuery's names:

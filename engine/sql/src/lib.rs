@@ -39,6 +39,7 @@
 
 mod catalog;
 mod class_weighted;
+mod class_weights;
 mod create_model;
 mod data_roots;
 mod error;
@@ -57,6 +58,7 @@ mod preprocessing;
 mod relation;
 mod rows;
 mod session;
+mod settings;
 mod table_functions;
 mod trained;
 mod training_rows;

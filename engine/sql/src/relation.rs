@@ -36,8 +36,8 @@ const FUNCTIONS: [&str; 12] = [
     "weights",
 ];
 
-/// The functions that take settings after their rows.
-const SETTINGS: [&str; 3] = ["confusion_matrix", "roc_curve", "explain_predict"];
+/// The functions that take settings after their rows (`ML.WEIGHTS`, which has no rows, after its model).
+const SETTINGS: [&str; 4] = ["confusion_matrix", "roc_curve", "explain_predict", "weights"];
 
 /// Plans hearth's `ML.` table functions against a model catalog.
 #[derive(Debug)]
@@ -137,7 +137,7 @@ impl MlRelationPlanner {
             }
             ("trial_info", _) => trial_info(&model),
             ("centroids", _) => kmeans::centroids(&model),
-            ("weights", _) => weights(&model),
+            ("weights", _) => weights(&model, call.settings.as_ref()),
             _ => feature_info(&model),
         }
         .map_err(external)

@@ -2,7 +2,9 @@
 //! the training query, in that column's units (a standardized number's coefficient divided by its standard
 //! deviation), a string column's weights per category in `category_weights`, and the intercept as the row
 //! `__INTERCEPT__` (its weight moved by the standardized numbers' means). A multinomial logistic regression
-//! has these rows for each class, named in `class_label`.
+//! has these rows for each class, named in `class_label`. With `STRUCT(TRUE AS standardize)` the numbers weigh
+//! per standard deviation of their training values instead, comparable with each other, and the intercept is
+//! the prediction at their means.
 //!
 //! | column | what |
 //! |---|---|
@@ -14,10 +16,13 @@
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
 
 use super::catalog::CatalogModel;
 use super::feature_slots::{ColumnValue, Slot, by_column, category_list, category_list_type, slots};
+use super::literals;
 use super::rows::literal_rows;
+use super::settings::one_setting;
 use super::table_functions::{class_names, trained};
 use super::trained::Trained;
 use hearth_engine::error::{HearthError, Result};
@@ -33,8 +38,16 @@ struct CoefficientSets {
     intercepts: Vec<f64>,
 }
 
-/// `ML.WEIGHTS`: the rows of the table above.
-pub(crate) fn weights(model: &CatalogModel) -> Result<LogicalPlan> {
+/// `ML.WEIGHTS`: the rows of the table above; with `STRUCT(TRUE AS standardize)` in `settings`, see
+/// [`per_deviation`].
+pub(crate) fn weights(model: &CatalogModel, settings: Option<&SqlExpr>) -> Result<LogicalPlan> {
+    let standardize = one_setting(
+        "ML.WEIGHTS",
+        "standardize",
+        "TRUE or FALSE",
+        settings,
+        literals::boolean,
+    )?;
     let sets = coefficient_sets(model)?;
     let width = sets.sets.first().map_or(0, Vec::len);
     let slots = slots(model, width);
@@ -51,21 +64,17 @@ pub(crate) fn weights(model: &CatalogModel) -> Result<LogicalPlan> {
             row.extend([ScalarValue::from(input), ScalarValue::Float64(weight), categories]);
             rows.push(row);
         };
-        // x standardized is (x − mean) / std: its weight w is w / std on x, and moves the intercept by
-        // −w · mean / std.
-        let mut moved = 0.0;
-        let per_unit = |w: f64, _mean: f64, std: f64| if std > 0.0 { w / std } else { 0.0 };
-        for (input, value) in by_column(&slots, coefficients, per_unit) {
+        let (columns, intercept) = match standardize {
+            Some(true) => per_deviation(model, &slots, coefficients, *intercept)?,
+            _ => per_unit(&slots, coefficients, *intercept),
+        };
+        for (input, value) in columns {
             match value {
-                ColumnValue::Number(weight) => {
-                    let mean = mean_of(&slots, &input);
-                    moved -= weight * mean;
-                    row(&input, Some(weight), no_categories.clone());
-                }
+                ColumnValue::Number(weight) => row(&input, Some(weight), no_categories.clone()),
                 ColumnValue::Categories(weights) => row(&input, None, category_list(&weights, "weight")?),
             }
         }
-        row(INTERCEPT, Some(intercept + moved), no_categories.clone());
+        row(INTERCEPT, Some(intercept), no_categories.clone());
     }
     let mut fields = Vec::new();
     if sets.classes.is_some() {
@@ -77,6 +86,58 @@ pub(crate) fn weights(model: &CatalogModel) -> Result<LogicalPlan> {
         Field::new("category_weights", categories_type, true),
     ]);
     literal_rows(Schema::new(fields), rows)
+}
+
+/// The weights per unit of each number column, and the intercept they move: a number standardized as
+/// (x − mean) / std weighing w weighs w / std on x, and moves the intercept by −w · mean / std.
+fn per_unit(slots: &[Slot], coefficients: &[f64], intercept: f64) -> (Vec<(String, ColumnValue)>, f64) {
+    let columns = by_column(
+        slots,
+        coefficients,
+        |w, _mean, std| if std > 0.0 { w / std } else { 0.0 },
+    );
+    let moved: f64 = columns
+        .iter()
+        .map(|(input, value)| match value {
+            ColumnValue::Number(weight) => -weight * mean_of(slots, input),
+            ColumnValue::Categories(_) => 0.0,
+        })
+        .sum();
+    (columns, intercept + moved)
+}
+
+/// BigQuery's standardized weights: each number weighs per standard deviation of its training values (its
+/// slot's coefficient times the slot's deviation over the training rows), so their magnitudes compare; the
+/// intercept is the prediction at every number's mean; category weights stay as they are.
+fn per_deviation(
+    model: &CatalogModel,
+    slots: &[Slot],
+    coefficients: &[f64],
+    intercept: f64,
+) -> Result<(Vec<(String, ColumnValue)>, f64)> {
+    let (Some(means), Some(deviations)) = (&model.entry.feature_means, &model.entry.feature_deviations) else {
+        return Err(HearthError::invalid_param(
+            "ML.WEIGHTS",
+            "standardize",
+            format!(
+                "model {} keeps no deviations of its training rows (it was registered from Rust or saved by an \
+                 older hearth); train it again with CREATE MODEL to standardize its weights",
+                model.entry.name
+            ),
+        ));
+    };
+    let mut at_means = intercept;
+    let mut scaled = Vec::with_capacity(coefficients.len());
+    for (i, (slot, coefficient)) in slots.iter().zip(coefficients).enumerate() {
+        scaled.push(match slot {
+            Slot::Number { .. } => {
+                at_means += coefficient * means.get(i).copied().unwrap_or(0.0);
+                coefficient * deviations.get(i).copied().unwrap_or(0.0)
+            }
+            Slot::Category { .. } => *coefficient,
+        });
+    }
+    Ok((by_column(slots, &scaled, |w, _, _| w), at_means))
 }
 
 /// The mean a number column was standardized by (0 when it was not).

@@ -13,7 +13,7 @@ use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Expr, Signature, Volatility};
 use hearth_stats::evaluation::{BinaryState, ClusteringState, MulticlassState, RegressionState};
 
-use crate::vector::{vector_dim, vector_values};
+use crate::vector::{list_as_vector, vector_dim, vector_values};
 
 /// Which evaluation an aggregate accumulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -231,6 +231,13 @@ impl StateAccumulator {
 
 impl Accumulator for StateAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        // Spark's evaluators take array<double> scores and probabilities as vectors.
+        let values = values
+            .iter()
+            .zip(&self.columns)
+            .map(|(array, column)| Ok(list_as_vector(array, column)?.unwrap_or_else(|| array.clone())))
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let values = values.as_slice();
         let first = self.numbers(values, 0)?;
         let second = self.numbers(values, 1)?;
         let weights = self.numbers(values, 2)?;

@@ -47,4 +47,8 @@ pub struct ModelEntry {
     /// (none for k-means and models registered from Rust).
     #[serde(default)]
     pub feature_means: Option<Vec<f64>>,
+    /// The same rows' sample standard deviation of each slot of the features vector: what
+    /// `ML.WEIGHTS(MODEL m, STRUCT(TRUE AS standardize))` weighs a number by.
+    #[serde(default)]
+    pub feature_deviations: Option<Vec<f64>>,
 }

@@ -396,6 +396,7 @@ impl ModelCatalog {
                 .map_or(0.0, |s| s.attempts.iter().map(|a| a.seconds).sum()),
             created_ms: now_ms(),
             feature_means: None,
+            feature_deviations: None,
         };
         self.save(&entry, pipeline, replace, |_| Ok(()))
     }

@@ -24,6 +24,7 @@ use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
 
 use super::catalog::CatalogModel;
 use super::literals;
+use super::settings::one_setting;
 use super::table_functions::{check_columns, prediction_columns, trained};
 use hearth_engine::error::{HearthError, Result};
 use hearth_engine::stage::Transformer;
@@ -79,24 +80,14 @@ fn explainer(function: &str, model: &CatalogModel, input: &DataFrame, top_k: Opt
 
 /// The `top_k_features` of a `STRUCT(k AS top_k_features)` setting (BigQuery's default 5).
 fn top_k_setting(settings: Option<&SqlExpr>) -> Result<usize> {
-    let Some(settings) = settings else {
-        return Ok(TOP_K_FEATURES);
-    };
-    let invalid = |message: String| HearthError::invalid_param("ML.EXPLAIN_PREDICT", "top_k_features", message);
-    let fields = literals::struct_fields(settings)
-        .ok_or_else(|| invalid(format!("settings are STRUCT(3 AS top_k_features), got {settings}")))?;
-    let mut top_k = TOP_K_FEATURES;
-    for (name, value) in fields {
-        if name != "top_k_features" {
-            return Err(invalid(format!(
-                "unknown setting {name}; ML.EXPLAIN_PREDICT takes top_k_features"
-            )));
-        }
-        top_k = literals::whole(value)
-            .filter(|k| *k >= 1)
-            .ok_or_else(|| invalid(format!("must be a whole number ≥ 1, got {value}")))? as usize;
-    }
-    Ok(top_k)
+    let top_k = one_setting(
+        "ML.EXPLAIN_PREDICT",
+        "top_k_features",
+        "a whole number ≥ 1",
+        settings,
+        |value| literals::whole(value).filter(|k| *k >= 1),
+    )?;
+    Ok(top_k.map_or(TOP_K_FEATURES, |k| k as usize))
 }
 
 /// `ML.EXPLAIN_PREDICT`: `ML.PREDICT`'s columns and each row's explanation.

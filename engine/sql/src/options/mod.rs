@@ -72,7 +72,8 @@ pub struct ModelOptions {
     pub l1_reg: f64,
     /// `l2_reg`: a linear model's L2 penalty; a network's weight decay (default 0).
     pub l2_reg: f64,
-    /// `class_weights`: by class index, or `[STRUCT('label', weight), …]` by label.
+    /// `class_weights`: by class index, or `[STRUCT('label', weight), …]` by label; or
+    /// `auto_class_weights = TRUE`: balanced.
     pub class_weights: Option<ClassWeights>,
     /// `data_split_method`.
     pub data_split: DataSplit,
@@ -128,6 +129,8 @@ pub enum ClassWeights {
     ByIndex(Vec<f64>),
     /// Weights by label value; a label not listed weighs 1.
     ByLabel(Vec<(String, f64)>),
+    /// `auto_class_weights = TRUE`: each class weighs the training rows over (classes × its rows).
+    Balanced,
 }
 
 impl Default for ModelOptions {

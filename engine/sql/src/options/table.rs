@@ -212,6 +212,14 @@ fn class_weights(option: &str, value: &Expr) -> Result<ClassWeights> {
         .map(ClassWeights::ByLabel)
 }
 
+/// BigQuery's refusal of both ways of weighing classes in one statement.
+fn both_class_weights() -> HearthError {
+    invalid_option(
+        "auto_class_weights",
+        "give class_weights or auto_class_weights = TRUE, not both",
+    )
+}
+
 fn device(option: &str, value: &Expr) -> Result<DeviceChoice> {
     Ok(match choice(option, value)?.as_str() {
         "auto" => DeviceChoice::Auto,
@@ -253,7 +261,7 @@ const fn tuning(name: &'static str, takes: &'static str) -> OptionSpec {
 }
 
 /// Every option.
-const OPTION_TABLE: [OptionSpec; 40] = [
+const OPTION_TABLE: [OptionSpec; 41] = [
     option(
         "model_type",
         "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'linear_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
@@ -420,10 +428,23 @@ const OPTION_TABLE: [OptionSpec; 40] = [
         Labelled,
         No,
         |r, o, v| {
-            r.options.class_weights = Some(class_weights(o, v)?);
+            r.options.class_weights = match r.options.class_weights {
+                Some(ClassWeights::Balanced) => return Err(both_class_weights()),
+                _ => Some(class_weights(o, v)?),
+            };
             Ok(())
         },
     ),
+    option("auto_class_weights", "TRUE or FALSE", Labelled, No, |r, o, v| {
+        let balanced = literals::boolean(v).ok_or_else(|| wrong(o, v))?;
+        r.options.class_weights = match (&r.options.class_weights, balanced) {
+            (Some(ClassWeights::ByIndex(_) | ClassWeights::ByLabel(_)), true) => return Err(both_class_weights()),
+            (Some(ClassWeights::Balanced), false) => None,
+            (weights, false) => weights.clone(),
+            (_, true) => Some(ClassWeights::Balanced),
+        };
+        Ok(())
+    }),
     option(
         "data_split_method",
         "'auto_split', 'random', 'seq', 'custom' or 'no_split'",

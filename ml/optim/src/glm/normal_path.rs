@@ -45,18 +45,20 @@ pub(crate) fn fit_normal<R: Reduce>(
 fn weighted_sums<R: Reduce>(shard: &Shard, ranks: &mut R) -> Result<Vec<f64>, R::Error> {
     let dim = shard.dim();
     let mut sums = vec![0.0; 3 + 2 * dim + dim * dim];
+    let (label, rest) = sums.split_at_mut(3);
+    let (features, rest) = rest.split_at_mut(dim);
+    let (cross, gram) = rest.split_at_mut(dim);
     for (a, b, w) in shard.weighted_rows() {
-        sums[0] += w;
-        sums[1] += w * b;
-        sums[2] += w * b * b;
+        label[0] += w;
+        label[1] += w * b;
+        label[2] += w * b * b;
         for (i, ai) in a.iter().enumerate() {
-            sums[3 + i] += w * ai;
-            sums[3 + dim + i] += w * ai * b;
-            let row = 3 + 2 * dim + i * dim;
-            a.iter()
-                .enumerate()
-                .skip(i)
-                .for_each(|(j, aj)| sums[row + j] += w * ai * aj);
+            let w_ai = w * ai;
+            features[i] += w_ai;
+            cross[i] += w_ai * b;
+            // The upper triangle of row i, as slices the compiler vectorizes.
+            let row = &mut gram[i * dim + i..(i + 1) * dim];
+            row.iter_mut().zip(&a[i..]).for_each(|(sum, aj)| *sum += w_ai * aj);
         }
     }
     ranks.sum(&mut sums)?;
