@@ -250,10 +250,7 @@ async fn a_failed_stage_is_retried_from_the_last_checkpoint() {
     fail_once_after_the_first_epoch();
     let session = Session::local(2);
     let (train, _) = credit(&session).await;
-    let renamed = train
-        .clone()
-        .with_column("label_fail_once", col("label"))
-        .unwrap();
+    let renamed = train.clone().with_column("label_fail_once", col("label")).unwrap();
 
     let straight = mlp().epochs(3).fit(&train).await.unwrap();
     let retried = mlp()
@@ -349,10 +346,7 @@ async fn validation_rows_are_held_out_and_scored_every_epoch() {
     let session = Session::local(2);
     let (train, _) = credit(&session).await;
     let marked = train
-        .with_column(
-            "is_validation",
-            col("age").gt(datafusion::prelude::lit(50)),
-        )
+        .with_column("is_validation", col("age").gt(datafusion::prelude::lit(50)))
         .unwrap();
     let held_out = marked
         .clone()

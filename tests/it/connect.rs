@@ -558,6 +558,19 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
         &linear_summary[0],
         &[seen["linear"][1].as_f64().unwrap()],
     );
+    // The normal equation's statistics (duration, age, intercept): 1000 rows less three estimates; the
+    // credit amount rises with the duration, far beyond chance.
+    let statistics = seen["linear_statistics"].as_array().unwrap();
+    assert_eq!(statistics[0], 997, "{seen}");
+    let p_values: Vec<f64> = (statistics[1].as_array().unwrap().iter())
+        .map(|p| p.as_f64().unwrap())
+        .collect();
+    assert_eq!(p_values.len(), 3, "{seen}");
+    assert!(p_values.iter().all(|p| (0.0..=1.0).contains(p)), "{seen}");
+    assert!(
+        p_values[0] < 1e-10 && statistics[2][0].as_f64().unwrap() > 10.0,
+        "{seen}"
+    );
     assert_eq!(seen["kmeans_summary"], serde_json::json!([3, 1000, 1000]), "{seen}");
     let sent = &seen["sent_vectors"];
     assert_close("sent mean", &sent[0], &[5.0 / 3.0]);

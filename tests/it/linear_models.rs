@@ -297,6 +297,68 @@ async fn a_rank_without_rows_fits_with_the_others() {
     assert_eq!(spread.coefficients().len(), 2);
 }
 
+/// Spark's own `LinearRegressionSummary` case (pyspark's `test_linear_regression`): four weighted rows, the
+/// normal equation; its standard errors, t statistics and p-values, intercept last, as Spark gives them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_normal_equation_fit_has_sparks_standard_errors_and_p_values() {
+    let session = Session::local(2);
+    let df = session
+        .context()
+        .sql(
+            "SELECT * FROM (VALUES (1.0, 1.0, 0.0, 5.0), (0.0, 2.0, 1.0, 2.0), (1.5, 3.0, 2.0, 1.0),
+                                   (0.7, 4.0, 1.5, 3.0)) AS t(label, weight, a, b)",
+        )
+        .await
+        .unwrap();
+    let df = VectorAssembler::new()
+        .input_cols(["a", "b"])
+        .output_col("features")
+        .transform(&df)
+        .unwrap();
+    let fit = |solver: &'static str| {
+        let df = df.clone();
+        async move {
+            LinearRegression::new()
+                .solver(solver)
+                .weight_col("weight")
+                .workers(2)
+                .fit(&df)
+                .await
+                .unwrap()
+        }
+    };
+    let model = fit("normal").await;
+    assert_close("coefficients", model.coefficients(), &[0.65, 0.1125], 1e-9);
+    let rows = [
+        (1.0, 1.0, [0.0, 5.0]),
+        (0.0, 2.0, [1.0, 2.0]),
+        (1.5, 3.0, [2.0, 1.0]),
+        (0.7, 4.0, [1.5, 3.0]),
+    ];
+    let rss: f64 = rows.iter().map(|(y, w, x)| w * (y - model.predict(x)).powi(2)).sum();
+    assert_eq!(model.degrees_of_freedom(4), 1);
+    let statistics = model.coefficient_statistics(rss, 4).unwrap();
+    let spark = [
+        (
+            &statistics.standard_errors,
+            [1.2859821149611763, 0.6248749874975031, 3.1645497310044184],
+        ),
+        (
+            &statistics.t_values,
+            [0.5054502643838291, 0.1800360108036021, -0.11060025272186746],
+        ),
+        (
+            &statistics.p_values,
+            [0.7020630236843428, 0.8866003086182783, 0.9298746994547682],
+        ),
+    ];
+    for (ours, theirs) in spark {
+        assert_close("statistics", ours, &theirs, 1e-9);
+    }
+    // L-BFGS leaves no inverse to take standard errors from, as in Spark.
+    assert_eq!(fit("l-bfgs").await.coefficient_statistics(rss, 4), None);
+}
+
 /// A classifier's scores on a frame aliased twice over, as a Spark Connect client's relations are (each plan
 /// id a `SubqueryAlias`): DataFusion's rules that push `get_field` towards the scan left the plan with a column
 /// both qualified and not, and it failed.

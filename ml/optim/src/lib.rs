@@ -42,5 +42,5 @@ mod vector;
 pub use convergence::Stop;
 pub use history::{BadCurvature, InverseHessian};
 pub use lbfgs::{Lbfgs, Minimum};
-pub use normal::{NotPositiveDefinite, normal_equation};
+pub use normal::{NotPositiveDefinite, normal_equation, normal_equation_and_inverse_diagonal};
 pub use objective::Objective;

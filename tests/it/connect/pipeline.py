@@ -87,6 +87,7 @@ numbers = VectorAssembler(inputCols=["duration", "age"], outputCol="features").t
 linear = LinearRegression(labelCol="credit_amount").fit(numbers)
 seen["linear"] = [len(linear.coefficients), RegressionEvaluator(labelCol="credit_amount").evaluate(linear.transform(numbers))]
 seen["linear_summary"] = [linear.summary.rootMeanSquaredError, linear.summary.numInstances, linear.summary.r2]
+seen["linear_statistics"] = [linear.summary.degreesOfFreedom, linear.summary.pValues, linear.summary.tValues]
 kmeans = KMeans(k=3, seed=1).fit(numbers)
 seen["kmeans_clusters"] = kmeans.transform(numbers).select("prediction").distinct().count()
 seen["kmeans_summary"] = [kmeans.summary.k, sum(kmeans.summary.clusterSizes), kmeans.summary.cluster.count()]

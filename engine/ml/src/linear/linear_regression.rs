@@ -129,6 +129,8 @@ impl Estimator for LinearRegression {
             features_col: self.features_col.clone(),
             label_col: self.label_col.clone(),
             prediction_col: self.prediction_col.clone(),
+            fit_intercept: self.settings.fit_intercept,
+            weight_col: self.weight_col.clone(),
             training_rows: rows,
             fit,
         })
@@ -145,10 +147,19 @@ pub struct LinearRegressionModel {
     #[serde(default = "default_label_col")]
     label_col: String,
     prediction_col: String,
+    #[serde(default = "fitted_with_intercept")]
+    fit_intercept: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    weight_col: Option<String>,
     #[serde(default)]
     training_rows: u64,
     #[serde(flatten)]
     fit: LinearFit,
+}
+
+/// A model saved before it kept `fitIntercept` had one, Spark's default.
+fn fitted_with_intercept() -> bool {
+    true
 }
 
 impl LinearRegressionModel {
@@ -170,6 +181,22 @@ impl LinearRegressionModel {
     /// The rows it was fitted on, over every rank.
     pub fn training_rows(&self) -> u64 {
         self.training_rows
+    }
+
+    /// Whether it was fitted with an intercept (Spark's `fitIntercept`).
+    pub fn get_fit_intercept(&self) -> bool {
+        self.fit_intercept
+    }
+
+    /// The column that weighed the training rows, if one did (Spark's `weightCol`).
+    pub fn get_weight_col(&self) -> Option<&str> {
+        self.weight_col.as_deref()
+    }
+
+    /// The diagonal of `(XᵀWX)⁻¹` in the features' units, the intercept's last (Spark's `diagInvAtWA`): what the
+    /// coefficients' standard errors are made of. From a Cholesky solve only; empty after an iterative one.
+    pub fn inverse_gram_diagonal(&self) -> &[f64] {
+        &self.fit.inverse_gram_diagonal
     }
 
     super::setters::model_columns!(features_col, label_col, prediction_col);

@@ -30,9 +30,11 @@ mod linear_regression;
 mod logistic_regression;
 mod scores;
 mod setters;
+mod statistics;
 
 pub use hearth_optim::glm::{Family, LinearSolver, Solved};
 pub use linear_regression::{LinearRegression, LinearRegressionModel};
 pub use logistic_regression::{LogisticRegression, LogisticRegressionModel};
 pub(crate) use scores::score_columns;
 pub use scores::{LINEAR_PREDICT, LOGISTIC_SCORES, LinearScoresUdf};
+pub use statistics::CoefficientStatistics;

@@ -7,6 +7,7 @@ pub(crate) mod literals;
 mod operators;
 mod params;
 pub(crate) mod predict;
+mod regression_summary;
 pub(crate) mod summaries;
 
 pub(crate) use attributes::attribute;

@@ -11,9 +11,7 @@ use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::{DataFrame, col};
 use hearth_engine::clustering::KMeansModel;
-use hearth_engine::evaluation::{
-    BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
-};
+use hearth_engine::evaluation::{BinaryClassificationEvaluator, MulticlassClassificationEvaluator};
 use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel};
 use hearth_engine::perceptron::MultilayerPerceptronClassificationModel;
 use hearth_engine::session::Session;
@@ -25,6 +23,7 @@ use spark_connect_proto::expression::literal::LiteralType;
 
 use crate::errors::{ConnectError, Result};
 use crate::models::literals::{array, double, integer, literal};
+use crate::models::regression_summary::regression;
 
 /// A binary summary's curves and area take every distinct score, as Spark's summaries do (no down-sampling).
 const SUMMARY_BINS: usize = 0;
@@ -90,7 +89,10 @@ pub(crate) async fn attribute(
             let beta = args.first().and_then(Value::as_f64).unwrap_or(1.0);
             classification(session, &predictions, &columns, method, binary, beta).await?
         }
-        Family::Regression => regression(&predictions, &columns, method).await?,
+        Family::Regression => match model.downcast_ref::<LinearRegressionModel>() {
+            Some(linear) => regression(linear, &predictions, &columns, method).await?,
+            None => None,
+        },
         Family::Clustering if method == "cluster" => {
             Some(SummaryValue::Frame(predictions.select(vec![col(&columns.prediction)])?))
         }
@@ -105,10 +107,10 @@ pub(crate) async fn attribute(
 }
 
 /// The columns a summary reads.
-struct Columns {
-    label: String,
-    prediction: String,
-    probability: String,
+pub(crate) struct Columns {
+    pub(crate) label: String,
+    pub(crate) prediction: String,
+    pub(crate) probability: String,
 }
 
 /// Spark's `ClassificationSummary` figures, and with two classes its `BinaryClassificationSummary`'s.
@@ -163,33 +165,6 @@ async fn classification(
         _ => return Ok(None),
     };
     Ok(Some(SummaryValue::Value(value)))
-}
-
-/// Spark's `LinearRegressionSummary` figures.
-async fn regression(predictions: &DataFrame, columns: &Columns, method: &str) -> Result<Option<SummaryValue>> {
-    let metric = match method {
-        "rootMeanSquaredError" => "rmse",
-        "meanSquaredError" => "mse",
-        "meanAbsoluteError" => "mae",
-        "explainedVariance" => "var",
-        "r2" => "r2",
-        "residuals" => {
-            let residual = (col(&columns.label) - col(&columns.prediction)).alias("residuals");
-            return Ok(Some(SummaryValue::Frame(predictions.clone().select(vec![residual])?)));
-        }
-        "numInstances" => {
-            let rows = i64::try_from(predictions.clone().count().await?).unwrap_or(i64::MAX);
-            return Ok(Some(SummaryValue::Value(literal(LiteralType::Long(rows)))));
-        }
-        _ => return Ok(None),
-    };
-    let value = RegressionEvaluator::new()
-        .metric_name(metric)
-        .label_col(&columns.label)
-        .prediction_col(&columns.prediction)
-        .evaluate(predictions)
-        .await?;
-    Ok(Some(SummaryValue::Value(double(value))))
 }
 
 /// Spark's `model.hasSummary` (which a 4.0 client asks before reading `model.summary`): whether `model` is of
@@ -255,7 +230,7 @@ fn text(value: String) -> Literal {
     literal(LiteralType::String(value))
 }
 
-fn doubles(values: &[f64]) -> Literal {
+pub(crate) fn doubles(values: &[f64]) -> Literal {
     array(
         values.iter().map(|v| double(*v)).collect(),
         Kind::Double(data_type::Double::default()),

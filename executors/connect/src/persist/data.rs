@@ -35,7 +35,7 @@ pub(crate) const DATA_DIR: &str = "data";
 
 /// The hearth fields of a model that are its training record, not its params or state: kept in the
 /// metadata's `hearth` object.
-pub(crate) const TRAINING_RECORD: &[&str] = &["trainingRows", "solved", "summary"];
+pub(crate) const TRAINING_RECORD: &[&str] = &["trainingRows", "solved", "summary", "inverseGramDiagonal"];
 
 /// The fields of hearth's model JSON that `data/` holds, by model class.
 pub(crate) fn state_fields(class: &str) -> &'static [&'static str] {

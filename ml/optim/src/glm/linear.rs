@@ -96,5 +96,6 @@ pub fn fit_linear<R: Reduce>(
         coefficients,
         intercept,
         solved: Solved::from(minimum),
+        inverse_gram_diagonal: Vec::new(),
     })
 }

@@ -73,6 +73,10 @@ pub struct LinearFit {
     /// Spark reports them.
     #[serde(default)]
     pub solved: Solved,
+    /// The diagonal of `(XᵀWX)⁻¹` in the original units, the intercept's last (Spark's `diagInvAtWA`, what the
+    /// coefficients' standard errors are made of): from a Cholesky solve only, empty after an iterative one.
+    #[serde(default)]
+    pub inverse_gram_diagonal: Vec<f64>,
 }
 
 /// The label's standard deviation to standardize by, or `None` when the label is constant and the answer is its
@@ -99,5 +103,6 @@ pub(crate) fn constant(dim: usize, mean: f64) -> LinearFit {
         coefficients: vec![0.0; dim],
         intercept: mean,
         solved: Solved::unsolved(),
+        inverse_gram_diagonal: Vec::new(),
     }
 }

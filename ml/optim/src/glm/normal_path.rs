@@ -4,7 +4,7 @@
 
 use super::linear_model::{LinearFit, LinearSettings, constant};
 use super::{FitError, Reduce, Shard, Solved};
-use crate::{Lbfgs, normal_equation};
+use crate::{Lbfgs, normal_equation_and_inverse_diagonal};
 
 /// The standardized normal equation `AA·x = AB` (intercept last), and what undoes the standardization.
 struct Standardized {
@@ -30,15 +30,20 @@ pub(crate) fn fit_normal<R: Reduce>(
     let Some(system) = Standardized::new(dim, &sums, settings)? else {
         return Ok(constant(dim, sums[1] / sums[0]));
     };
-    let (solution, solved) = if settings.elastic_net_param != 0.0 && settings.reg_param != 0.0 {
-        system.iterative(settings, true)
-    } else {
-        match normal_equation(&system.aa, &system.ab) {
-            Ok(solution) => (solution, Solved::unsolved()),
-            Err(_) => system.iterative(settings, false),
+    if settings.elastic_net_param != 0.0 && settings.reg_param != 0.0 {
+        let (solution, solved) = system.iterative(settings, true);
+        return Ok(system.original_scale(&solution, solved));
+    }
+    Ok(match normal_equation_and_inverse_diagonal(&system.aa, &system.ab) {
+        Ok((solution, inverse)) => LinearFit {
+            inverse_gram_diagonal: system.original_inverse_diagonal(&inverse, sums[0]),
+            ..system.original_scale(&solution, Solved::unsolved())
+        },
+        Err(_) => {
+            let (solution, solved) = system.iterative(settings, false);
+            system.original_scale(&solution, solved)
         }
-    };
-    Ok(system.original_scale(&solution, solved))
+    })
 }
 
 /// `[W, Σwb, Σwb², Σwa…, Σwab…, Σw·aᵢaⱼ (row-major)…]` over every rank.
@@ -165,6 +170,20 @@ impl Standardized {
         (minimum.x.clone(), Solved::from(minimum))
     }
 
+    /// The diagonal of `(XᵀWX)⁻¹` in the original units from that of the standardized system's inverse, the
+    /// rows' weights summing to `weight_sum` (Spark's `diagInvAtWA`): a feature's entry over its variance, the
+    /// intercept's as it is.
+    fn original_inverse_diagonal(&self, inverse: &[f64], weight_sum: f64) -> Vec<f64> {
+        inverse
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match self.a_std.get(i) {
+                Some(std) => v / (weight_sum * std * std),
+                None => v / weight_sum,
+            })
+            .collect()
+    }
+
     /// The solution's coefficients and intercept in the original units.
     fn original_scale(&self, solution: &[f64], solved: Solved) -> LinearFit {
         let coefficients = (0..self.dim)
@@ -185,6 +204,7 @@ impl Standardized {
             coefficients,
             intercept,
             solved,
+            inverse_gram_diagonal: Vec::new(),
         }
     }
 }
