@@ -4,7 +4,7 @@
 //! PySpark's exceptions and leave the server serving; sessions keep their views to themselves, end on
 //! `stop()` or when idle; a server with a token refuses calls without it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use datafusion::arrow::compute::cast as cast_array;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::functions_aggregate::expr_fn::avg;
-use datafusion::logical_expr::{cast, col, lit};
+use datafusion::logical_expr::{cast, col, ident, lit};
 use hearth::connect::{ConnectOptions, ConnectServer};
 use hearth::datasets::german_credit;
 use hearth::prelude::*;
@@ -201,6 +201,8 @@ async fn dataframes_on(master: &str) {
     );
 
     assert_eq!(seen["credit_columns"].as_array().unwrap().len(), 21);
+    // Spark's inference: whole numbers that fit 32 bits are `int`.
+    assert_eq!(seen["credit_types"], serde_json::json!(["int", "int", "string"]));
     assert_eq!(seen["credit_count"], rust["count"]);
     assert_eq!(seen["credit_long"], rust["long"]);
     assert_eq!(seen["credit_mean_amount"], rust["mean"]);
@@ -400,12 +402,26 @@ fn assert_close(what: &str, got: &Value, want: &[f64]) {
 
 /// German Credit's pipeline fitted by hearth's Rust API on the rows PySpark's `randomSplit([0.8, 0.2], 42)`
 /// keeps: the fitted stages and the test rows' predictions.
-async fn pipeline_in_rust() -> (PipelineModel, DataFrame) {
-    let session = Session::local(2);
+/// German Credit typed as Spark's `inferSchema` types it, and hearth's server with it: whole numbers as 32-bit
+/// `int` (hearth's Rust reader infers 64 bits). A split draws each row from its values, typed: the Rust side
+/// splits the same rows as the client only with the client's types.
+async fn spark_typed_credit(session: &Session) -> DataFrame {
     let credit = session
         .read_csv(german_credit::csv_path(), &CsvOptions::new())
         .await
         .unwrap();
+    let columns: Vec<_> = (credit.schema().fields().iter())
+        .map(|field| match field.data_type() {
+            DataType::Int64 => cast(ident(field.name()), DataType::Int32).alias(field.name()),
+            _ => ident(field.name()),
+        })
+        .collect();
+    credit.select(columns).unwrap()
+}
+
+async fn pipeline_in_rust() -> (PipelineModel, DataFrame) {
+    let session = Session::local(2);
+    let credit = spark_typed_credit(&session).await;
     let split = credit.random_split(&[0.8, 0.2], 42).unwrap();
     let pipeline = Pipeline::new()
         .stage(StringIndexer::new().input_col("class").output_col("label"))
@@ -431,18 +447,71 @@ async fn pipeline_in_rust() -> (PipelineModel, DataFrame) {
 /// environment's `clients/VERSION`, for PYTHONPATH).
 const OLDER_CLIENTS: [&str; 2] = ["4.0.4", "4.1.3"];
 
+/// The pipeline script's report with its errors' classes only: their messages name objects by random uids.
+fn comparable(mut report: Value) -> Value {
+    for error in ["missing_column", "other_session"] {
+        report[error] = report[error]["class"].take();
+    }
+    report
+}
+
+/// Fails naming the first place where two reports differ: numbers by more than `relative`, anything else at all.
+fn assert_same_report(seen: &Value, expected: &Value, relative: f64, at: &str) {
+    match (seen, expected) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                let (x, y) = (
+                    &a.get(key).cloned().unwrap_or(Value::Null),
+                    &b.get(key).cloned().unwrap_or(Value::Null),
+                );
+                assert_same_report(x, y, relative, &format!("{at}.{key}"));
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                assert_same_report(x, y, relative, &format!("{at}[{i}]"));
+            }
+        }
+        (Value::Number(a), Value::Number(b)) => {
+            let (x, y) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!((x - y).abs() <= relative * y.abs().max(1.0), "{at}: {x} against {y}");
+        }
+        _ => assert_eq!(seen, expected, "{at}"),
+    }
+}
+
+/// The whole ML script on a Ballista master (`standalone[2]`: Ballista's scheduler and executor in the
+/// process) reports what it reports on `local[2]`: the same indexers, scaler, fits, summaries, statistics,
+/// predictions, evaluations and errors. The runtime's threads get the main thread's 8 MiB of stack: Ballista's
+/// scheduler decodes the client's plans recursively, deeper than tokio's 2 MiB in an unoptimized build.
+#[test]
+fn the_pipeline_script_reports_the_same_on_a_ballista_master() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(8 << 20)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut reports = Vec::new();
+        for master in ["local[2]", "standalone[2]"] {
+            let server = serve(master, None, Duration::from_secs(600)).await;
+            let url = format!("sc://127.0.0.1:{}", server.address().port());
+            let args = vec![url, german_credit::csv_path().display().to_string()];
+            reports.push(comparable(report(&run_client("pipeline.py", args, vec![]).await)));
+            server.shutdown().await.unwrap();
+        }
+        // A fit sums its partitions in another order on each master: the last bits may differ.
+        assert_same_report(&reports[1], &reports[0], 1e-9, "report");
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_4_0_and_4_1_clients_run_the_pipeline_script_as_4_2_does() {
     let server = serve("local[2]", None, Duration::from_secs(600)).await;
     let url = format!("sc://127.0.0.1:{}", server.address().port());
     let args = vec![url, german_credit::csv_path().display().to_string()];
-    // The errors' messages name objects by their random uids: their classes are compared.
-    let comparable = |mut report: Value| {
-        for error in ["missing_column", "other_session"] {
-            report[error] = report[error]["class"].take();
-        }
-        report
-    };
     let newest = comparable(report(&run_client("pipeline.py", args.clone(), vec![]).await));
     let environment = client_python().parent().and_then(Path::parent).unwrap().to_path_buf();
     for version in OLDER_CLIENTS {
@@ -512,10 +581,7 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
     let summary = &seen["summary"];
     assert_eq!(summary["type"], "BinaryLogisticRegressionTrainingSummary", "{summary}");
     let session = Session::local(2);
-    let credit = session
-        .read_csv(german_credit::csv_path(), &CsvOptions::new())
-        .await
-        .unwrap();
+    let credit = spark_typed_credit(&session).await;
     let train = credit.random_split(&[0.8, 0.2], 42).unwrap().remove(0);
     let fitted = model.transform(&train).unwrap();
     let train_accuracy = MulticlassClassificationEvaluator::new()

@@ -25,10 +25,22 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// The stack of the runtime's threads: the main thread's 8 MiB rather than tokio's 2 MiB, since Ballista's
+/// scheduler and DataFusion's planner recurse through a plan's depth (a long pipeline's plans, decoded by a
+/// standalone master, overflowed 2 MiB in an unoptimized build).
+const THREAD_STACK_BYTES: usize = 8 << 20;
+
+fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match cli.run().await {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(THREAD_STACK_BYTES)
+        .enable_all()
+        .build();
+    let outcome = match runtime {
+        Ok(runtime) => runtime.block_on(cli.run()),
+        Err(e) => Err(format!("cannot start the async runtime: {e}").into()),
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -51,6 +51,7 @@ seen["derived_columns"] = small.select(F.col("id") + 1, F.col("id") == 2, F.col(
 # the German Credit CSV: header and Spark's type inference, filters, aggregates
 credit = spark.read.csv(credit_csv, header=True, inferSchema=True)
 seen["credit_columns"] = credit.columns
+seen["credit_types"] = [credit.schema[c].dataType.simpleString() for c in ("duration", "credit_amount", "purpose")]
 seen["credit_count"] = credit.count()
 seen["credit_long"] = credit.filter(F.col("duration") > 24).count()
 seen["credit_mean_amount"] = credit.select(F.mean("credit_amount")).first()[0]

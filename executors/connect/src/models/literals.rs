@@ -117,3 +117,11 @@ pub(crate) fn json_params(params: &serde_json::Map<String, Value>) -> MlParams {
             .collect(),
     }
 }
+
+/// A list of doubles, as Spark's `Array[Double]` attributes come back (`pValues`, `clusterSizes`' figures).
+pub(crate) fn doubles(values: &[f64]) -> Literal {
+    array(
+        values.iter().map(|v| double(*v)).collect(),
+        Kind::Double(data_type::Double::default()),
+    )
+}

@@ -9,6 +9,7 @@ mod params;
 pub(crate) mod predict;
 mod regression_summary;
 pub(crate) mod summaries;
+mod summary_value;
 
 pub(crate) use attributes::attribute;
 pub(crate) use cache::ModelCache;

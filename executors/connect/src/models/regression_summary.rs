@@ -14,9 +14,9 @@ use hearth_engine::evaluation::RegressionEvaluator;
 use hearth_engine::linear::{CoefficientStatistics, LinearRegressionModel};
 use spark_connect_proto::expression::literal::LiteralType;
 
-use super::summaries::{Columns, SummaryValue, doubles};
+use super::summary_value::{Columns, SummaryValue};
 use crate::errors::{ConnectError, Result};
-use crate::models::literals::{double, literal};
+use crate::models::literals::{double, doubles, literal};
 
 /// `model.summary.<method>` of a linear regression over its training `predictions`; `None` for a method
 /// Spark's summary does not have.

@@ -22,17 +22,12 @@ use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::LiteralType;
 
 use crate::errors::{ConnectError, Result};
-use crate::models::literals::{array, double, integer, literal};
+use crate::models::literals::{array, double, doubles, integer, literal};
 use crate::models::regression_summary::regression;
+pub(crate) use crate::models::summary_value::{Columns, SummaryValue};
 
 /// A binary summary's curves and area take every distinct score, as Spark's summaries do (no down-sampling).
 const SUMMARY_BINS: usize = 0;
-
-/// A summary attribute: a value, or a data frame (`roc`, `pr`, `predictions`, `cluster`).
-pub(crate) enum SummaryValue {
-    Value(Literal),
-    Frame(DataFrame),
-}
 
 /// The error that makes PySpark send `CreateSummary` with the data and ask again.
 pub(crate) fn summary_lost(id: &str) -> ConnectError {
@@ -104,13 +99,6 @@ pub(crate) async fn attribute(
             model.class()
         ))
     })
-}
-
-/// The columns a summary reads.
-pub(crate) struct Columns {
-    pub(crate) label: String,
-    pub(crate) prediction: String,
-    pub(crate) probability: String,
 }
 
 /// Spark's `ClassificationSummary` figures, and with two classes its `BinaryClassificationSummary`'s.
@@ -228,13 +216,6 @@ fn solver_record(model: &dyn Transformer, method: &str) -> Option<Literal> {
 
 fn text(value: String) -> Literal {
     literal(LiteralType::String(value))
-}
-
-pub(crate) fn doubles(values: &[f64]) -> Literal {
-    array(
-        values.iter().map(|v| double(*v)).collect(),
-        Kind::Double(data_type::Double::default()),
-    )
 }
 
 /// The distinct values of `column`, in order.

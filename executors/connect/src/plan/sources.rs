@@ -5,8 +5,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use datafusion::functions_aggregate::expr_fn::{max, min};
+use datafusion::logical_expr::{cast, ident};
 use datafusion::prelude::{DataFrame, JsonReadOptions};
 use hearth_engine::read::CsvOptions;
 use hearth_engine::session::Session;
@@ -37,10 +39,15 @@ async fn read_one(session: &Session, format: &str, source: &DataSource, path: &s
     match format {
         "csv" => {
             let mut options = csv_options(&source.options)?;
-            if let Some(schema) = source.schema.as_deref().filter(|s| !s.trim().is_empty()) {
+            let given = source.schema.as_deref().filter(|s| !s.trim().is_empty());
+            if let Some(schema) = given {
                 options = options.schema(Arc::new(schema_from_text(schema)?));
             }
-            Ok(session.read_csv(path, &options).await?)
+            let df = session.read_csv(path, &options).await?;
+            match given.is_none() && flag(&source.options, "inferSchema", false)? {
+                true => spark_integers(df).await,
+                false => Ok(df),
+            }
         }
         "parquet" => Ok(session.read_parquet(path).await?),
         "json" => Ok(session
@@ -59,6 +66,48 @@ async fn read_one(session: &Session, format: &str, source: &DataSource, path: &s
             "the data source format {other:?} (csv, parquet, json, text and libsvm are read)"
         ))),
     }
+}
+
+/// Spark's CSV inference types a column of whole numbers `int` when every value fits 32 bits and `bigint` only
+/// beyond; DataFusion's infers 64 bits for both. One aggregate pass finds the columns that fit, which are cast.
+async fn spark_integers(df: DataFrame) -> Result<DataFrame> {
+    let wide: Vec<String> = (df.schema().fields().iter())
+        .filter(|field| field.data_type() == &DataType::Int64)
+        .map(|field| field.name().clone())
+        .collect();
+    if wide.is_empty() {
+        return Ok(df);
+    }
+    let bounds = (wide.iter().enumerate())
+        .flat_map(|(i, column)| {
+            [
+                min(ident(column)).alias(format!("low{i}")),
+                max(ident(column)).alias(format!("high{i}")),
+            ]
+        })
+        .collect();
+    let batches = df.clone().aggregate(vec![], bounds)?.collect().await?;
+    let Some(batch) = batches.iter().find(|batch| batch.num_rows() == 1) else {
+        return Ok(df);
+    };
+    let fits = |i: usize| {
+        let bound = |j: usize| {
+            let values = batch.column(j).as_primitive::<Int64Type>();
+            values.is_null(0) || i32::try_from(values.value(0)).is_ok()
+        };
+        bound(2 * i) && bound(2 * i + 1)
+    };
+    let narrow: Vec<&String> = (wide.iter().enumerate())
+        .filter(|(i, _)| fits(*i))
+        .map(|(_, c)| c)
+        .collect();
+    let columns = (df.schema().fields().iter())
+        .map(|field| match narrow.contains(&field.name()) {
+            true => cast(ident(field.name()), DataType::Int32).alias(field.name()),
+            false => ident(field.name()),
+        })
+        .collect::<Vec<_>>();
+    Ok(df.select(columns)?)
 }
 
 /// Spark's `text` source: one row per line, in a string column `value`; a directory's files in name order,
