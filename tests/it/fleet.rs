@@ -83,7 +83,15 @@ impl Fleet {
         let work = tempfile::tempdir().unwrap();
         let work_dir = work.path().to_str().unwrap();
         let (scheduler, line) = spawn_until(
-            &["scheduler", "--bind", "127.0.0.1:0", "--work-dir", work_dir],
+            // No secret: these tests' in-process clients reach it without one.
+            &[
+                "scheduler",
+                "--bind",
+                "127.0.0.1:0",
+                "--work-dir",
+                work_dir,
+                "--insecure",
+            ],
             &[],
             "hearth scheduler listening on",
         );
@@ -127,6 +135,7 @@ impl Fleet {
             &slots,
             "--work-dir",
             work_dir,
+            "--insecure",
         ];
         if let Some(programs) = programs {
             args.extend(["--allow-programs", programs.to_str().unwrap()]);

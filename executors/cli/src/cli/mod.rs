@@ -172,15 +172,28 @@ struct AccessArgs {
     /// plain TCP).
     #[arg(long = "tls-dir")]
     tls_dir: Option<PathBuf>,
+    /// Run without a secret: anyone who can open its ports may then use the fleet (run plans as this user,
+    /// read what it holds). Only where every user of the machine and network is trusted.
+    #[arg(long)]
+    insecure: bool,
 }
 
 impl AccessArgs {
-    /// The secret, and the TLS of `role`.
+    /// The secret, and the TLS of `role`; refused without a secret unless `--insecure`.
     fn access(&self, role: Role) -> Result<FleetAccess, Box<dyn Error>> {
         let secret = match &self.secret_file {
             Some(file) => ClusterSecret::read(file).map(Some),
             None => ClusterSecret::from_env(),
         }?;
+        if secret.is_none() && !self.insecure {
+            return Err(format!(
+                "hearth {role} without the fleet's secret would let anyone who can reach its ports run plans as \
+                 you: give --secret-file FILE (32 or more random letters and digits, mode 0600; `hearth cluster \
+                 start` makes one in its state directory), HEARTH_SECRET_FILE, or --insecure where every user of \
+                 the machine and network is trusted"
+            )
+            .into());
+        }
         let tls = match &self.tls_dir {
             Some(dir) => FleetTls::read_as(dir, role).map(Some),
             None => FleetTls::from_env(role),

@@ -50,10 +50,24 @@ fn a_fleet_refuses_executors_and_clients_without_its_secret() {
         .unwrap();
     assert!(with_file.status.success(), "{}", shown(&with_file));
 
-    // An executor without it never registers; the scheduler says whom it refused.
+    // An executor without it does not start unless told to run --insecure, and then never registers: the
+    // scheduler says whom it refused.
     let scheduler = fleet.master.trim_start_matches("df://").to_string();
+    for role in [
+        vec!["scheduler", "--bind", "127.0.0.1:0"],
+        vec!["executor", "--scheduler", &scheduler],
+    ] {
+        let refused = without().args(&role).output().unwrap();
+        assert!(!refused.status.success(), "{}", shown(&refused));
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            said.contains("--secret-file") && said.contains("--insecure"),
+            "{}",
+            shown(&refused)
+        );
+    }
     let mut intruder = without()
-        .args(["executor", "--scheduler", &scheduler, "--slots", "1"])
+        .args(["executor", "--scheduler", &scheduler, "--slots", "1", "--insecure"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
