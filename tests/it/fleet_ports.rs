@@ -9,11 +9,14 @@ use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arrow_flight::Ticket;
+use arrow_flight::flight_service_client::FlightServiceClient;
 use ballista_core::JobId;
 use ballista_core::execution_plans::ShuffleWriterExec;
 use ballista_core::serde::protobuf::executor_grpc_client::ExecutorGrpcClient;
 use ballista_core::serde::protobuf::{
-    CancelTasksParams, LaunchMultiTaskParams, MultiTaskDefinition, StopExecutorParams, TaskId,
+    Action, CancelTasksParams, FetchPartition, LaunchMultiTaskParams, MultiTaskDefinition, StopExecutorParams, TaskId,
+    action,
 };
 use datafusion::prelude::SessionContext;
 use datafusion_proto::physical_plan::AsExecutionPlan;
@@ -198,4 +201,36 @@ async fn executor_ports_refuse_callers_without_the_secret_and_launches_around_th
         "no task ran without the secret"
     );
     assert!(fleet.executor_alive(), "the executor still runs");
+
+    // Ballista builds a fetched partition's path from its job id: one that is a path, even with the secret, is
+    // refused before Ballista reads anything; a job id of Ballista's shape reaches Ballista.
+    let fetch = |job: &str| Ticket {
+        ticket: Action {
+            action_type: Some(action::ActionType::FetchPartition(FetchPartition {
+                job_id: job.to_string(),
+                stage_id: 1,
+                host: "127.0.0.1".into(),
+                port: u32::from(flight),
+                ..FetchPartition::default()
+            })),
+            settings: Vec::new(),
+        }
+        .encode_to_vec()
+        .into(),
+    };
+    let token = ClusterSecret::parse(SECRET)
+        .unwrap()
+        .token_for(&format!("127.0.0.1:{flight}"));
+    let endpoint = Endpoint::from_shared(format!("http://127.0.0.1:{flight}")).unwrap();
+    let channel = tokio::time::timeout(Duration::from_secs(10), endpoint.user_agent(token).unwrap().connect()).await;
+    let mut member = FlightServiceClient::new(channel.expect("connects within 10 s").unwrap());
+    let escaping = member.do_get(fetch("../outside")).await.unwrap_err();
+    assert_eq!(escaping.code(), Code::PermissionDenied, "{escaping}");
+    assert!(escaping.message().contains("not a Ballista job id"), "{escaping}");
+    let shaped = member.do_get(fetch("0gkj6x1fbrkg0")).await.map(|_| ()).unwrap_err();
+    assert_ne!(
+        shaped.code(),
+        Code::PermissionDenied,
+        "a job id of Ballista's shape: {shaped}"
+    );
 }

@@ -236,31 +236,47 @@ fn fetched_job(path: &str, body: &Bytes) -> Option<String> {
     }
 }
 
+/// Whether `job` has the shape of the ids Ballista's scheduler gives jobs (letters and digits; `-` and `_`
+/// allowed): Ballista builds a shuffle file's path from the id, so one like `../..` would reach outside the
+/// executor's work directory.
+fn is_job_id(job: &str) -> bool {
+    (1..=64).contains(&job.len()) && job.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 /// An executor's Flight port's check, behind the front that put the caller's [`Principal`] in the request: a
-/// job's driver may fetch partitions of its own Ballista jobs (as [`JobOwners`] knows them) and make no
-/// other call.
+/// fetch whose job id is not [a job id](is_job_id) is refused to every caller; a job's driver may fetch
+/// partitions of its own Ballista jobs (as [`JobOwners`] knows them) and make no other call.
 pub(crate) async fn fetches_of_own_jobs(State(owners): State<JobOwners>, request: Request, next: Next) -> Response {
-    let Some(Principal::Job(job)) = request.extensions().get::<Principal>().cloned() else {
-        return next.run(request).await;
+    let job = match request.extensions().get::<Principal>() {
+        Some(Principal::Job(job)) => Some(job.clone()),
+        _ => None,
     };
     let path = request.uri().path().to_string();
+    if job.is_none() && path != DO_GET && path != DO_ACTION {
+        return next.run(request).await;
+    }
     let (head, body) = match read_whole(request, &path).await {
         Ok(read) => read,
         Err(refusal) => return refusal,
     };
     let asked = fetched_job(&path, &body);
-    let why = match &asked {
-        Some(asked) => match owners.owner(asked) {
-            Some(owner) if owner == job => return next.run(with_body(head, body)).await,
+    let why = match (&asked, &job) {
+        (Some(asked), _) if !is_job_id(asked) => {
+            format!("{asked:?} is not a Ballista job id (letters and digits), so it names no partition here")
+        }
+        (_, None) => return next.run(with_body(head, body)).await,
+        (Some(asked), Some(job)) => match owners.owner(asked) {
+            Some(owner) if owner == *job => return next.run(with_body(head, body)).await,
             Some(_) => format!("Ballista job {asked} is not one of that job's queries"),
             None => format!("this executor ran no task of Ballista job {asked}"),
         },
-        None => "a job's driver only fetches partitions of its queries".to_string(),
+        (None, Some(_)) => "a job's driver only fetches partitions of its queries".to_string(),
     };
-    log::warn!("the executor's Flight server refused {path} to job {job}: {why}");
+    let caller = job.map_or_else(|| "a member".to_string(), |job| format!("job {job}"));
+    log::warn!("the executor's Flight server refused {path} to {caller}: {why}");
     grpc_error(
         PERMISSION_DENIED,
-        &format!("job {job}'s credential may not ask {path} of this executor: {why}"),
+        &format!("{caller}'s credential may not ask {path} of this executor: {why}"),
     )
 }
 
@@ -272,6 +288,16 @@ mod tests {
         KeyValuePair {
             key: key.into(),
             value: Some(value.into()),
+        }
+    }
+
+    #[test]
+    fn job_ids_are_letters_and_digits_never_a_path() {
+        for id in ["0gkj6x1fbrkg0", "q1", "a-b_c"] {
+            assert!(is_job_id(id), "{id}");
+        }
+        for id in ["", "..", "../secret", "/etc", "a/b", "a b", &"x".repeat(65)] {
+            assert!(!is_job_id(id), "{id}");
         }
     }
 
