@@ -192,9 +192,16 @@ enum WorkDir {
 }
 
 impl WorkDir {
+    /// The directory `given` (made mode 700 when missing; refused when another user can write it or it is not
+    /// this user's), else a new temporary one (mode 700): shuffle files, spilled rows and shipped programs
+    /// live there.
     fn of(given: Option<&str>) -> Result<Self> {
         match given {
-            Some(dir) => Ok(Self::Given(PathBuf::from(dir))),
+            Some(dir) => {
+                let dir = PathBuf::from(dir);
+                own_private_dir(&dir)?;
+                Ok(Self::Given(dir))
+            }
             None => (tempfile::Builder::new().prefix("hearth-executor-").tempdir())
                 .map(Self::Temporary)
                 .map_err(|e| FleetError::Stopped(format!("cannot make a work directory for the executor: {e}"))),
@@ -207,6 +214,38 @@ impl WorkDir {
             Self::Temporary(dir) => dir.path(),
         }
     }
+}
+
+/// Makes `dir` (mode 700) when it is missing; an error when it is someone else's or writable by others.
+fn own_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let refused = |why: String| FleetError::Stopped(format!("the work directory {}: {why}", dir.display()));
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| refused(format!("cannot make it: {e}")))?;
+    }
+    let metadata = std::fs::metadata(dir).map_err(|e| refused(format!("cannot read it: {e}")))?;
+    if !metadata.is_dir() {
+        return Err(refused("it is not a directory".to_string()));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if metadata.uid() != me {
+        return Err(refused(format!(
+            "it belongs to user {}, not to this one ({me}): its shuffle files would be theirs to read and replace",
+            metadata.uid()
+        )));
+    }
+    let mode = metadata.mode() & 0o777;
+    if mode & 0o022 != 0 {
+        return Err(refused(format!(
+            "other users can write it (mode {mode:o}), and so replace the shuffle files and programs it holds; \
+             `chmod 700` it"
+        )));
+    }
+    Ok(())
 }
 
 impl Start {
@@ -329,5 +368,32 @@ async fn report(scheduler: SchedulerRest, resources: ExecutorResources) {
             Err(_) => {}
         }
         tokio::time::sleep(HEARTBEAT).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn a_work_directory_is_made_private_and_one_others_can_write_is_refused() {
+        let parent = tempfile::tempdir().unwrap();
+        let made = parent.path().join("made").join("work");
+        own_private_dir(&made).unwrap();
+        let mode = |dir: &Path| std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&made), 0o700);
+
+        let open = parent.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let refused = own_private_dir(&open).unwrap_err().to_string();
+        assert!(
+            refused.contains("mode 777") && refused.contains("chmod 700"),
+            "{refused}"
+        );
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        own_private_dir(&open).unwrap();
     }
 }

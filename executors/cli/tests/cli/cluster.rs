@@ -3,6 +3,7 @@
 //! fleet started on "hosts" through ssh, over TLS.
 
 use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -131,7 +132,7 @@ fn a_fleet_started_with_one_command_runs_the_main_job_in_both_modes_and_stops_cl
         "#!/bin/sh\necho \"master=$HEARTH_MASTER name=$HEARTH_APP_NAME args=$*\"\nexit 3\n",
     )
     .unwrap();
-    std::fs::set_permissions(&driver, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&driver, std::fs::Permissions::from_mode(0o755)).unwrap();
     let program = fleet
         .hearth()
         .args(["submit", "--name", "custom"])
@@ -246,6 +247,15 @@ fn a_hosts_file_starts_one_executor_per_host_through_ssh() {
         .map(|e| e["ssh_host"].as_str().unwrap())
         .collect();
     assert_eq!(hosts, ["localhost", "127.0.0.1"]);
+    // What the hosts' executors write — their logs, their work folders — is the fleet user's alone.
+    for (folder, expected) in [
+        ("executor-0", 0o700),
+        ("executor-1", 0o700),
+        ("logs/executor-0.log", 0o600),
+    ] {
+        let mode = std::fs::metadata(state.path().join(folder)).map(|m| m.permissions().mode() & 0o777);
+        assert_eq!(mode.ok(), Some(expected), "{folder}");
+    }
     let pids: Vec<u64> = record["executors"]
         .as_array()
         .unwrap()
