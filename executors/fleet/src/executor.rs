@@ -95,7 +95,7 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
         options,
     };
     if start.options.run_shipped_programs {
-        run_shipped_programs(start.work_dir.path().join("programs"))?;
+        run_shipped_programs(start.work_dir.programs()?)?;
     }
     // Ballista's executor stops by itself, and returns as if asked to, when a server of its fails to listen.
     let asked_to_stop = Arc::new(AtomicBool::new(false));
@@ -185,11 +185,16 @@ impl FrontTls {
     }
 }
 
-/// The executor's work directory: the one it was given, or a new temporary one removed when it stops.
+/// The executor's work directory: the one it was given, or `work` in a new temporary one removed when it stops.
+/// Shipped programs are kept beside it, not in it: Ballista removes any folder of its work directory a
+/// `RemoveJobData` names, and the task server behind the front answers that call to anyone on the host.
 enum WorkDir {
     Given(PathBuf),
     Temporary(tempfile::TempDir),
 }
+
+/// The work folder's name in a temporary one.
+const TEMPORARY_WORK: &str = "work";
 
 impl WorkDir {
     /// The directory `given` (made mode 700 when missing; refused when another user can write it or it is not
@@ -202,16 +207,37 @@ impl WorkDir {
                 own_private_dir(&dir)?;
                 Ok(Self::Given(dir))
             }
-            None => (tempfile::Builder::new().prefix("hearth-executor-").tempdir())
-                .map(Self::Temporary)
-                .map_err(|e| FleetError::Stopped(format!("cannot make a work directory for the executor: {e}"))),
+            None => {
+                let unmade = |e: std::io::Error| {
+                    FleetError::Stopped(format!("cannot make a work directory for the executor: {e}"))
+                };
+                let dir = (tempfile::Builder::new().prefix("hearth-executor-").tempdir()).map_err(unmade)?;
+                std::fs::create_dir(dir.path().join(TEMPORARY_WORK)).map_err(unmade)?;
+                Ok(Self::Temporary(dir))
+            }
         }
     }
 
-    fn path(&self) -> &Path {
+    /// Ballista's work directory.
+    fn path(&self) -> PathBuf {
         match self {
-            Self::Given(dir) => dir,
-            Self::Temporary(dir) => dir.path(),
+            Self::Given(dir) => dir.clone(),
+            Self::Temporary(dir) => dir.path().join(TEMPORARY_WORK),
+        }
+    }
+
+    /// Where shipped programs are kept, beside the work directory: `DIR.programs` beside a given `DIR`,
+    /// `programs` in a temporary one.
+    fn programs(&self) -> Result<PathBuf> {
+        match self {
+            Self::Given(dir) => match dir.file_name() {
+                Some(name) => Ok(dir.with_file_name(format!("{}.programs", name.to_string_lossy()))),
+                None => Err(FleetError::Stopped(format!(
+                    "the work directory {} has no name to keep shipped programs beside",
+                    dir.display()
+                ))),
+            },
+            Self::Temporary(dir) => Ok(dir.path().join("programs")),
         }
     }
 }
@@ -314,7 +340,7 @@ impl Start {
             override_create_grpc_client_endpoint: options.access.endpoint_override(),
             override_config_producer: Some(task_sessions(&options.access)),
             // Tasks launched other than through the task port are refused (see `launch`).
-            override_runtime_producer: Some(self.token.runtime_producer(self.work_dir.path().to_path_buf())),
+            override_runtime_producer: Some(self.token.runtime_producer(self.work_dir.path())),
             ..ExecutorProcessConfig::default()
         };
         config.executor_id = executor_id.get_or_insert_with(|| config.executor_id.clone()).clone();
@@ -395,5 +421,15 @@ mod tests {
         );
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
         own_private_dir(&open).unwrap();
+    }
+
+    #[test]
+    fn shipped_programs_are_kept_beside_ballistas_work_directory_not_in_it() {
+        let parent = tempfile::tempdir().unwrap();
+        let given = WorkDir::of(Some(parent.path().join("executor-0").to_str().unwrap())).unwrap();
+        assert_eq!(given.programs().unwrap(), parent.path().join("executor-0.programs"));
+        let temporary = WorkDir::of(None).unwrap();
+        let (work, programs) = (temporary.path(), temporary.programs().unwrap());
+        assert!(work.is_dir() && !programs.starts_with(&work), "{work:?} {programs:?}");
     }
 }
