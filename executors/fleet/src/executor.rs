@@ -27,6 +27,7 @@ use hearth_engine::session::hearth_state;
 use super::flight::flight_front;
 use super::front::{Fronts, inner_host, task_front};
 use super::launch::LaunchToken;
+use super::limits::raise_open_files_limit;
 use super::ownership::JobOwners;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory, usable_gpus};
 use super::stopped;
@@ -67,6 +68,7 @@ pub struct ExecutorOptions {
 
 /// `hearth executor --scheduler HOST:PORT --slots N --gpus auto|N|none`.
 pub async fn executor(options: ExecutorOptions) -> Result<()> {
+    raise_open_files_limit();
     let scheduler = scheduler_address(&options.scheduler)?;
     if options.slots == 0 {
         return Err(FleetError::option("--slots", "must be at least 1"));

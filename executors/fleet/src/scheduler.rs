@@ -32,6 +32,7 @@ use super::routes::{FleetState, Scheduler, routes};
 use super::stopped;
 use super::tls::{FleetListener, Peer};
 use crate::error::{FleetError, Result};
+use crate::limits::raise_open_files_limit;
 
 /// How long the scheduler waits for an executor's heartbeat before it counts it as lost and stops placing
 /// tasks on it (executors beat every 5 s).
@@ -61,6 +62,7 @@ pub struct SchedulerOptions {
 /// `hearth scheduler --bind HOST:PORT`. The line `hearth scheduler listening on HOST:PORT` says where it
 /// listens; it runs until it is stopped (SIGTERM or Ctrl-C), and then stops the drivers it started.
 pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
+    raise_open_files_limit();
     let listener = tokio::net::TcpListener::bind(options.bind)
         .await
         .map_err(|e| FleetError::listen(options.bind, e))?;

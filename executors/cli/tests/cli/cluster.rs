@@ -5,7 +5,8 @@
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::common::{Fleet, alive, hearth, repository, shown, wait_for};
 
@@ -269,4 +270,42 @@ fn a_hosts_file_starts_one_executor_per_host_through_ssh() {
         Duration::from_secs(20),
         || pids.iter().all(|&pid| !alive(pid)).then_some(()),
     );
+}
+
+/// The soft and hard limits of open files `/proc/PID/limits` shows (`self` for this process).
+fn open_files_limits(pid: &str) -> Option<(u64, u64)> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|line| line.starts_with("Max open files"))?;
+    let numbers: Vec<u64> = line.split_whitespace().filter_map(|word| word.parse().ok()).collect();
+    Some((*numbers.first()?, *numbers.get(1)?))
+}
+
+/// Started under the 1,024 open files many systems give a process (`prlimit`), a fleet's scheduler raises its
+/// soft limit to the hard one: held connections cannot exhaust it early.
+#[test]
+fn a_scheduler_started_under_a_low_descriptor_limit_raises_it() {
+    let (_, hard) = open_files_limits("self").expect("this process's limits");
+    assert!(hard > 1024, "the test needs a hard limit above 1,024, got {hard}");
+    let mut scheduler = Command::new("prlimit")
+        .arg(format!("--nofile=1024:{hard}"))
+        .arg(env!("CARGO_BIN_EXE_hearth"))
+        .args(["scheduler", "--bind", "127.0.0.1:0", "--insecure"])
+        .env_remove("HEARTH_SECRET")
+        .env_remove("HEARTH_SECRET_FILE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prlimit (util-linux) starts hearth");
+    let pid = scheduler.id().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let raised = loop {
+        let limits = open_files_limits(&pid);
+        if limits.is_some_and(|(soft, _)| soft == hard) || Instant::now() > deadline {
+            break limits;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = scheduler.kill();
+    let _ = scheduler.wait();
+    assert_eq!(raised, Some((hard, hard)), "the scheduler's open files limits");
 }
