@@ -59,6 +59,6 @@ pub use function::register_builtin;
 pub use function::{BarrierFunction, FnBarrier, function, register_function};
 pub use gpus::{GpuLease, UnseenGpus, libtorch_sees_gpus, offer_gpus, offered_gpus};
 pub use options::BarrierOptions;
-pub use row_order::{canonical_order, row_hashes};
+pub use row_order::{canonical_order, canonical_positions, pick_columns, row_hashes};
 pub use spec::BarrierSpec;
 pub use stage::{AttemptReport, BarrierStage, StageRun, check_slots};

@@ -6,8 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
 use hearth_optim::glm::{
     FitError, LinearFit, LinearSettings, LogisticFit, LogisticSettings, Reduce, Shard, fit_linear, fit_logistic,
@@ -15,8 +14,8 @@ use hearth_optim::glm::{
 use hearth_optim::perceptron::{MlpFit, MlpSettings, fit_mlp};
 use serde::{Deserialize, Serialize};
 
-use crate::barrier::{BarrierFunction, BarrierTaskContext, canonical_order};
-use crate::vector::vector_values;
+use super::shard::shard_of;
+use crate::barrier::{BarrierFunction, BarrierTaskContext};
 
 /// The name of the full-batch fits' barrier function.
 pub const FULL_BATCH_FUNCTION: &str = "hearth.full_batch";
@@ -129,51 +128,6 @@ impl BarrierFunction for FullBatchFunction {
             ],
         )?)
     }
-}
-
-/// The task's rows as a shard, in the order of a hash of their values (so a fit does not depend on the order
-/// the rows arrived in): features widened to `f64`, labels and weights as given; a null is an error naming its
-/// column and row.
-fn shard_of(args: &FullBatchArgs, input: &[RecordBatch]) -> Result<Shard> {
-    let mut names = vec![args.features_col.as_str(), args.label_col.as_str()];
-    names.extend(args.weight_col.as_deref());
-    let Some(batch) = canonical_order(input, &names)? else {
-        return Ok(Shard::default());
-    };
-    let column = |name: &str| {
-        batch
-            .column_by_name(name)
-            .cloned()
-            .ok_or_else(|| DataFusionError::Execution(format!("{FULL_BATCH_FUNCTION}: no column {name:?}")))
-    };
-    let features = column(&args.features_col)?;
-    let dim = match features.data_type() {
-        DataType::FixedSizeList(_, dim) => *dim as usize,
-        other => {
-            return Err(DataFusionError::Execution(format!(
-                "column {:?} is {other}, not a vector",
-                args.features_col
-            )));
-        }
-    };
-    let (values, nulls) = vector_values(&features)?;
-    let doubles = |name: &str| -> Result<Vec<f64>> {
-        let array = cast(&column(name)?, &DataType::Float64)?;
-        if let Some(row) = (0..array.len()).find(|i| array.is_null(*i)) {
-            return Err(DataFusionError::Execution(format!("column {name:?}, row {row}: null")));
-        }
-        Ok(array.as_primitive::<Float64Type>().values().to_vec())
-    };
-    if let Some(row) = nulls.as_ref().and_then(|n| (0..n.len()).find(|i| n.is_null(*i))) {
-        return Err(DataFusionError::Execution(format!(
-            "column {:?}, row {row}: null",
-            args.features_col
-        )));
-    }
-    let labels = doubles(&args.label_col)?;
-    let weights = args.weight_col.as_deref().map(doubles).transpose()?;
-    let features = values.values().iter().map(|v| f64::from(*v)).collect();
-    Shard::new(dim, features, labels, weights).map_err(|e| DataFusionError::Execution(e.to_string()))
 }
 
 /// `shard`, given the features' width of the ranks that have rows when it has none (an empty partition has no

@@ -5,6 +5,7 @@
 
 mod fit;
 mod function;
+mod shard;
 
 pub(crate) use fit::{Fitted, Inputs, check_params, fit_full_batch};
 pub use function::{FULL_BATCH_FUNCTION, FullBatchArgs, FullBatchFit, FullBatchFunction, FullBatchModel};
