@@ -26,6 +26,7 @@
 
 use std::fs::{self, File};
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -97,9 +98,38 @@ pub fn write_dir_whole<E: From<WholeDirError>>(
 /// # std::fs::remove_file(&path).unwrap();
 /// ```
 pub fn write_file_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_whole(
+        path,
+        bytes,
+        fs::OpenOptions::new().write(true).create(true).truncate(true),
+    )
+}
+
+/// [`write_file_whole`] for a credential: the file readable and writable by its owner alone (mode 0600),
+/// whatever the umask, and whatever mode a file already at `path` had.
+///
+/// ```
+/// use std::os::unix::fs::PermissionsExt;
+/// let path = std::env::temp_dir().join(format!("hearth-doc-private-{}", std::process::id()));
+/// hearth_common::files::write_private_file_whole(&path, b"secret").unwrap();
+/// assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+pub fn write_private_file_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    // The staging file is made anew (its name is unique), so it has this mode from its first byte.
+    write_whole(
+        path,
+        bytes,
+        fs::OpenOptions::new().write(true).create_new(true).mode(0o600),
+    )
+}
+
+/// Writes `bytes` into `path`'s hidden sibling opened with `options`, synced and renamed over `path`.
+fn write_whole(path: &Path, bytes: &[u8], options: &fs::OpenOptions) -> io::Result<()> {
     let parent = parent_of(path);
     let staged = sibling(&parent, path, "writing");
-    let written = File::create(&staged)
+    let written = options
+        .open(&staged)
         .and_then(|mut file| {
             io::Write::write_all(&mut file, bytes)?;
             file.sync_all()

@@ -14,7 +14,7 @@ use datafusion::logical_expr::ScalarUDF;
 use datafusion::optimizer::{Optimizer, OptimizerRule};
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
-use crate::ballista::FleetAccess;
+use crate::ballista::{ClusterSecret, FleetAccess};
 use crate::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use crate::driver_job::{DriverJob, JOB_ID_ENV};
 use crate::error::{HearthError, Result};
@@ -129,9 +129,16 @@ impl Session {
             Master::Local { partitions } => Ok(Self::local(*partitions)),
             Master::Standalone { partitions } => {
                 let info = SessionInfo::new(master.clone(), None);
+                // Its servers admit only this process: a secret made here, never written anywhere, goes with
+                // every request to them.
+                let secret = ClusterSecret::generate();
+                let access = FleetAccess {
+                    secret: Some(secret.clone()),
+                    tls: None,
+                };
                 let config = ballista_config(*partitions).with_ballista_standalone_parallelism(*partitions);
-                let state = hearth_state(config.with_extension(Arc::new(info)));
-                let (ctx, url) = crate::ballista::start_standalone(state)
+                let state = hearth_state(access.present_in(config.with_extension(Arc::new(info))));
+                let (ctx, url) = crate::ballista::start_standalone(state, secret)
                     .await
                     // DataFusion's message already says what failed ("cannot reach the scheduler at …"); its
                     // kind prefix ("Invalid or Unsupported Configuration") would only mislead.

@@ -1,7 +1,8 @@
-//! Ballista deployments: the standalone cluster in this process, a remote scheduler, physical submission.
+//! Ballista deployments beyond this process: a remote scheduler, and physical plans submitted to a scheduler (the
+//! standalone cluster in this process is [`standalone`](super::standalone)'s).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ballista_core::extension::{SessionConfigExt, SessionStateExt};
 use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
@@ -14,8 +15,6 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_proto::protobuf::PhysicalPlanNode;
 use futures::TryStreamExt;
 
-use crate::codec::FLEET_MESSAGE_BYTES;
-
 /// The port a `df://host` master without a port means, as Ballista's.
 pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
 
@@ -23,40 +22,9 @@ fn configuration(message: impl ToString) -> DataFusionError {
     DataFusionError::Configuration(message.to_string())
 }
 
-/// Starts a Ballista scheduler and one executor with `state`'s standalone parallelism in this process; both
-/// plan and run with `state` (its functions and codecs). Returns the client context and the scheduler's URL.
-pub(crate) async fn start_standalone(state: SessionState) -> Result<(SessionContext, String)> {
-    let address = ballista_scheduler::standalone::new_standalone_scheduler_from_state(&state)
-        .await
-        .map_err(configuration)?;
-    let url = format!("http://127.0.0.1:{}", address.port());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let scheduler = loop {
-        match SchedulerGrpcClient::connect(url.clone()).await {
-            // Tasks carry in-memory tables: the executor's polls take messages as large as the scheduler's.
-            Ok(client) => {
-                break client
-                    .max_decoding_message_size(FLEET_MESSAGE_BYTES)
-                    .max_encoding_message_size(FLEET_MESSAGE_BYTES);
-            }
-            Err(e) if Instant::now() >= deadline => {
-                return Err(configuration(format!(
-                    "the standalone scheduler at {url} did not answer: {e}"
-                )));
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    };
-    let vcores = state.config().ballista_standalone_parallelism();
-    ballista_executor::new_standalone_executor_from_state(scheduler, vcores, &state)
-        .await
-        .map_err(configuration)?;
-    Ok((client_context(state, &url)?, url))
-}
-
 /// The client context of `state` on the scheduler at `url`. Ballista's upgrade resets the SQL functions to
 /// its own list, so the state's own are registered again.
-fn client_context(state: SessionState, url: &str) -> Result<SessionContext> {
+pub(super) fn client_context(state: SessionState, url: &str) -> Result<SessionContext> {
     let scalars: Vec<_> = state.scalar_functions().values().cloned().collect();
     let aggregates: Vec<_> = state.aggregate_functions().values().cloned().collect();
     let ctx = SessionContext::new_with_state(state.upgrade_for_ballista(url.to_string())?);

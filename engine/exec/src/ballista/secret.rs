@@ -18,12 +18,12 @@
 //! ```
 
 use std::fmt;
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use hearth_collective::JobSecret;
+use hearth_common::files::write_private_file_whole;
 
 use crate::error::{HearthError, Result};
 
@@ -61,28 +61,9 @@ impl fmt::Debug for ClusterSecret {
 impl ClusterSecret {
     /// A new random secret, written to `file` readable by its owner alone (what `hearth cluster start` does).
     pub fn create(file: &Path) -> Result<Self> {
-        let secret = Self::member(JobSecret::generate().to_hex());
-        let staging = file.with_extension("writing");
-        let written = (|| {
-            // A staging file left by an interrupted write keeps its mode when opened: made anew, it is 0600.
-            match std::fs::remove_file(&staging) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-            let mut out = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&staging)?;
-            out.write_all(format!("{}\n", secret.key).as_bytes())?;
-            out.sync_all()?;
-            std::fs::rename(&staging, file)
-        })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&staging);
-            return Err(HearthError::persistence(file, "writing the cluster secret").caused_by(e));
-        }
+        let secret = Self::generate();
+        write_private_file_whole(file, format!("{}\n", secret.key).as_bytes())
+            .map_err(|e| HearthError::persistence(file, "writing the cluster secret").caused_by(e))?;
         Ok(secret)
     }
 
@@ -110,6 +91,16 @@ impl ClusterSecret {
                 malformed(),
             )),
         }
+    }
+
+    /// A new random secret, held in this process only (what a `standalone[N]` session's servers check).
+    ///
+    /// ```
+    /// use hearth_exec::ballista::ClusterSecret;
+    /// assert_ne!(ClusterSecret::generate().expose(), ClusterSecret::generate().expose());
+    /// ```
+    pub fn generate() -> Self {
+        Self::member(JobSecret::generate().to_hex())
     }
 
     fn member(key: String) -> Self {

@@ -1,9 +1,13 @@
 //! `hearth cluster token`: a token of the fleet's secret for a tool that calls the fleet's REST routes itself
-//! (`curl -H "Authorization: Bearer $(hearth cluster token)" …`). The secret never crosses the wire; the token
-//! proves it, and is admitted only on connections from this machine's address towards the server.
+//! (`hearth cluster token --write auth` then `curl -H @auth …`: the header in a file only its owner reads, off
+//! every command line). The secret never crosses the wire; the token proves it, and is admitted only on
+//! connections from this machine's address towards the server.
+
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use hearth_engine::ballista::ClusterSecret;
+use hearth_engine::files::write_private_file_whole;
 
 use super::CommandResult;
 use super::failed::Failed;
@@ -21,6 +25,10 @@ pub struct TokenArgs {
     /// only for that job's own business.
     #[arg(long, value_name = "ID")]
     job: Option<String>,
+    /// Write `Authorization: Bearer TOKEN` into FILE, made readable by its owner alone (for `curl -H @FILE`),
+    /// instead of printing the token.
+    #[arg(long, value_name = "FILE")]
+    write: Option<PathBuf>,
 }
 
 /// Prints a token of the recorded fleet's secret for its scheduler (or `--for` server).
@@ -39,6 +47,19 @@ pub fn run(args: TokenArgs) -> CommandResult {
             record.master.trim_start_matches("df://").to_string()
         }
     };
-    println!("{}", secret.token_for(&server));
+    let token = secret.token_for(&server);
+    match &args.write {
+        Some(file) => write_header(file, &token),
+        None => {
+            println!("{token}");
+            Ok(())
+        }
+    }
+}
+
+/// Writes `Authorization: Bearer TOKEN` into `file`, readable by its owner alone, whole or not at all.
+fn write_header(file: &Path, token: &str) -> CommandResult {
+    write_private_file_whole(file, format!("Authorization: Bearer {token}\n").as_bytes())
+        .map_err(|e| Failed::new(format!("cannot write the token into {}: {e}", file.display())))?;
     Ok(())
 }

@@ -9,6 +9,7 @@ mod hosts;
 mod hosts_outputs;
 mod lab;
 mod object_stores;
+mod procfs;
 mod relay;
 mod resume;
 mod s3;

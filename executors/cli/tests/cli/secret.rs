@@ -2,11 +2,14 @@
 //! prove it, and the scheduler refuses executors and clients that do not — logging each refusal. The secret
 //! itself never crosses the wire, nor reaches a log.
 
+use std::collections::BTreeSet;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::{Fleet, hearth, shown, wait_for};
+use crate::procfs::listening_ports;
 use crate::relay::RecordingRelay;
 
 #[test]
@@ -85,6 +88,33 @@ fn a_fleet_refuses_executors_and_clients_without_its_secret() {
     assert_eq!(status["executors"].as_array().unwrap().len(), 1, "{status}");
     let _ = intruder.kill();
     let _ = intruder.wait();
+
+    // A token for a tool of one's own goes into a header file only its owner reads, which curl presents.
+    let header = elsewhere.path().join("auth");
+    std::fs::write(&header, "left by someone else").unwrap();
+    std::fs::set_permissions(&header, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let wrote = fleet.ok(&["cluster", "token", "--write", header.to_str().unwrap()]);
+    assert!(wrote.trim().is_empty(), "the token went to the terminal too: {wrote}");
+    assert_eq!(std::fs::metadata(&header).unwrap().permissions().mode() & 0o777, 0o600);
+    let text = std::fs::read_to_string(&header).unwrap();
+    assert!(text.starts_with("Authorization: Bearer hearth-token/1/"), "{text}");
+    let url = format!("http://{scheduler}/hearth/executors");
+    let answered = std::process::Command::new("curl")
+        .args([
+            "--silent",
+            "--max-time",
+            "10",
+            "--output",
+            "/dev/null",
+            "--write-out",
+            "%{http_code}",
+        ])
+        .arg("-H")
+        .arg(format!("@{}", header.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&answered.stdout), "200");
 
     // A secret file others can read is refused before anything starts.
     let open = elsewhere.path().join("secret");
@@ -170,7 +200,7 @@ fn curl_with(token: &str) -> std::process::Command {
     curl.args([
         "--silent",
         "--max-time",
-        "10",
+        "30",
         "-H",
         &format!("Authorization: Bearer {token}"),
     ]);
@@ -233,7 +263,7 @@ fn grpc_status(address: &str, path: &str, token: &str, message: &[u8]) -> String
     let headers = String::from_utf8_lossy(&out.stdout).to_lowercase();
     let status = headers.lines().find_map(|line| line.strip_prefix("grpc-status:"));
     status
-        .unwrap_or_else(|| panic!("no grpc-status for {path}: {headers}"))
+        .unwrap_or_else(|| panic!("no grpc-status for {path} from {address}: {headers} ({})", shown(&out)))
         .trim()
         .to_string()
 }
@@ -378,5 +408,72 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
         let logs = fleet.ok(&["job", "logs", &id]);
         assert_eq!(job["state"], "failed", "{file}: {job}\n{logs}");
         assert!(logs.contains("is outside the data roots"), "{file}: {logs}");
+    }
+}
+
+/// A `standalone[2]` session's scheduler and executor admit only the process that started them: a client of
+/// another process, without the session's secret (which is never written anywhere), is refused on every port
+/// the process listens on — Ballista's scheduler calls and Flight alike — and the session still runs its
+/// statements.
+#[test]
+fn a_standalone_session_admits_only_its_own_process() {
+    let mut sql = Ended(Some(
+        hearth()
+            .args(["sql", "--master", "standalone[2]"])
+            .env_remove("HEARTH_SECRET")
+            .env_remove("HEARTH_SECRET_FILE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let pid = BTreeSet::from([u64::from(sql.0.as_ref().unwrap().id())]);
+    // Its scheduler and its executor's Flight server, listening before it reads its statements.
+    let ports = wait_for("the session's two servers", Duration::from_secs(60), || {
+        let ports = listening_ports(&pid);
+        (ports.len() >= 2).then_some(ports)
+    });
+    // Each port refuses the calls it serves (the other's are not routed there: UNIMPLEMENTED).
+    let calls = [
+        ("/ballista.protobuf.SchedulerGrpc/GetJobStatus", field(1, b"any")),
+        ("/arrow.flight.protocol.FlightService/ListActions", Vec::new()),
+    ];
+    let mut refused = BTreeSet::new();
+    for port in &ports {
+        let address = format!("127.0.0.1:{port}");
+        for (call, message) in &calls {
+            let status = grpc_status(&address, call, "", message);
+            assert!(
+                ["16", "12"].contains(&status.as_str()),
+                "{call} on {address}: status {status}"
+            );
+            if status == "16" {
+                refused.insert(*call);
+            }
+        }
+    }
+    assert_eq!(refused.len(), calls.len(), "refused as UNAUTHENTICATED: {refused:?}");
+    let mut sql = sql.0.take().unwrap();
+    let mut statements = sql.stdin.take().unwrap();
+    statements
+        .write_all(b"SELECT count(*) AS n FROM (VALUES (1), (2), (3)) AS t(x);\n")
+        .unwrap();
+    drop(statements);
+    let output = sql.wait_with_output().unwrap();
+    let shown = shown(&output);
+    assert!(output.status.success() && shown.contains("| 3 "), "{shown}");
+    assert!(shown.contains("refused a call from 127.0.0.1"), "{shown}");
+}
+
+/// A child process, killed and reaped when a failed assertion unwinds past it.
+struct Ended(Option<std::process::Child>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }

@@ -11,8 +11,8 @@ use rand::rngs::StdRng;
 use serde_json::Value;
 
 use super::DRIVER_LOG;
-use super::procfs::processes_of;
 use crate::common::{Fleet, alive, shown};
+use crate::procfs::processes_of;
 
 /// A job's driver: `hearth submit` in client mode (maybe inside a mount namespace), or a cluster-mode job.
 pub(super) struct Driver {

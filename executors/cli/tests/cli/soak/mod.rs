@@ -10,7 +10,6 @@
 //! a soak's random choices.
 
 mod driver;
-mod procfs;
 mod saves;
 
 use std::collections::BTreeSet;
@@ -27,8 +26,8 @@ use serde_json::Value;
 use crate::common::{Fleet, shown};
 use crate::faults::training_job;
 
+use crate::procfs::{drop_a_rank_link, listening_ports, proc_strings, processes_of};
 use driver::{Driver, DriverKind, Ended, NO_NAMESPACE, spawn_logged};
-use procfs::{drop_a_rank_link, listening_ports, proc_strings, processes_of};
 
 /// Epochs of the faulted job: long enough (several seconds) for a fault to land mid-training.
 const EPOCHS: usize = 400;

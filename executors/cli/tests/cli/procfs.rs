@@ -7,7 +7,7 @@ use std::process::Command;
 use crate::common::alive;
 
 /// A process's NUL-separated `/proc` file (`cmdline`, `environ`).
-pub(super) fn proc_strings(pid: u64, file: &str) -> Vec<String> {
+pub(crate) fn proc_strings(pid: u64, file: &str) -> Vec<String> {
     std::fs::read(format!("/proc/{pid}/{file}"))
         .unwrap_or_default()
         .split(|&b| b == 0)
@@ -17,7 +17,7 @@ pub(super) fn proc_strings(pid: u64, file: &str) -> Vec<String> {
 }
 
 /// Live processes among `pids`, or whose command line names one of `marks` (a run's directories).
-pub(super) fn processes_of(pids: &BTreeSet<u64>, marks: &[&Path]) -> Vec<(u64, String)> {
+pub(crate) fn processes_of(pids: &BTreeSet<u64>, marks: &[&Path]) -> Vec<(u64, String)> {
     let marks: Vec<String> = marks.iter().map(|m| m.display().to_string()).collect();
     std::fs::read_dir("/proc")
         .unwrap()
@@ -33,16 +33,16 @@ pub(super) fn processes_of(pids: &BTreeSet<u64>, marks: &[&Path]) -> Vec<(u64, S
 }
 
 /// One row of the machine's TCP tables.
-pub(super) struct Socket {
-    pub(super) local_port: u16,
-    pub(super) remote_port: u16,
-    pub(super) listening: bool,
-    pub(super) established: bool,
-    pub(super) inode: u64,
+pub(crate) struct Socket {
+    pub(crate) local_port: u16,
+    pub(crate) remote_port: u16,
+    pub(crate) listening: bool,
+    pub(crate) established: bool,
+    pub(crate) inode: u64,
 }
 
 /// Every TCP socket of this machine (IPv4 and IPv6).
-pub(super) fn sockets() -> Vec<Socket> {
+pub(crate) fn sockets() -> Vec<Socket> {
     let port = |address: &str| u16::from_str_radix(address.rsplit(':').next()?, 16).ok();
     ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
@@ -66,7 +66,7 @@ pub(super) fn sockets() -> Vec<Socket> {
 }
 
 /// The socket inodes processes `pids` hold.
-pub(super) fn socket_inodes(pids: &BTreeSet<u64>) -> HashSet<u64> {
+pub(crate) fn socket_inodes(pids: &BTreeSet<u64>) -> HashSet<u64> {
     pids.iter()
         .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok())
         .flat_map(Iterator::flatten)
@@ -79,7 +79,7 @@ pub(super) fn socket_inodes(pids: &BTreeSet<u64>) -> HashSet<u64> {
 }
 
 /// The ports processes `pids` listen on.
-pub(super) fn listening_ports(pids: &BTreeSet<u64>) -> BTreeSet<u16> {
+pub(crate) fn listening_ports(pids: &BTreeSet<u64>) -> BTreeSet<u16> {
     let inodes = socket_inodes(pids);
     sockets()
         .into_iter()
@@ -91,7 +91,7 @@ pub(super) fn listening_ports(pids: &BTreeSet<u64>) -> BTreeSet<u16> {
 /// Drops (`ss -K`, both ends) one connection between two ranks: a connection between two executors on
 /// none of the ports Ballista listens on (so not shuffle data or task calls, but a collective's link).
 /// Returns its two ports.
-pub(super) fn drop_a_rank_link(executors: &[u64], ballista_ports: &BTreeSet<u16>) -> Option<(u16, u16)> {
+pub(crate) fn drop_a_rank_link(executors: &[u64], ballista_ports: &BTreeSet<u16>) -> Option<(u16, u16)> {
     let executors: BTreeSet<u64> = executors.iter().copied().collect();
     let inodes = socket_inodes(&executors);
     let sockets = sockets();
