@@ -312,27 +312,44 @@ async fn bad_requests_raise_pysparks_exceptions_and_the_server_goes_on() {
     server.shutdown().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interrupt_stops_a_training_stage_and_the_next_fit_runs_as_fast() {
-    let server = serve("local[2]", None, Duration::from_secs(600)).await;
+/// On the embedded master and on Ballista's (`standalone[2]`, whose runtime threads get 8 MiB of stack as in
+/// [`the_pipeline_script_reports_the_same_on_a_ballista_master`]).
+#[test]
+fn an_interrupt_stops_a_training_stage_and_the_next_fit_runs_as_fast() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(8 << 20)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for master in ["local[2]", "standalone[2]"] {
+            interrupt_on(master).await;
+        }
+    });
+}
+
+/// The interrupt script against a server on `master`.
+async fn interrupt_on(master: &str) {
+    let server = serve(master, None, Duration::from_secs(600)).await;
     let url = format!("sc://127.0.0.1:{}", server.address().port());
     let seen = report(&run_client("interrupt.py", vec![url], vec![]).await);
-    assert_eq!(seen["short_iterations"], 20, "{seen}");
-    assert!(seen["interrupted"].as_u64().unwrap() >= 1, "{seen}");
+    assert_eq!(seen["short_iterations"], 20, "{master}: {seen}");
+    assert!(seen["interrupted"].as_u64().unwrap() >= 1, "{master}: {seen}");
     let error = &seen["long_fit"]["error"];
     assert!(
         error["message"].as_str().unwrap().contains("OPERATION_CANCELED"),
-        "{seen}"
+        "{master}: {seen}"
     );
-    assert_eq!(seen["still_fitting"], false, "{seen}");
+    assert_eq!(seen["still_fitting"], false, "{master}: {seen}");
     let seconds = |key: &str| seen[key].as_f64().unwrap();
-    assert!(seconds("stopped_within") < 20.0, "{seen}");
+    assert!(seconds("stopped_within") < 20.0, "{master}: {seen}");
     // A fit left running would take a core from the next one (two ranks on two cores).
     assert!(
         seconds("again_seconds") < 3.0 * seconds("short_seconds") + 5.0,
-        "the fit after the interrupt is as fast as the one before: {seen}"
+        "{master}: the fit after the interrupt is as fast as the one before: {seen}"
     );
-    assert_eq!(seen["same_model"], true, "{seen}");
+    assert_eq!(seen["same_model"], true, "{master}: {seen}");
     server.shutdown().await.unwrap();
 }
 
