@@ -64,18 +64,25 @@ pub fn guarded(service: Router, secret: Option<ClusterSecret>, server: &'static 
             log::warn!(
                 "no cluster secret: {server} lets in anyone who reaches it (give the fleet one with --secret-file or {SECRET_FILE_ENV})"
             );
-            service
+            service.layer(middleware::from_fn(admit_every_request))
         }
     }
+}
+
+/// Lets every request through on a fleet without a secret, its connection admitted: only silence is bounded.
+async fn admit_every_request(ConnectInfo(connection): ConnectInfo<Peer>, request: Request, next: Next) -> Response {
+    connection.admission.admit();
+    next.run(request).await
 }
 
 /// Lets through requests that carry the secret, and the health probes; refuses the rest.
 async fn require_secret(
     State(guard): State<Arc<Guard>>,
-    ConnectInfo(Peer(peer)): ConnectInfo<Peer>,
+    ConnectInfo(connection): ConnectInfo<Peer>,
     mut request: Request,
     next: Next,
 ) -> Response {
+    let peer = connection.address;
     let (admitted, grpc) = {
         let header = |name: header::HeaderName| request.headers().get(name).and_then(|v| v.to_str().ok());
         (
@@ -88,6 +95,7 @@ async fn require_secret(
             return beyond_its_job(&guard, &job, &request, peer, grpc);
         }
         Ok(principal) => {
+            connection.admission.admit();
             // The servers behind learn whom the request speaks for (the scheduler: whose Ballista jobs).
             request.extensions_mut().insert(principal);
             return next.run(request).await;

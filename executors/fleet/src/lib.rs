@@ -6,6 +6,7 @@
 // No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
 #![warn(clippy::too_many_lines)]
 
+pub mod admission;
 mod book;
 mod error;
 mod executor;

@@ -1,6 +1,7 @@
 //! TLS on the fleet's ports. The scheduler's one port and an executor's two ports (see
 //! [`front`](crate::front)) are served through a [`FleetListener`]: TLS when the fleet has TLS — the client's
-//! certificate checked before a byte reaches a server — and plain TCP otherwise.
+//! certificate checked before a byte reaches a server — and plain TCP otherwise; either way under the
+//! port's [`admission`](crate::admission) bounds.
 //!
 //! ```no_run
 //! # async fn serve() -> std::io::Result<()> {
@@ -24,20 +25,37 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
+use crate::admission::{Admission, Admitted, Waiting};
+
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Connections accepted but not yet taken by the server.
 const BACKLOG: usize = 64;
 
-/// A connection a [`FleetListener`] accepted: TLS over TCP, or TCP.
-pub trait Connection: AsyncRead + AsyncWrite + Unpin + Send {}
+/// A connection a [`FleetListener`] accepted: TLS over TCP, or TCP, under its [`Admission`] (which the guard
+/// marks).
+pub trait Connection: AsyncRead + AsyncWrite + Unpin + Send {
+    /// The connection's standing.
+    fn admission(&self) -> &Admission;
+}
 
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Connection for T {}
+impl Connection for Admitted<TcpStream> {
+    fn admission(&self) -> &Admission {
+        Admitted::admission(self)
+    }
+}
+
+impl Connection for tokio_rustls::server::TlsStream<Admitted<TcpStream>> {
+    fn admission(&self) -> &Admission {
+        self.get_ref().0.admission()
+    }
+}
 
 /// A listener that hands the server connections whose TLS handshake (when the fleet has TLS) succeeded.
 /// Handshakes run apart from accepting, so a slow or hostile client holds up no one; each refusal is
-/// logged with the peer.
+/// logged with the peer. Every connection is [`Admitted`]: closed unless a request on it proves the secret
+/// in time, or when too many wait.
 pub struct FleetListener {
     incoming: mpsc::Receiver<(Box<dyn Connection>, SocketAddr)>,
     local: SocketAddr,
@@ -49,6 +67,7 @@ impl FleetListener {
         let local = tcp.local_addr()?;
         let (send, incoming) = mpsc::channel::<(Box<dyn Connection>, SocketAddr)>(BACKLOG);
         let acceptor = tls.map(TlsAcceptor::from);
+        let waiting = Waiting::default();
         // Accepts until the listener is dropped (its receiver closes), and then lets go of the port.
         tokio::spawn(async move {
             loop {
@@ -65,6 +84,7 @@ impl FleetListener {
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let stream = Admitted::new(stream, waiting.enter(peer.ip()));
                 let send = send.clone();
                 match &acceptor {
                     None => {
@@ -86,11 +106,11 @@ impl FleetListener {
 }
 
 /// The server side of a TLS handshake with `peer`, or none (logged) when it fails or takes too long.
-async fn handshake(
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     acceptor: &TlsAcceptor,
-    stream: TcpStream,
+    stream: S,
     peer: SocketAddr,
-) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+) -> Option<tokio_rustls::server::TlsStream<S>> {
     match tokio::time::timeout(HANDSHAKE_DEADLINE, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => Some(tls),
         Ok(Err(e)) if plain_text(&e) => {
@@ -140,12 +160,21 @@ impl axum::serve::Listener for FleetListener {
     }
 }
 
-/// The address of the peer of a connection a [`FleetListener`] accepted, for handlers and middleware.
-#[derive(Clone, Copy, Debug)]
-pub struct Peer(pub SocketAddr);
+/// The peer of a connection a [`FleetListener`] accepted, for handlers and middleware: its address, and the
+/// connection's [`Admission`], which the guard marks when a request proves the secret.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    /// The peer's address.
+    pub address: SocketAddr,
+    /// The connection's standing.
+    pub admission: Admission,
+}
 
 impl Connected<IncomingStream<'_, FleetListener>> for Peer {
     fn connect_info(stream: IncomingStream<'_, FleetListener>) -> Self {
-        Peer(*stream.remote_addr())
+        Peer {
+            address: *stream.remote_addr(),
+            admission: stream.io().admission().clone(),
+        }
     }
 }

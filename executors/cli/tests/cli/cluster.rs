@@ -309,3 +309,86 @@ fn a_scheduler_started_under_a_low_descriptor_limit_raises_it() {
     let _ = scheduler.wait();
     assert_eq!(raised, Some((hard, hard)), "the scheduler's open files limits");
 }
+
+/// Holds `count` silent TCP connections to `address` (its own descriptor limit raised to the hard one); on a
+/// line on its standard input, prints how many of them the server has closed.
+const SILENT_CONNECTIONS: &str = r#"
+import resource, socket, sys
+_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+host, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+held = [socket.create_connection((host, port), timeout=10) for _ in range(count)]
+print("held", len(held), flush=True)
+sys.stdin.readline()
+closed = 0
+for s in held:
+    s.setblocking(False)
+    try:
+        closed += s.recv(1) == b""
+    except BlockingIOError:
+        pass
+    except ConnectionResetError:
+        closed += 1
+print("closed", closed, flush=True)
+"#;
+
+/// 2,000 connections that never send a byte, opened to the scheduler by another process of the machine: the
+/// scheduler keeps a bounded number of them (the oldest closed first, the rest at their deadline), holds far
+/// fewer descriptors than the 1,024 many systems give, and goes on serving its executor and clients — a
+/// query runs on the fleet while the flood is held.
+#[test]
+fn a_flood_of_silent_connections_leaves_the_fleet_serving() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let fleet = Fleet::start(&["--executors", "1", "--slots", "2"]);
+    let scheduler = fleet.master.trim_start_matches("df://").to_string();
+    let (host, port) = scheduler.rsplit_once(':').unwrap();
+    let mut flood = Command::new("python3")
+        .args(["-c", SILENT_CONNECTIONS, host, port, "2000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = BufReader::new(flood.stdout.take().unwrap()).lines();
+    let held = said.next().unwrap().unwrap();
+    assert_eq!(held, "held 2000");
+    let flooded_at = Instant::now();
+
+    let scheduler_pid = fleet.pids()[0];
+    let descriptors = std::fs::read_dir(format!("/proc/{scheduler_pid}/fd")).unwrap().count();
+    assert!(
+        descriptors < 600,
+        "the scheduler holds {descriptors} descriptors under the flood"
+    );
+    let query = fleet
+        .hearth()
+        .args(["sql", "--master", &fleet.master, "-e"])
+        .arg("SELECT count(*) AS n FROM (VALUES (1), (2), (3)) AS t(x)")
+        .output()
+        .unwrap();
+    assert!(
+        query.status.success() && shown(&query).contains("| 3 "),
+        "{}",
+        shown(&query)
+    );
+    assert!(
+        flooded_at.elapsed() < Duration::from_secs(10),
+        "the query ran while the flood was still held"
+    );
+
+    std::thread::sleep(Duration::from_secs(12).saturating_sub(flooded_at.elapsed()));
+    writeln!(flood.stdin.as_mut().unwrap()).unwrap();
+    let closed = said.next().unwrap().unwrap();
+    let _ = flood.wait();
+    assert_eq!(
+        closed, "closed 2000",
+        "every silent connection is closed by its deadline"
+    );
+    let status = fleet.status();
+    assert_eq!(status["executors"].as_array().unwrap().len(), 1, "{status}");
+    let log = std::fs::read_to_string(fleet.state.path().join("logs").join("scheduler.log")).unwrap();
+    assert!(
+        log.contains("closing the oldest"),
+        "the scheduler says it made room: {log}"
+    );
+}
