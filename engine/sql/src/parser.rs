@@ -207,22 +207,24 @@ fn rewrite_ml_arguments(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                     .map(|t| &t.token),
                 Some(Token::LParen | Token::Comma)
             );
-        if starts_argument && (is_word(&token.token, "MODEL") || is_word(&token.token, "TABLE")) {
-            let name = next_name(&mut iter);
-            if let Some((name, span)) = name {
-                if is_word(&token.token, "MODEL") {
-                    out.push(TokenWithSpan::new(Token::SingleQuotedString(name), span));
-                } else {
-                    let word = |w: &str| Token::make_word(w, None);
-                    for t in [Token::LParen, word("SELECT"), Token::Mul, word("FROM")] {
-                        out.push(TokenWithSpan::new(t, token.span));
-                        out.push(TokenWithSpan::new(Token::Whitespace(whitespace()), token.span));
-                    }
-                    out.push(TokenWithSpan::new(Token::make_word(&name, None), span));
-                    out.push(TokenWithSpan::new(Token::RParen, span));
+        if starts_argument
+            && (is_word(&token.token, "MODEL") || is_word(&token.token, "TABLE"))
+            && let Some(parts) = next_name(&mut iter)
+        {
+            let span = parts[0].span;
+            if is_word(&token.token, "MODEL") {
+                out.push(TokenWithSpan::new(Token::SingleQuotedString(joined(&parts)), span));
+            } else {
+                let word = |w: &str| Token::make_word(w, None);
+                for t in [Token::LParen, word("SELECT"), Token::Mul, word("FROM")] {
+                    out.push(TokenWithSpan::new(t, token.span));
+                    out.push(TokenWithSpan::new(Token::Whitespace(whitespace()), token.span));
                 }
-                continue;
+                // The name as written, its quotes kept: `TABLE "My Table"` names that table.
+                out.extend(parts);
+                out.push(TokenWithSpan::new(Token::RParen, span));
             }
+            continue;
         }
         match &token.token {
             Token::LParen => {
@@ -261,33 +263,33 @@ fn is_ml_call(out: &[TokenWithSpan]) -> bool {
         if value.eq_ignore_ascii_case("ML"))
 }
 
-/// The (possibly dotted) name after `MODEL` or `TABLE`, as one string, and where it is.
-fn next_name(
-    iter: &mut std::iter::Peekable<impl Iterator<Item = TokenWithSpan>>,
-) -> Option<(String, datafusion::sql::sqlparser::tokenizer::Span)> {
+/// The (possibly dotted) name after `MODEL` or `TABLE`: its tokens as written (words and the periods between
+/// them), none when no word follows.
+fn next_name(iter: &mut std::iter::Peekable<impl Iterator<Item = TokenWithSpan>>) -> Option<Vec<TokenWithSpan>> {
     while matches!(iter.peek().map(|t| &t.token), Some(Token::Whitespace(_))) {
         iter.next();
     }
-    let first = iter.next()?;
-    let Token::Word(word) = &first.token else {
-        return None;
-    };
-    let mut name = word.value.clone();
-    let span = first.span;
+    let first = iter.next_if(|t| matches!(t.token, Token::Word(_)))?;
+    let mut parts = vec![first];
     while matches!(iter.peek().map(|t| &t.token), Some(Token::Period)) {
-        iter.next();
-        match iter.next() {
-            Some(TokenWithSpan {
-                token: Token::Word(part),
-                ..
-            }) => {
-                name.push('.');
-                name.push_str(&part.value);
-            }
-            _ => break,
+        let period = iter.next()?;
+        match iter.next_if(|t| matches!(t.token, Token::Word(_))) {
+            Some(part) => parts.extend([period, part]),
+            None => break,
         }
     }
-    Some((name, span))
+    Some(parts)
+}
+
+/// A name's words joined by periods, unquoted (a model's name as the catalog knows it).
+fn joined(parts: &[TokenWithSpan]) -> String {
+    let words: Vec<&str> = (parts.iter())
+        .filter_map(|t| match &t.token {
+            Token::Word(word) => Some(word.value.as_str()),
+            _ => None,
+        })
+        .collect();
+    words.join(".")
 }
 
 #[cfg(test)]
@@ -303,6 +305,18 @@ mod tests {
         assert_eq!(
             statement.to_string(),
             "SELECT * FROM ml.evaluate('my model', (SELECT * FROM db.t)) AS e"
+        );
+    }
+
+    #[test]
+    fn a_quoted_table_keeps_its_quotes() {
+        let statements = parse_statements(r#"SELECT * FROM ML.PREDICT(MODEL m, TABLE "My Table")"#).unwrap();
+        let Statement::Sql(statement) = &statements[0] else {
+            panic!("{statements:?}")
+        };
+        assert_eq!(
+            statement.to_string(),
+            r#"SELECT * FROM ML.PREDICT('m', (SELECT * FROM "My Table"))"#
         );
     }
 
