@@ -28,7 +28,7 @@ async fn a_missing_column_is_named_with_the_columns_there_are() {
         .unwrap_err()
         .to_string();
     assert!(
-        error.contains("column \"purpos\": no such column") && error.contains("\"purpose\""),
+        error.contains("column \"purpos\": no such column (did you mean \"purpose\"?)"),
         "{error}"
     );
     let error = VectorAssembler::new()

@@ -310,6 +310,11 @@ async fn bad_statements_are_named_and_leave_the_catalog_as_it_was() {
     };
     let syntax = error("SELECT 1;\nCREATE MODEL m OPTIONS (model_type = 'logistic_reg') SELECT 1").await;
     assert!(syntax.contains("Line: 2"), "{syntax}");
+    let misspelt = error("SELECT * FROM ML.PREDCT(MODEL credit_lr, TABLE credit)").await;
+    assert!(
+        misspelt.contains("ML.PREDCT is not a table function (did you mean ML.PREDICT?)"),
+        "{misspelt}"
+    );
     let unknown_model = error("SELECT * FROM ML.PREDICT(MODEL nope, TABLE credit)").await;
     assert!(
         unknown_model.contains("no model named \"nope\"") && unknown_model.contains("credit_lr"),
@@ -317,7 +322,7 @@ async fn bad_statements_are_named_and_leave_the_catalog_as_it_was() {
     );
     let unknown_option = error(&CREATE.replace("max_iterations", "max_iteration")).await;
     assert!(
-        unknown_option.contains("option max_iteration: unknown option") && unknown_option.contains("max_iterations"),
+        unknown_option.contains("option max_iteration: unknown option (did you mean max_iterations?)"),
         "{unknown_option}"
     );
     let ill_typed = error(&CREATE.replace("max_iterations = 3", "max_iterations = 'three'")).await;
@@ -339,7 +344,9 @@ async fn bad_statements_are_named_and_leave_the_catalog_as_it_was() {
     let replace = CREATE.replace("CREATE MODEL", "CREATE OR REPLACE MODEL");
     let missing_label = error(&replace.replace("['class']", "['klass']")).await;
     assert!(
-        missing_label.contains("\"klass\"") && missing_label.contains("input_label_cols"),
+        missing_label.contains("\"klass\"")
+            && missing_label.contains("input_label_cols")
+            && missing_label.contains("(did you mean \"class\"?)"),
         "{missing_label}"
     );
     let vector_label = error(

@@ -24,5 +24,6 @@ pub mod error;
 pub mod files;
 pub mod host;
 pub mod ids;
+pub mod names;
 pub mod params;
 pub mod vector;

@@ -25,6 +25,7 @@ use datafusion::arrow::datatypes::Field;
 use datafusion::functions::core::expr_fn::get_field;
 use datafusion::logical_expr::{Expr, ident};
 use datafusion::prelude::DataFrame;
+use hearth_common::names::closest;
 use serde::Serialize;
 
 use crate::error::{HearthError, Result};
@@ -98,9 +99,19 @@ pub(crate) fn input_field<'a>(stage: &str, df: &'a DataFrame, column: &str) -> R
             HearthError::schema(
                 stage,
                 column,
-                format!("no such column; the input has {}", quoted_columns(df)),
+                format!(
+                    "no such column{}; the input has {}",
+                    closest_column(df, column),
+                    quoted_columns(df)
+                ),
             )
         })
+}
+
+/// `" (did you mean "x"?)"` for the column of `df` closest to `column`, or nothing.
+pub fn closest_column(df: &DataFrame, column: &str) -> String {
+    let names = df.schema().fields().iter().map(|f| f.name().as_str());
+    closest(column, names).map_or_else(String::new, |close| format!(" (did you mean {close:?}?)"))
 }
 
 /// `df`'s column names, quoted and separated by commas, for messages.

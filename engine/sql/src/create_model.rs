@@ -34,7 +34,7 @@ use hearth_engine::feature::{StandardScaler, StringIndexer, StringIndexerModel, 
 use hearth_engine::frame::DataFrameExt;
 use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
 use hearth_engine::session::Session;
-use hearth_engine::stage::{Estimator, quoted_columns};
+use hearth_engine::stage::{Estimator, closest_column, quoted_columns};
 
 /// The column an indexed label goes to.
 const LABEL_INDEX: &str = "__label";
@@ -501,7 +501,8 @@ fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
                 CREATE_MODEL,
                 &options.label,
                 format!(
-                    "input_label_cols names no column of the training query (it has {})",
+                    "input_label_cols names no column of the training query{} (it has {})",
+                    closest_column(input, &options.label),
                     quoted_columns(input)
                 ),
             )

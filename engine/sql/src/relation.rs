@@ -10,6 +10,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::logical_expr::planner::{PlannedRelation, RelationPlanner, RelationPlannerContext, RelationPlanning};
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, Query, TableAlias, TableFactor, Value};
+use hearth_common::names::did_you_mean;
 
 use super::catalog::{CatalogModel, ModelCatalog};
 use super::evaluation_tables::{confusion_matrix, roc_curve};
@@ -191,9 +192,11 @@ impl MlCall {
                 .join(separator)
         };
         if !FUNCTIONS.contains(&self.function.as_str()) {
+            let functions = FUNCTIONS.map(|f| format!("ML.{}", f.to_ascii_uppercase()));
             return Err(plan_error(format!(
-                "{} is not a table function; hearth has {}",
+                "{} is not a table function{}; hearth has {}",
                 self.name,
+                did_you_mean(&self.name, functions.iter().map(String::as_str)),
                 known(&FUNCTIONS, ", ")
             )));
         }

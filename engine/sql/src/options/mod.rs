@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast::{Expr, SqlOption};
+use hearth_common::names::did_you_mean;
 use hearth_torch::model::Activation;
 use hearth_torch::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
 
@@ -187,9 +188,10 @@ impl ModelOptions {
                 Some((_, Read::Tuning)) | None => {
                     let mut names = option_names(|_| true);
                     names.sort_unstable();
+                    let suggestion = did_you_mean(&name, names.iter().copied());
                     return Err(invalid_option(
                         &key.value,
-                        format!("unknown option; the options are {}", names.join(", ")),
+                        format!("unknown option{suggestion}; the options are {}", names.join(", ")),
                     ));
                 }
             }
