@@ -14,7 +14,7 @@ use hearth_optim::glm::{
 use hearth_optim::perceptron::{MlpFit, MlpSettings, fit_mlp};
 use serde::{Deserialize, Serialize};
 
-use super::shard::shard_of;
+use super::shard::{ShardColumns, shard_of};
 use crate::barrier::{BarrierFunction, BarrierTaskContext};
 
 /// The name of the full-batch fits' barrier function.
@@ -101,7 +101,12 @@ impl BarrierFunction for FullBatchFunction {
         let args: FullBatchArgs = serde_json::from_str(args)
             .map_err(|e| DataFusionError::Execution(format!("{FULL_BATCH_FUNCTION}: unreadable arguments: {e}")))?;
         let rank = context.rank();
-        let shard = shard_of(&args, &input).map_err(|e| e.context(format!("rank {rank}")))?;
+        let columns = ShardColumns {
+            features_col: &args.features_col,
+            label_col: &args.label_col,
+            weight_col: args.weight_col.as_deref(),
+        };
+        let shard = shard_of(&columns, &input).map_err(|e| e.context(format!("rank {rank}")))?;
         let mut ranks = RankSums { context };
         let shard = with_agreed_width(shard, &mut ranks)?;
         let fit = match &args.settings {

@@ -8,7 +8,6 @@ use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::error::{DataFusionError, Result};
 use hearth_optim::glm::Shard;
 
-use super::function::FullBatchArgs;
 use crate::barrier::{canonical_positions, pick_columns};
 use crate::vector::vector_values;
 
@@ -20,11 +19,21 @@ struct Source {
     weights: Option<Float64Array>,
 }
 
+/// The columns a shard is made of.
+pub(super) struct ShardColumns<'a> {
+    /// The vector column of features.
+    pub(super) features_col: &'a str,
+    /// The `Float64` label column.
+    pub(super) label_col: &'a str,
+    /// A `Float64` column of row weights.
+    pub(super) weight_col: Option<&'a str>,
+}
+
 /// The task's rows as a shard, in the order of a hash of their values: features widened to `f64`, labels and
 /// weights as given; a null is an error naming its column and row (counted in that order).
-pub(super) fn shard_of(args: &FullBatchArgs, input: &[RecordBatch]) -> Result<Shard> {
-    let mut names = vec![args.features_col.as_str(), args.label_col.as_str()];
-    names.extend(args.weight_col.as_deref());
+pub(super) fn shard_of(args: &ShardColumns<'_>, input: &[RecordBatch]) -> Result<Shard> {
+    let mut names = vec![args.features_col, args.label_col];
+    names.extend(args.weight_col);
     let picked = pick_columns(input, &names)?;
     let Some(first) = picked.first() else {
         return Ok(Shard::default());
@@ -42,20 +51,20 @@ pub(super) fn shard_of(args: &FullBatchArgs, input: &[RecordBatch]) -> Result<Sh
     let positions = canonical_positions(&picked)?;
     let mut features = Vec::with_capacity(positions.len() * dim);
     let mut labels = Vec::with_capacity(positions.len());
-    let mut weights = args.weight_col.as_ref().map(|_| Vec::with_capacity(positions.len()));
+    let mut weights = args.weight_col.map(|_| Vec::with_capacity(positions.len()));
     let null = |column: &str, row: usize| DataFusionError::Execution(format!("column {column:?}, row {row}: null"));
     for (row, &(batch, at)) in positions.iter().enumerate() {
         let source = &sources[batch];
         if source.feature_nulls.as_ref().is_some_and(|nulls| nulls.is_null(at)) {
-            return Err(null(&args.features_col, row));
+            return Err(null(args.features_col, row));
         }
         if source.labels.is_null(at) {
-            return Err(null(&args.label_col, row));
+            return Err(null(args.label_col, row));
         }
         let values = &source.features.values()[at * dim..(at + 1) * dim];
         features.extend(values.iter().map(|v| f64::from(*v)));
         labels.push(source.labels.value(at));
-        if let (Some(weights), Some(given), Some(name)) = (&mut weights, &source.weights, &args.weight_col) {
+        if let (Some(weights), Some(given), Some(name)) = (&mut weights, &source.weights, args.weight_col) {
             if given.is_null(at) {
                 return Err(null(name, row));
             }
@@ -86,18 +95,15 @@ mod tests {
     use std::sync::Arc;
 
     use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch};
-    use hearth_optim::glm::LinearSettings;
 
     use super::*;
-    use crate::full_batch::FullBatchModel;
     use crate::vector::vector_array;
 
-    fn args(weight_col: Option<&str>) -> FullBatchArgs {
-        FullBatchArgs {
-            settings: FullBatchModel::Linear(LinearSettings::default()),
-            features_col: "features".into(),
-            label_col: "label".into(),
-            weight_col: weight_col.map(Into::into),
+    fn args(weight_col: Option<&str>) -> ShardColumns<'_> {
+        ShardColumns {
+            features_col: "features",
+            label_col: "label",
+            weight_col,
         }
     }
 
