@@ -148,12 +148,17 @@ pub struct Admitted<S> {
 }
 
 impl<S> Admitted<S> {
-    /// `inner` under `admission`, its deadline starting now.
+    /// `inner` under `admission`, its [`FIRST_REQUEST_DEADLINE`] starting now.
     pub fn new(inner: S, admission: Admission) -> Self {
+        Self::with_deadline(inner, admission, FIRST_REQUEST_DEADLINE)
+    }
+
+    /// `inner` under `admission`, with `deadline` from now for its first admitted request.
+    fn with_deadline(inner: S, admission: Admission, deadline: Duration) -> Self {
         Self {
             inner,
             admission,
-            deadline: Box::pin(tokio::time::sleep(FIRST_REQUEST_DEADLINE)),
+            deadline: Box::pin(tokio::time::sleep(deadline)),
         }
     }
 
@@ -180,7 +185,7 @@ impl<S> Admitted<S> {
         if self.deadline.as_mut().poll(cx).is_ready() {
             self.admission.close();
             log::debug!(
-                "closed a connection from {}: no request with the cluster secret within {FIRST_REQUEST_DEADLINE:?}",
+                "closed a connection from {}: no request with the cluster secret in time",
                 standing.peer
             );
             return Some(io::Error::new(
@@ -259,21 +264,22 @@ mod tests {
         assert!(held[1..].iter().all(Admission::is_waiting));
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_silent_connection_is_closed_at_its_deadline_and_an_admitted_one_is_not() {
         use tokio::io::AsyncReadExt;
 
+        let deadline = Duration::from_millis(50);
         let waiting = Waiting::default();
         let (_client, server) = tokio::io::duplex(64);
-        let mut silent = Admitted::new(server, waiting.enter(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        let mut silent = Admitted::with_deadline(server, waiting.enter(IpAddr::V4(Ipv4Addr::LOCALHOST)), deadline);
         let error = silent.read(&mut [0u8; 8]).await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
 
         let (mut client, server) = tokio::io::duplex(64);
         let admission = waiting.enter(IpAddr::V4(Ipv4Addr::LOCALHOST));
         admission.admit();
-        let mut admitted = Admitted::new(server, admission);
-        tokio::time::sleep(FIRST_REQUEST_DEADLINE * 2).await;
+        let mut admitted = Admitted::with_deadline(server, admission, deadline);
+        tokio::time::sleep(deadline * 4).await;
         tokio::io::AsyncWriteExt::write_all(&mut client, b"hi").await.unwrap();
         assert_eq!(admitted.read(&mut [0u8; 8]).await.unwrap(), 2);
     }
