@@ -312,16 +312,21 @@ async fn bad_requests_raise_pysparks_exceptions_and_the_server_goes_on() {
     server.shutdown().await.unwrap();
 }
 
-/// On the embedded master and on Ballista's (`standalone[2]`, whose runtime threads get 8 MiB of stack as in
-/// [`the_pipeline_script_reports_the_same_on_a_ballista_master`]).
-#[test]
-fn an_interrupt_stops_a_training_stage_and_the_next_fit_runs_as_fast() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// A runtime of two threads with the main thread's 8 MiB of stack: Ballista's scheduler decodes the client's
+/// plans recursively, deeper than tokio's 2 MiB in an unoptimized build.
+fn ballista_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_stack_size(8 << 20)
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// On the embedded master and on Ballista's (`standalone[2]`, on a [`ballista_runtime`]).
+#[test]
+fn an_interrupt_stops_a_training_stage_and_the_next_fit_runs_as_fast() {
+    let runtime = ballista_runtime();
     runtime.block_on(async {
         for master in ["local[2]", "standalone[2]"] {
             interrupt_on(master).await;
@@ -500,16 +505,10 @@ fn assert_same_report(seen: &Value, expected: &Value, relative: f64, at: &str) {
 
 /// The whole ML script on a Ballista master (`standalone[2]`: Ballista's scheduler and executor in the
 /// process) reports what it reports on `local[2]`: the same indexers, scaler, fits, summaries, statistics,
-/// predictions, evaluations and errors. The runtime's threads get the main thread's 8 MiB of stack: Ballista's
-/// scheduler decodes the client's plans recursively, deeper than tokio's 2 MiB in an unoptimized build.
+/// predictions, evaluations and errors (on a [`ballista_runtime`]).
 #[test]
 fn the_pipeline_script_reports_the_same_on_a_ballista_master() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_stack_size(8 << 20)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = ballista_runtime();
     runtime.block_on(async {
         let mut reports = Vec::new();
         for master in ["local[2]", "standalone[2]"] {
