@@ -828,6 +828,38 @@ async fn models_save_and_load_in_sparks_layout_both_ways() {
     assert_eq!(seen["estimator"], serde_json::json!([true, 7, 0.5, false]));
     assert_eq!(seen["evaluator"], serde_json::json!([true, "areaUnderPR", 50]));
 
+    // Spark's answer to its bounded binomial test (PySpark's test_binomial_logistic_regression_with_bound).
+    let bounded = &seen["bounded"];
+    let spark_said = [-0.2944, -0.0484, 0.0];
+    let got = [&bounded[0][0], &bounded[0][1], &bounded[1]].map(|v| v.as_f64().unwrap());
+    assert!(
+        got.iter().zip(spark_said).all(|(g, s)| (g - s).abs() < 1e-4),
+        "{got:?} against Spark's {spark_said:?}"
+    );
+    assert_eq!(
+        (&bounded[0], &bounded[1]),
+        (&bounded[2], &bounded[3]),
+        "loaded as saved"
+    );
+    assert_eq!(seen["box_round_trip"], serde_json::json!([true, true, true, true]));
+    assert_eq!(
+        seen["box_types"],
+        serde_json::json!(["DenseVector", "SparseVector", "DenseMatrix", "SparseMatrix"])
+    );
+    let metadata = &seen["box_metadata"];
+    assert_eq!(
+        metadata["upperBoundsOnIntercepts"],
+        serde_json::json!({"type": 0, "size": 4, "indices": [1, 3], "values": [1.0, 5.5]}),
+        "Spark's JSON of a sparse vector"
+    );
+    assert_eq!(metadata["lowerBoundsOnCoefficients"]["class"], "matrix");
+    assert_eq!(metadata["lowerBoundsOnCoefficients"]["numRows"], 3);
+    let box_fit = seen["box_fit"]["message"].as_str().unwrap();
+    assert!(
+        box_fit.contains("LowerBoundsOnIntercepts should always be less than or equal"),
+        "{box_fit}"
+    );
+
     let raises = |case: &str, words: &str| {
         let message = seen[case]["message"].as_str().unwrap();
         assert!(message.contains(words), "{case}: {message:?} should say {words:?}");

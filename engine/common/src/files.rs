@@ -213,6 +213,34 @@ pub fn sync_tree(dir: &Path) -> io::Result<()> {
     sync(dir)
 }
 
+/// The files under `dir`, relative to it with `/` between folders, in name order: what a folder publishes to an
+/// object store.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::create_dir(dir.path().join("data")).unwrap();
+/// std::fs::write(dir.path().join("data/part-0"), b"").unwrap();
+/// std::fs::write(dir.path().join("metadata"), b"").unwrap();
+/// assert_eq!(hearth_common::files::relative_files(dir.path()).unwrap(), ["data/part-0", "metadata"]);
+/// ```
+pub fn relative_files(dir: &Path) -> io::Result<Vec<String>> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(&folder)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if let Ok(relative) = path.strip_prefix(dir) {
+                let parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+                files.push(parts.join("/"));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 /// The directory `dest` is in (`.` for a bare name).
 pub fn parent_of(dest: &Path) -> PathBuf {
     match dest.parent() {

@@ -1,20 +1,19 @@
 //! `df.write…save(path)`: a DataFrame saved as Spark's `DataFrameWriter` saves it — `parquet` (Spark's
 //! default source), `csv` and `json` by hearth's writer (part files and `_SUCCESS`, whole or nothing, on every
-//! master), `text` (one string column, a line a row) as one part file. Spark's save modes; tables,
-//! partitioning and bucketing are refused by name.
+//! master), `text` (one string column, a line a row) as one part file; to local folders and object stores.
+//! Spark's save modes; tables, partitioning and bucketing are refused by name.
 
 use std::path::Path;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::DataFrame;
-use hearth_engine::files::{write_dir_whole, write_file_whole};
 use hearth_engine::write::{FrameWriter, OutputFormat, SaveMode};
 use spark_connect_proto::WriteOperation;
 use spark_connect_proto::write_operation::{SaveMode as SparkMode, SaveType};
 
 use crate::errors::{ConnectError, Result};
-use crate::persist::{local_path, part_files};
+use crate::persist::{Location, part_files};
 use crate::plan::Planner;
 use crate::sessions::ClientSession;
 
@@ -44,7 +43,8 @@ pub(crate) async fn write(session: &ClientSession, operation: WriteOperation) ->
         .ok_or_else(|| ConnectError::InvalidPlan("df.write without its DataFrame".into()))?;
     let df = Planner::new(&session.hearth, &session.models).plan(input).await?;
     let source = operation.source.as_deref().unwrap_or("parquet").to_ascii_lowercase();
-    if mode == SaveMode::ErrorIfExists && local_path(&path).is_ok_and(|p| p.exists()) {
+    let location = Location::of(&path, session.hearth.context().runtime_env().as_ref())?;
+    if mode == SaveMode::ErrorIfExists && location.exists().await? {
         return Err(ConnectError::Analysis {
             error_class: "PATH_ALREADY_EXISTS",
             message: format!("Path {path} already exists. Set mode as \"overwrite\" to overwrite the existing path."),
@@ -52,7 +52,7 @@ pub(crate) async fn write(session: &ClientSession, operation: WriteOperation) ->
     }
     if source == "text" {
         no_options(&operation, &source, &[])?;
-        return write_text(df, &path, mode).await;
+        return write_text(df, &location, mode).await;
     }
     let format: OutputFormat = source.parse().map_err(|_| {
         ConnectError::Unsupported(format!(
@@ -114,7 +114,7 @@ fn no_options(operation: &WriteOperation, source: &str, known: &[&str]) -> Resul
 }
 
 /// Spark's `text` source: a single string column, each value a line of one part file.
-async fn write_text(df: DataFrame, path: &str, mode: SaveMode) -> Result<()> {
+async fn write_text(df: DataFrame, location: &Location, mode: SaveMode) -> Result<()> {
     let fields = df.schema().fields().clone();
     let [field] = fields.iter().collect::<Vec<_>>()[..] else {
         return Err(ConnectError::Analysis {
@@ -149,16 +149,14 @@ async fn write_text(df: DataFrame, path: &str, mode: SaveMode) -> Result<()> {
             text.push('\n');
         }
     }
-    let dir = local_path(path)?;
     match mode {
-        SaveMode::Ignore if dir.exists() => Ok(()),
-        SaveMode::Append if dir.exists() => {
-            let file = dir.join(part_files::name(0, "txt"));
-            write_file_whole(&file, text.as_bytes())
-                .map_err(|e| ConnectError::Execution(format!("writing {}: {e}", file.display())))
+        SaveMode::Ignore if location.exists().await? => Ok(()),
+        SaveMode::Append if location.exists().await? => {
+            location.add_file(&part_files::name(0, "txt"), text.as_bytes()).await
         }
-        _ => write_dir_whole(&dir, |staging: &Path| {
-            part_files::write(staging, "txt", text.as_bytes())
-        }),
+        _ => {
+            let fill = |staging: &Path| part_files::write(staging, "txt", text.as_bytes());
+            location.write_whole(fill).await
+        }
     }
 }

@@ -20,6 +20,8 @@ pub enum Stop {
     Gradient,
     /// No step decreased the objective, even after the curvature memory was cleared.
     SearchFailed,
+    /// Within bounds (L-BFGS-B): the projected gradient step is below 1e-5 in every coordinate.
+    ProjectedGradient,
     /// Nothing to iterate: solved in closed form (a Cholesky solve, a constant label).
     Direct,
 }
@@ -31,9 +33,25 @@ impl std::fmt::Display for Stop {
             Stop::FunctionValues => "function values converged",
             Stop::Gradient => "gradient converged",
             Stop::SearchFailed => "line search failed",
+            Stop::ProjectedGradient => "projected gradient converged",
             Stop::Direct => "solved directly",
         })
     }
+}
+
+/// Where a solve ended and how it got there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Minimum {
+    /// The last point.
+    pub x: Vec<f64>,
+    /// The objective (with its L1 term) at the start and after every iteration: Spark's `objectiveHistory`.
+    pub objective_history: Vec<f64>,
+    /// The iterations taken (`objective_history` has one more entry, the start).
+    pub iterations: usize,
+    /// Why it stopped.
+    pub stop: Stop,
+    /// How many times the objective was evaluated (passes over the data).
+    pub evaluations: usize,
 }
 
 /// The objective values a solve remembers for its function-values test.
@@ -85,5 +103,73 @@ impl Convergence {
             return Some(Stop::Gradient);
         }
         search_failed.then_some(Stop::SearchFailed)
+    }
+}
+
+/// A solve's bookkeeping, as Breeze's `FirstOrderMinimizer` keeps it for every minimizer: the stopping rule,
+/// the objective after each iteration, and the failed searches (the first clears the memory, a second right
+/// after it stops the solve).
+#[derive(Clone, Debug)]
+pub(crate) struct Progress {
+    convergence: Convergence,
+    initial: f64,
+    objective_history: Vec<f64>,
+    iterations: usize,
+    failed_once: bool,
+    search_failed: bool,
+}
+
+impl Progress {
+    /// A solve of at most `max_iter` iterations to tolerance `tol`, starting at objective `initial`.
+    pub(crate) fn new(max_iter: usize, tol: f64, initial: f64) -> Self {
+        Self {
+            convergence: Convergence::new(max_iter, tol),
+            initial,
+            objective_history: vec![initial],
+            iterations: 0,
+            failed_once: false,
+            search_failed: false,
+        }
+    }
+
+    /// The iterations taken so far.
+    pub(crate) fn iterations(&self) -> usize {
+        self.iterations
+    }
+
+    /// Whether to stop at objective `value` with a gradient of norm `gradient_norm`.
+    pub(crate) fn stop(&self, value: f64, gradient_norm: f64) -> Option<Stop> {
+        let at = (value, gradient_norm);
+        self.convergence
+            .stop(self.iterations, at, self.initial, self.search_failed)
+    }
+
+    /// An iteration stepped to objective `value`.
+    pub(crate) fn stepped(&mut self, value: f64) {
+        self.convergence.record(value);
+        self.iterations += 1;
+        self.failed_once = false;
+        self.objective_history.push(value);
+    }
+
+    /// An iteration found no step, at objective `value`: whether to clear the memory and try again (the first
+    /// failure; after a second the solve stops).
+    pub(crate) fn failed(&mut self, value: f64) -> bool {
+        let retry = !self.failed_once;
+        self.failed_once = true;
+        self.search_failed = !retry;
+        self.objective_history.push(value);
+        retry
+    }
+
+    /// The solve's result: it ended at `x` for `stop`, after `evaluations` evaluations of the objective.
+    pub(crate) fn finish(self, x: Vec<f64>, stop: Stop, evaluations: usize) -> Minimum {
+        Minimum {
+            x,
+            objective_history: self.objective_history,
+            iterations: self.iterations,
+            stop,
+            evaluations,
+        }
     }
 }

@@ -1,34 +1,18 @@
-//! L-BFGS, and OWL-QN when coordinates carry an L1 penalty: the quasi-Newton minimizers Spark fits
-//! `LogisticRegression`, `LinearRegression` and `MultilayerPerceptronClassifier` with, step for step as
-//! Breeze (Spark's optimizer library) takes them, so a solve stops where Spark's stops.
+//! L-BFGS, OWL-QN when coordinates carry an L1 penalty, and L-BFGS-B within bounds: the quasi-Newton
+//! minimizers Spark fits `LogisticRegression`, `LinearRegression` and `MultilayerPerceptronClassifier` with, step
+//! for step as Breeze (Spark's optimizer library) takes them, so a solve stops where Spark's stops.
 
-use serde::{Deserialize, Serialize};
-
-use crate::convergence::{Convergence, Stop};
+use crate::convergence::{Minimum, Progress};
 use crate::history::InverseHessian;
+use crate::lbfgsb::Bounds;
 use crate::line_search::{Backtracking, LineFunction, Probe, StrongWolfe};
 use crate::objective::{Cached, Objective};
 use crate::owlqn::L1;
 use crate::vector::{difference, dot, norm, stepped};
 
-/// Where a solve ended and how it got there.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Minimum {
-    /// The last point.
-    pub x: Vec<f64>,
-    /// The objective (with its L1 term) at the start and after every iteration: Spark's `objectiveHistory`.
-    pub objective_history: Vec<f64>,
-    /// The iterations taken (`objective_history` has one more entry, the start).
-    pub iterations: usize,
-    /// Why it stopped.
-    pub stop: Stop,
-    /// How many times the objective was evaluated (passes over the data).
-    pub evaluations: usize,
-}
-
-/// Minimizes a smooth objective by L-BFGS with a strong Wolfe line search, or by OWL-QN with a
-/// backtracking one when [`l1`](Self::l1) gives a coordinate a positive penalty. Spark's defaults: 100
-/// iterations, a memory of 10 pairs, a relative tolerance of 1e-6.
+/// Minimizes a smooth objective by L-BFGS with a strong Wolfe line search, by OWL-QN with a backtracking one
+/// when [`l1`](Self::l1) gives a coordinate a positive penalty, or by L-BFGS-B within [`bounds`](Self::bounds).
+/// Spark's defaults: 100 iterations, a memory of 10 pairs, a relative tolerance of 1e-6.
 ///
 /// The solve is deterministic: the same objective values give the same steps on every machine, so ranks
 /// that each run it on allreduced values take identical steps.
@@ -49,6 +33,7 @@ pub struct Lbfgs {
     memory: usize,
     tol: f64,
     l1: Vec<f64>,
+    bounds: Option<Bounds>,
 }
 
 impl Default for Lbfgs {
@@ -58,6 +43,7 @@ impl Default for Lbfgs {
             memory: 10,
             tol: 1e-6,
             l1: Vec::new(),
+            bounds: None,
         }
     }
 }
@@ -109,47 +95,52 @@ impl Lbfgs {
         self
     }
 
+    /// Keep every point within `bounds`: the solve becomes L-BFGS-B (which takes no L1 penalty).
+    pub fn bounds(mut self, bounds: Bounds) -> Self {
+        self.bounds = Some(bounds);
+        self
+    }
+
+    /// `x` within the bounds, if any.
+    pub fn clip(&self, x: Vec<f64>) -> Vec<f64> {
+        match &self.bounds {
+            Some(bounds) => bounds.clip(x),
+            None => x,
+        }
+    }
+
     /// The minimum from `x0`; an error of the objective ends the solve with it.
     pub fn minimize<O: Objective>(&self, objective: &mut O, x0: Vec<f64>) -> Result<Minimum, O::Error> {
+        if let Some(bounds) = &self.bounds {
+            let limits = (self.max_iter, self.tol);
+            return crate::lbfgsb::minimize(bounds, self.memory, limits, objective, x0);
+        }
         let l1 = L1::new(&self.l1);
         let mut f = Cached::new(objective);
         let mut state = evaluated(&mut f, &l1, x0)?;
-        let initial = state.adjusted_value;
         let mut history = InverseHessian::new(self.memory);
-        let mut convergence = Convergence::new(self.max_iter, self.tol);
-        let mut objective_history = vec![state.adjusted_value];
-        let (mut iterations, mut failed_once, mut search_failed) = (0, false, false);
+        let mut progress = Progress::new(self.max_iter, self.tol, state.adjusted_value);
         let stop = loop {
-            let at = (state.adjusted_value, norm(&state.adjusted_gradient));
-            if let Some(stop) = convergence.stop(iterations, at, initial, search_failed) {
+            if let Some(stop) = progress.stop(state.adjusted_value, norm(&state.adjusted_gradient)) {
                 break stop;
             }
-            match self.iterate(&mut f, &l1, &state, &history, iterations)? {
+            match self.iterate(&mut f, &l1, &state, &history, progress.iterations())? {
                 Ok(next) => {
                     history.push(
                         difference(&next.x, &state.x),
                         difference(&next.gradient, &state.gradient),
                     );
-                    convergence.record(next.adjusted_value);
+                    progress.stepped(next.adjusted_value);
                     state = next;
-                    iterations += 1;
-                    failed_once = false;
                 }
-                Err(NoStep::Failed) if !failed_once => {
-                    failed_once = true;
-                    history = InverseHessian::new(self.memory);
+                Err(NoStep::Failed) => {
+                    if progress.failed(state.adjusted_value) {
+                        history = InverseHessian::new(self.memory);
+                    }
                 }
-                Err(NoStep::Failed) => search_failed = true,
             }
-            objective_history.push(state.adjusted_value);
         };
-        Ok(Minimum {
-            x: state.x,
-            objective_history,
-            iterations,
-            stop,
-            evaluations: f.evaluations(),
-        })
+        Ok(progress.finish(state.x, stop, f.evaluations()))
     }
 
     /// One iteration from `state`: a direction, a step along it, the objective there.
@@ -176,6 +167,7 @@ impl Lbfgs {
             let search = StrongWolfe {
                 max_zoom: 10,
                 max_search: 10,
+                bound: f64::INFINITY,
             };
             let Ok(t) = search.search(&mut line, start)? else {
                 return Ok(Err(NoStep::Failed));

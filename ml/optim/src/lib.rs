@@ -2,7 +2,8 @@
 //!
 //! The full-batch solvers Spark MLlib fits its linear models and perceptron with, and those fits ([`glm`],
 //! [`perceptron`]), without libtorch:
-//! [`Lbfgs`] (L-BFGS with a strong Wolfe line search; OWL-QN when coordinates carry an L1 penalty) and
+//! [`Lbfgs`] (L-BFGS with a strong Wolfe line search; OWL-QN when coordinates carry an L1 penalty; L-BFGS-B
+//! within [`Bounds`]) and
 //! [`normal_equation`] (a Cholesky solve of a Gram matrix). They take their steps as Breeze — Spark's optimizer
 //! library — takes them, so a solve stops where Spark's stops and gives Spark's coefficients.
 //!
@@ -32,6 +33,7 @@ mod convergence;
 pub mod glm;
 mod history;
 mod lbfgs;
+mod lbfgsb;
 mod line_search;
 mod normal;
 mod objective;
@@ -39,8 +41,9 @@ mod owlqn;
 pub mod perceptron;
 mod vector;
 
-pub use convergence::Stop;
+pub use convergence::{Minimum, Stop};
 pub use history::{BadCurvature, InverseHessian};
-pub use lbfgs::{Lbfgs, Minimum};
+pub use lbfgs::Lbfgs;
+pub use lbfgsb::Bounds;
 pub use normal::{NotPositiveDefinite, normal_equation, normal_equation_and_inverse_diagonal};
 pub use objective::Objective;

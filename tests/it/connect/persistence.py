@@ -83,6 +83,45 @@ lr.save(os.path.join(work, "lr"))
 lr_back = LogisticRegression.load(os.path.join(work, "lr"))
 seen["estimator"] = [lr_back.uid == lr.uid, lr_back.getMaxIter(), lr_back.getRegParam(), lr_back.isSet("tol")]
 
+# LogisticRegression within bounds (Spark's L-BFGS-B): fitted, saved and loaded; an estimator keeps its dense
+# and sparse bounds through a save.
+from pyspark.ml.linalg import Matrices, Vectors
+
+weighted = spark.createDataFrame(
+    [
+        (1.0, 1.0, Vectors.dense(0.0, 5.0)),
+        (0.0, 2.0, Vectors.dense(1.0, 2.0)),
+        (1.0, 3.0, Vectors.dense(2.0, 1.0)),
+        (0.0, 4.0, Vectors.dense(3.0, 3.0)),
+    ],
+    ["label", "weight", "features"],
+)
+bounded = LogisticRegression(
+    regParam=0.01,
+    weightCol="weight",
+    lowerBoundsOnCoefficients=Matrices.dense(1, 2, [-1.0, -1.0]),
+    upperBoundsOnIntercepts=Vectors.dense(0.0),
+).fit(weighted)
+bounded.write().save(os.path.join(work, "bounded"))
+bounded_back = LogisticRegressionModel.load(os.path.join(work, "bounded"))
+seen["bounded"] = [list(bounded.coefficients), bounded.intercept, list(bounded_back.coefficients), bounded_back.intercept]
+box = LogisticRegression(
+    maxIter=1,
+    lowerBoundsOnIntercepts=Vectors.dense([1, 2, 3, 4]),
+    upperBoundsOnIntercepts=Vectors.sparse(4, [(1, 1.0), (3, 5.5)]),
+    lowerBoundsOnCoefficients=Matrices.dense(3, 2, [0, 1, 4, 5, 9, 10]),
+    upperBoundsOnCoefficients=Matrices.sparse(1, 1, [0, 1], [0], [2.0]),
+)
+box.save(os.path.join(work, "box"))
+box_back = LogisticRegression.load(os.path.join(work, "box"))
+getters = ["LowerBoundsOnIntercepts", "UpperBoundsOnIntercepts", "LowerBoundsOnCoefficients", "UpperBoundsOnCoefficients"]
+seen["box_round_trip"] = [getattr(box, "get" + g)() == getattr(box_back, "get" + g)() for g in getters]
+seen["box_types"] = [type(getattr(box_back, "get" + g)()).__name__ for g in getters]
+metadata = os.path.join(work, "box", "metadata")
+with open(os.path.join(metadata, [f for f in os.listdir(metadata) if f.startswith("part-")][0])) as f:
+    seen["box_metadata"] = json.loads(f.readline())["paramMap"]
+seen["box_fit"] = error_of(lambda: box.fit(weighted))
+
 # An evaluator.
 from pyspark.ml.evaluation import BinaryClassificationEvaluator
 

@@ -2,7 +2,7 @@
 
 use datafusion::logical_expr::{ident, lit};
 use datafusion::prelude::DataFrame;
-use hearth_optim::glm::{Family, LogisticFit, LogisticSettings, Solved};
+use hearth_optim::glm::{Family, LogisticBounds, LogisticFit, LogisticSettings, Solved};
 use serde::{Deserialize, Serialize};
 
 use super::scores::LOGISTIC_SCORES;
@@ -14,8 +14,9 @@ use crate::stage::{Estimator, Transformer, ensure_new_column, serde_stage, with_
 use crate::udf::args::f64_list_literal;
 
 /// Spark's `LogisticRegression`: binomial or multinomial (`family`), an elastic-net penalty (`reg_param`,
-/// `elastic_net_param`), fitted by L-BFGS (OWL-QN with an L1 part) on standardized features to Spark's
-/// coefficients, over `workers` ranks of the barrier stage. Labels are class indices 0, 1, 2, …
+/// `elastic_net_param`), fitted by L-BFGS (OWL-QN with an L1 part; L-BFGS-B within [`bounds`](Self::bounds))
+/// on standardized features to Spark's coefficients, over `workers` ranks of the barrier stage. Labels are class
+/// indices 0, 1, 2, …
 ///
 /// ```
 /// use hearth_engine::linear::LogisticRegression;
@@ -80,6 +81,22 @@ impl LogisticRegression {
         self
     }
 
+    /// Spark's bounds on the coefficients and intercepts (`lowerBoundsOnCoefficients`, …): the fit runs
+    /// L-BFGS-B, with an L2 penalty only.
+    ///
+    /// ```
+    /// use hearth_engine::linear::{BoundMatrix, LogisticBounds, LogisticRegression};
+    /// let nonnegative = LogisticBounds {
+    ///     lower_bounds_on_coefficients: BoundMatrix::new(1, 2, vec![0.0, 0.0]),
+    ///     ..LogisticBounds::default()
+    /// };
+    /// let lr = LogisticRegression::new().bounds(nonnegative);
+    /// ```
+    pub fn bounds(mut self, bounds: LogisticBounds) -> Self {
+        self.settings.bounds = bounds;
+        self
+    }
+
     /// The binomial threshold on class 1's probability (default 0.5).
     pub fn threshold(mut self, threshold: f64) -> Self {
         self.threshold = threshold;
@@ -93,6 +110,9 @@ impl LogisticRegression {
         if let Some(family) = &self.unknown_family {
             let why = format!("must be \"auto\", \"binomial\" or \"multinomial\", got {family:?}");
             return Err(HearthError::invalid_param(&self.uid, "family", why));
+        }
+        if let Err(why) = s.bounds.check(s.elastic_net_param, s.fit_intercept) {
+            return Err(HearthError::invalid_param(&self.uid, "bounds", why));
         }
         if !(0.0..=1.0).contains(&self.threshold) {
             let why = format!("must be in [0, 1], got {}", self.threshold);

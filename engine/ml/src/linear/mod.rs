@@ -32,7 +32,7 @@ mod scores;
 mod setters;
 mod statistics;
 
-pub use hearth_optim::glm::{Family, LinearSolver, Solved};
+pub use hearth_optim::glm::{BoundMatrix, Family, LinearSolver, LogisticBounds, Solved};
 pub use linear_regression::{LinearRegression, LinearRegressionModel};
 pub use logistic_regression::{LogisticRegression, LogisticRegressionModel};
 pub(crate) use scores::score_columns;

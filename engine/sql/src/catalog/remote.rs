@@ -171,7 +171,8 @@ impl RemoteCatalog {
     pub fn publish(&self, name: &str, staged: &Path, entry: &ModelEntry) -> Result<(Manifest, Option<PathBuf>)> {
         let previous = self.manifest(name)?.map(|manifest| manifest.version);
         let version = format!("v-{}", hearth_common::ids::unique_id());
-        let files = files_under(staged)?;
+        let files = hearth_engine::files::relative_files(staged)
+            .map_err(|e| HearthError::persistence(staged, "cannot list it").caused_by(e))?;
         let manifest = Manifest {
             version: version.clone(),
             files: files.clone(),
@@ -274,27 +275,6 @@ impl RemoteCatalog {
             .trim_start_matches('/');
         HearthError::persistence(self.url_of(relative), what.to_string()).caused_by(error)
     }
-}
-
-/// The files under `dir`, relative to it, with `/` between folders, in order.
-fn files_under(dir: &Path) -> Result<Vec<String>> {
-    let mut files = Vec::new();
-    let mut folders = vec![dir.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        let entries =
-            std::fs::read_dir(&folder).map_err(|e| HearthError::persistence(&folder, "cannot list it").caused_by(e))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                folders.push(path);
-            } else if let Ok(relative) = path.strip_prefix(dir) {
-                let parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-                files.push(parts.join("/"));
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
 }
 
 /// This user's cache of hearth: `$HEARTH_CACHE`, else `hearth` in `$XDG_CACHE_HOME` or `~/.cache`.

@@ -4,6 +4,7 @@
 mod cluster;
 mod commands;
 mod common;
+mod connect_store;
 mod faults;
 mod hosts;
 mod hosts_outputs;

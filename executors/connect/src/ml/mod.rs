@@ -19,7 +19,7 @@ use crate::models::literals::boolean;
 use crate::models::predict::predict;
 use crate::models::summaries::{self, SummaryValue};
 use crate::models::{ModelCache, attribute, estimator_stage, literal_json};
-use crate::persist;
+use crate::persist::{self, Location};
 use crate::plan::Planner;
 use crate::sessions::ClientSession;
 
@@ -74,11 +74,11 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
             })
         }
         Command::Write(write) => {
-            save(models, write)?;
+            save(session, write).await?;
             // Spark answers a save with an empty result.
             return Ok(MlCommandResult { result_type: None });
         }
-        Command::Read(read) => load(models, read)?,
+        Command::Read(read) => load(session, read).await?,
         Command::CreateSummary(create) => {
             let id = create
                 .model_ref
@@ -98,30 +98,36 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
 }
 
 /// `write().save(path)` of a fitted model (by its id) or of an estimator or transformer (by its params).
-fn save(models: &ModelCache, write: ml_command::Write) -> Result<()> {
+async fn save(session: &ClientSession, write: ml_command::Write) -> Result<()> {
     let overwrite = write.should_overwrite.unwrap_or(false);
     if let Some(option) = write.options.keys().next() {
         return Err(ConnectError::Unsupported(format!("the save option {option:?}")));
     }
+    let path = location(session, &write.path)?;
     match write.r#type.ok_or_else(|| missing("write's object"))? {
         write::Type::ObjRef(object) => {
-            let model = models.get(&object.id)?;
-            persist::save_model(model.as_ref(), write.params.as_ref(), &write.path, overwrite)
+            let model = session.models.get(&object.id)?;
+            persist::save_model(model.as_ref(), write.params.as_ref(), &path, overwrite).await
         }
         write::Type::Operator(operator) => {
-            persist::save_operator(&operator, write.params.as_ref(), &write.path, overwrite)
+            persist::save_operator(&operator, write.params.as_ref(), &path, overwrite).await
         }
     }
 }
 
+/// The folder a client's `path` names, a store's opened with the session's settings.
+fn location(session: &ClientSession, path: &str) -> Result<Location> {
+    Location::of(path, session.hearth.context().runtime_env().as_ref())
+}
+
 /// `Class.load(path)`: a model goes into the session's cache, the client gets its id; an estimator's or
 /// transformer's params come back for the client to set.
-fn load(models: &ModelCache, read: ml_command::Read) -> Result<ResultType> {
+async fn load(session: &ClientSession, read: ml_command::Read) -> Result<ResultType> {
     let operator = read.operator.ok_or_else(|| missing("read's class"))?;
-    let loaded = persist::load(&operator, &read.path)?;
+    let loaded = persist::load(&operator, &location(session, &read.path)?).await?;
     let kind = match loaded.model {
         Some(model) => ml_operator_info::Type::ObjRef(ObjectRef {
-            id: models.insert(model, None),
+            id: session.models.insert(model, None),
         }),
         None => ml_operator_info::Type::Name(operator.name),
     };
@@ -175,7 +181,7 @@ async fn fetch(session: &ClientSession, fetch: Fetch) -> Result<ResultType> {
                 "chained calls on pyspark.ml's helper object".into(),
             ));
         };
-        return helper(method).map(ResultType::Param);
+        return helper(session, method).await.map(ResultType::Param);
     }
     if let [method] = fetch.methods.as_slice()
         && method.method == "evaluate"
@@ -242,7 +248,7 @@ fn arguments(method: &Method) -> Result<Vec<serde_json::Value>> {
 }
 
 /// A call on PySpark's helper object: `handleOverwrite(path, overwrite)` before a pipeline saves its stages.
-fn helper(method: &Method) -> Result<Literal> {
+async fn helper(session: &ClientSession, method: &Method) -> Result<Literal> {
     let args: Vec<&Literal> = (method.args.iter())
         .filter_map(|arg| match &arg.args_type {
             Some(ArgsType::Param(literal)) => Some(literal),
@@ -258,7 +264,7 @@ fn helper(method: &Method) -> Result<Literal> {
                     "handleOverwrite takes a path and whether to overwrite it".into(),
                 ));
             };
-            persist::handle_overwrite(path, *overwrite)?;
+            persist::handle_overwrite(&location(session, path)?, *overwrite).await?;
             Ok(boolean(true))
         }
         (other, _) => Err(ConnectError::Unsupported(format!(

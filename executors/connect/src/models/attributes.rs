@@ -1,6 +1,7 @@
 //! A fitted model's attributes as `pyspark.ml` reads them (`model.labels`, `.categorySizes`, `.mean`, `.std`,
-//! `.coefficients`, `.intercept`, a perceptron's `.weights`, …): Spark's values as literals, vectors as Spark's `VectorUDT` structs
-//! that PySpark turns into `DenseVector`s.
+//! `.coefficients`, `.intercept`, `.coefficientMatrix`, a perceptron's `.weights`, …): Spark's values as literals,
+//! vectors and matrices as Spark's `VectorUDT` and `MatrixUDT` structs that PySpark turns into `DenseVector`s and
+//! `DenseMatrix`es.
 
 use hearth_engine::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel};
 use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel};
@@ -11,7 +12,7 @@ use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::LiteralType;
 
 use crate::errors::{ConnectError, Result};
-use crate::models::literals::{array, dense_vector, double, integer, literal, strings};
+use crate::models::literals::{array, dense_matrix, dense_vector, double, integer, literal, strings};
 
 /// The value of `method` on `model`.
 pub(crate) fn attribute(model: &dyn Transformer, method: &str) -> Result<Literal> {
@@ -53,6 +54,7 @@ pub(crate) fn attribute(model: &dyn Transformer, method: &str) -> Result<Literal
             "coefficients" => Some(dense_vector(m.coefficients())),
             "intercept" => Some(double(m.intercept())),
             "interceptVector" => Some(dense_vector(m.intercept_vector())),
+            "coefficientMatrix" => Some(dense_matrix(&m.coefficient_matrix())),
             "numClasses" => Some(integer(m.num_classes())),
             "numFeatures" => Some(integer(m.coefficient_matrix().first().map_or(0, |row| row.len()))),
             _ => None,

@@ -6,7 +6,7 @@ use spark_connect_proto::data_type::{self, Kind};
 use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::specialized_array::ValueType;
 use spark_connect_proto::expression::literal::{Array, LiteralType, SpecializedArray, Struct};
-use spark_connect_proto::{DataType, Doubles, MlParams};
+use spark_connect_proto::{DataType, Doubles, Ints, MlParams};
 
 use crate::types::vector_udt;
 
@@ -57,7 +57,6 @@ pub(crate) fn dense_vector(values: &[f64]) -> Literal {
             values: values.to_vec(),
         })),
     };
-    let null = |kind| literal(LiteralType::Null(spark_type(kind)));
     literal(LiteralType::Struct(Struct {
         struct_type: Some(vector_udt()),
         elements: vec![
@@ -67,6 +66,18 @@ pub(crate) fn dense_vector(values: &[f64]) -> Literal {
             literal(LiteralType::SpecializedArray(values)),
         ],
     }))
+}
+
+/// A dense matrix of `rows` (each of the same length) as the struct literal PySpark reads into a `DenseMatrix`.
+pub(crate) fn dense_matrix(rows: &[&[f64]]) -> Literal {
+    let cols = rows.first().map_or(0, |row| row.len());
+    let column_major: Vec<Value> = (0..cols)
+        .flat_map(|c| rows.iter().map(move |row| Value::from(row[c])))
+        .collect();
+    let json = serde_json::json!({"type": 1, "numRows": rows.len(), "numCols": cols, "values": column_major});
+    json.as_object()
+        .and_then(linalg_literal)
+        .unwrap_or_else(|| null(Kind::Null(data_type::Null::default())))
 }
 
 /// A JSON param value (as Spark's ML metadata holds it) as the literal a client reads: whole numbers as
@@ -105,8 +116,76 @@ pub(crate) fn json_literal(value: &Value) -> Option<Literal> {
             };
             array(elements, element)
         }
-        Value::Object(_) => return None,
+        Value::Object(object) => return linalg_literal(object),
     })
+}
+
+/// A vector or matrix param as Spark's JSON writes it (see [`super::params::param_json`]) as the `VectorUDT` or
+/// `MatrixUDT` struct literal PySpark reads into a `DenseVector`, `SparseVector`, `DenseMatrix` or
+/// `SparseMatrix`; `None` for another object.
+#[allow(deprecated)] // struct_type: how the client tells a vector or a matrix from other structs
+fn linalg_literal(object: &serde_json::Map<String, Value>) -> Option<Literal> {
+    let kind = i32::try_from(object.get("type")?.as_i64()?).ok()?;
+    let integer_or_null = |key: &str| match object.get(key).and_then(Value::as_i64) {
+        Some(v) => i32::try_from(v).ok().map(|v| literal(LiteralType::Integer(v))),
+        None => Some(null(Kind::Integer(data_type::Integer::default()))),
+    };
+    let ints_or_null = |key: &str| match object.get(key).and_then(Value::as_array) {
+        Some(items) => {
+            let values: Option<Vec<i32>> = (items.iter())
+                .map(|v| v.as_i64().and_then(|v| i32::try_from(v).ok()))
+                .collect();
+            Some(literal(LiteralType::SpecializedArray(SpecializedArray {
+                value_type: Some(ValueType::Ints(Ints { values: values? })),
+            })))
+        }
+        None => Some(null(Kind::Array(Box::default()))),
+    };
+    let values: Option<Vec<f64>> = object.get("values")?.as_array()?.iter().map(Value::as_f64).collect();
+    let values = literal(LiteralType::SpecializedArray(SpecializedArray {
+        value_type: Some(ValueType::Doubles(Doubles { values: values? })),
+    }));
+    let (struct_type, elements) = if object.contains_key("numRows") {
+        let transposed = object.get("isTransposed").and_then(Value::as_bool).unwrap_or(false);
+        let elements = vec![
+            literal(LiteralType::Byte(kind)),
+            integer_or_null("numRows")?,
+            integer_or_null("numCols")?,
+            ints_or_null("colPtrs")?,
+            ints_or_null("rowIndices")?,
+            values,
+            boolean(transposed),
+        ];
+        (matrix_udt(), elements)
+    } else {
+        let elements = vec![
+            literal(LiteralType::Byte(kind)),
+            integer_or_null("size")?,
+            ints_or_null("indices")?,
+            values,
+        ];
+        (vector_udt(), elements)
+    };
+    Some(literal(LiteralType::Struct(Struct {
+        struct_type: Some(struct_type),
+        elements,
+    })))
+}
+
+/// A null literal of `kind`.
+fn null(kind: Kind) -> Literal {
+    literal(LiteralType::Null(spark_type(kind)))
+}
+
+/// Spark's matrix type as a param literal names it: the client reads only its JVM class.
+fn matrix_udt() -> DataType {
+    spark_type(Kind::Udt(Box::new(data_type::Udt {
+        r#type: "udt".into(),
+        jvm_class: Some("org.apache.spark.ml.linalg.MatrixUDT".into()),
+        python_class: Some("pyspark.ml.linalg.MatrixUDT".into()),
+        serialized_python_class: None,
+        sql_type: None,
+    })))
 }
 
 /// A JSON object of params as the `MlParams` a client reads (null values left out).

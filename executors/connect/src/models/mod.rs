@@ -17,4 +17,4 @@ pub(crate) use literals::json_params;
 pub(crate) use operators::{
     SERVED, WORKERS, estimator_stage, served_class, served_evaluator, spark_class, stage, stage_json, with_params,
 };
-pub(crate) use params::literal_json;
+pub(crate) use params::{literal_json, param_json};

@@ -9,9 +9,28 @@ use spark_connect_proto::expression::literal::specialized_array::ValueType;
 
 use crate::errors::{ConnectError, Result};
 
-/// A literal param value as JSON: numbers, strings, booleans, arrays, and vectors (Spark's `VectorUDT`
-/// struct) as arrays of numbers.
+/// A literal param value as JSON: numbers, strings, booleans, arrays, vectors (Spark's `VectorUDT` struct) as
+/// arrays of numbers, and matrices (`MatrixUDT`) as Spark's JSON writes them.
 pub(crate) fn literal_json(literal: &Literal) -> Result<Value> {
+    to_json(literal, VectorForm::Values)
+}
+
+/// A literal param value as Spark's ML metadata writes it: [`literal_json`], but vectors as Spark's JSON objects
+/// (`{"type":1,"values":[…]}`, sparse ones sparse), so that they load back as the vectors they were.
+pub(crate) fn param_json(literal: &Literal) -> Result<Value> {
+    to_json(literal, VectorForm::Spark)
+}
+
+/// How a vector becomes JSON.
+#[derive(Clone, Copy)]
+enum VectorForm {
+    /// Its values, a sparse vector filled out with zeros.
+    Values,
+    /// Spark's `JsonVectorConverter` object.
+    Spark,
+}
+
+fn to_json(literal: &Literal, vectors: VectorForm) -> Result<Value> {
     let kind = literal
         .literal_type
         .as_ref()
@@ -24,7 +43,11 @@ pub(crate) fn literal_json(literal: &Literal) -> Result<Value> {
         LiteralType::Float(v) => Value::from(f64::from(*v)),
         LiteralType::Double(v) => Value::from(*v),
         LiteralType::String(s) => Value::String(s.clone()),
-        LiteralType::Array(array) => Value::Array(array.elements.iter().map(literal_json).collect::<Result<_>>()?),
+        LiteralType::Array(array) => Value::Array(
+            (array.elements.iter())
+                .map(|element| to_json(element, vectors))
+                .collect::<Result<_>>()?,
+        ),
         LiteralType::SpecializedArray(array) => match &array.value_type {
             Some(ValueType::Doubles(d)) => Value::from(d.values.clone()),
             Some(ValueType::Ints(i)) => Value::from(i.values.clone()),
@@ -34,17 +57,55 @@ pub(crate) fn literal_json(literal: &Literal) -> Result<Value> {
             Some(ValueType::Floats(f)) => Value::from(f.values.iter().map(|v| f64::from(*v)).collect::<Vec<_>>()),
             None => Value::Null,
         },
-        // A vector: [type (1 dense, 0 sparse), size, indices, values], as dense values.
-        LiteralType::Struct(vector) => match vector.elements.as_slice() {
-            [kind, size, indices, values] => vector_json(kind, size, indices, values)?,
+        // A vector: [type (1 dense, 0 sparse), size, indices, values]; a matrix: [type, numRows, numCols,
+        // colPtrs, rowIndices, values, isTransposed].
+        LiteralType::Struct(udt) => match (udt.elements.as_slice(), vectors) {
+            ([kind, size, indices, values], VectorForm::Values) => vector_json(kind, size, indices, values)?,
+            ([kind, size, indices, values], VectorForm::Spark) => spark_vector_json(kind, size, indices, values)?,
+            ([kind, rows, cols, pointers, indices, values, transposed], _) => {
+                matrix_json([kind, rows, cols, pointers, indices, values, transposed])?
+            }
             _ => {
-                return Err(ConnectError::Unsupported(
-                    "matrix params (such as lowerBoundsOnCoefficients)".into(),
+                return Err(ConnectError::InvalidPlan(
+                    "a struct param that is neither a vector nor a matrix".into(),
                 ));
             }
         },
         other => return Err(ConnectError::Unsupported(format!("the param value {other:?}"))),
     })
+}
+
+/// A `VectorUDT` literal as Spark's JSON writes a vector.
+fn spark_vector_json(kind: &Literal, size: &Literal, indices: &Literal, values: &Literal) -> Result<Value> {
+    let values = literal_json(values)?;
+    Ok(match kind.literal_type {
+        Some(LiteralType::Byte(0)) => serde_json::json!({
+            "type": 0,
+            "size": literal_json(size)?,
+            "indices": literal_json(indices)?,
+            "values": values,
+        }),
+        _ => serde_json::json!({"type": 1, "values": values}),
+    })
+}
+
+/// A `MatrixUDT` literal as Spark's JSON writes a matrix (`JsonMatrixConverter`): the fields it has, by name.
+fn matrix_json(fields: [&Literal; 7]) -> Result<Value> {
+    let [kind, rows, cols, pointers, indices, values, transposed] = fields.map(literal_json);
+    let mut matrix = serde_json::json!({
+        "class": "matrix",
+        "type": kind?,
+        "numRows": rows?,
+        "numCols": cols?,
+        "values": values?,
+        "isTransposed": transposed?,
+    });
+    for (name, value) in [("colPtrs", pointers?), ("rowIndices", indices?)] {
+        if !value.is_null() {
+            matrix[name] = value;
+        }
+    }
+    Ok(matrix)
 }
 
 /// A `VectorUDT` literal's values, a sparse vector's filled out with zeros.

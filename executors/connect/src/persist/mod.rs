@@ -8,86 +8,67 @@
 //! ```
 //!
 //! A `PipelineModel` is saved by the client itself: its metadata through `df.write.text`, then each stage
-//! here, in `stages/<index>_<uid>`. A save is whole or nothing (the folder is written beside the destination
-//! and renamed into place); an existing destination is replaced only when the client asked to overwrite.
+//! here, in `stages/<index>_<uid>`. Paths are local folders or object stores' URLs (`s3://bucket/models/lr`,
+//! see [`Location`]). A save is whole or nothing; an existing destination is replaced only when the client
+//! asked to overwrite.
 
 mod columns;
 mod data;
+mod location;
 mod metadata;
 pub(crate) mod part_files;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use hearth_engine::files::write_dir_whole;
 use hearth_engine::pipeline::{PipelineStage, rebuild_stage};
 use hearth_engine::stage::Transformer;
 use serde_json::{Map, Value};
 use spark_connect_proto::{MlOperator, MlParams, ml_operator};
 
 use crate::errors::{ConnectError, Result};
+use crate::models::literals::json_literal;
 use crate::models::{
-    SERVED, WORKERS, json_params, literal_json, served_class, served_evaluator, spark_class, stage, stage_json,
+    SERVED, WORKERS, json_params, literal_json, param_json, served_class, served_evaluator, spark_class, stage,
+    stage_json,
 };
 use data::{TRAINING_RECORD, state_fields};
+pub(crate) use location::{LocalFiles, Location};
 use metadata::Metadata;
 
 /// The hearth params of its estimators that Spark's classes do not have: left out of the metadata.
 const HEARTH_ONLY: &[&str] = &[WORKERS];
 
-/// The local directory a client's `path` names (`file://` URLs included); object stores are refused.
-pub(crate) fn local_path(path: &str) -> Result<PathBuf> {
-    if let Some(local) = path.strip_prefix("file://") {
-        return Ok(PathBuf::from(local));
-    }
-    if path.contains("://") {
-        return Err(ConnectError::Unsupported(format!(
-            "saving or loading pyspark.ml objects at {path} (only local paths)"
-        )));
-    }
-    if path.is_empty() {
-        return Err(ConnectError::IllegalArgument("the path to save to is empty".into()));
-    }
-    Ok(PathBuf::from(path))
-}
-
 /// PySpark's `handleOverwrite(path, overwrite)` before a pipeline saves its stages: removes what `path` holds.
-pub(crate) fn handle_overwrite(path: &str, overwrite: bool) -> Result<()> {
-    let dir = local_path(path)?;
-    if overwrite && dir.exists() {
-        let removed = if dir.is_dir() {
-            std::fs::remove_dir_all(&dir)
-        } else {
-            std::fs::remove_file(&dir)
-        };
-        removed.map_err(|e| ConnectError::Execution(format!("overwriting {}: {e}", dir.display())))?;
+pub(crate) async fn handle_overwrite(path: &Location, overwrite: bool) -> Result<()> {
+    if overwrite {
+        path.remove().await?;
     }
     Ok(())
 }
 
 /// Writes the folder `path` whole with `fill`; an existing one only when `overwrite`.
-fn save_whole(path: &str, overwrite: bool, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let dir = local_path(path)?;
-    if dir.exists() && !overwrite {
+async fn save_whole(path: &Location, overwrite: bool, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    if !overwrite && path.exists().await? {
         return Err(ConnectError::IllegalArgument(format!(
             "Path {path} already exists. To overwrite it, please use write().overwrite().save(path) for Python."
         )));
     }
-    write_dir_whole(&dir, fill)
+    path.write_whole(fill).await
 }
 
 /// The client's params as JSON, by the names it sent.
 fn client_params(params: Option<&MlParams>) -> Result<Map<String, Value>> {
     (params.map(|p| &p.params).into_iter().flatten())
-        .map(|(key, literal)| Ok((key.clone(), literal_json(literal)?)))
+        .map(|(key, literal)| Ok((key.clone(), param_json(literal)?)))
         .collect()
 }
 
 /// `model.write().save(path)`: Spark's metadata (the client's `params` as the ones set) and data.
-pub(crate) fn save_model(
+pub(crate) async fn save_model(
     model: &dyn Transformer,
     params: Option<&MlParams>,
-    path: &str,
+    path: &Location,
     overwrite: bool,
 ) -> Result<()> {
     let class = model.class();
@@ -112,19 +93,20 @@ pub(crate) fn save_model(
         }
         Ok(())
     })
+    .await
 }
 
 /// `estimator.write().save(path)` (or a transformer's, or an evaluator's): Spark's metadata only.
-pub(crate) fn save_operator(
+pub(crate) async fn save_operator(
     operator: &MlOperator,
     params: Option<&MlParams>,
-    path: &str,
+    path: &Location,
     overwrite: bool,
 ) -> Result<()> {
     if is_evaluator(operator) {
         served_evaluator(&operator.name)?;
         let meta = Metadata::new(operator.name.clone(), operator.uid.clone(), client_params(params)?);
-        return save_whole(path, overwrite, |dir| meta.write(dir));
+        return save_whole(path, overwrite, |dir| meta.write(dir)).await;
     }
     let built = stage(operator, params)?;
     let json = stage_json(&built)?;
@@ -134,7 +116,7 @@ pub(crate) fn save_operator(
         client_params(params)?,
     );
     meta.default_param_map = in_effect(json, &meta.param_map);
-    save_whole(path, overwrite, |dir| meta.write(dir))
+    save_whole(path, overwrite, |dir| meta.write(dir)).await
 }
 
 /// The values in effect of the params the user did not set, by Spark's names: hearth's JSON without its uid,
@@ -157,9 +139,10 @@ pub(crate) struct Loaded {
 }
 
 /// `Class.load(path)` for the class `operator` names (Spark's or hearth's save of it).
-pub(crate) fn load(operator: &MlOperator, path: &str) -> Result<Loaded> {
-    let dir = local_path(path)?;
-    let meta = Metadata::read(&dir)?;
+pub(crate) async fn load(operator: &MlOperator, path: &Location) -> Result<Loaded> {
+    let files = path.read().await?;
+    let dir = files.path();
+    let meta = Metadata::read(dir)?;
     let saved = simple_name(&meta.class);
     if saved != simple_name(&operator.name) {
         return Err(ConnectError::IllegalArgument(format!(
@@ -188,7 +171,7 @@ pub(crate) fn load(operator: &MlOperator, path: &str) -> Result<Loaded> {
             model: None,
         });
     }
-    let model = load_model(saved, &dir, &meta)?;
+    let model = load_model(saved, dir, &meta, path)?;
     Ok(Loaded {
         uid: meta.uid,
         params,
@@ -213,8 +196,8 @@ fn estimator_of(model_class: &str) -> Option<&'static str> {
     })
 }
 
-/// A model of `class` from its metadata and `dir/data/`.
-fn load_model(class: &str, dir: &Path, meta: &Metadata) -> Result<Arc<dyn Transformer>> {
+/// A model of `class` from its metadata and `dir/data/`, the files of `path`.
+fn load_model(class: &str, dir: &Path, meta: &Metadata, path: &Location) -> Result<Arc<dyn Transformer>> {
     let estimator = estimator_of(class).ok_or_else(|| {
         ConnectError::Unsupported(format!(
             "the pyspark.ml model {} (hearth serves {}' models)",
@@ -226,6 +209,7 @@ fn load_model(class: &str, dir: &Path, meta: &Metadata) -> Result<Arc<dyn Transf
     let mut json = Map::new();
     for params in [&meta.default_param_map, &meta.param_map] {
         for (key, value) in params {
+            let value = &stage_value(value);
             let plural = format!("{key}s");
             if !known.contains_key(key) && known.contains_key(&plural) {
                 json.insert(plural, Value::Array(vec![value.clone()]));
@@ -243,11 +227,16 @@ fn load_model(class: &str, dir: &Path, meta: &Metadata) -> Result<Arc<dyn Transf
         Ok(PipelineStage::Transformer(model)) => Ok(model),
         Ok(PipelineStage::Estimator(_)) => Err(ConnectError::IllegalArgument(format!("{} is not a model", meta.class))),
         Err(e) => Err(ConnectError::IllegalArgument(format!(
-            "{} does not hold a {} hearth can read: {e}",
-            dir.display(),
+            "{path} does not hold a {} hearth can read: {e}",
             meta.class
         ))),
     }
+}
+
+/// A param of the metadata as a stage reads it: vectors as their values (a client's literal would give the
+/// same), the rest as it is.
+fn stage_value(value: &Value) -> Value {
+    (json_literal(value).and_then(|literal| literal_json(&literal).ok())).unwrap_or_else(|| value.clone())
 }
 
 fn served_stage(estimator: &str) -> Result<PipelineStage> {

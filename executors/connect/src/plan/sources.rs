@@ -15,7 +15,7 @@ use hearth_engine::session::Session;
 use spark_connect_proto::read::DataSource;
 
 use crate::errors::{ConnectError, Result};
-use crate::persist::part_files;
+use crate::persist::{LocalFiles, Location, part_files};
 use crate::plan::libsvm::read_libsvm;
 use crate::types::parse_type_name;
 
@@ -54,13 +54,14 @@ async fn read_one(session: &Session, format: &str, source: &DataSource, path: &s
             .context()
             .read_json(path, JsonReadOptions::default().file_extension(""))
             .await?),
-        "text" => read_text(session, Path::new(path)),
+        "text" => read_text(session, local_files(session, path).await?.path()),
         "libsvm" => {
             let features = source
                 .options
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case("numFeatures"));
-            read_libsvm(session, Path::new(path), features.map(|(_, v)| v.as_str()))
+            let files = local_files(session, path).await?;
+            read_libsvm(session, files.path(), features.map(|(_, v)| v.as_str()))
         }
         other => Err(ConnectError::Unsupported(format!(
             "the data source format {other:?} (csv, parquet, json, text and libsvm are read)"
@@ -108,6 +109,13 @@ async fn spark_integers(df: DataFrame) -> Result<DataFrame> {
         })
         .collect::<Vec<_>>();
     Ok(df.select(columns)?)
+}
+
+/// The files at `path` (a local one, or an object store's URL) in a local folder or file.
+async fn local_files(session: &Session, path: &str) -> Result<LocalFiles> {
+    Location::of(path, session.context().runtime_env().as_ref())?
+        .read()
+        .await
 }
 
 /// Spark's `text` source: one row per line, in a string column `value`; a directory's files in name order,

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::LogisticBounds;
 use super::moments::inverse;
 use super::penalty::Penalty;
 use super::{FitError, Moments, Reduce, Shard, Solved};
@@ -45,6 +46,9 @@ pub struct LogisticSettings {
     pub standardization: bool,
     /// Binomial, multinomial, or by the number of classes.
     pub family: Family,
+    /// Bounds on the coefficients and intercepts: with any, the fit runs L-BFGS-B (L2 penalty only).
+    #[serde(flatten)]
+    pub bounds: LogisticBounds,
 }
 
 impl Default for LogisticSettings {
@@ -57,6 +61,7 @@ impl Default for LogisticSettings {
             fit_intercept: true,
             standardization: true,
             family: Family::Auto,
+            bounds: LogisticBounds::default(),
         }
     }
 }
@@ -108,12 +113,18 @@ pub fn fit_logistic<R: Reduce>(
     let sets = if multinomial { num_classes } else { 1 };
     let dim = shard.dim();
     let present: Vec<usize> = (0..num_classes).filter(|k| histogram[*k] != 0.0).collect();
-    if settings.fit_intercept && present.len() == 1 {
+    if settings.fit_intercept && present.len() == 1 && !settings.bounds.bind_intercepts() {
         return Ok(constant_label(num_classes, dim, multinomial, present[0]));
     }
     let moments = Moments::of(shard, ranks).map_err(FitError::Ranks)?;
-    let problem = Problem::new(shard, settings, &moments, sets);
-    let minimum = problem.solve(initial_point(&histogram, dim, sets, settings.fit_intercept), ranks)?;
+    let problem = Problem::new(shard, settings, &moments, sets).map_err(FitError::Settings)?;
+    let x0 = problem.start(initial_point(&histogram, dim, sets, settings.fit_intercept));
+    if x0.iter().any(|v| !v.is_finite()) {
+        return Err(FitError::Settings(format!(
+            "the labels hold only class {present:?}: bound intercepts need rows of two classes"
+        )));
+    }
+    let minimum = problem.solve(x0, ranks)?;
     Ok(problem.fit(num_classes, multinomial, settings, minimum))
 }
 
@@ -167,7 +178,7 @@ fn initial_point(histogram: &[f64], dim: usize, sets: usize, fit_intercept: bool
     let mut x = vec![0.0; sets * (dim + usize::from(fit_intercept))];
     if fit_intercept {
         if sets == 1 {
-            x[dim] = (histogram[1] / histogram[0]).ln();
+            x[dim] = (histogram.get(1).copied().unwrap_or(0.0) / histogram[0]).ln();
         } else {
             let raw: Vec<f64> = histogram.iter().map(|h| h.ln_1p()).collect();
             let mean = raw.iter().sum::<f64>() / raw.len() as f64;
@@ -185,17 +196,26 @@ struct Problem<'a> {
     weight_sum: f64,
     std: Vec<f64>,
     inverse_std: Vec<f64>,
-    /// `mean/σ`: the intercept is solved for features centered on it (Spark's `fitWithMean`).
+    /// `mean/σ`: the intercept is solved for features centered on it (Spark's `fitWithMean`); zeros where
+    /// the intercepts are bounded, whose bounds hold for the intercept itself.
     scaled_mean: Vec<f64>,
     penalty: Penalty,
     lbfgs: Lbfgs,
+    /// Whether it is solved within bounds (L-BFGS-B).
+    bounded: bool,
 }
 
 impl<'a> Problem<'a> {
-    fn new(shard: &'a Shard, settings: &LogisticSettings, moments: &Moments, sets: usize) -> Self {
+    /// The problem; an error says how the bounds do not fit its shape.
+    fn new(shard: &'a Shard, settings: &LogisticSettings, moments: &Moments, sets: usize) -> Result<Self, String> {
         let std = moments.unbiased_std();
         let inverse_std = inverse(&std);
-        let scaled_mean = moments.mean.iter().zip(&inverse_std).map(|(m, s)| s * m).collect();
+        let bounded = settings.bounds.any();
+        let scaled_mean = if settings.bounds.bind_intercepts() {
+            vec![0.0; std.len()]
+        } else {
+            moments.mean.iter().zip(&inverse_std).map(|(m, s)| s * m).collect()
+        };
         let penalty = Penalty::new(
             settings.reg_param,
             settings.elastic_net_param,
@@ -207,7 +227,10 @@ impl<'a> Problem<'a> {
         if penalty.has_l1() {
             lbfgs = lbfgs.l1(penalty.l1_weights(size, |i| (i < sets * shard.dim()).then_some(i / sets)));
         }
-        Self {
+        if bounded {
+            lbfgs = lbfgs.bounds(settings.bounds.standardized(sets, &std, settings.fit_intercept)?);
+        }
+        Ok(Self {
             shard,
             sets,
             fit_intercept: settings.fit_intercept,
@@ -217,7 +240,24 @@ impl<'a> Problem<'a> {
             scaled_mean,
             penalty,
             lbfgs,
+            bounded,
+        })
+    }
+
+    /// Spark's starting point within bounds: clipped into them, each intercept then moved by its
+    /// coefficients' centering, so that the start's margins are the unbounded start's.
+    fn start(&self, x0: Vec<f64>) -> Vec<f64> {
+        if !self.bounded {
+            return x0;
         }
+        let mut x = self.lbfgs.clip(x0);
+        if self.fit_intercept {
+            let (dim, sets) = (self.shard.dim(), self.sets);
+            for k in 0..sets {
+                x[dim * sets + k] += (0..dim).map(|j| x[j * sets + k] * self.scaled_mean[j]).sum::<f64>();
+            }
+        }
+        x
     }
 
     fn solve<R: Reduce>(&self, x0: Vec<f64>, ranks: &mut R) -> Result<Minimum, FitError<R::Error>> {
@@ -325,7 +365,8 @@ impl<'a> Problem<'a> {
             }
         }
         let mut intercept_vector: Vec<f64> = (0..sets).map(|k| self.offset(x, k)).collect();
-        if multinomial {
+        // Spark centers neither coefficients nor intercepts found within bounds.
+        if multinomial && !self.bounded {
             if settings.reg_param == 0.0 {
                 for j in 0..dim {
                     let mean = (0..sets).map(|k| coefficient_matrix[k * dim + j]).sum::<f64>() / sets as f64;

@@ -3,6 +3,7 @@
 //! [`Shard`] with a [`Reduce`] that sums across ranks; each evaluation of the objective is one pass over the
 //! shards and one sum, and every rank ends with the same coefficients.
 
+mod bounds;
 mod linear;
 mod linear_model;
 mod logistic;
@@ -16,6 +17,7 @@ mod spark_reference;
 #[cfg(test)]
 pub(crate) mod testing;
 
+pub use bounds::{BoundMatrix, LogisticBounds};
 pub use linear::fit_linear;
 pub use linear_model::{LinearFit, LinearSettings, LinearSolver, MAX_FEATURES_FOR_NORMAL};
 pub use logistic::{Family, LogisticFit, LogisticSettings, fit_logistic};

@@ -10,11 +10,14 @@ const C2: f64 = 0.9;
 /// Growth of the trial step while it decreases enough but is still too short.
 const GROWTH: f64 = 1.5;
 
-/// A strong Wolfe search of at most `max_search` trial steps and `max_zoom` zoom steps (10 each for L-BFGS).
+/// A strong Wolfe search of at most `max_search` trial steps and `max_zoom` zoom steps (10 each for L-BFGS, 64
+/// for L-BFGS-B), its steps no longer than `bound` (infinite for L-BFGS; for L-BFGS-B the step that reaches the
+/// box's nearest face, where a step that decreases enough is taken without the curvature condition).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StrongWolfe {
     pub(crate) max_zoom: usize,
     pub(crate) max_search: usize,
+    pub(crate) bound: f64,
 }
 
 impl StrongWolfe {
@@ -46,7 +49,10 @@ impl StrongWolfe {
                 return self.zoom(phi, origin, c, low);
             }
             low = c;
-            t *= GROWTH;
+            if t == self.bound {
+                return Ok(Ok(t));
+            }
+            t = (t * GROWTH).min(self.bound);
         }
         Ok(Err(LineSearchFailed::Exhausted))
     }
@@ -140,12 +146,26 @@ mod tests {
         let search = StrongWolfe {
             max_zoom: 10,
             max_search: 10,
+            bound: f64::INFINITY,
         };
         let mut phi = Parabola(0);
         let t = search.search(&mut phi, 1.0).unwrap().unwrap();
         let slope = 2.0 * (t - 3.0);
         assert!(slope.abs() <= C2 * 6.0, "t = {t}");
         assert!((t - 3.0).powi(2) <= 9.0 + C1 * t * -6.0);
+    }
+
+    #[test]
+    fn a_bounded_search_stops_at_its_bound_once_it_decreases_enough() {
+        let search = StrongWolfe {
+            max_zoom: 10,
+            max_search: 10,
+            bound: 0.2,
+        };
+        // Up to t = 0.3 the slope stays steeper than C2 of the origin's: no step before the bound is taken.
+        let mut phi = Parabola(0);
+        assert_eq!(search.search(&mut phi, 0.1).unwrap(), Ok(0.2));
+        assert_eq!(phi.0, 4, "the origin, 0.1, 0.15 and the bound");
     }
 
     #[test]
@@ -163,6 +183,7 @@ mod tests {
         let search = StrongWolfe {
             max_zoom: 10,
             max_search: 10,
+            bound: f64::INFINITY,
         };
         assert_eq!(search.search(&mut Up, 1.0), Ok(Err(LineSearchFailed::NotDescent(1.0))));
     }
