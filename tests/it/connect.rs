@@ -654,6 +654,9 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
         "{seen}"
     );
     assert_eq!(seen["kmeans_summary"], serde_json::json!([3, 1000, 1000]), "{seen}");
+    assert_eq!(seen["kmeans_centers"], serde_json::json!([3, [2, 2, 2]]), "{seen}");
+    assert_eq!(seen["kmeans_after_eviction"], 1000);
+    assert_eq!(seen["labels_array"], serde_json::json!([seen["labels"].clone()]));
     let sent = &seen["sent_vectors"];
     assert_close("sent mean", &sent[0], &[5.0 / 3.0]);
     assert_close("sent std", &sent[1], &[(7.0_f64 / 3.0).sqrt()]);

@@ -1,8 +1,9 @@
 //! An executor's ports let in only callers that present the cluster secret. A caller without it is refused
 //! on the Flight port and the task port alike — `StopExecutor` and `LaunchMultiTask` answered UNAUTHENTICATED,
 //! the executor alive — and a launch sent around the task port's front, straight to Ballista's task server
-//! on loopback, runs nothing — in a new session or in one whose tasks the executor ran; the same launch
-//! through the front with the secret runs (the plan writes a file).
+//! on loopback, runs nothing — in a new session or in one whose tasks the executor ran — and its
+//! `RemoveJobData` cannot reach the shipped programs' folder; the same launch through the front with the secret
+//! runs (the plan writes a file).
 
 use std::path::Path;
 use std::process::Child;
@@ -15,8 +16,8 @@ use ballista_core::JobId;
 use ballista_core::execution_plans::ShuffleWriterExec;
 use ballista_core::serde::protobuf::executor_grpc_client::ExecutorGrpcClient;
 use ballista_core::serde::protobuf::{
-    Action, CancelTasksParams, FetchPartition, LaunchMultiTaskParams, MultiTaskDefinition, StopExecutorParams, TaskId,
-    action,
+    Action, CancelTasksParams, FetchPartition, LaunchMultiTaskParams, MultiTaskDefinition, RemoveJobDataParams,
+    StopExecutorParams, TaskId, action,
 };
 use datafusion::prelude::SessionContext;
 use datafusion_proto::physical_plan::AsExecutionPlan;
@@ -60,6 +61,7 @@ impl GuardedFleet {
                 "1",
                 "--work-dir",
                 &format!("{work}/executor"),
+                "--run-shipped-programs",
             ],
             &env,
             "hearth executor",
@@ -164,6 +166,25 @@ async fn executor_ports_refuse_callers_without_the_secret_and_launches_around_th
     let launch = launch_writing(&around_mark, "around", &fleet.scheduler).await;
     let answer = around.launch_multi_task(launch).await.unwrap().into_inner();
     assert_eq!(answer.failed_jobs, ["around"], "a launch around the front is refused");
+
+    // Around the front, RemoveJobData cannot reach the shipped programs kept beside the work directory.
+    let programs = dir.path().join("executor.programs");
+    assert!(
+        programs.is_dir(),
+        "the executor keeps shipped programs in {}",
+        programs.display()
+    );
+    for job in ["programs", "../executor.programs", programs.to_str().unwrap()] {
+        let remove = RemoveJobDataParams {
+            job_id: job.to_string(),
+            ..RemoveJobDataParams::default()
+        };
+        let _ = around.remove_job_data(remove).await;
+        assert!(
+            programs.is_dir(),
+            "RemoveJobData({job:?}) around the front left the programs' folder"
+        );
+    }
 
     // Through the front with the secret, the same launch runs: the plan writes its file.
     let mut member = client("127.0.0.1", tasks, Some(SECRET)).await;

@@ -2,7 +2,7 @@
 //! the GPUs it was given and reports its resources (slots, memory, GPUs) to the scheduler every 5 seconds.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -29,6 +29,7 @@ use super::front::{Fronts, inner_host, task_front};
 use super::launch::LaunchToken;
 use super::limits::raise_open_files_limit;
 use super::ownership::JobOwners;
+use super::private_dir::own_private_dir;
 use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory, usable_gpus};
 use super::stopped;
 use crate::error::{FleetError, Result};
@@ -206,7 +207,7 @@ impl WorkDir {
         match given {
             Some(dir) => {
                 let dir = PathBuf::from(dir);
-                own_private_dir(&dir)?;
+                own_private_dir(&dir, "the work directory")?;
                 Ok(Self::Given(dir))
             }
             None => {
@@ -242,38 +243,6 @@ impl WorkDir {
             Self::Temporary(dir) => Ok(dir.path().join("programs")),
         }
     }
-}
-
-/// Makes `dir` (mode 700) when it is missing; an error when it is someone else's or writable by others.
-fn own_private_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let refused = |why: String| FleetError::Stopped(format!("the work directory {}: {why}", dir.display()));
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| refused(format!("cannot make it: {e}")))?;
-    }
-    let metadata = std::fs::metadata(dir).map_err(|e| refused(format!("cannot read it: {e}")))?;
-    if !metadata.is_dir() {
-        return Err(refused("it is not a directory".to_string()));
-    }
-    let me = nix::unistd::geteuid().as_raw();
-    if metadata.uid() != me {
-        return Err(refused(format!(
-            "it belongs to user {}, not to this one ({me}): its shuffle files would be theirs to read and replace",
-            metadata.uid()
-        )));
-    }
-    let mode = metadata.mode() & 0o777;
-    if mode & 0o022 != 0 {
-        return Err(refused(format!(
-            "other users can write it (mode {mode:o}), and so replace the shuffle files and programs it holds; \
-             `chmod 700` it"
-        )));
-    }
-    Ok(())
 }
 
 impl Start {
@@ -401,29 +370,7 @@ async fn report(scheduler: SchedulerRest, resources: ExecutorResources) {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
-
     use super::*;
-
-    #[test]
-    fn a_work_directory_is_made_private_and_one_others_can_write_is_refused() {
-        let parent = tempfile::tempdir().unwrap();
-        let made = parent.path().join("made").join("work");
-        own_private_dir(&made).unwrap();
-        let mode = |dir: &Path| std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&made), 0o700);
-
-        let open = parent.path().join("open");
-        std::fs::create_dir(&open).unwrap();
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let refused = own_private_dir(&open).unwrap_err().to_string();
-        assert!(
-            refused.contains("mode 777") && refused.contains("chmod 700"),
-            "{refused}"
-        );
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
-        own_private_dir(&open).unwrap();
-    }
 
     #[test]
     fn shipped_programs_are_kept_beside_ballistas_work_directory_not_in_it() {

@@ -19,6 +19,7 @@ mod jobs;
 pub mod launch;
 mod limits;
 mod ownership;
+mod private_dir;
 mod resources;
 mod routes;
 mod scheduler;

@@ -28,6 +28,7 @@ use super::gang::GangPolicy;
 use super::guard::guarded;
 use super::jobs::JobBoard;
 use super::ownership::{self, own_jobs_only};
+use super::private_dir::own_private_dir;
 use super::routes::{FleetState, Scheduler, routes};
 use super::stopped;
 use super::tls::{FleetListener, Peer};
@@ -68,9 +69,17 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
         .map_err(|e| FleetError::listen(options.bind, e))?;
     let address = listener.local_addr().map_err(|e| FleetError::listen(options.bind, e))?;
     let temporary = options.work_dir.is_none();
+    // This user's alone: made mode 700 under a name no other user can guess and create first.
     let work_dir = match options.work_dir {
-        Some(dir) => dir,
-        None => std::env::temp_dir().join(format!("hearth-scheduler-{}-{}", address.port(), std::process::id())),
+        Some(dir) => {
+            own_private_dir(&dir, "the jobs' work directory")?;
+            dir
+        }
+        None => tempfile::Builder::new()
+            .prefix(&format!("hearth-scheduler-{}-", address.port()))
+            .tempdir()
+            .map_err(|e| FleetError::Stopped(format!("cannot make a work directory for the jobs: {e}")))?
+            .keep(),
     };
     // Drivers of cluster-mode jobs run on this machine.
     let local = match address.ip().is_unspecified() {

@@ -91,6 +91,14 @@ seen["linear_statistics"] = [linear.summary.degreesOfFreedom, linear.summary.pVa
 kmeans = KMeans(k=3, seed=1).fit(numbers)
 seen["kmeans_clusters"] = kmeans.transform(numbers).select("prediction").distinct().count()
 seen["kmeans_summary"] = [kmeans.summary.k, sum(kmeans.summary.clusterSizes), kmeans.summary.cluster.count()]
+seen["kmeans_centers"] = [len(kmeans.clusterCenters()), [len(c) for c in kmeans.clusterCenters()]]
+# Clients from 4.1 can evict a model from the server's memory; it stays usable.
+import inspect
+
+if "evict_only" in inspect.signature(spark.client._delete_ml_cache).parameters:
+    spark.client._delete_ml_cache([kmeans._java_obj._ref_id], evict_only=True)
+seen["kmeans_after_eviction"] = kmeans.transform(numbers).count()
+seen["labels_array"] = [list(labels) for labels in model.stages[0].labelsArray]
 perceptron = MultilayerPerceptronClassifier(layers=[2, 5, 2], seed=1, maxIter=50).fit(numbers)
 seen["weighted"] = len(
     LogisticRegression(weightCol="w", maxIter=5).fit(numbers.withColumn("w", numbers.duration * 0 + 1.0)).coefficients

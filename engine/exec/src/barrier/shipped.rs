@@ -37,13 +37,22 @@ const LEAST_FETCH_TIME: Duration = Duration::from_secs(120);
 /// assert!(hearth_exec::barrier::shipped::run_shipped_programs(dir.path().join("again")).is_err(), "set once");
 /// ```
 pub fn run_shipped_programs(dir: PathBuf) -> std::result::Result<(), HearthError> {
+    let dir = private_programs_dir(&dir)?;
+    SHIPPED
+        .set(dir)
+        .map_err(|dir| HearthError::persistence(dir, "shipped programs are already kept elsewhere"))
+}
+
+/// The folder `dir` for shipped programs, created if it is not there (at start, or again after something
+/// removed it), resolved, and checked to be this user's alone.
+fn private_programs_dir(dir: &Path) -> std::result::Result<PathBuf, HearthError> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&dir)
-        .map_err(|e| HearthError::persistence(&dir, "creating the folder for shipped programs").caused_by(e))?;
-    let dir = fs::canonicalize(&dir)
-        .map_err(|e| HearthError::persistence(&dir, "resolving the folder for shipped programs").caused_by(e))?;
+        .create(dir)
+        .map_err(|e| HearthError::persistence(dir, "creating the folder for shipped programs").caused_by(e))?;
+    let dir = fs::canonicalize(dir)
+        .map_err(|e| HearthError::persistence(dir, "resolving the folder for shipped programs").caused_by(e))?;
     // A folder made earlier by someone else, or open to others, could hold a planted program.
     let metadata = fs::metadata(&dir)
         .map_err(|e| HearthError::persistence(&dir, "reading the folder for shipped programs").caused_by(e))?;
@@ -56,9 +65,7 @@ pub fn run_shipped_programs(dir: PathBuf) -> std::result::Result<(), HearthError
              program in it",
         ));
     }
-    SHIPPED
-        .set(dir)
-        .map_err(|dir| HearthError::persistence(dir, "shipped programs are already kept elsewhere"))
+    Ok(dir)
 }
 
 /// Whether `sha256` is a SHA-256 as hex: 64 lowercase hex digits, and so a file name of the cache alone.
@@ -102,6 +109,8 @@ pub(super) fn shipped_copy(spec: &BarrierSpec, program: &ProgramRef) -> Result<P
         return Ok(kept);
     }
     let secret = spec.job_secret().map_err(failed)?;
+    // Ballista's task server removes job data on request: should the folder be gone, it is made again.
+    private_programs_dir(dir).map_err(|e| failed(e.to_string()))?;
     let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| failed(e.to_string()))?;
     let time = Duration::from_secs_f64(spec.timeout_secs).max(LEAST_FETCH_TIME);
     fetch_program(
@@ -169,4 +178,22 @@ pub(super) fn identify(path: &Path) -> io::Result<(u64, String)> {
     }
     let sha256 = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
     Ok((size, sha256))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_removed_programs_folder_is_made_again_and_one_open_to_others_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let programs = dir.path().join("work.programs");
+        let made = private_programs_dir(&programs).unwrap();
+        fs::remove_dir(&made).unwrap();
+        assert_eq!(private_programs_dir(&programs).unwrap(), made);
+        assert_eq!(fs::metadata(&made).unwrap().mode() & 0o777, 0o700);
+        fs::set_permissions(&made, fs::Permissions::from_mode(0o777)).unwrap();
+        let refused = private_programs_dir(&programs).unwrap_err().to_string();
+        assert!(refused.contains("this user's alone"), "{refused}");
+    }
 }

@@ -152,7 +152,8 @@ struct ExecutorArgs {
     #[arg(long = "allow-programs", num_args = 1.., value_name = "DIR")]
     allow_programs: Vec<PathBuf>,
     /// Run the driver programs the fleet's drivers ship to run their barrier functions (fetched from the
-    /// driver by SHA-256 over the job's authenticated link, kept in the work directory): any driver holding
+    /// driver by SHA-256 over the job's authenticated link, kept beside the work directory in DIR.programs,
+    /// this user's alone): any driver holding
     /// the fleet's secret or a job's key then runs its code here, as on a Spark or Ray cluster.
     #[arg(long = "run-shipped-programs")]
     run_shipped_programs: bool,
@@ -164,7 +165,7 @@ struct ExecutorArgs {
 #[derive(Debug, Args)]
 struct AccessArgs {
     /// A file holding the fleet's secret, readable by its owner alone (else HEARTH_SECRET_FILE or
-    /// HEARTH_SECRET; none: no secret is asked or presented).
+    /// HEARTH_SECRET; without one the process refuses to start unless --insecure).
     #[arg(long = "secret-file")]
     secret_file: Option<PathBuf>,
     /// A directory holding the fleet's TLS certificates: the one `hearth cluster certs` wrote (this process

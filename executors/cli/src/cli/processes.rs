@@ -108,7 +108,8 @@ fn ssh(host: &str, command: &str, input: Option<&str>) -> Result<String, Failed>
 
 /// Starts `program role args…` on `host` through ssh, detached (`nohup`), its output to `log` there, with the
 /// fleet's `secret` in its environment (sent through ssh's input, so no command line shows it), under umask 077
-/// (its log, state and work folders and shuffle files are the fleet user's alone). The program
+/// (its log, state and work folders and shuffle files are the fleet user's alone: its folder is refused when
+/// another user owns it and made mode 700 when it was not, its log made anew). The program
 /// must be at the same path on that host, as Spark's scripts expect the same installation on every worker.
 pub fn spawn_remote(
     host: &str,
@@ -120,7 +121,9 @@ pub fn spawn_remote(
 ) -> Result<Started, Failed> {
     let directory = log.parent().unwrap_or(Path::new("."));
     let command = format!(
-        "umask 077 && IFS= read -r {SECRET_ENV} && export {SECRET_ENV} && mkdir -p {dir} && {{ nohup {program} {role} {args} > {log} 2>&1 < /dev/null & echo $!; }}",
+        "umask 077 && IFS= read -r {SECRET_ENV} && export {SECRET_ENV} && mkdir -p {dir} && \
+         {{ [ -O {dir} ] || {{ echo hearth: the folder {dir} belongs to another user >&2; exit 1; }}; }} && \
+         chmod 700 {dir} && rm -f {log} && {{ nohup {program} {role} {args} > {log} 2>&1 < /dev/null & echo $!; }}",
         dir = quoted(&directory.display().to_string()),
         program = quoted(&program.display().to_string()),
         args = args.iter().map(|a| quoted(a)).collect::<Vec<_>>().join(" "),

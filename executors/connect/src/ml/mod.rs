@@ -57,7 +57,14 @@ pub(crate) async fn run(session: &ClientSession, command: MlCommand) -> Result<M
         Command::Fetch(fetch) => self::fetch(session, fetch).await?,
         Command::Delete(delete) => {
             let ids: Vec<String> = delete.obj_refs.into_iter().map(|r| r.id).collect();
-            operator(models.remove(&ids).join(","), None)
+            // Spark moves an evicted model to its disk and reads it back when it is next used; hearth keeps it
+            // in memory, so it stays usable as Spark's does.
+            if delete.evict_only == Some(true) {
+                let kept: Vec<String> = ids.into_iter().filter(|id| models.get(id).is_ok()).collect();
+                operator(kept.join(","), None)
+            } else {
+                operator(models.remove(&ids).join(","), None)
+            }
         }
         Command::CleanCache(_) => ResultType::Param(Literal {
             literal_type: Some(LiteralType::Integer(i32::try_from(models.clear()).unwrap_or(i32::MAX))),

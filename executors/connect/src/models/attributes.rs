@@ -3,6 +3,7 @@
 //! vectors and matrices as Spark's `VectorUDT` and `MatrixUDT` structs that PySpark turns into `DenseVector`s and
 //! `DenseMatrix`es.
 
+use hearth_engine::clustering::KMeansModel;
 use hearth_engine::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel};
 use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel};
 use hearth_engine::perceptron::MultilayerPerceptronClassificationModel;
@@ -12,7 +13,8 @@ use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::LiteralType;
 
 use crate::errors::{ConnectError, Result};
-use crate::models::literals::{array, dense_matrix, dense_vector, double, integer, literal, strings};
+use crate::models::literals::{array, array_of, dense_matrix, dense_vector, double, integer, literal, strings};
+use crate::types::vector_udt;
 
 /// The value of `method` on `model`.
 pub(crate) fn attribute(model: &dyn Transformer, method: &str) -> Result<Literal> {
@@ -31,7 +33,7 @@ pub(crate) fn attribute(model: &dyn Transformer, method: &str) -> Result<Literal
             "labels" => m.labels().first().map(|l| strings(l)),
             "labelsArray" => Some(array(
                 m.labels().iter().map(|l| strings(l)).collect(),
-                Kind::Array(Box::default()),
+                array_of(Kind::String(data_type::String::default())),
             )),
             _ => None,
         }
@@ -66,6 +68,18 @@ pub(crate) fn attribute(model: &dyn Transformer, method: &str) -> Result<Literal
             "numFeatures" => Some(integer(m.coefficients().len())),
             // The loss's scale: 1 for squared error, the only loss hearth fits.
             "scale" => Some(double(1.0)),
+            _ => None,
+        }
+    } else if let Some(m) = model.downcast_ref::<KMeansModel>() {
+        let centers: Vec<&[f64]> = m.cluster_centers().iter().map(Vec::as_slice).collect();
+        match method {
+            // Clients from 4.1 read the centers as one matrix; 4.0's as a list of vectors.
+            "clusterCenterMatrix" => Some(dense_matrix(&centers)),
+            "clusterCenters" => Some(array(
+                centers.iter().map(|center| dense_vector(center)).collect(),
+                vector_udt().kind.unwrap_or(Kind::Null(data_type::Null::default())),
+            )),
+            "numFeatures" => Some(integer(centers.first().map_or(0, |c| c.len()))),
             _ => None,
         }
     } else if let Some(m) = model.downcast_ref::<MultilayerPerceptronClassificationModel>() {

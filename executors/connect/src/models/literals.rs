@@ -42,6 +42,15 @@ pub(crate) fn array(elements: Vec<Literal>, element: Kind) -> Literal {
     }))
 }
 
+/// The type of arrays of `element`s (which may be null).
+pub(crate) fn array_of(element: Kind) -> Kind {
+    Kind::Array(Box::new(data_type::Array {
+        element_type: Some(Box::new(spark_type(element))),
+        contains_null: true,
+        type_variation_reference: 0,
+    }))
+}
+
 pub(crate) fn strings(values: &[String]) -> Literal {
     array(
         values.iter().map(|v| literal(LiteralType::String(v.clone()))).collect(),
@@ -139,7 +148,7 @@ fn linalg_literal(object: &serde_json::Map<String, Value>) -> Option<Literal> {
                 value_type: Some(ValueType::Ints(Ints { values: values? })),
             })))
         }
-        None => Some(null(Kind::Array(Box::default()))),
+        None => Some(null(array_of(Kind::Integer(data_type::Integer::default())))),
     };
     let values: Option<Vec<f64>> = object.get("values")?.as_array()?.iter().map(Value::as_f64).collect();
     let values = literal(LiteralType::SpecializedArray(SpecializedArray {
