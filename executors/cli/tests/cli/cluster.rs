@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Fleet, alive, hearth, repository, shown, wait_for};
+use crate::common::{Fleet, alive, as_another_user, hearth, repository, shown, wait_for};
 
 /// The table `SELECT * FROM ML.EVALUATE(…)` prints in a job's output: its header line and its row.
 pub(crate) fn evaluation(output: &str) -> String {
@@ -332,18 +332,27 @@ for s in held:
 print("closed", closed, flush=True)
 "#;
 
-/// 2,000 connections that never send a byte, opened to the scheduler by another process of the machine: the
-/// scheduler keeps a bounded number of them (the oldest closed first, the rest at their deadline), holds far
-/// fewer descriptors than the 1,024 many systems give, and goes on serving its executor and clients — a
-/// query runs on the fleet while the flood is held.
+/// 2,000 connections that never send a byte, opened to the scheduler by another user of the machine, with the
+/// fleet's processes held to the 1,024 descriptors many systems give (`prlimit`, soft and hard): the scheduler
+/// keeps a bounded number of them (the oldest closed first, the rest at their deadline), holds far fewer
+/// descriptors than its limit, and goes on serving its executor and clients — a query runs on the fleet while
+/// the flood is held.
 #[test]
 fn a_flood_of_silent_connections_leaves_the_fleet_serving() {
     use std::io::{BufRead, BufReader, Write};
 
     let fleet = Fleet::start(&["--executors", "1", "--slots", "2"]);
+    for pid in fleet.pids() {
+        let limited = Command::new("prlimit")
+            .arg(format!("--pid={pid}"))
+            .arg("--nofile=1024:1024")
+            .output()
+            .unwrap();
+        assert!(limited.status.success(), "prlimit: {}", shown(&limited));
+    }
     let scheduler = fleet.master.trim_start_matches("df://").to_string();
     let (host, port) = scheduler.rsplit_once(':').unwrap();
-    let mut flood = Command::new("python3")
+    let mut flood = as_another_user("python3")
         .args(["-c", SILENT_CONNECTIONS, host, port, "2000"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -13,6 +13,30 @@ pub fn hearth() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hearth"))
 }
 
+/// `program` run as another user of the machine: `nobody` (uid 65534, through `setpriv`), the system's copy of
+/// the program (this user's own may sit in a folder `nobody` cannot open), where the tests run as root, as CI
+/// runs them; as this user elsewhere (whom the fleet refuses without the secret all the same).
+pub fn as_another_user(program: &str) -> Command {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root = status
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .is_some_and(|ids| ids.split_whitespace().nth(1) == Some("0"));
+    if !root {
+        return Command::new(program);
+    }
+    let system = ["/usr/local/bin", "/usr/bin", "/bin"]
+        .iter()
+        .map(|dir| Path::new(dir).join(program))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| panic!("{program} is not installed in a system folder, where another user can run it"));
+    let mut setpriv = Command::new("setpriv");
+    setpriv
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(system);
+    setpriv
+}
+
 /// The repository's root: the examples' relative paths start there.
 pub fn repository() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")

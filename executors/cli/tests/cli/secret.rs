@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{Fleet, hearth, shown, wait_for};
+use crate::common::{Fleet, as_another_user, hearth, shown, wait_for};
 use crate::procfs::listening_ports;
 use crate::relay::RecordingRelay;
 
@@ -246,22 +246,31 @@ fn grpc_status(address: &str, path: &str, token: &str, message: &[u8]) -> String
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), body).unwrap();
     grpc_call_status(
+        curl_with(token),
         address,
         path,
-        token,
         &["--data-binary", &format!("@{}", file.path().display())],
     )
 }
 
-/// The gRPC status `address` answers a call to `path` that has no body yet, made with no credential: a
-/// server that refuses it at once answers before any body could race its reset of the stream.
+/// The gRPC status `address` answers a call to `path` that has no body yet, made with no credential by
+/// another user of the machine: a server that refuses it at once answers before any body could race its reset
+/// of the stream.
 fn refusal_status(address: &str, path: &str) -> String {
-    grpc_call_status(address, path, "", &["-X", "POST"])
+    grpc_call_status(curl_as_another_user(), address, path, &["-X", "POST"])
 }
 
-/// The gRPC status `address` answers a call to `path` made with `token` and curl's `body` arguments.
-fn grpc_call_status(address: &str, path: &str, token: &str, body: &[&str]) -> String {
-    let out = curl_with(token)
+/// `curl` run as another user of the machine (see [`as_another_user`]), with no credential.
+fn curl_as_another_user() -> std::process::Command {
+    let mut curl = as_another_user("curl");
+    curl.args(["--silent", "--max-time", "30"]);
+    curl
+}
+
+/// The gRPC status `address` answers a call to `path` made by `curl` (with its credential, if any) and curl's
+/// `body` arguments.
+fn grpc_call_status(mut curl: std::process::Command, address: &str, path: &str, body: &[&str]) -> String {
+    let out = curl
         .args([
             "--http2-prior-knowledge",
             "--raw",
@@ -428,7 +437,8 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
 }
 
 /// A `standalone[2]` session's scheduler and executor admit only the process that started them: a client of
-/// another process, without the session's secret (which is never written anywhere), is refused on every port
+/// another user of the machine (`nobody` where the tests run as root), without the session's secret (which is
+/// never written anywhere), is refused on every port
 /// the process listens on — Ballista's scheduler calls and Flight alike — and the session still runs its
 /// statements.
 #[test]
