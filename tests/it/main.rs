@@ -34,6 +34,7 @@ mod sql_evaluation;
 mod sql_linear;
 mod sql_tuning;
 mod strategies;
+mod streaming;
 mod torch_parity;
 #[path = "../../benches/common/torch_peer.rs"]
 mod torch_peer;

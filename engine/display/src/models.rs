@@ -10,11 +10,16 @@ use hearth_engine::master::SessionInfo;
 use hearth_engine::pipeline::PipelineModel;
 use hearth_engine::session::Session;
 use hearth_engine::stage::Stage;
-use hearth_engine::train::{NetworkModel, Outputs};
+use hearth_engine::train::{NetworkModel, Outputs, RankReport};
 
 /// A number of seconds, three decimals.
 fn seconds(value: f64) -> String {
     format!("{value:.3}")
+}
+
+/// Bytes in MiB, one decimal.
+fn mebibytes(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
 
 /// An optional value, four decimals, or `-`.
@@ -85,28 +90,7 @@ fn network_grids<O: Outputs>(model: &NetworkModel<O>) -> Vec<Grid> {
     if model.history().is_empty() {
         history = history.note("no training history was kept with this model");
     }
-    // Staleness only where the ranks had a parameter server.
-    let asynchronous = model.summary().ranks.iter().any(|r| r.staleness.is_some());
-    let mut header = vec!["rank", "host", "device", "rows", "steps", "seconds"];
-    if asynchronous {
-        header.extend(["updates", "mean staleness", "max staleness"]);
-    }
-    let mut ranks = Grid::new(header).caption("Ranks");
-    for rank in &model.summary().ranks {
-        let mut cells = vec![
-            rank.rank.to_string(),
-            rank.host.clone(),
-            rank.device.clone(),
-            rank.rows.to_string(),
-            rank.steps.to_string(),
-            seconds(rank.seconds),
-        ];
-        if asynchronous {
-            let s = rank.staleness.unwrap_or_default();
-            cells.extend([s.updates.to_string(), format!("{:.2}", s.mean), s.max.to_string()]);
-        }
-        ranks.push(cells);
-    }
+    let ranks = ranks_grid(&model.summary().ranks);
     let mut attempts = Grid::new(["attempt", "resumed from epoch", "seconds", "outcome"]).caption("Attempts");
     for attempt in &model.summary().attempts {
         attempts.push([
@@ -117,6 +101,47 @@ fn network_grids<O: Outputs>(model: &NetworkModel<O>) -> Vec<Grid> {
         ]);
     }
     vec![overview, history, ranks, attempts]
+}
+
+/// Each rank's host, device, rows (held or streamed, and their peak in memory), steps and time; staleness
+/// where the ranks had a parameter server.
+fn ranks_grid(ranks: &[RankReport]) -> Grid {
+    let asynchronous = ranks.iter().any(|r| r.staleness.is_some());
+    let mut header = vec![
+        "rank",
+        "host",
+        "device",
+        "rows",
+        "held",
+        "peak memory",
+        "steps",
+        "seconds",
+    ];
+    if asynchronous {
+        header.extend(["updates", "mean staleness", "max staleness"]);
+    }
+    let mut grid = Grid::new(header).caption("Ranks");
+    for rank in ranks {
+        let mut cells = vec![
+            rank.rank.to_string(),
+            rank.host.clone(),
+            rank.device.clone(),
+            rank.rows.to_string(),
+            match rank.streamed {
+                true => "streamed".to_string(),
+                false => "in memory".to_string(),
+            },
+            mebibytes(rank.peak_bytes),
+            rank.steps.to_string(),
+            seconds(rank.seconds),
+        ];
+        if asynchronous {
+            let s = rank.staleness.unwrap_or_default();
+            cells.extend([s.updates.to_string(), format!("{:.2}", s.mean), s.max.to_string()]);
+        }
+        grid.push(cells);
+    }
+    grid
 }
 
 /// A trained network's plot of loss and accuracy per epoch.

@@ -40,6 +40,12 @@ pub(super) fn estimator(options: &ModelOptions, label: &str, weights: Option<&[f
             if let Some(dir) = &options.checkpoint_dir {
                 estimator = estimator.checkpoint_dir(dir.clone());
             }
+            if let Some(mib) = options.max_rank_memory_mb {
+                estimator = estimator.memory_budget(mib.saturating_mul(1 << 20));
+            }
+            if let Some(rows) = options.shuffle_buffer_rows {
+                estimator = estimator.shuffle_buffer_rows(rows);
+            }
             if options.early_stop {
                 estimator = estimator
                     .validation_indicator_col(HELD_OUT)

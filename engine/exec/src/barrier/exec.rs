@@ -16,13 +16,12 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
 };
-use futures::TryStreamExt;
 
 use super::allocator::give_back_free_pages;
 use super::context::Joining;
 use super::gpus::{lease, offered_gpus};
+use super::input::BarrierInput;
 use super::program::run_in_program;
-use super::row_order::row_hashes;
 use super::spec::ProgramRef;
 use super::spec::{BarrierSpec, reason, task_error};
 use super::task_thread::run_on_own_thread;
@@ -144,6 +143,7 @@ impl ExecutionPlan for BarrierExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let input_schema = self.input.schema();
+        let disk = Arc::clone(&context.runtime_env().disk_manager);
         let input = self.input.execute(partition, context)?;
         let spec = self.spec.clone();
         let runner = self.runner.clone();
@@ -152,8 +152,8 @@ impl ExecutionPlan for BarrierExec {
         let task = async move {
             // Dropping the stream (a cancelled query, a killed job) drops this guard and tells the task.
             let _cancel_on_drop = CancelOnDrop(flag);
-            let batches: Vec<RecordBatch> = input
-                .try_collect()
+            let budget = task_memory_budget(&spec);
+            let batches = BarrierInput::collect(input, budget, &disk)
                 .await
                 .map_err(|e| task_error(&spec, &format!("partition {partition}"), "reading its rows", &e))?;
             let name = format!("hearth-task-{partition}");
@@ -185,15 +185,18 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// A fingerprint of a partition's rows that does not depend on their order or on which task holds them: the
-/// smallest row hash (`usize::MAX` when there are none). Ranks on a host follow it, so a job's rank of a
-/// given partition is the same on every master and every run.
-fn content_position(batches: &[RecordBatch]) -> Result<usize> {
-    let mut lowest = u64::MAX;
-    for batch in batches {
-        lowest = row_hashes(batch)?.into_iter().fold(lowest, u64::min);
+/// The bytes of its partition a task holds in memory: the stage's budget, else half the memory this host has
+/// free, shared by the stage's tasks it can run at once (no more than its cores).
+fn task_memory_budget(spec: &BarrierSpec) -> Option<usize> {
+    if let Some(bytes) = spec.memory_budget {
+        return Some(usize::try_from(bytes).unwrap_or(usize::MAX));
     }
-    Ok(usize::try_from(lowest).unwrap_or(usize::MAX))
+    let mut system = sysinfo::System::new();
+    system.refresh_memory();
+    let free = system.available_memory();
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let tasks = spec.world_size.clamp(1, cores) as u64;
+    (free > 0).then(|| usize::try_from(free / 2 / tasks).unwrap_or(usize::MAX))
 }
 
 /// One task, on a blocking thread: lease its GPU if the stage asked for one, join the ring, run the function.
@@ -201,10 +204,12 @@ fn run_task(
     spec: &BarrierSpec,
     runner: &Runner,
     input_schema: &SchemaRef,
-    batches: Vec<RecordBatch>,
+    batches: BarrierInput,
     cancelled: Arc<AtomicBool>,
 ) -> Result<RecordBatch> {
-    let position = content_position(&batches)?;
+    // A fingerprint of the rows that does not depend on their order or on which task holds them, so a job's
+    // rank of a given partition is the same on every master and every run.
+    let position = usize::try_from(batches.lowest_hash()).unwrap_or(usize::MAX);
     let timeout = Duration::from_secs_f64(spec.timeout_secs.max(0.001));
     let gpu = match spec.gpus_per_task {
         0 => None,
@@ -229,7 +234,9 @@ fn run_task(
     };
     let function = match runner {
         Runner::Here(function) => function,
-        Runner::Program(program) => return run_in_program(spec, program, joining, input_schema, batches),
+        Runner::Program(program) => {
+            return run_in_program(spec, program, joining, input_schema, batches.into_batches()?);
+        }
     };
     let secret = spec
         .job_secret()
@@ -238,6 +245,6 @@ fn run_task(
         .map_err(|e| task_error(spec, "a task", "joining", &e))?;
     let rank = context.rank();
     function
-        .run(&mut context, &spec.args, batches)
+        .run_input(&mut context, &spec.args, batches)
         .map_err(|e| task_error(spec, &format!("rank {rank}"), "running", &reason(&e)))
 }

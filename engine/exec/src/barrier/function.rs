@@ -8,7 +8,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 
-use super::BarrierTaskContext;
+use super::{BarrierInput, BarrierTaskContext};
 
 /// The code every task of a barrier stage runs on its partition, with its [`BarrierTaskContext`].
 ///
@@ -24,6 +24,13 @@ pub trait BarrierFunction: fmt::Debug + Send + Sync {
 
     /// Runs one task: its context, the stage's `args` and its partition's rows.
     fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch>;
+
+    /// Runs one task on its partition as it arrived: held in memory, or spilled to disk beyond the stage's
+    /// memory budget, which a function that streams its rows reads a batch at a time
+    /// ([`BarrierInput::canonical_batches`]). The default gives [`run`](Self::run) every row in memory.
+    fn run_input(&self, context: &mut BarrierTaskContext, args: &str, input: BarrierInput) -> Result<RecordBatch> {
+        self.run(context, args, input.into_batches()?)
+    }
 }
 
 type TaskFn = dyn Fn(&mut BarrierTaskContext, Vec<RecordBatch>) -> Result<RecordBatch> + Send + Sync;

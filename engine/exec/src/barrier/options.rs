@@ -48,6 +48,10 @@ pub struct BarrierOptions {
     /// `hearth job resume`). Default none: `$HEARTH_CHECKPOINT_DIR` when it is set, else the driver's memory
     /// alone (for its own retries). The layout is in [`checkpoints`](super::checkpoints).
     pub checkpoint_dir: Option<String>,
+    /// The bytes of its partition each task may hold in memory; a larger partition is spilled to the task's
+    /// disk and read back as a stream ([`BarrierInput`](super::BarrierInput)). Default none: half the
+    /// memory the executor's host has free, shared by the tasks it can run at once.
+    pub memory_budget: Option<u64>,
 }
 
 impl Default for BarrierOptions {
@@ -60,6 +64,7 @@ impl Default for BarrierOptions {
             gpus_per_task: 0,
             frame_protection: FrameProtection::Encryption,
             checkpoint_dir: None,
+            memory_budget: None,
         }
     }
 }
@@ -76,8 +81,11 @@ impl fmt::Display for BarrierOptions {
             self.gpus_per_task,
             self.frame_protection
         )?;
-        match &self.checkpoint_dir {
-            Some(dir) => write!(f, ", checkpoint_dir={dir}"),
+        if let Some(dir) = &self.checkpoint_dir {
+            write!(f, ", checkpoint_dir={dir}")?;
+        }
+        match self.memory_budget {
+            Some(bytes) => write!(f, ", memory_budget={bytes}"),
             None => Ok(()),
         }
     }

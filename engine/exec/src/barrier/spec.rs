@@ -54,6 +54,10 @@ pub struct BarrierSpec {
     /// on a fleet, whose executors run it in copies of the program.
     #[serde(default)]
     pub program: Option<ProgramRef>,
+    /// The bytes of its partition a task may hold in memory (none: half the host's free memory, shared by
+    /// the tasks it can run at once).
+    #[serde(default)]
+    pub memory_budget: Option<u64>,
 }
 
 impl BarrierSpec {

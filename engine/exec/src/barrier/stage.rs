@@ -181,6 +181,13 @@ impl BarrierStage {
         self
     }
 
+    /// The bytes of its partition each task may hold in memory; beyond them a task spills its rows to disk
+    /// (see [`BarrierInput`](super::BarrierInput)).
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.options.memory_budget = Some(bytes);
+        self
+    }
+
     /// How the links between tasks protect their frames: encrypted (default) or integrity-checked alone.
     pub fn frame_protection(mut self, protection: FrameProtection) -> Self {
         self.options.frame_protection = protection;
@@ -393,6 +400,7 @@ impl BarrierStage {
             gpus_per_task: self.options.gpus_per_task,
             frame_protection: protection,
             program,
+            memory_budget: self.options.memory_budget,
         };
         Ok((coordinator, spec))
     }

@@ -1,6 +1,7 @@
 //! hearth's trainer as a barrier function: each task turns its rows into a shard (and validation rows
 //! into another) and runs the ml trainer; rank 0 sends the driver a checkpoint after every epoch and returns
-//! the model; a retried stage resumes from the last checkpoint.
+//! the model; a retried stage resumes from the last checkpoint. A task whose partition was spilled beyond
+//! its memory budget writes its shards to files beside the spill and trains from them as streams.
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
@@ -11,11 +12,13 @@ use datafusion::arrow::compute::{filter_record_batch, not, prep_null_mask_filter
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 use hearth_torch::artifact::ModelArtifact;
-use hearth_torch::data::Shard;
-use hearth_torch::train::{Checkpoint, DeviceChoice, RankReport, RankTrainer, TrainOptions};
+use hearth_torch::data::{HeldBytes, Shard, ShardFileWriter, StreamedShard};
+use hearth_torch::train::{Checkpoint, DeviceChoice, RankData, RankReport, RankTrainer, TrainOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::barrier::{BarrierFunction, BarrierTaskContext, canonical_order, register_builtin};
+use crate::barrier::{
+    BarrierFunction, BarrierInput, BarrierTaskContext, SPILL_BATCH_ROWS, canonical_order, register_builtin,
+};
 
 /// The name of hearth's trainer as a barrier function.
 pub const TRAIN_FUNCTION: &str = "hearth.train";
@@ -76,30 +79,23 @@ impl BarrierFunction for TrainFunction {
     }
 
     fn run(&self, context: &mut BarrierTaskContext, args: &str, input: Vec<RecordBatch>) -> Result<RecordBatch> {
+        self.run_input(context, args, BarrierInput::from_batches(input)?)
+    }
+
+    /// Trains on the partition held in memory, or, when it was spilled beyond the rank's memory budget, on
+    /// its rows streamed from disk through a shuffle buffer.
+    fn run_input(&self, context: &mut BarrierTaskContext, args: &str, input: BarrierInput) -> Result<RecordBatch> {
         let mut args: TrainArgs =
             serde_json::from_str(args).map_err(|e| failed(format!("unreadable arguments: {e}")))?;
         // `auto` without a GPU trains on the CPU, and the Ranks table says so.
         let fell_back = args.options.settings.device == DeviceChoice::Auto && context.gpu().is_none();
         args.options.settings.device = rank_device(&args.options.settings.device, context.gpu());
-        let mut columns = vec![args.features_col.as_str(), args.label_col.as_str()];
-        columns.extend(args.validation_col.as_deref());
-        columns.extend(args.weight_col.as_deref());
-        let rows = canonical_order(&input, &columns)?;
-        drop(input);
-        let (training, validation) = split_validation(rows, args.validation_col.as_deref())?;
-        let shard_of = |rows: &[RecordBatch]| {
-            let shard = Shard::from_batches(rows, &args.features_col, &args.label_col);
-            match &args.weight_col {
-                Some(weight) => shard.and_then(|shard| shard.weighted_by(rows, weight)),
-                None => shard,
-            }
-            .map_err(failed)
+        let (input_peak, spilled) = (input.peak_bytes(), input.is_spilled());
+        let rows = match input.is_spilled() {
+            false => RowsOfRank::held(input.into_batches()?, &args)?,
+            true => RowsOfRank::streamed(&input, &args)?,
         };
-        let shard = shard_of(training.as_slice())?;
-        let validation = validation
-            .as_ref()
-            .map(|rows| shard_of(std::slice::from_ref(rows)))
-            .transpose()?;
+        let (shard, validation) = (rows.training(), rows.validation());
         let resume = context
             .resume()
             .map(|point| Checkpoint::from_bytes(&point.bytes))
@@ -119,11 +115,11 @@ impl BarrierFunction for TrainFunction {
                 cancelled.store(true, Ordering::Relaxed);
             }
         };
-        let mut trainer = RankTrainer::new(&shard, &args.options)
+        let mut trainer = RankTrainer::new(shard, &args.options)
             .resume(resume.as_ref())
             .cancel_flag(&cancelled)
             .on_epoch(send_checkpoint);
-        if let Some(validation) = &validation {
+        if let Some(validation) = validation {
             trainer = trainer.validation(validation);
         }
         let mut outcome = trainer
@@ -135,6 +131,9 @@ impl BarrierFunction for TrainFunction {
         if fell_back {
             outcome.report.device = format!("{} (auto: no GPU)", outcome.report.device);
         }
+        outcome.report.peak_bytes = outcome.report.peak_bytes.max(input_peak as u64);
+        // Rows read back from the spill count as streamed, even where a whole-partition buffer then held them.
+        outcome.report.streamed |= spilled;
         let model = match outcome.tensors {
             Some(tensors) => Some(
                 ModelArtifact::new(args.options.clone(), tensors, outcome.report.history.clone())
@@ -144,6 +143,106 @@ impl BarrierFunction for TrainFunction {
             None => None,
         };
         report_batch(&outcome.report, model)
+    }
+}
+
+/// A rank's training and validation rows: held in memory, or in shard files on its disk.
+enum RowsOfRank {
+    Held(Shard, Option<Shard>),
+    Streamed(StreamedShard, Option<StreamedShard>),
+}
+
+/// Rows per chunk of a streamed rank's shard files.
+const CHUNK_ROWS: usize = 8192;
+
+impl RowsOfRank {
+    /// The partition's rows in memory: its columns in canonical order, split into training and validation.
+    fn held(input: Vec<RecordBatch>, args: &TrainArgs) -> Result<Self> {
+        let rows = canonical_order(&input, &args.columns())?;
+        drop(input);
+        let (training, validation) = split_validation(rows, args.validation_col.as_deref())?;
+        let shard = args.shard_of(training.as_slice())?;
+        let validation = validation
+            .as_ref()
+            .map(|rows| args.shard_of(std::slice::from_ref(rows)))
+            .transpose()?;
+        Ok(Self::Held(shard, validation))
+    }
+
+    /// The spilled partition's rows, read once in canonical order into a training and a validation shard file
+    /// beside the spill, a chunk at a time; the shuffle buffer holds `shuffle_buffer_rows`, else what a quarter
+    /// of the memory budget holds.
+    fn streamed(input: &BarrierInput, args: &TrainArgs) -> Result<Self> {
+        let dir = input
+            .spill_dir()
+            .ok_or_else(|| failed("a spilled partition without its folder"))?;
+        let mut training = ShardFileWriter::new(dir.join("training.arrow"), CHUNK_ROWS);
+        let mut validation = ShardFileWriter::new(dir.join("validation.arrow"), CHUNK_ROWS);
+        let mut dim = 0;
+        for batch in input.canonical_batches(SPILL_BATCH_ROWS)? {
+            let (train, held_out) = split_validation(Some(batch?), args.validation_col.as_deref())?;
+            if let Some(rows) = train {
+                let shard = args.shard_of(std::slice::from_ref(&rows))?;
+                dim = dim.max(shard.dim());
+                training.push(&shard).map_err(failed)?;
+            }
+            if let Some(rows) = held_out {
+                validation
+                    .push(&args.shard_of(std::slice::from_ref(&rows))?)
+                    .map_err(failed)?;
+            }
+        }
+        let settings = &args.options.settings;
+        let row_bytes = (dim + 2) * size_of::<f32>();
+        let buffer_rows = settings.shuffle_buffer_rows.unwrap_or_else(|| {
+            let budget = input.budget().unwrap_or(usize::MAX);
+            (budget / 4 / row_bytes).max(settings.batch_size)
+        });
+        let held = HeldBytes::default();
+        let training = StreamedShard::new(training.finish().map_err(failed)?, buffer_rows, held.clone());
+        let validation = match args.validation_col {
+            Some(_) => Some(StreamedShard::new(
+                validation.finish().map_err(failed)?,
+                buffer_rows,
+                held,
+            )),
+            None => None,
+        };
+        Ok(Self::Streamed(training, validation))
+    }
+
+    fn training(&self) -> RankData<'_> {
+        match self {
+            Self::Held(shard, _) => RankData::Held(shard),
+            Self::Streamed(shard, _) => RankData::Streamed(shard),
+        }
+    }
+
+    fn validation(&self) -> Option<RankData<'_>> {
+        match self {
+            Self::Held(_, validation) => validation.as_ref().map(RankData::Held),
+            Self::Streamed(_, validation) => validation.as_ref().map(RankData::Streamed),
+        }
+    }
+}
+
+impl TrainArgs {
+    /// The columns a rank reads, in the order their values hash in.
+    fn columns(&self) -> Vec<&str> {
+        let mut columns = vec![self.features_col.as_str(), self.label_col.as_str()];
+        columns.extend(self.validation_col.as_deref());
+        columns.extend(self.weight_col.as_deref());
+        columns
+    }
+
+    /// `rows` as a shard: features, labels and, with a weight column, sample weights.
+    fn shard_of(&self, rows: &[RecordBatch]) -> Result<Shard> {
+        let shard = Shard::from_batches(rows, &self.features_col, &self.label_col);
+        match &self.weight_col {
+            Some(weight) => shard.and_then(|shard| shard.weighted_by(rows, weight)),
+            None => shard,
+        }
+        .map_err(failed)
     }
 }
 

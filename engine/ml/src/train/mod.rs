@@ -44,7 +44,7 @@ pub use architecture::{Architecture, Linear, Mlp, Sequential};
 pub use explain_udf::{EXPLAIN, ExplainSettings, ExplainUdf, explain_function};
 pub use fit::TrainingSummary;
 pub use function::{TRAIN_FUNCTION, TrainArgs, TrainFunction, register_barrier_functions};
-pub use hearth_torch::train::EpochStats;
+pub use hearth_torch::train::{EpochStats, RankReport};
 pub use network::{
     Classifier, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor, Network, Regressor,
     SequentialClassifier, SequentialRegressor,

@@ -206,6 +206,28 @@ impl<A: Architecture, T: Task> Network<A, T> {
         augmentation: Augmentation;
     }
 
+    /// The bytes of its rows each worker may hold in memory (default: half the memory its host has free,
+    /// shared by the workers it runs). A worker whose rows do not fit streams them from its disk every epoch
+    /// through a shuffle buffer, as Ray Data's `iter_torch_batches(local_shuffle_buffer_size=…)` does; the Ranks
+    /// table says which each worker did.
+    ///
+    /// ```
+    /// use hearth_engine::train::MlpClassifier;
+    /// let mlp = MlpClassifier::new().memory_budget(512 << 20).shuffle_buffer_rows(100_000);
+    /// assert_eq!(mlp.get_training().memory_budget, Some(512 << 20));
+    /// ```
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.training.memory_budget = Some(bytes);
+        self
+    }
+
+    /// Rows in a streaming worker's shuffle buffer (default: what a quarter of its memory budget holds); a
+    /// buffer that holds every row shuffles exactly as training in memory does.
+    pub fn shuffle_buffer_rows(mut self, rows: usize) -> Self {
+        self.training.shuffle_buffer_rows = Some(rows);
+        self
+    }
+
     /// Train on MixUp batches with Beta(α, α) mixing (Zhang et al. 2018; default off).
     pub fn mixup_alpha(mut self, alpha: f64) -> Self {
         self.training.mixup_alpha = Some(alpha);
@@ -392,6 +414,7 @@ impl<A: Architecture, T: Task> Estimator for Network<A, T> {
         let barrier = BarrierOptions {
             workers,
             gpus_per_task: self.gpus_per_task(&info).await?,
+            memory_budget: self.training.memory_budget.or(self.barrier.memory_budget),
             ..self.barrier.clone()
         };
         let (inputs, columns) = self.training_columns(df)?;

@@ -103,6 +103,12 @@ pub struct ModelOptions {
     /// driver died resumes (`hearth job resume`); a local directory or an object store's URL (default:
     /// `$HEARTH_CHECKPOINT_DIR`, else none).
     pub checkpoint_dir: Option<String>,
+    /// hearth: `max_rank_memory_mb`, the MiB of its rows each worker may hold in memory before it streams
+    /// them from its disk (default: half the memory its host has free, shared by its workers).
+    pub max_rank_memory_mb: Option<u64>,
+    /// hearth: `shuffle_buffer_rows`, rows in a streaming worker's shuffle buffer (default: what a quarter of
+    /// its memory budget holds).
+    pub shuffle_buffer_rows: Option<usize>,
     /// `early_stop` (default false, unlike BigQuery's true: a model trains every epoch unless asked, as it
     /// always did, and stopping needs held-out rows): stop once an epoch lowers the held-out rows' loss by
     /// less than `min_rel_progress` of the best so far, keeping the best epoch's weights.
@@ -161,6 +167,8 @@ impl Default for ModelOptions {
             max_attempts: 3,
             timeout: None,
             checkpoint_dir: None,
+            max_rank_memory_mb: None,
+            shuffle_buffer_rows: None,
             early_stop: false,
             min_rel_progress: 0.01,
             num_clusters: 2,

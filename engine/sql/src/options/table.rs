@@ -261,7 +261,7 @@ const fn tuning(name: &'static str, takes: &'static str) -> OptionSpec {
 }
 
 /// Every option.
-const OPTION_TABLE: [OptionSpec; 41] = [
+const OPTION_TABLE: [OptionSpec; 43] = [
     option(
         "model_type",
         "'mlp_classifier', 'dnn_classifier', 'logistic_reg', 'linear_reg', 'mlp_regressor', 'dnn_regressor' or 'kmeans'",
@@ -582,6 +582,26 @@ const OPTION_TABLE: [OptionSpec; 41] = [
                 return Err(wrong(o, v));
             }
             r.options.checkpoint_dir = Some(dir);
+            Ok(())
+        },
+    ),
+    option(
+        "max_rank_memory_mb",
+        "a whole number of MiB ≥ 1",
+        MiniBatch,
+        No,
+        |r, o, v| {
+            r.options.max_rank_memory_mb = Some(at_least_one(o, v)? as u64);
+            Ok(())
+        },
+    ),
+    option(
+        "shuffle_buffer_rows",
+        "a whole number of rows ≥ 1",
+        MiniBatch,
+        No,
+        |r, o, v| {
+            r.options.shuffle_buffer_rows = Some(at_least_one(o, v)?);
             Ok(())
         },
     ),

@@ -5,6 +5,8 @@
 //! the device stays on the host, and each batch is picked there and copied over (the job's log says so once).
 //! On the CPU "the device" is where the rows already are.
 
+use std::borrow::Cow;
+
 use tch::{Device, Tensor};
 
 use super::loss::label_tensor;
@@ -13,7 +15,7 @@ use crate::data::Shard;
 
 /// A shard's features, labels and sample weights as tensors.
 pub(super) struct ShardTensors<'a> {
-    shard: &'a Shard,
+    shard: Cow<'a, Shard>,
     features: Tensor,
     labels: Tensor,
     weights: Option<Tensor>,
@@ -21,21 +23,38 @@ pub(super) struct ShardTensors<'a> {
     device: Device,
 }
 
-/// One step's rows: features, labels, sample weights (if the shard has them), on the rank's device.
+/// One step's rows: features, labels, sample weights (if the shard has them), on the rank's device; how many
+/// rows, and their weight (their sample weights' sum, else their count).
 pub(super) struct Batch {
     pub(super) features: Tensor,
     pub(super) labels: Tensor,
     pub(super) weights: Option<Tensor>,
+    pub(super) rows: usize,
+    pub(super) weight: f64,
+}
+
+impl Batch {
+    /// `rows` as tensors on `device`.
+    pub(super) fn of(rows: &Shard, loss: Loss, device: Device) -> Self {
+        let features = Tensor::from_slice(rows.features()).view([rows.rows() as i64, rows.dim() as i64]);
+        Self {
+            features: features.to_device(device),
+            labels: label_tensor(loss, rows.labels()).to_device(device),
+            weights: rows.weights().map(|w| Tensor::from_slice(w).to_device(device)),
+            rows: rows.rows(),
+            weight: rows.total_weight(),
+        }
+    }
 }
 
 impl<'a> ShardTensors<'a> {
     /// `shard` as tensors, on `device` when they fit there (on the host otherwise).
-    pub(super) fn new(shard: &'a Shard, loss: Loss, device: Device, rank: usize) -> Self {
+    pub(super) fn new(shard: Cow<'a, Shard>, loss: Loss, device: Device, rank: usize) -> Self {
         let host = Self {
-            shard,
             features: Tensor::from_slice(shard.features()).view([shard.rows() as i64, shard.dim() as i64]),
             labels: label_tensor(loss, shard.labels()),
             weights: shard.weights().map(Tensor::from_slice),
+            shard,
             device,
         };
         if device == Device::Cpu {
@@ -59,7 +78,7 @@ impl<'a> ShardTensors<'a> {
             Err(e) => {
                 log::warn!(
                     "rank {rank}: the shard's {} rows stay on the host and each batch is copied to {device:?} ({e})",
-                    shard.rows()
+                    host.shard.rows()
                 );
                 host
             }
@@ -67,8 +86,16 @@ impl<'a> ShardTensors<'a> {
     }
 
     /// The shard's rows.
-    pub(super) fn shard(&self) -> &'a Shard {
-        self.shard
+    pub(super) fn shard(&self) -> &Shard {
+        &self.shard
+    }
+
+    /// The bytes the rows take in the host's memory: the shard, and its tensors where they stay on the host.
+    pub(super) fn bytes(&self) -> usize {
+        match self.features.device() {
+            Device::Cpu => 2 * self.shard.bytes(),
+            _ => self.shard.bytes(),
+        }
     }
 
     /// An epoch's row order, where the rows are.
@@ -76,12 +103,21 @@ impl<'a> ShardTensors<'a> {
         Tensor::from_slice(order).to_device(self.features.device())
     }
 
-    /// The rows `order[start..start + len]` (`shuffled`: else rows `start..start + len`, in place).
-    pub(super) fn batch(&self, order: &Tensor, start: usize, len: usize, shuffled: bool) -> Batch {
+    /// The rows `order[start..start + len]` (`shuffled`: else rows `start..start + len`, in place), where
+    /// `order_tensor` is `order` where the rows are.
+    pub(super) fn batch(
+        &self,
+        order: &[i64],
+        order_tensor: &Tensor,
+        start: usize,
+        len: usize,
+        shuffled: bool,
+    ) -> Batch {
+        let weight = self.weight_of(&order[start..start + len]);
         let (start, len) = (start as i64, len as i64);
         let pick = |all: &Tensor| {
             if shuffled {
-                all.index_select(0, &order.narrow(0, start, len))
+                all.index_select(0, &order_tensor.narrow(0, start, len))
             } else {
                 all.narrow(0, start, len)
             }
@@ -91,6 +127,8 @@ impl<'a> ShardTensors<'a> {
             features: pick(&self.features),
             labels: pick(&self.labels),
             weights: self.weights.as_ref().map(pick),
+            rows: len as usize,
+            weight,
         }
     }
 
@@ -100,17 +138,20 @@ impl<'a> ShardTensors<'a> {
         (0..total).step_by(rows.max(1)).map(move |start| {
             let len = rows.min(total - start) as i64;
             let part = |all: &Tensor| all.narrow(0, start as i64, len).to_device(self.device);
+            let rows: Vec<i64> = (start as i64..start as i64 + len).collect();
             Batch {
                 features: part(&self.features),
                 labels: part(&self.labels),
                 weights: self.weights.as_ref().map(part),
+                rows: len as usize,
+                weight: self.weight_of(&rows),
             }
         })
     }
 
     /// The weight of `rows`: their sample weights' sum, else their count (read on the host: no wait on the
     /// device).
-    pub(super) fn weight_of(&self, rows: &[i64]) -> f64 {
+    fn weight_of(&self, rows: &[i64]) -> f64 {
         match self.shard.weights() {
             Some(weights) => rows.iter().map(|&row| f64::from(weights[row as usize])).sum(),
             None => rows.len() as f64,

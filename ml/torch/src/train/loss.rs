@@ -11,9 +11,8 @@ pub(crate) fn check_shard(
     rank: usize,
     what: &str,
     shard: &Shard,
-    inputs: usize,
-    outputs: usize,
-    loss: Loss,
+    first_row: usize,
+    (inputs, outputs, loss): (usize, usize, Loss),
 ) -> Result<(), TrainError> {
     let error = |message: String| TrainError::Data { rank, message };
     if shard.rows() > 0 && shard.dim() != inputs {
@@ -30,7 +29,8 @@ pub(crate) fn check_shard(
         };
         if !valid {
             return Err(error(format!(
-                "{what} row {row}: label {label} does not fit a {loss:?} loss with {outputs} outputs"
+                "{what} row {}: label {label} does not fit a {loss:?} loss with {outputs} outputs",
+                first_row + row
             )));
         }
     }

@@ -117,6 +117,13 @@ pub struct TrainSettings {
     /// Stop once the validation loss stops improving, keeping the best epoch's weights (default: train
     /// every epoch; needs validation rows).
     pub early_stopping: Option<EarlyStopping>,
+    /// The bytes of its rows each rank may hold in memory (default: half the memory the host has free,
+    /// shared by the ranks it runs): a rank whose rows fit trains on them in memory; one whose rows do not
+    /// streams them from a spill on its disk through a shuffle buffer.
+    pub memory_budget: Option<u64>,
+    /// Rows in a streaming rank's shuffle buffer (Ray Data's `local_shuffle_buffer_size`; default: what a
+    /// quarter of the memory budget holds). A buffer that holds every row shuffles exactly as in memory.
+    pub shuffle_buffer_rows: Option<usize>,
 }
 
 impl Default for TrainSettings {
@@ -138,6 +145,8 @@ impl Default for TrainSettings {
             precision: Precision::Fp32,
             strategy: Strategy::Synchronous,
             early_stopping: None,
+            memory_budget: None,
+            shuffle_buffer_rows: None,
         }
     }
 }

@@ -44,6 +44,13 @@ pub struct RankReport {
     pub history: Vec<EpochStats>,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// Whether its rows were streamed from disk every epoch (beyond its memory budget) instead of held.
+    #[serde(default)]
+    pub streamed: bool,
+    /// The most bytes its rows took in memory at once (their Arrow input, the dense copy and tensors, or the
+    /// shuffle buffer and the batches read ahead).
+    #[serde(default)]
+    pub peak_bytes: u64,
     /// How stale its updates to the parameter server were (the asynchronous strategies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub staleness: Option<Staleness>,

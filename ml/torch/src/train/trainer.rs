@@ -33,20 +33,20 @@ use std::time::Instant;
 use tch::{Device, Kind, Tensor};
 
 use super::averaging::Averaging;
-use super::batches::{Batch, ShardTensors};
+use super::batches::Batch;
 use super::checkpoint::Checkpoint;
 use super::device::device_name;
 use super::early_stopping::BestWeights;
 use super::error::{OptionsError, TrainError};
 use super::exchange::{Exchange, set, swap_in};
-use super::loss::{check_shard, hits_of, loss_of};
+use super::loss::{hits_of, loss_of};
 use super::optimizer::Optimizer;
 use super::options::{Loss, TrainOptions};
 use super::precision::{Bf16Compute, computing, for_loss};
 use super::report::{EpochStats, RankOutcome, RankReport};
+use super::rows::{RankData, RankRows};
 use super::setup::{Placement, image_shape, precision_split};
 use super::strategy::Strategy;
-use crate::data::Shard;
 use crate::model::{NamedTensor, Network, host_copies, load_into};
 use hearth_collective::Communicator;
 use hearth_stats::random::Draws;
@@ -69,19 +69,21 @@ use hearth_stats::random::Draws;
 /// assert!(outcomes[1].as_ref().unwrap().tensors.is_none()); // rank 0 alone returns the tensors
 /// ```
 pub struct RankTrainer<'a> {
-    shard: &'a Shard,
+    training: RankData<'a>,
     options: &'a TrainOptions,
-    validation: Option<&'a Shard>,
+    validation: Option<RankData<'a>>,
     resume: Option<&'a Checkpoint>,
     on_epoch: Box<dyn FnMut(&Checkpoint) + 'a>,
     cancelled: Option<&'a AtomicBool>,
 }
 
 impl<'a> RankTrainer<'a> {
-    /// A trainer of `shard` with `options` (the same options on every rank).
-    pub fn new(shard: &'a Shard, options: &'a TrainOptions) -> Self {
+    /// A trainer of `rows` (a [`Shard`](crate::data::Shard) in memory, or a
+    /// [`StreamedShard`](crate::data::StreamedShard) read from disk every epoch) with `options` (the same
+    /// options on every rank).
+    pub fn new(rows: impl Into<RankData<'a>>, options: &'a TrainOptions) -> Self {
         Self {
-            shard,
+            training: rows.into(),
             options,
             validation: None,
             resume: None,
@@ -91,8 +93,8 @@ impl<'a> RankTrainer<'a> {
     }
 
     /// This rank's validation rows: every epoch reports the loss and accuracy over all ranks' validation rows.
-    pub fn validation(mut self, shard: &'a Shard) -> Self {
-        self.validation = Some(shard);
+    pub fn validation(mut self, rows: impl Into<RankData<'a>>) -> Self {
+        self.validation = Some(rows.into());
         self
     }
 
@@ -120,21 +122,21 @@ impl<'a> RankTrainer<'a> {
     /// ones), the center is what is validated and checkpointed; after the last it is the trained model.
     pub fn run(mut self, comm: &mut Communicator) -> Result<RankOutcome, TrainError> {
         let started = Instant::now();
-        let mut job = Job::start(&self, comm)?;
+        let (mut job, training, validation) = Job::start(&self, comm)?;
         let mut exchange = Exchange::start(&self.options.settings.strategy, comm, &job.optimizer.values())?;
         let (first_epoch, epochs) = (self.resume.map_or(0, |c| c.epoch), self.options.settings.epochs);
         for epoch in first_epoch..epochs {
             if job.best.stops(&job.history, comm)? {
                 break;
             }
-            let mut stats = job.run_epoch(comm, &mut exchange, epoch, self.cancelled)?;
+            let mut stats = job.run_epoch(comm, &mut exchange, (epoch, &training), self.cancelled)?;
             let mut values = job.optimizer.values();
             let local = match exchange.center()? {
                 Some(center) => Some(swap_in(job.rank, &mut values, &center)?),
                 None => None,
             };
-            if job.validation.is_some() {
-                let (loss, accuracy) = job.evaluate(comm)?;
+            if let Some(validation) = &validation {
+                let (loss, accuracy) = job.evaluate(comm, validation)?;
                 stats.validation_loss = Some(loss);
                 stats.validation_accuracy = Some(accuracy).filter(|_| job.options.loss != Loss::MeanSquaredError);
             }
@@ -163,8 +165,10 @@ impl<'a> RankTrainer<'a> {
                 rank: job.rank,
                 host: job.host,
                 device: device_name(job.device),
-                rows: job.shard.shard().rows(),
+                rows: training.rows(),
                 steps: job.steps_taken,
+                streamed: training.streamed(),
+                peak_bytes: (training.peak_bytes() + validation.as_ref().map_or(0, RankRows::peak_bytes)) as u64,
                 history: job.history,
                 seconds: started.elapsed().as_secs_f64(),
                 staleness,
@@ -181,14 +185,10 @@ const MARK_EVERY: usize = 4;
 /// Validation rows scored at once.
 const EVALUATION_ROWS: usize = 65_536;
 
-/// A rank's training in progress: the network on its device, the optimizer, the shard as tensors, and
-/// the buffer gradients are allreduced in.
+/// A rank's training in progress: the network on its device, the optimizer, and the buffer gradients are
+/// allreduced in.
 struct Job<'a> {
     options: &'a TrainOptions,
-    /// The training rows, on the device where they fit.
-    shard: ShardTensors<'a>,
-    /// The validation rows, likewise.
-    validation: Option<ShardTensors<'a>>,
     rank: usize,
     world: usize,
     host: String,
@@ -223,19 +223,23 @@ struct EpochSums {
 }
 
 impl<'a> Job<'a> {
-    /// Checks the shards, picks the device and threads, builds the network (or loads the checkpoint), and
-    /// gives every rank rank 0's tensors.
-    fn start(trainer: &RankTrainer<'a>, comm: &mut Communicator) -> Result<Self, TrainError> {
-        let (options, shard) = (trainer.options, trainer.shard);
+    /// Checks the rows (and gives them where the loop reads them), picks the device and threads, builds the
+    /// network (or loads the checkpoint), and gives every rank rank 0's tensors.
+    #[allow(clippy::type_complexity)]
+    fn start(
+        trainer: &RankTrainer<'a>,
+        comm: &mut Communicator,
+    ) -> Result<(Self, RankRows<'a>, Option<RankRows<'a>>), TrainError> {
+        let options = trainer.options;
         let settings = &options.settings;
         let Placement { rank, host, device } = Placement::of(comm, settings)?;
 
-        let inputs = options.model.input_features();
-        let outputs = options.model.outputs()?;
-        check_shard(rank, "training", shard, inputs, outputs, options.loss)?;
-        if let Some(v) = trainer.validation {
-            check_shard(rank, "validation", v, inputs, outputs, options.loss)?;
-        }
+        let model = (options.model.input_features(), options.model.outputs()?, options.loss);
+        let training = RankRows::new(trainer.training, "training", model, device, rank)?;
+        let validation = trainer
+            .validation
+            .map(|rows| RankRows::new(rows, "validation", model, device, rank))
+            .transpose()?;
         let refused = |e: OptionsError| TrainError::Options {
             rank,
             message: e.option.to_string(),
@@ -278,10 +282,6 @@ impl<'a> Job<'a> {
             world,
             host,
             device,
-            shard: ShardTensors::new(shard, options.loss, device, rank),
-            validation: trainer
-                .validation
-                .map(|v| ShardTensors::new(v, options.loss, device, rank)),
             class_weights: settings
                 .class_weights
                 .as_ref()
@@ -300,7 +300,7 @@ impl<'a> Job<'a> {
             job.restore(checkpoint)?;
         }
         job.broadcast_tensors(comm)?;
-        Ok(job)
+        Ok((job, training, validation))
     }
 
     fn torch(&self, source: tch::TchError) -> TrainError {
@@ -355,32 +355,28 @@ impl<'a> Job<'a> {
         &mut self,
         comm: &mut Communicator,
         exchange: &mut Exchange,
-        epoch: usize,
+        (epoch, training): (usize, &RankRows<'_>),
         cancelled: Option<&AtomicBool>,
     ) -> Result<EpochStats, TrainError> {
         let options: &'a TrainOptions = self.options;
         let settings = &options.settings;
         let started = Instant::now();
-        let mut order: Vec<i64> = (0..self.shard.shard().rows() as i64).collect();
         let mut draws = Draws::for_rank(settings.seed, self.rank, epoch);
         self.network
             .seed_dropout(Draws::for_rank(!settings.seed, self.rank, epoch));
-        if settings.shuffle {
-            draws.shuffle(&mut order);
-        }
         let batch = settings.batch_size.max(1);
-        let own_steps = self.shard.shard().rows().div_ceil(batch);
+        let mut batches = training.epoch(batch, settings.shuffle, &mut draws, (settings.seed, self.rank, epoch))?;
+        let own_steps = training.rows().div_ceil(batch);
         // Asynchronous ranks go at their own pace; the others agree on the most steps any rank has.
         let steps = if settings.strategy.is_asynchronous() {
             own_steps
         } else {
             comm.max_u64(own_steps as u64)? as usize
         };
-        let order_tensor = self.shard.order(&order);
         // Through NCCL the step's row count is not in the summed buffer: every step's is summed here, once.
         let step_weights = match self.averaging.needs_step_weights() {
             true => {
-                let mut weights = self.shard.step_weights(&order, steps, batch);
+                let mut weights = batches.step_weights(steps)?;
                 comm.allreduce_sum(&mut weights)?;
                 Some(weights)
             }
@@ -401,14 +397,7 @@ impl<'a> Job<'a> {
                 });
             }
             sums.learning_rate = settings.learning_rate(epoch as f64 + step as f64 / steps.max(1) as f64, self.world);
-            let start = step * batch;
-            let rows = (start < order.len()).then(|| {
-                let rows = &order[start..(start + batch).min(order.len())];
-                (
-                    rows,
-                    self.shard.batch(&order_tensor, start, rows.len(), settings.shuffle),
-                )
-            });
+            let rows = batches.next_batch()?;
             let total = step_weights.as_ref().map(|weights| weights[step]);
             self.step(comm, exchange, rows, total, &mut draws, &mut sums)?;
             if step % MARK_EVERY == MARK_EVERY - 1 {
@@ -445,7 +434,7 @@ impl<'a> Job<'a> {
         &mut self,
         comm: &mut Communicator,
         exchange: &mut Exchange,
-        rows: Option<(&[i64], Batch)>,
+        rows: Option<Batch>,
         total: Option<f32>,
         draws: &mut Draws,
         sums: &mut EpochSums,
@@ -460,7 +449,7 @@ impl<'a> Job<'a> {
         }
         let stepping = rows.is_some();
         let local_rows = match rows {
-            Some((rows, batch)) => self.backward(rows, batch, draws, sums)?,
+            Some(batch) => self.backward(batch, draws, sums)?,
             None => 0.0,
         };
         if let (Some(bf16), true) = (&self.bf16, stepping) {
@@ -482,13 +471,7 @@ impl<'a> Job<'a> {
 
     /// Forward and backward over a local batch (MixUp when asked); adds its loss, hits and rows to `sums` and
     /// returns its weight (its row count, without sample weights).
-    fn backward(
-        &mut self,
-        rows: &[i64],
-        batch: Batch,
-        draws: &mut Draws,
-        sums: &mut EpochSums,
-    ) -> Result<f32, TrainError> {
+    fn backward(&mut self, batch: Batch, draws: &mut Draws, sums: &mut EpochSums) -> Result<f32, TrainError> {
         self.refresh_bf16();
         let options: &'a TrainOptions = self.options;
         let (settings, loss_kind) = (&options.settings, options.loss);
@@ -496,6 +479,8 @@ impl<'a> Job<'a> {
             features: x,
             labels: y,
             weights: sample_weights,
+            rows,
+            weight: count,
         } = batch;
         let x = match self.image_shape {
             Some(shape) => settings.augmentation.apply(&x, shape, draws),
@@ -504,7 +489,7 @@ impl<'a> Job<'a> {
         let (weights, sampled) = (self.class_weights.as_ref(), sample_weights.as_ref());
         let mixup = settings.mixup_alpha.filter(|a| *a > 0.0).map(|alpha| {
             let lambda = draws.beta(alpha);
-            let mut permutation: Vec<i64> = (0..rows.len() as i64).collect();
+            let mut permutation: Vec<i64> = (0..rows as i64).collect();
             draws.shuffle(&mut permutation);
             (lambda, Tensor::from_slice(&permutation).to_device(self.device))
         });
@@ -525,8 +510,7 @@ impl<'a> Job<'a> {
                 (loss, hits_of(loss_kind, &logits, &y, sampled))
             }
         };
-        let count = self.shard.weight_of(rows);
-        sums.rows += rows.len() as f64;
+        sums.rows += rows as f64;
         if count == 0.0 {
             // Every row of the batch weighs nothing: no gradient (and no step, see `step`).
         } else if !self.averaging.is_on() {
@@ -541,29 +525,24 @@ impl<'a> Job<'a> {
     }
 
     /// Mean loss and accuracy over every rank's validation shard (weighted, with sample weights).
-    fn evaluate(&mut self, comm: &mut Communicator) -> Result<(f64, f64), TrainError> {
+    fn evaluate(&mut self, comm: &mut Communicator, validation: &RankRows<'_>) -> Result<(f64, f64), TrainError> {
         self.refresh_bf16();
         let loss_kind = self.options.loss;
         let mut totals = [0f32; 3];
-        let Some(validation) = &self.validation else {
-            return Ok((f64::NAN, f64::NAN));
-        };
-        let shard = validation.shard();
-        if shard.rows() > 0 {
-            let (mut loss, mut hits) = (0.0, 0.0);
+        if validation.rows() > 0 {
+            let (mut loss, mut hits, mut weight) = (0.0, 0.0, 0.0);
             // A part at a time: a large validation set need not fit on the device at once.
-            for part in validation.parts(EVALUATION_ROWS) {
+            for part in validation.parts(EVALUATION_ROWS, self.rank)? {
+                let part = part?;
+                weight += part.weight;
                 let (x, y, sampled) = (&part.features, &part.labels, part.weights.as_ref());
                 let logits = tch::no_grad(|| self.forward(x, false))?;
                 let part_loss = tch::no_grad(|| loss_of(loss_kind, &logits, y, self.class_weights.as_ref(), sampled));
                 loss += part_loss.double_value(&[]);
                 hits += hits_of(loss_kind, &logits, y, sampled).double_value(&[]);
             }
-            totals = [
-                shard.weights().map_or(shard.rows() as f32, |w| w.iter().sum()),
-                loss as f32,
-                hits as f32,
-            ];
+            let weight = validation.held_weight().unwrap_or(weight as f32);
+            totals = [weight, loss as f32, hits as f32];
         }
         comm.allreduce_sum(&mut totals)?;
         let weight = f64::from(totals[0]);

@@ -4,43 +4,9 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::{ArrowError, DataType};
+use arrow_schema::DataType;
 
-/// Why batches cannot become a shard.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    /// A column is missing or has the wrong type.
-    #[error("column {column:?}: {message}{}", cause.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
-    Column {
-        /// The column.
-        column: String,
-        /// What is wrong.
-        message: String,
-        /// Arrow's error, when a cast of the column failed.
-        #[source]
-        cause: Option<ArrowError>,
-    },
-}
-
-impl DataError {
-    /// Column `column` cannot be used: `message` says why.
-    fn column(column: &str, message: impl Into<String>) -> Self {
-        Self::Column {
-            column: column.to_string(),
-            message: message.into(),
-            cause: None,
-        }
-    }
-
-    /// Column `column` cannot be cast to `to`: Arrow's `cause` says why.
-    fn uncastable(column: &str, to: &DataType, cause: ArrowError) -> Self {
-        Self::Column {
-            column: column.to_string(),
-            message: format!("cannot cast to {to}"),
-            cause: Some(cause),
-        }
-    }
-}
+use super::DataError;
 
 /// Features `[rows × dim]` (row-major `f32`), one label per row, and optionally one sample weight per row.
 ///
@@ -127,6 +93,7 @@ impl Shard {
                 message,
                 cause,
             },
+            other => other,
         })
     }
 
@@ -195,6 +162,81 @@ impl Shard {
             .as_ref()
             .map(|w| w.iter().skip(part).step_by(parts.max(1)).copied().collect());
         dealt
+    }
+
+    /// Appends `other`'s rows (an empty shard takes `other`'s width and weighting).
+    ///
+    /// ```
+    /// use hearth_torch::data::Shard;
+    /// let mut rows = Shard::default();
+    /// rows.append(&Shard::new(vec![1.0, 2.0], vec![0.0], 2).unwrap());
+    /// rows.append(&Shard::new(vec![3.0, 4.0], vec![1.0], 2).unwrap());
+    /// assert_eq!((rows.rows(), rows.features()), (2, &[1.0, 2.0, 3.0, 4.0][..]));
+    /// ```
+    pub fn append(&mut self, other: &Shard) {
+        if self.rows() == 0 {
+            self.dim = other.dim;
+            self.weights = other.weights.as_ref().map(|_| Vec::new());
+        }
+        self.features.extend_from_slice(&other.features);
+        self.labels.extend_from_slice(&other.labels);
+        if let (Some(weights), Some(more)) = (&mut self.weights, &other.weights) {
+            weights.extend_from_slice(more);
+        }
+    }
+
+    /// Removes the first `rows` rows (all, if there are fewer) and returns them.
+    ///
+    /// ```
+    /// use hearth_torch::data::Shard;
+    /// let mut rows = Shard::new(vec![1.0, 2.0, 3.0], vec![0.0, 1.0, 0.0], 1).unwrap();
+    /// assert_eq!(rows.take_front(2).labels(), [0.0, 1.0]);
+    /// assert_eq!(rows.labels(), [0.0]);
+    /// ```
+    pub fn take_front(&mut self, rows: usize) -> Shard {
+        let rows = rows.min(self.rows());
+        let rest_features = self.features.split_off(rows * self.dim);
+        let rest_labels = self.labels.split_off(rows);
+        let rest_weights = self.weights.as_mut().map(|w| w.split_off(rows));
+        Shard {
+            features: std::mem::replace(&mut self.features, rest_features),
+            labels: std::mem::replace(&mut self.labels, rest_labels),
+            dim: self.dim,
+            weights: std::mem::replace(&mut self.weights, rest_weights),
+        }
+    }
+
+    /// The rows in `order` (indices of rows of this shard).
+    ///
+    /// ```
+    /// use hearth_torch::data::Shard;
+    /// let rows = Shard::new(vec![1.0, 2.0, 3.0], vec![0.0, 1.0, 2.0], 1).unwrap();
+    /// assert_eq!(rows.picked(&[2, 0]).labels(), [2.0, 0.0]);
+    /// ```
+    pub fn picked(&self, order: &[usize]) -> Shard {
+        let mut features = Vec::with_capacity(order.len() * self.dim);
+        for &row in order {
+            features.extend_from_slice(&self.features[row * self.dim..(row + 1) * self.dim]);
+        }
+        Shard {
+            features,
+            labels: order.iter().map(|&row| self.labels[row]).collect(),
+            dim: self.dim,
+            weights: self.weights.as_ref().map(|w| order.iter().map(|&row| w[row]).collect()),
+        }
+    }
+
+    /// The bytes its rows take in memory.
+    pub fn bytes(&self) -> usize {
+        (self.features.len() + self.labels.len() + self.weights.as_ref().map_or(0, Vec::len)) * size_of::<f32>()
+    }
+
+    /// The summed weight of its rows: their sample weights, else their count.
+    pub fn total_weight(&self) -> f64 {
+        match &self.weights {
+            Some(weights) => weights.iter().map(|&w| f64::from(w)).sum(),
+            None => self.rows() as f64,
+        }
     }
 
     /// Rows in the shard.
