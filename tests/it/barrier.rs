@@ -8,7 +8,7 @@ use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::logical_expr::{cast, col};
 use hearth::datasets::german_credit;
-use hearth::engine::barrier::{BarrierFunction, BarrierTaskContext};
+use hearth::engine::barrier::{BarrierFunction, BarrierInput, BarrierTaskContext};
 use hearth::engine::train::{TRAIN_FUNCTION, TrainArgs, TrainFunction};
 use hearth::prelude::*;
 
@@ -204,13 +204,13 @@ async fn bad_columns_are_named() {
     assert!(error.contains("unknown metric \"f2\""), "{error}");
 }
 
-/// Makes the trainer fail once after its first epoch for jobs whose label column is `label_fail_once`.
+/// Makes the trainer fail once after its first epoch for jobs whose label column starts with `label_fail_once`.
 pub fn fail_once_after_the_first_epoch() {
     register_function(FailOnceAfterFirstEpoch);
 }
 
-/// The trainer, failing once after its first epoch for jobs whose label column is `label_fail_once` — after
-/// rank 0 sent the driver its checkpoint.
+/// The trainer, failing once after its first epoch for jobs whose label column starts with `label_fail_once`
+/// — after rank 0 sent the driver its checkpoint.
 #[derive(Debug)]
 struct FailOnceAfterFirstEpoch;
 
@@ -229,13 +229,22 @@ impl BarrierFunction for FailOnceAfterFirstEpoch {
         args: &str,
         input: Vec<RecordBatch>,
     ) -> datafusion::error::Result<RecordBatch> {
+        self.run_input(context, args, BarrierInput::from_batches(input)?)
+    }
+
+    fn run_input(
+        &self,
+        context: &mut BarrierTaskContext,
+        args: &str,
+        input: BarrierInput,
+    ) -> datafusion::error::Result<RecordBatch> {
         let parsed: TrainArgs = serde_json::from_str(args).unwrap();
-        if parsed.label_col != "label_fail_once" || context.resume().is_some() {
-            return TrainFunction.run(context, args, input);
+        if !parsed.label_col.starts_with("label_fail_once") || context.resume().is_some() {
+            return TrainFunction.run_input(context, args, input);
         }
         let mut one_epoch = parsed.clone();
         one_epoch.options.settings.epochs = 1;
-        TrainFunction.run(context, &serde_json::to_string(&one_epoch).unwrap(), input)?;
+        TrainFunction.run_input(context, &serde_json::to_string(&one_epoch).unwrap(), input)?;
         // Every rank is past its epoch, so rank 0's checkpoint has reached the driver.
         context.barrier()?;
         Err(datafusion::error::DataFusionError::Execution(format!(
@@ -273,6 +282,46 @@ async fn a_failed_stage_is_retried_from_the_last_checkpoint() {
     assert_eq!(retried.history().len(), 3);
     for (a, b) in retried.artifact().tensors.iter().zip(&straight.artifact().tensors) {
         assert_eq!(a.name, b.name);
+        for (x, y) in a.values.iter().zip(&b.values) {
+            assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{}: {x} vs {y}", a.name);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_stage_is_retried_from_the_last_checkpoint_with_the_same_shuffles() {
+    fail_once_after_the_first_epoch();
+    let session = Session::local(2);
+    let (train, _) = credit(&session).await;
+    let renamed = train
+        .clone()
+        .with_column("label_fail_once_streamed", col("label"))
+        .unwrap();
+    // 16 KiB a rank: its 400 rows are spilled and streamed through a 32-row shuffle buffer.
+    let streamed = || mlp().epochs(3).memory_budget(16 << 10).shuffle_buffer_rows(32);
+
+    let straight = streamed().fit(&train).await.unwrap();
+    let retried = streamed()
+        .label_col("label_fail_once_streamed")
+        .fit(&renamed)
+        .await
+        .unwrap();
+    assert!(
+        straight.summary().ranks.iter().all(|r| r.streamed),
+        "{:?}",
+        straight.summary().ranks
+    );
+    let attempts = &retried.summary().attempts;
+    assert_eq!(
+        (
+            attempts.len(),
+            attempts[1].resumed_from_epoch,
+            attempts[1].error.as_deref()
+        ),
+        (2, 1, None),
+        "{attempts:?}"
+    );
+    for (a, b) in retried.artifact().tensors.iter().zip(&straight.artifact().tensors) {
         for (x, y) in a.values.iter().zip(&b.values) {
             assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{}: {x} vs {y}", a.name);
         }

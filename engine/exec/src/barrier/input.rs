@@ -106,11 +106,23 @@ impl BarrierInput {
             peak_bytes: 0,
         };
         while let Some(batch) = stream.try_next().await? {
-            collecting.add(batch, (hold_up_to, run_bytes), &schema, disk)?;
+            let bytes = batch.get_array_memory_size();
+            if collecting.spill.is_none() && collecting.memory_bytes + bytes <= hold_up_to {
+                collecting.add(batch, (hold_up_to, run_bytes), &schema, disk)?;
+                continue;
+            }
+            // Sorting and writing runs blocks: off the async workers.
+            let (schema, disk) = (Arc::clone(&schema), Arc::clone(disk));
+            collecting = blocking(move || {
+                collecting.add(batch, (hold_up_to, run_bytes), &schema, &disk)?;
+                Ok(collecting)
+            })
+            .await?;
         }
         let held = match collecting.spill {
             Some(mut spill) => {
-                spill.flush(&schema)?;
+                let schema = Arc::clone(&schema);
+                let spill = blocking(move || spill.flush(&schema).map(|()| spill)).await?;
                 Held::Spilled {
                     dir: spill.dir,
                     runs: spill.runs,
@@ -195,6 +207,13 @@ impl BarrierInput {
             Held::Spilled { dir, runs } => Ok(Box::new(Merge::open(dir.path(), runs.len(), rows)?)),
         }
     }
+}
+
+/// `work` on a thread where blocking is expected.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| DataFusionError::Execution(format!("spilling the partition: {e}")))?
 }
 
 /// A partition arriving.
