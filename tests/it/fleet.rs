@@ -6,7 +6,8 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
@@ -15,6 +16,7 @@ use datafusion::logical_expr::LogicalPlan;
 use hearth::datasets::german_credit;
 use hearth::engine::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, for_rereading};
 use hearth::engine::master::SessionInfo;
+use hearth::engine::train::{EpochStats, ProgressSessionExt, TrainingProgress};
 use hearth::prelude::*;
 
 use crate::common::stage;
@@ -312,10 +314,21 @@ async fn a_fleet_without_enough_slots_fails_before_training() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+/// Counts the epochs the driver hears of.
+#[derive(Debug, Default)]
+struct EpochsHeard(AtomicUsize);
+
+impl TrainingProgress for EpochsHeard {
+    fn epoch(&self, _model: &str, _stats: &EpochStats, _epochs: usize) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asynchronous_training_survives_an_executor_killed_mid_training() {
     let mut fleet = Fleet::start(&[1, 1]).await;
-    let session = fleet.session().await;
+    let heard = Arc::new(EpochsHeard::default());
+    let session = fleet.session().await.with_progress(Arc::clone(&heard) as _);
     let (_, train) = prepared(&session).await;
     let epochs = 800;
     let classifier = MlpClassifier::new()
@@ -337,10 +350,16 @@ async fn asynchronous_training_survives_an_executor_killed_mid_training() {
         .rendezvous_timeout(Duration::from_secs(40));
     let started = Instant::now();
     let training = tokio::spawn(async move { classifier.fit(&train).await });
-    // Let a few epochs (and their checkpoints) pass, then kill one of the two executors running a rank, and
-    // give the fleet a replacement.
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(!training.is_finished(), "training ended before the executor was killed");
+    // Let a few epochs (and their checkpoints) reach the driver, so both ranks are running, then kill one of
+    // the two executors running a rank, and give the fleet a replacement.
+    while heard.0.load(Ordering::Relaxed) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no three epochs within 120 s"
+        );
+        assert!(!training.is_finished(), "training ended before the executor was killed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     fleet.kill_executor(0);
     fleet.spawn_executor(1, None);
     let model = tokio::time::timeout(Duration::from_secs(240), training)
