@@ -138,13 +138,12 @@ impl<'a> ShardTensors<'a> {
         (0..total).step_by(rows.max(1)).map(move |start| {
             let len = rows.min(total - start) as i64;
             let part = |all: &Tensor| all.narrow(0, start as i64, len).to_device(self.device);
-            let rows: Vec<i64> = (start as i64..start as i64 + len).collect();
             Batch {
                 features: part(&self.features),
                 labels: part(&self.labels),
                 weights: self.weights.as_ref().map(part),
                 rows: len as usize,
-                weight: self.weight_of(&rows),
+                weight: self.weight_of_range(start, len as usize),
             }
         })
     }
@@ -155,6 +154,14 @@ impl<'a> ShardTensors<'a> {
         match self.shard.weights() {
             Some(weights) => rows.iter().map(|&row| f64::from(weights[row as usize])).sum(),
             None => rows.len() as f64,
+        }
+    }
+
+    /// The weight of rows `start..start + len`, as [`Self::weight_of`] gives it.
+    fn weight_of_range(&self, start: usize, len: usize) -> f64 {
+        match self.shard.weights() {
+            Some(weights) => weights[start..start + len].iter().map(|&w| f64::from(w)).sum(),
+            None => len as f64,
         }
     }
 
