@@ -1,12 +1,14 @@
 //! A rank's rows: Arrow batches turned into a dense [`Shard`], and, for rows beyond a rank's memory budget,
 //! a [`ShardFile`] on disk read back an epoch at a time through a shuffle buffer ([`StreamedShard`]).
 
+mod labels;
 mod shard;
 mod spill;
 mod stream;
 
 use arrow_schema::{ArrowError, DataType};
 
+pub use labels::LabelSummary;
 pub use shard::Shard;
 pub use spill::{ShardFile, ShardFileReader, ShardFileWriter};
 pub use stream::{EpochBatches, HeldBytes, Hold, StreamedShard};

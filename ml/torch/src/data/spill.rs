@@ -16,7 +16,7 @@ use arrow_ipc::reader::FileReader;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::{DataError, Shard};
+use super::{DataError, LabelSummary, Shard};
 
 /// Writes a shard file: rows are appended a shard at a time and written in chunks of `chunk_rows`.
 ///
@@ -35,6 +35,7 @@ pub struct ShardFile {
     chunk_rows: Vec<usize>,
     dim: usize,
     weighted: bool,
+    labels: LabelSummary,
 }
 
 /// A shard file being written.
@@ -45,6 +46,8 @@ pub struct ShardFileWriter {
     writer: Option<FileWriter<BufWriter<File>>>,
     written: Vec<usize>,
     dim: Option<(usize, bool)>,
+    pushed: usize,
+    labels: LabelSummary,
 }
 
 impl ShardFileWriter {
@@ -57,11 +60,13 @@ impl ShardFileWriter {
             writer: None,
             written: Vec::new(),
             dim: None,
+            pushed: 0,
+            labels: LabelSummary::default(),
         }
     }
 
-    /// Appends `rows`, writing every chunk they complete; they must have the width and weighting of the rows
-    /// before them.
+    /// Appends `rows`, writing every chunk they complete and summing up their labels; they must have the width
+    /// and weighting of the rows before them.
     pub fn push(&mut self, rows: &Shard) -> Result<(), DataError> {
         if rows.rows() == 0 {
             return Ok(());
@@ -83,6 +88,8 @@ impl ShardFileWriter {
             }
             Some(_) => {}
         }
+        self.labels = self.labels.then(LabelSummary::of(rows.labels(), self.pushed));
+        self.pushed += rows.rows();
         self.pending.append(rows);
         while self.pending.rows() >= self.chunk_rows {
             let chunk = self.pending.take_front(self.chunk_rows);
@@ -108,6 +115,7 @@ impl ShardFileWriter {
             chunk_rows: self.written,
             dim,
             weighted,
+            labels: self.labels,
         })
     }
 
@@ -185,6 +193,11 @@ impl ShardFile {
     /// Whether the rows have sample weights.
     pub fn weighted(&self) -> bool {
         self.weighted
+    }
+
+    /// What the file's labels hold, summed up as they were written.
+    pub fn labels(&self) -> &LabelSummary {
+        &self.labels
     }
 
     /// A reader of the file's chunks.

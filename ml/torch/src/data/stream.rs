@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 
 use hearth_stats::random::Draws;
 
-use super::{DataError, Shard, ShardFile};
+use super::{DataError, LabelSummary, Shard, ShardFile};
 
 /// Batches read ahead of the step that trains on them.
 const READ_AHEAD: usize = 4;
@@ -132,6 +132,11 @@ impl StreamedShard {
     /// Whether the rows have sample weights.
     pub fn weighted(&self) -> bool {
         self.file.weighted()
+    }
+
+    /// What the rows' labels hold.
+    pub fn labels(&self) -> &LabelSummary {
+        self.file.labels()
     }
 
     /// Rows the shuffle buffer holds.

@@ -12,9 +12,9 @@ use tch::{Device, Tensor};
 
 use super::batches::{Batch, ShardTensors};
 use super::error::TrainError;
-use super::loss::check_shard;
+use super::loss::check_rows;
 use super::options::Loss;
-use crate::data::{DataError, EpochBatches, Shard, StreamedShard};
+use crate::data::{DataError, EpochBatches, LabelSummary, Shard, StreamedShard};
 use hearth_stats::random::Draws;
 
 /// A rank's rows as the trainer is given them.
@@ -85,17 +85,11 @@ impl<'a> RankRows<'a> {
             }
             RankData::Streamed(shard) => Self::Streamed { shard, loss, device },
         };
-        match &rows {
-            Self::Held(tensors) => check_shard(rank, what, tensors.shard(), 0, (inputs, outputs, loss))?,
-            Self::Streamed { shard, .. } => {
-                let mut first = 0;
-                for part in shard.epoch(shard.buffer_rows(), None).map_err(data_error)? {
-                    let part = part.map_err(data_error)?;
-                    check_shard(rank, what, &part, first, (inputs, outputs, loss))?;
-                    first += part.rows();
-                }
-            }
-        }
+        let (dim, labels) = match &rows {
+            Self::Held(tensors) => (tensors.shard().dim(), LabelSummary::of(tensors.shard().labels(), 0)),
+            Self::Streamed { shard, .. } => (shard.dim(), *shard.labels()),
+        };
+        check_rows(rank, what, (rows.rows(), dim, &labels), (inputs, outputs, loss))?;
         Ok(rows)
     }
 
