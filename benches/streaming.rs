@@ -11,7 +11,8 @@
 //!
 //! Printed per row count and mode: the process's peak RSS, the epoch's samples/s (both ranks together), the
 //! whole fit's seconds (preprocessing, spilling and training), and the accuracy on 200,000 held-out events.
-//! A held run is skipped where its rows cannot fit the machine (about 0.75 GiB per million events).
+//! A held run is skipped where its rows cannot fit the machine, judged from the peak RSS per event of the last
+//! held run (row counts are best given smallest first).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -32,8 +33,6 @@ const BATCH: usize = 8192;
 const TEST_ROWS: usize = 200_000;
 /// The streamed runs' budget per rank.
 const STREAMED_BUDGET: u64 = 256 << 20;
-/// Bytes a held run takes per event, measured (issue 56): what decides whether it can run here.
-const HELD_BYTES_PER_ROW: f64 = 0.75 * 1024.0 * 1024.0 * 1024.0 / 1e6;
 const SEED: u64 = 42;
 
 /// Events `first .. first + rows`, generated batch by batch as a partition is read.
@@ -178,15 +177,21 @@ fn main() {
         "fit (s)",
         "test accuracy"
     ]);
+    // Bytes per event of the last held run, peak RSS over events: whether a larger held run would fit here.
+    let mut held_bytes_per_row: Option<f64> = None;
     for rows in counts {
         for mode in ["held", "streamed"] {
-            if mode == "held" && rows as f64 * HELD_BYTES_PER_ROW > 0.8 * available_bytes() {
+            let held_need = held_bytes_per_row.map(|per_row| rows as f64 * per_row);
+            if mode == "held" && held_need.is_some_and(|need| need > 0.8 * available_bytes()) {
                 table.add_row(row![rows, mode, "does not fit", "-", "-", "-"]);
                 continue;
             }
             match child(mode, rows) {
                 Some(cells) => {
                     let rss = cells[0].parse::<f64>().unwrap_or(0.0) / 1024.0;
+                    if mode == "held" {
+                        held_bytes_per_row = Some(rss * 1024.0 * 1024.0 / rows as f64);
+                    }
                     table.add_row(row![rows, cells[4], format!("{rss:.0}"), cells[1], cells[2], cells[3]]);
                 }
                 None => {
