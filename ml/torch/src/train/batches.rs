@@ -6,6 +6,7 @@
 //! On the CPU "the device" is where the rows already are.
 
 use std::borrow::Cow;
+use std::iter::Peekable;
 
 use tch::{Device, Tensor};
 
@@ -34,16 +35,54 @@ pub(super) struct Batch {
 }
 
 impl Batch {
-    /// `rows` as tensors on `device`.
+    /// `rows` as tensors on `device` (on a GPU, copied from pinned memory without waiting: see [`onto`]).
     pub(super) fn of(rows: &Shard, loss: Loss, device: Device) -> Self {
         let features = Tensor::from_slice(rows.features()).view([rows.rows() as i64, rows.dim() as i64]);
         Self {
-            features: features.to_device(device),
-            labels: label_tensor(loss, rows.labels()).to_device(device),
-            weights: rows.weights().map(|w| Tensor::from_slice(w).to_device(device)),
+            features: onto(features, device),
+            labels: onto(label_tensor(loss, rows.labels()), device),
+            weights: rows.weights().map(|w| onto(Tensor::from_slice(w), device)),
             rows: rows.rows(),
             weight: rows.total_weight(),
         }
+    }
+}
+
+/// `host` on `device`. On a GPU the copy is queued from pinned memory and the host goes on without waiting
+/// for it (PyTorch's `pin_memory` with `non_blocking=True`), so a batch made one ahead ([`OneAhead`]) is on its
+/// way while the step on the one before runs; a tensor that cannot be pinned is copied as usual.
+fn onto(host: Tensor, device: Device) -> Tensor {
+    if !device.is_cuda() {
+        return host;
+    }
+    match host.f_pin_memory(device) {
+        Ok(pinned) => pinned.to_device_(device, pinned.kind(), true, false),
+        Err(_) => host.to_device(device),
+    }
+}
+
+/// An iterator whose next item is made as soon as the current one is handed out: batches read from disk are
+/// on their device one step ahead of the step that takes them.
+pub(super) struct OneAhead<I: Iterator> {
+    items: Peekable<I>,
+}
+
+impl<I: Iterator> OneAhead<I> {
+    /// `items`, each made one ahead.
+    pub(super) fn new(items: I) -> Self {
+        Self {
+            items: items.peekable(),
+        }
+    }
+}
+
+impl<I: Iterator> Iterator for OneAhead<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        let item = self.items.next();
+        self.items.peek();
+        item
     }
 }
 

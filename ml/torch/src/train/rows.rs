@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use tch::{Device, Tensor};
 
-use super::batches::{Batch, ShardTensors};
+use super::batches::{Batch, OneAhead, ShardTensors};
 use super::error::TrainError;
 use super::loss::check_rows;
 use super::options::Loss;
@@ -155,11 +155,9 @@ impl<'a> RankRows<'a> {
                 let batches = shard.epoch(batch, draws.clone()).map_err(|e| streaming(rank, e))?;
                 Ok(EpochRows::Streamed {
                     shard,
-                    batches,
+                    batches: Box::new(on_device(batches, *loss, *device, rank)),
                     draws,
                     batch,
-                    loss: *loss,
-                    device: *device,
                     rank,
                 })
             }
@@ -175,14 +173,21 @@ impl<'a> RankRows<'a> {
         match self {
             Self::Held(tensors) => Ok(Box::new(tensors.parts(rows).map(Ok))),
             Self::Streamed { shard, loss, device } => {
-                let (loss, device) = (*loss, *device);
                 let parts = shard.epoch(rows, None).map_err(|e| streaming(rank, e))?;
-                Ok(Box::new(parts.map(move |part| {
-                    Ok(Batch::of(&part.map_err(|e| streaming(rank, e))?, loss, device))
-                })))
+                Ok(Box::new(on_device(parts, *loss, *device, rank)))
             }
         }
     }
+}
+
+/// Batches read from disk, each made on `device` one ahead of the step that takes it.
+fn on_device(
+    batches: EpochBatches,
+    loss: Loss,
+    device: Device,
+    rank: usize,
+) -> OneAhead<impl Iterator<Item = Result<Batch, TrainError>>> {
+    OneAhead::new(batches.map(move |rows| Ok(Batch::of(&rows.map_err(|e| streaming(rank, e))?, loss, device))))
 }
 
 fn streaming(rank: usize, e: DataError) -> TrainError {
@@ -203,14 +208,12 @@ pub(super) enum EpochRows<'r> {
         batch: usize,
         next: usize,
     },
-    /// Read from disk ahead of the steps.
+    /// Read from disk ahead of the steps, each batch made on the device one step ahead.
     Streamed {
         shard: &'r StreamedShard,
-        batches: EpochBatches,
+        batches: Box<dyn Iterator<Item = Result<Batch, TrainError>>>,
         draws: Option<Draws>,
         batch: usize,
-        loss: Loss,
-        device: Device,
         rank: usize,
     },
 }
@@ -235,16 +238,7 @@ impl EpochRows<'_> {
                 *next += len;
                 Ok(Some(picked))
             }
-            Self::Streamed {
-                batches,
-                loss,
-                device,
-                rank,
-                ..
-            } => match batches.next() {
-                None => Ok(None),
-                Some(rows) => Ok(Some(Batch::of(&rows.map_err(|e| streaming(*rank, e))?, *loss, *device))),
-            },
+            Self::Streamed { batches, .. } => batches.next().transpose(),
         }
     }
 
