@@ -1,9 +1,13 @@
 //! Ranks whose rows are beyond their memory budget: the partition is spilled to disk as it arrives and the
-//! rank trains from a stream through a shuffle buffer, holding a bounded part of its rows at once.
+//! rank trains from a stream through a shuffle buffer, holding a bounded part of its rows at once; in SQL,
+//! `max_rank_memory_mb` does the same, and explanations start from the same training means.
 
 use std::time::Duration;
 
 use hearth::prelude::*;
+use hearth::sql::ModelCatalog;
+
+use crate::sql::{credit_session, run_script};
 
 /// Rows the tests train on: 8 deterministic features and a label that two of them decide, every row distinct
 /// (equal rows sort together in a partition's canonical order, which a shuffle buffer smaller than their
@@ -133,4 +137,64 @@ async fn streamed_validation_rows_decide_early_stopping_as_held_ones_do() {
     };
     assert_eq!(validation(&streamed), validation(&held));
     assert!(validation(&held).iter().all(Option::is_some));
+}
+
+/// Twelve columns of 60,000 rows; the label is made from `x2` and `x7`.
+const WIDE: &str = "CREATE TABLE wide AS
+    SELECT x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11,
+           CASE WHEN x2 + 2 * x7 > 0.1 THEN 'yes' ELSE 'no' END AS label
+    FROM (SELECT sin(i * 1.37) AS x0, sin(i * 2.71 + 1) AS x1, sin(i * 0.93 + 2) AS x2, sin(i * 3.17 + 3) AS x3,
+                 sin(i * 1.91 + 4) AS x4, sin(i * 2.29 + 5) AS x5, sin(i * 0.61 + 6) AS x6, sin(i * 1.53 + 7) AS x7,
+                 sin(i * 2.97 + 8) AS x8, sin(i * 0.77 + 9) AS x9, sin(i * 1.13 + 10) AS x10,
+                 sin(i * 2.43 + 11) AS x11
+          FROM generate_series(1, 60000) AS t(i))";
+
+/// `CREATE MODEL name` of a two-rank classifier of `wide`, with `options` added.
+fn create_wide(name: &str, options: &str) -> String {
+    format!(
+        "CREATE MODEL {name} OPTIONS (model_type = 'dnn_classifier', input_label_cols = ['label'],
+             hidden_units = [16], max_iterations = 2, batch_size = 256, workers = 2, seed = 5{options})
+         AS SELECT * FROM wide"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_max_rank_memory_streams_and_explanations_use_the_same_training_means() {
+    let models = tempfile::tempdir().unwrap();
+    let session = credit_session(models.path()).await;
+    run_script(&session, WIDE).await.unwrap();
+    run_script(&session, &create_wide("held", "")).await.unwrap();
+    // 1 MiB per rank against about 3 MiB of assembled rows each, a buffer that holds them all.
+    let streamed = create_wide("streamed", ", max_rank_memory_mb = 1, shuffle_buffer_rows = 60000");
+    run_script(&session, &streamed).await.unwrap();
+
+    let catalog = ModelCatalog::new(models.path());
+    let classifier = |name: &str| {
+        let model = catalog.get(name).unwrap();
+        let last = model.pipeline.stages().last().unwrap();
+        last.downcast_ref::<ClassificationModel>().unwrap().clone()
+    };
+    let (held, streamed) = (classifier("held"), classifier("streamed"));
+    assert!(held.summary().ranks.iter().all(|r| !r.streamed));
+    assert!(
+        streamed.summary().ranks.iter().all(|r| r.streamed),
+        "{:?}",
+        streamed.summary().ranks
+    );
+    assert_eq!(streamed.artifact().tensors, held.artifact().tensors);
+
+    // The baseline ML.EXPLAIN_PREDICT starts from is the training rows' mean, computed beside training.
+    let explain = |name: &str| {
+        let session = session.clone();
+        let sql = format!("SELECT feature, attribution FROM ML.GLOBAL_EXPLAIN(MODEL {name}) ORDER BY feature");
+        async move {
+            let batches = run_script(&session, &sql).await.unwrap();
+            datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+                .unwrap()
+                .to_string()
+        }
+    };
+    let (from_memory, from_disk) = (explain("held").await, explain("streamed").await);
+    assert_eq!(from_memory, from_disk);
+    assert!(from_memory.contains("x7"), "{from_memory}");
 }
