@@ -25,9 +25,9 @@ use common::{bare_aggregate, fit_transform_drained, generated_csv};
 const CSV_RUNS: usize = 5;
 const MEMORY_RUNS: usize = 15;
 
-/// mimalloc, as DataFusion's own benchmarks allocate, for the baseline and hearth alike (README: an application
-/// that preprocesses with hearth gains from it too); while `COUNTING` is on it also keeps the most bytes held at
-/// once, for a job's peak memory.
+/// mimalloc, as DataFusion's own benchmarks allocate, for the baseline and hearth alike (docs/src/introduction.md: an
+/// application that preprocesses with hearth gains from it too); while `COUNTING` is on it also keeps the most bytes
+/// held at once, for a job's peak memory.
 struct PeakCountingAllocator;
 
 #[global_allocator]

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Prints the workspace's crate graph and fails when a crate imports one that comes later in hearth's order.
 
-Each crate may import only the crates before it in ORDER (the README's layout table says what each owns), so a
-cycle between crates cannot start. Every workspace crate must be in ORDER: a new crate takes its place there.
+Each crate may import only the crates before it in ORDER (the layout table in docs/src/architecture.md says what
+each owns), so a cycle between crates cannot start. Every workspace crate must be in ORDER: a new crate takes its
+place there.
 
 usage: scripts/crate_graph.py        # from the project's root; exit status 1 on an upward edge or an unplaced crate
 """

@@ -60,3 +60,13 @@ pub mod prelude {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The guide's chapter on training, its Rust examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/src/training.md")]
+pub struct TrainingDoctests;
+
+/// The guide's chapter on clustering and tuning, its Rust examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/src/clustering-and-tuning.md")]
+pub struct ClusteringAndTuningDoctests;
