@@ -10,6 +10,7 @@ mod connect;
 mod csv_decoding;
 mod datasets;
 mod display;
+mod docs_reference;
 mod early_stopping;
 mod errors;
 mod evaluators;

@@ -69,7 +69,7 @@ mod weights;
 pub use catalog::{CatalogModel, ENTRY_FILE, EVALUATION_FILE, ModelCatalog, ModelEntry, default_models_dir};
 pub use create_model::{BestTrial, CreatedModel};
 pub use data_roots::DataRoots;
-pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType, OptimizeStrategy};
+pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType, OptimizeStrategy, create_model_options_reference};
 pub use parser::{CreateModel, Statement, parse_statements};
 pub use relation::MlRelationPlanner;
 pub use session::SqlSessionExt;

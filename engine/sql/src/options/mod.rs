@@ -10,11 +10,13 @@ use hearth_torch::model::Activation;
 use hearth_torch::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
 
 mod model_type;
+mod reference;
 mod table;
 
 use super::error::invalid_option;
 use hearth_engine::error::Result;
 pub use model_type::{ModelType, OptimizeStrategy};
+pub use reference::create_model_options_reference;
 pub(crate) use table::{Models, Read, Scale, Tunable, expected, option_names, option_spec, wrong};
 
 /// How the training rows are split into training and evaluation rows (`data_split_method`).

@@ -131,6 +131,11 @@ pub(crate) struct OptionSpec {
     pub read: Read,
 }
 
+/// Every option, in the table's order.
+pub(crate) fn option_table() -> &'static [OptionSpec] {
+    &OPTION_TABLE
+}
+
 /// The option named `name` (lower case), if there is one.
 pub(crate) fn option_spec(name: &str) -> Option<&'static OptionSpec> {
     OPTION_TABLE.iter().find(|spec| spec.name == name)
