@@ -22,7 +22,7 @@ use hearth::prelude::*;
 use crate::common::stage;
 
 /// The `hearth` program cargo built beside this test binary (`cargo test --workspace` builds it).
-fn hearth_program() -> PathBuf {
+pub(crate) fn hearth_program() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe.parent().and_then(|deps| deps.parent()).expect("target directory");
     let program = dir.join("hearth");
