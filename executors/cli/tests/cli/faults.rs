@@ -80,9 +80,7 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
         &training_job(jobs.path(), "endless", 100_000, ""),
         &["--models", models],
     );
-    wait_for("training holds two slots", Duration::from_secs(60), || {
-        (fleet.busy_executors().len() == 2).then_some(())
-    });
+    training_slots(&fleet);
     let killed = fleet.ok(&["job", "kill", &id]);
     assert!(killed.contains("killed"), "{killed}");
     assert_eq!(fleet.job_state(&id)["state"], "killed");
@@ -109,24 +107,8 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
 
     // An executor killed while a cluster-mode job trains: the stage is retried from its checkpoint on the
     // two executors left, and the job succeeds on its second attempt.
-    // The job's earlier stages (preprocessing) also hold two slots for a moment, and a task of theirs that is
-    // lost is retried by Ballista alone: wait until the same two slots have been held for 3 s — training.
     let id = fleet.submit_cluster(&training_job(jobs.path(), "survivor", 300, ""), &["--models", models]);
-    let mut held_since: Option<(Vec<String>, Instant)> = None;
-    let busy = wait_for("training holds two slots for 3 s", Duration::from_secs(90), || {
-        let busy = fleet.busy_executors();
-        match &held_since {
-            _ if busy.len() != 2 => {
-                held_since = None;
-                None
-            }
-            Some((held, since)) if *held == busy => (since.elapsed() >= Duration::from_secs(3)).then_some(busy),
-            _ => {
-                held_since = Some((busy, Instant::now()));
-                None
-            }
-        }
-    });
+    let busy = training_slots(&fleet);
     let pid = fleet.executor_pid(&busy[0]);
     nix_kill(pid);
     let job: Value = fleet.job_ended(&id, Duration::from_secs(240));
@@ -144,9 +126,7 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
         &training_job(jobs.path(), "interrupted", 100_000, ""),
         &["--models", models],
     );
-    wait_for("training holds two slots", Duration::from_secs(60), || {
-        (fleet.busy_executors().len() == 2).then_some(())
-    });
+    training_slots(&fleet);
     let driver = fleet.job_state(&id)["pid"]
         .as_u64()
         .expect("a running job has a driver pid");
@@ -156,6 +136,28 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     assert_eq!(record["state"], "killed", "{record}");
     assert_eq!(record["message"], "the scheduler stopped", "{record}");
+}
+
+/// The two executors a training job's ranks hold, once it trains.
+///
+/// The job's earlier stages (preprocessing) also hold two slots for a few milliseconds, and a job killed or
+/// a task lost then never reaches training: wait until the same two slots have been held for 3 s.
+fn training_slots(fleet: &Fleet) -> Vec<String> {
+    let mut held_since: Option<(Vec<String>, Instant)> = None;
+    wait_for("training holds two slots for 3 s", Duration::from_secs(90), || {
+        let busy = fleet.busy_executors();
+        match &held_since {
+            _ if busy.len() != 2 => {
+                held_since = None;
+                None
+            }
+            Some((held, since)) if *held == busy => (since.elapsed() >= Duration::from_secs(3)).then_some(busy),
+            _ => {
+                held_since = Some((busy, Instant::now()));
+                None
+            }
+        }
+    })
 }
 
 /// The `attempts` column of the table CREATE MODEL printed.
