@@ -27,7 +27,7 @@ pub(crate) const TAG_LEN: usize = 16;
 #[serde(rename_all = "snake_case")]
 pub enum FrameProtection {
     /// Every frame carries a 128-bit AES-GMAC tag; the data travels as it is — an explicit choice for links
-    /// on a network whose every user is trusted, faster at large sizes (see BENCHMARKS.md, "Allreduce").
+    /// on a network whose every user is trusted, faster at large sizes (see benches/results/2026-11-27-allreduce.md).
     Integrity,
     /// Every frame is encrypted and authenticated with AES-256-GCM (the default), as Spark's
     /// `spark.network.crypto.enabled`: gradients, weights and checkpoints never cross a network in clear.
