@@ -4,42 +4,20 @@
 //! stage (`ml_string_index` and `ml_label_counts` in [`feature::string_indexer`](crate::feature::string_indexer),
 //! …); this module only lists them.
 //!
-//! | function | role |
-//! |---|---|
-//! | `ml_vector_assemble(handle_invalid, col, ...)` | `VectorAssembler` |
-//! | `ml_standard_scale(vector, mean, std, with_mean, with_std)` | `StandardScalerModel` |
-//! | `ml_scaled_assemble(handle_invalid, mean, std, with_mean, with_std, col, ...)` | both in one pass (planned from the nested form) |
-//! | `ml_string_index(column, labels, handle_invalid)` | `StringIndexerModel` |
-//! | `ml_one_hot(index, category_size, drop_last, handle_invalid)` | `OneHotEncoderModel` |
-//! | `ml_vector_summary(vector)` (aggregate) | fits `StandardScaler` |
-//! | `ml_assembled_summary(handle_invalid, col, ...)` (aggregate) | fits `StandardScaler` on a `VectorAssembler`'s columns |
-//! | `ml_label_counts(column)` (aggregate) | fits `StringIndexer` |
-//! | `ml_kmeans_assign(features, centers, measure)` | `KMeansModel`'s prediction |
-//! | `ml_kmeans_cost(features, centers, measure)` | k-means\|\|'s sampling weight |
-//! | `ml_kmeans_sums(features, weight, centers, measure)` (aggregate) | one iteration of fitting `KMeans` |
-//! | `ml_silhouette_stats(prediction, features, weight, measure)` (aggregate) | `ClusteringEvaluator`'s first pass |
-//! | `ml_silhouette(prediction, features, weight, stats)` | a row's silhouette, the second pass |
-//! | `ml_logistic_scores(features, coefficients, intercepts, threshold)` | `LogisticRegressionModel`'s `rawPrediction`, `probability`, `prediction` |
-//! | `ml_linear_predict(features, coefficients, intercept)` | `LinearRegressionModel`'s prediction |
-//! | `ml_perceptron_scores(features, layers, weights)` | `MultilayerPerceptronClassificationModel`'s `rawPrediction`, `probability`, `prediction` |
-//! | `ml_classify(features)` (bound to its model, carried by hearth's codecs) | a trained classifier's `rawPrediction`, `probability`, `prediction` |
-//! | `ml_multiclass_state(label, prediction, weight[, probability])` (aggregate) | `MulticlassClassificationEvaluator` |
-//! | `ml_binary_state(score, label, weight)` (aggregate) | `BinaryClassificationEvaluator` |
-//! | `ml_regression_state(label, prediction, weight)` (aggregate) | `RegressionEvaluator` |
-//! | `ml_metric(evaluation, state, metric)` | a metric of one of those states (`ML.EVALUATE`) |
-//! | `ml_roc_curve(binary_state, thresholds)` | the ROC curve's counts per threshold (`ML.ROC_CURVE`) |
-//! | `ml_confusion(multiclass_state)` | the confusion matrix's weight per pair (`ML.CONFUSION_MATRIX`) |
+//! Each function documents itself (DataFusion's [`Documentation`], from `documentation()`), and the guide's
+//! page of them is written from that ([`sql_functions_reference`]).
 //!
 //! [`Session`]: crate::session::Session
 
+use std::fmt::Write;
 use std::sync::Arc;
 
-use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::logical_expr::{AggregateUDF, Documentation, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
 use crate::clustering::{KMEANS_ASSIGN, KMEANS_COST, KMEANS_SUMS};
 use crate::evaluation::{EVALUATION_STATES, METRIC, SILHOUETTE, SILHOUETTE_STATS, STATE_ROWS};
-use crate::extension::SessionExtension;
+use crate::extension::{SessionExtension, install_functions};
 use crate::feature::one_hot_encoder::ONE_HOT;
 use crate::feature::standard_scaler::{ASSEMBLED_SUMMARY, SCALED_ASSEMBLE, STANDARD_SCALE, VECTOR_SUMMARY};
 use crate::feature::string_indexer::{LABEL_COUNTS, STRING_INDEX};
@@ -96,5 +74,88 @@ inventory::submit! {
         name: "hearth_engine::functions",
         functions: register_all,
         session: SessionExtension::nothing,
+    }
+}
+
+/// hearth's SQL functions as a Markdown page: every `ml_` function the extensions of this program register,
+/// in name order, from its own documentation.
+///
+/// ```
+/// let page = hearth_engine::functions::sql_functions_reference();
+/// assert!(page.contains("## `ml_string_index`"));
+/// ```
+pub fn sql_functions_reference() -> String {
+    let mut page = String::from(
+        "# SQL functions\n\n\
+         <!-- Written from each function's documentation by `hearth_engine::functions::sql_functions_reference`; \
+         a test fails when this page differs from it: `HEARTH_BLESS_DOCS=1 ./dev test docs_reference` rewrites \
+         it. -->\n\n\
+         The functions hearth registers in every session and executor: the transforms of fitted stages (their \
+         fitted state passed as literal arguments) and the aggregates that fit stages and evaluators. \
+         `ML.PREDICT`, `Pipeline::fit` and the evaluators plan with them; a query may call them by name, but for \
+         the two whose result's shape a literal argument sets (each says so).\n",
+    );
+    for (name, kind, documentation) in registered_ml_functions() {
+        let _ = write!(page, "\n## `{name}`\n\n");
+        match documentation {
+            Some(documentation) => write_documentation(&mut page, kind, &documentation),
+            None => {
+                let _ = writeln!(page, "*{kind} function.*");
+            }
+        }
+    }
+    page
+}
+
+/// Every `ml_` function the extensions of this program register, in name order: its name, whether it is a
+/// scalar or an aggregate function, and its documentation.
+fn registered_ml_functions() -> Vec<(String, &'static str, Option<Documentation>)> {
+    let ctx = SessionContext::new();
+    install_functions(&ctx);
+    let state = ctx.state();
+    let scalars =
+        (state.scalar_functions().iter()).map(|(name, f)| (name.clone(), "Scalar", f.documentation().cloned()));
+    let aggregates =
+        (state.aggregate_functions().iter()).map(|(name, f)| (name.clone(), "Aggregate", f.documentation().cloned()));
+    let mut functions: Vec<_> = scalars
+        .chain(aggregates)
+        .filter(|(name, ..)| name.starts_with("ml_"))
+        .collect();
+    functions.sort_by(|a, b| a.0.cmp(&b.0));
+    functions
+}
+
+/// A function's description, syntax, arguments and example.
+fn write_documentation(page: &mut String, kind: &str, documentation: &Documentation) {
+    let _ = writeln!(
+        page,
+        "*{kind} function.* {}\n\n```sql\n{}\n```",
+        documentation.description, documentation.syntax_example
+    );
+    if let Some(arguments) = &documentation.arguments {
+        let _ = writeln!(page, "\n| argument | what |\n|---|---|");
+        for (argument, what) in arguments {
+            let _ = writeln!(
+                page,
+                "| `{argument}` | {} |",
+                what.replace('|', "\\|").replace('\n', " ")
+            );
+        }
+    }
+    if let Some(example) = &documentation.sql_example {
+        let _ = writeln!(page, "\nFor example:\n\n{example}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_ml_function_documents_itself() {
+        let undocumented: Vec<String> = super::registered_ml_functions()
+            .into_iter()
+            .filter(|(_, _, documentation)| documentation.is_none())
+            .map(|(name, ..)| name)
+            .collect();
+        assert!(undocumented.is_empty(), "no documentation: {undocumented:?}");
     }
 }

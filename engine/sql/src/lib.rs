@@ -2,8 +2,7 @@
 //!
 //! SQL with models, in BigQuery ML's shape: `CREATE MODEL … OPTIONS (…) TRANSFORM (…) AS SELECT …` trains
 //! through the barrier stage and saves the fitted pipeline in the session's [`ModelCatalog`];
-//! `ML.PREDICT`, `ML.EVALUATE`, `ML.TRANSFORM`, `ML.TRAINING_INFO`, `ML.FEATURE_INFO`, `ML.TRIAL_INFO` and `ML.WEIGHTS` are table functions
-//! usable inside any query; `DROP MODEL` and `SHOW MODELS` manage the catalog. Every other statement is
+//! `ML.PREDICT`, `ML.EVALUATE` and the other table functions of [`ML_FUNCTIONS`] are usable inside any query; `DROP MODEL` and `SHOW MODELS` manage the catalog. Every other statement is
 //! DataFusion's.
 //!
 //! ```
@@ -52,6 +51,7 @@ mod install;
 mod kmeans;
 mod linear_artifact;
 mod literals;
+mod ml_functions;
 mod options;
 mod parser;
 mod preprocessing;
@@ -69,6 +69,7 @@ mod weights;
 pub use catalog::{CatalogModel, ENTRY_FILE, EVALUATION_FILE, ModelCatalog, ModelEntry, default_models_dir};
 pub use create_model::{BestTrial, CreatedModel};
 pub use data_roots::DataRoots;
+pub use ml_functions::{ML_FUNCTIONS, MlFunction, ml_functions_reference};
 pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType, OptimizeStrategy, create_model_options_reference};
 pub use parser::{CreateModel, Statement, parse_statements};
 pub use relation::MlRelationPlanner;

@@ -16,29 +16,11 @@ use super::catalog::{CatalogModel, ModelCatalog};
 use super::evaluation_tables::{confusion_matrix, roc_curve};
 use super::explain::{explain_predict, global_explain};
 use super::kmeans;
+use super::ml_functions::{ML_FUNCTIONS, MlFunction, ml_function};
 use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
 use super::trials::trial_info;
 use super::weights::weights;
 use hearth_engine::functions;
-
-/// The `ML.` table functions, as `ML.<name>` calls them.
-const FUNCTIONS: [&str; 12] = [
-    "predict",
-    "evaluate",
-    "confusion_matrix",
-    "roc_curve",
-    "explain_predict",
-    "global_explain",
-    "transform",
-    "training_info",
-    "feature_info",
-    "trial_info",
-    "centroids",
-    "weights",
-];
-
-/// The functions that take settings after their rows (`ML.WEIGHTS`, which has no rows, after its model).
-const SETTINGS: [&str; 4] = ["confusion_matrix", "roc_curve", "explain_predict", "weights"];
 
 /// Plans hearth's `ML.` table functions against a model catalog.
 #[derive(Debug)]
@@ -184,27 +166,25 @@ struct MlCall {
 impl MlCall {
     /// Refuses a function hearth does not have, and settings a function does not take.
     fn check(&self) -> Result<()> {
-        let known = |names: &[&str], separator: &str| {
-            names
-                .iter()
-                .map(|f| format!("ML.{}", f.to_ascii_uppercase()))
-                .collect::<Vec<_>>()
-                .join(separator)
-        };
-        if !FUNCTIONS.contains(&self.function.as_str()) {
-            let functions = FUNCTIONS.map(|f| format!("ML.{}", f.to_ascii_uppercase()));
+        let Some(function) = ml_function(&self.function) else {
+            let functions: Vec<String> = ML_FUNCTIONS.iter().map(MlFunction::call_name).collect();
             return Err(plan_error(format!(
                 "{} is not a table function{}; hearth has {}",
                 self.name,
                 did_you_mean(&self.name, functions.iter().map(String::as_str)),
-                known(&FUNCTIONS, ", ")
+                functions.join(", ")
             )));
-        }
-        if self.settings.is_some() && !SETTINGS.contains(&self.function.as_str()) {
+        };
+        if self.settings.is_some() && function.settings.is_none() {
+            let taking: Vec<String> = ML_FUNCTIONS
+                .iter()
+                .filter(|f| f.settings.is_some())
+                .map(MlFunction::call_name)
+                .collect();
             return Err(plan_error(format!(
                 "{} takes no settings after its rows; {} do",
                 self.name,
-                known(&SETTINGS, " and ")
+                taking.join(" and ")
             )));
         }
         Ok(())

@@ -8,9 +8,12 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::plan_err;
 use datafusion::error::Result;
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
 
 use crate::params::splitmix64;
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{as_usize, constant};
 
 /// The SQL name.
@@ -54,6 +57,21 @@ fn hash_bytes(seed: u64, bytes: &[u8]) -> u64 {
 pub static ROW_UNIFORM: LazyLock<Arc<ScalarUDF>> =
     LazyLock::new(|| Arc::new(ScalarUDF::from(RowUniformUdf::default())));
 
+/// The SQL documentation of `ml_row_uniform`.
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "A number in `[0, 1)` drawn from each row's values, as a `Float64`: the values' Arrow row encoding hashed \
+         by SplitMix64 with `seed`. It is the key `randomSplit` cuts the rows on. The same row and seed give the \
+         same number on every machine and under any partitioning; rows with equal values draw equal numbers.",
+        "ml_row_uniform(seed, col, ...)",
+    )
+    .with_argument("seed", "The seed, a non-negative integer constant.")
+    .with_argument("col", "One or more columns, whose values are hashed together.")
+    .with_sql_example("```sql\nSELECT * FROM credit WHERE ml_row_uniform(42, duration, purpose, age) < 0.8\n```")
+    .build()
+});
+
 impl ScalarUDFImpl for RowUniformUdf {
     fn name(&self) -> &str {
         NAME
@@ -81,5 +99,9 @@ impl ScalarUDFImpl for RowUniformUdf {
             .map(Some)
             .collect();
         Ok(ColumnarValue::Array(Arc::new(draws)))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
     }
 }

@@ -5,7 +5,21 @@ pub mod args;
 pub mod list_state;
 
 use datafusion::arrow::array::{Array, AsArray};
+use datafusion::logical_expr::DocSection;
 use datafusion::prelude::DataFrame;
+
+/// The section hearth's `ml_` functions' documentation is filed under (DataFusion's `documentation()` of a
+/// function): the transforms of fitted stages, the aggregates that fit them, and the evaluation aggregates with
+/// the functions that read their states.
+pub const ML_DOC_SECTION: DocSection = DocSection {
+    include: true,
+    label: "hearth ML functions",
+    description: Some(
+        "Spark MLlib's feature stages, models and evaluators as SQL functions. A fitted stage or model \
+         transforms with a scalar function whose fitted state is a literal argument; fitting a stage is an \
+         aggregate; an evaluation is an aggregate whose state the metric functions read.",
+    ),
+};
 
 /// Runs a one-row aggregate whose single column is a state's bytes (`ml_*_state`, `ml_kmeans_sums`, …) and
 /// returns them; no rows (or a null) gives no bytes, the empty state.

@@ -12,11 +12,12 @@ use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
 };
 use hearth_stats::clustering::{Centers, ClusterSums, DistanceMeasure};
 
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{aggregate_constant, as_f64_list, as_string, constant};
 use crate::vector::{vector_dim, vector_values};
 
@@ -62,6 +63,71 @@ pub static KMEANS_COST: LazyLock<Arc<ScalarUDF>> =
 /// `ml_kmeans_sums`, built once.
 pub(crate) static KMEANS_SUMS: LazyLock<Arc<AggregateUDF>> =
     LazyLock::new(|| Arc::new(AggregateUDF::from(KMeansSumsUdaf::default())));
+
+/// What the `centers` argument of the k-means functions holds.
+const CENTERS: &str = "The centers, every center's slots one after another, a numeric list constant: at least one \
+                       center, each as wide as the vectors.";
+
+/// What the `measure` argument of the k-means functions holds.
+const MEASURE: &str = "The distance, a string constant: `'euclidean'` (squared Euclidean) or `'cosine'`.";
+
+/// The SQL documentation of `ml_kmeans_assign`.
+static ASSIGN_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "`KMeansModel`'s prediction: the index of the center nearest each row's vector, the lowest index on a tie, \
+         as an `Int32`. A null vector gives null.",
+        "ml_kmeans_assign(features, centers, measure)",
+    )
+    .with_argument("features", "Each row's point, a vector (a `FixedSizeList` of numbers).")
+    .with_argument("centers", CENTERS)
+    .with_argument("measure", MEASURE)
+    .with_sql_example(
+        "```sql\nSELECT ml_kmeans_assign(features, [0.0, 0.0, 5.0, 5.0], 'euclidean') AS prediction FROM points\n```",
+    )
+    .build()
+});
+
+/// The SQL documentation of `ml_kmeans_cost`.
+static COST_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "Each row's distance to its nearest center, as a `Float64`: the weight by which Spark's `k-means||` \
+         initialisation of `KMeans` samples candidate centers. A null vector gives null.",
+        "ml_kmeans_cost(features, centers, measure)",
+    )
+    .with_argument("features", "Each row's point, a vector (a `FixedSizeList` of numbers).")
+    .with_argument("centers", CENTERS)
+    .with_argument("measure", MEASURE)
+    .with_sql_example(
+        "```sql\nSELECT ml_kmeans_cost(features, [0.0, 0.0, 5.0, 5.0], 'euclidean') AS cost FROM points\n```",
+    )
+    .build()
+});
+
+/// The SQL documentation of `ml_kmeans_sums`.
+static SUMS_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "One iteration of fitting `KMeans` (a pass of Lloyd's algorithm). Each row is assigned to its \
+         nearest center; per center the aggregate sums the rows' weighted vectors, their weight and their count, \
+         with the pass's weighted cost, and returns them as `Binary` bytes the fit reads its next centers from. A \
+         null vector, a vector holding NaN or infinity, a null, negative, NaN or infinite weight, and under \
+         `'cosine'` a zero vector fail the query naming the column.",
+        "ml_kmeans_sums(features, weight, centers, measure)",
+    )
+    .with_argument("features", "Each row's point, a vector (a `FixedSizeList` of numbers).")
+    .with_argument(
+        "weight",
+        "Each row's weight, a finite non-negative number (`1.0` weighs every row the same).",
+    )
+    .with_argument("centers", CENTERS)
+    .with_argument("measure", MEASURE)
+    .with_sql_example(
+        "```sql\nSELECT ml_kmeans_sums(features, 1.0, [0.0, 0.0, 5.0, 5.0], 'euclidean') AS sums FROM points\n```",
+    )
+    .build()
+});
 
 /// The centers and measure of a call named `function` on vectors of `dim` slots.
 fn read_centers(
@@ -138,6 +204,14 @@ impl ScalarUDFImpl for KMeansRowUdf {
         };
         Ok(ColumnarValue::Array(array))
     }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        let docs: &LazyLock<Documentation> = match self.per_row {
+            PerRow::Assign => &ASSIGN_DOCS,
+            PerRow::Cost => &COST_DOCS,
+        };
+        Some(docs)
+    }
 }
 
 /// `ml_kmeans_sums(features, weight, centers, measure)`: one pass of Lloyd's algorithm — each row assigned
@@ -202,6 +276,10 @@ impl AggregateUDFImpl for KMeansSumsUdaf {
             dim,
             pending: Vec::new(),
         }))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&SUMS_DOCS)
     }
 }
 

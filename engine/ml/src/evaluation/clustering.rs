@@ -14,8 +14,8 @@ use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::functions_aggregate::expr_fn::sum;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility, col, ident, lit,
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility, col, ident, lit,
 };
 use datafusion::prelude::DataFrame;
 use hearth_stats::clustering::{DistanceMeasure, SilhouetteStats};
@@ -23,6 +23,7 @@ use hearth_stats::evaluation::ClusteringState;
 
 use super::{Evaluation, decode, state_bytes, unknown_metric, weighted};
 use crate::error::{HearthError, Result};
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{aggregate_constant, as_string, constant};
 use crate::vector::{vector_dim, vector_values};
 
@@ -228,6 +229,56 @@ pub(crate) static SILHOUETTE: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
     }))
 });
 
+/// What the `prediction` argument of the silhouette's functions holds.
+const PREDICTION: &str = "Each row's cluster, a numeric column.";
+/// What their `features` argument holds.
+const FEATURES: &str = "Each row's point, a vector (a `FixedSizeList` of numbers).";
+/// What their `weight` argument holds.
+const WEIGHT: &str = "Each row's weight, a number (`1.0` weighs every row the same).";
+
+/// The SQL documentation of `ml_silhouette_stats`.
+static STATS_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The first pass of Spark's `ClusteringEvaluator` silhouette, the weighted statistics of each \
+         cluster's points that every row's silhouette is measured against, as `Binary` bytes for `ml_silhouette`. \
+         A null or non-numeric cluster or weight, or a null vector, fails the query naming the column.",
+        "ml_silhouette_stats(prediction, features, weight, measure)",
+    )
+    .with_argument("prediction", PREDICTION)
+    .with_argument("features", FEATURES)
+    .with_argument("weight", WEIGHT)
+    .with_argument(
+        "measure",
+        "The distance, a string constant: `'euclidean'` (squared Euclidean, Spark's `squaredEuclidean`) or \
+         `'cosine'`.",
+    )
+    .with_sql_example(
+        "```sql\nSELECT ml_silhouette_stats(prediction, features, 1.0, 'euclidean') AS stats FROM clustered\n```",
+    )
+    .build()
+});
+
+/// The SQL documentation of `ml_silhouette`.
+static SILHOUETTE_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The second pass of Spark's `ClusteringEvaluator` silhouette: each row's silhouette coefficient against the \
+         cluster statistics `ml_silhouette_stats` returned, as a `Float64` (0 for a row alone in its cluster); the \
+         weighted mean of the coefficients is the silhouette. A null cluster, weight or vector, or a cluster the \
+         statistics do not hold, fails the query.",
+        "ml_silhouette(prediction, features, weight, stats)",
+    )
+    .with_argument("prediction", PREDICTION)
+    .with_argument("features", FEATURES)
+    .with_argument("weight", WEIGHT)
+    .with_argument(
+        "stats",
+        "The `Binary` bytes `ml_silhouette_stats` returned over the same rows with the same measure, a constant.",
+    )
+    .build()
+});
+
 /// A row's cluster, point and weight, read from the three leading columns.
 struct Rows {
     clusters: Vec<f64>,
@@ -303,6 +354,10 @@ impl AggregateUDFImpl for SilhouetteStatsUdaf {
             stats: SilhouetteStats::new(measure),
             names,
         }))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&STATS_DOCS)
     }
 }
 
@@ -382,5 +437,9 @@ impl ScalarUDFImpl for SilhouetteUdf {
             .collect::<std::result::Result<Vec<f64>, _>>()
             .map_err(|e| DataFusionError::Execution(format!("{SCORE}: {e}")))?;
         Ok(ColumnarValue::Array(Arc::new(Float64Array::from(scores))))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&SILHOUETTE_DOCS)
     }
 }

@@ -8,11 +8,12 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, lit,
+    ColumnarValue, Documentation, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, lit,
 };
 use hearth_stats::evaluation::{BinaryState, MulticlassState, RegressionState};
 
 use super::{BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator};
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{as_string, constant};
 
 /// The SQL name.
@@ -41,6 +42,40 @@ impl Default for MetricUdf {
 
 /// `ml_metric`, built once.
 pub(crate) static METRIC: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(MetricUdf::default())));
+
+/// The SQL documentation of `ml_metric`.
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "A metric read from the state an evaluation aggregate returned (`ml_multiclass_state`, `ml_binary_state`, \
+         `ml_regression_state`), with Spark's definitions and its evaluators' default parameters (`metricLabel` 0, \
+         `beta` 1, `numBins` 1000, `r2` not through the origin): `ML.EVALUATE` is this over the aggregate. \
+         Returns a `Float64`; an empty multiclass state (no rows) gives NaN and a null state null. An unknown \
+         evaluation or metric fails the query.",
+        "ml_metric(evaluation, state, metric)",
+    )
+    .with_argument(
+        "evaluation",
+        "Which evaluation the state is of, a string constant: `'multiclass'`, `'binary'` or `'regression'`.",
+    )
+    .with_argument(
+        "state",
+        "The `Binary` bytes that evaluation's `ml_*_state` aggregate returned.",
+    )
+    .with_argument(
+        "metric",
+        "The metric's name as Spark's evaluator takes it, a string constant. Multiclass: `f1`, `accuracy`, \
+         `weightedPrecision`, `weightedRecall`, `weightedTruePositiveRate`, `weightedFalsePositiveRate`, \
+         `weightedFMeasure`, `truePositiveRateByLabel`, `falsePositiveRateByLabel`, `precisionByLabel`, \
+         `recallByLabel`, `fMeasureByLabel`, `logLoss`, `hammingLoss`; binary: `areaUnderROC`, `areaUnderPR`; \
+         regression: `rmse`, `mse`, `r2`, `mae`, `var`.",
+    )
+    .with_sql_example(
+        "```sql\nSELECT ml_metric('multiclass', s, 'f1') AS f1, ml_metric('multiclass', s, 'accuracy') AS accuracy\n\
+         FROM (SELECT ml_multiclass_state(label, prediction, 1.0) AS s FROM scored)\n```",
+    )
+    .build()
+});
 
 /// `ml_metric(evaluation, state, metric)` as an expression.
 pub fn metric(evaluation: &str, state: Expr, name: &str) -> Expr {
@@ -113,5 +148,9 @@ impl ScalarUDFImpl for MetricUdf {
             })
             .collect::<Result<Float64Array>>()?;
         Ok(ColumnarValue::Array(Arc::new(values)))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
     }
 }

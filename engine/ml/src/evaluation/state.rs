@@ -10,9 +10,12 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
 use datafusion::common::{ScalarValue, exec_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Expr, Signature, Volatility};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, Documentation, Expr, Signature, Volatility,
+};
 use hearth_stats::evaluation::{BinaryState, ClusteringState, MulticlassState, RegressionState};
 
+use crate::udf::ML_DOC_SECTION;
 use crate::vector::{list_as_vector, vector_dim, vector_values};
 
 /// Which evaluation an aggregate accumulates.
@@ -81,6 +84,96 @@ pub(crate) static EVALUATION_STATES: LazyLock<[Arc<AggregateUDF>; 4]> = LazyLock
     .map(|evaluation| Arc::new(AggregateUDF::from(EvaluationStateUdaf::new(evaluation))))
 });
 
+/// The SQL documentation of `ml_multiclass_state`.
+static MULTICLASS_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The state of Spark's `MulticlassClassificationEvaluator` over the rows, the weight of each \
+         (label, prediction) pair and, with a probability column, the log-loss, as `Binary` bytes that \
+         `ml_metric('multiclass', ...)` and `ml_confusion` read. A null or NaN value, a negative weight, or a label \
+         with no slot in the probability vector fails the query naming the column and row.",
+        "ml_multiclass_state(label, prediction, weight[, probability])",
+    )
+    .with_argument("label", "Each row's true class index, a numeric column.")
+    .with_argument("prediction", "Each row's predicted class index, a numeric column.")
+    .with_argument(
+        "weight",
+        "Each row's weight, a non-negative number (`1.0` weighs every row the same).",
+    )
+    .with_argument(
+        "probability",
+        "Optional: each row's probability vector (a `FixedSizeList` of numbers, or a `List<Float64>` whose rows are \
+         equally long); the slot of the row's label gives its log-loss term. The `logLoss` metric needs it.",
+    )
+    .with_sql_example("```sql\nSELECT ml_multiclass_state(label, prediction, 1.0) AS state FROM scored\n```")
+    .build()
+});
+
+/// The SQL documentation of `ml_binary_state`.
+static BINARY_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The state of Spark's `BinaryClassificationEvaluator` over the rows, the weight of positive \
+         and negative rows at each distinct score, as `Binary` bytes that `ml_metric('binary', ...)` and \
+         `ml_roc_curve` read. A null or NaN value or a negative weight fails the query naming the column and row.",
+        "ml_binary_state(score, label, weight)",
+    )
+    .with_argument(
+        "score",
+        "Each row's score for the positive class: a number, or a vector (a `FixedSizeList` of numbers, or a \
+         `List<Float64>` whose rows are equally long) whose second slot is taken, as Spark reads `rawPrediction`.",
+    )
+    .with_argument(
+        "label",
+        "Each row's true label, a number; positive when above 0.5, as in Spark.",
+    )
+    .with_argument(
+        "weight",
+        "Each row's weight, a non-negative number (`1.0` weighs every row the same).",
+    )
+    .with_sql_example("```sql\nSELECT ml_binary_state(\"rawPrediction\", label, 1.0) AS state FROM scored\n```")
+    .build()
+});
+
+/// The SQL documentation of `ml_regression_state`.
+static REGRESSION_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The state of Spark's `RegressionEvaluator` over the rows, the weighted sums of the labels, \
+         the predictions, their squares and the errors, as `Binary` bytes that `ml_metric('regression', ...)` reads. \
+         A null or NaN value or a negative weight fails the query naming the column and row.",
+        "ml_regression_state(label, prediction, weight)",
+    )
+    .with_argument("label", "Each row's true value, a numeric column.")
+    .with_argument("prediction", "Each row's predicted value, a numeric column.")
+    .with_argument(
+        "weight",
+        "Each row's weight, a non-negative number (`1.0` weighs every row the same).",
+    )
+    .with_sql_example("```sql\nSELECT ml_regression_state(label, prediction, 1.0) AS state FROM scored\n```")
+    .build()
+});
+
+/// The SQL documentation of `ml_clustering_state`.
+static CLUSTERING_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The weight of each (cluster, label) pair over the rows, as `Binary` bytes; the state of \
+         `ClusteringEvaluator`'s `clusterAccuracy` (hearth's metric: the share of rows whose cluster maps to their \
+         label under the best one-to-one matching). A null, NaN or fractional cluster or label, or a negative \
+         weight, fails the query naming the column.",
+        "ml_clustering_state(prediction, label, weight)",
+    )
+    .with_argument("prediction", "Each row's cluster, a whole number.")
+    .with_argument("label", "Each row's true class, a whole number.")
+    .with_argument(
+        "weight",
+        "Each row's weight, a non-negative number (`1.0` weighs every row the same).",
+    )
+    .with_sql_example("```sql\nSELECT ml_clustering_state(prediction, label, 1.0) AS state FROM clustered\n```")
+    .build()
+});
+
 /// The evaluation aggregate `ml_*_state(args...)`.
 pub fn evaluation_state(evaluation: Evaluation, args: Vec<Expr>) -> Expr {
     let index = match evaluation {
@@ -120,6 +213,16 @@ impl AggregateUDFImpl for EvaluationStateUdaf {
             columns,
             state: State::new(self.evaluation),
         }))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        let docs: &LazyLock<Documentation> = match self.evaluation {
+            Evaluation::Multiclass => &MULTICLASS_DOCS,
+            Evaluation::Binary => &BINARY_DOCS,
+            Evaluation::Regression => &REGRESSION_DOCS,
+            Evaluation::Clustering => &CLUSTERING_DOCS,
+        };
+        Some(docs)
     }
 }
 

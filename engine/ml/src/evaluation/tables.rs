@@ -15,9 +15,12 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Builder, ListBui
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::plan_err;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
 use hearth_stats::evaluation::{BinaryState, MulticlassState};
 
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{as_f64_list, constant};
 
 /// The bins of the ROC curve when no thresholds are given: about a hundred thresholds, each the lowest of a
@@ -93,6 +96,48 @@ impl StateRowsUdf {
 /// `ml_roc_curve` and `ml_confusion`, built once.
 pub(crate) static STATE_ROWS: LazyLock<[Arc<ScalarUDF>; 2]> = LazyLock::new(|| {
     [StateTable::RocCurve, StateTable::Confusion].map(|table| Arc::new(ScalarUDF::from(StateRowsUdf::new(table))))
+});
+
+/// The SQL documentation of `ml_roc_curve`.
+static ROC_CURVE_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The ROC curve's counts of a binary evaluation state (`ml_binary_state`), as a `List` of structs \
+         `{threshold, true_positives, false_positives, true_negatives, false_negatives}` (all `Float64`, the counts \
+         as weights of rows), one per threshold; `unnest` makes it a table (`ML.ROC_CURVE`). A row is predicted \
+         positive when its score is at least the threshold. A null state gives null; a threshold outside `[0, 1]` \
+         fails the query.",
+        "ml_roc_curve(binary_state, thresholds)",
+    )
+    .with_argument("binary_state", "The `Binary` bytes `ml_binary_state` returned.")
+    .with_argument(
+        "thresholds",
+        "The thresholds, a numeric list constant, in the order the rows come in. An empty list (`[]`) takes them \
+         from the scores instead, highest first: every distinct score or, past 200 of them, the lowest score of \
+         each of about a hundred groups (Spark's down-sampling).",
+    )
+    .with_sql_example(
+        "```sql\nSELECT ml_roc_curve(state, [0.25, 0.5, 0.75]) AS curve\n\
+         FROM (SELECT ml_binary_state(probability, label, 1.0) AS state FROM scored)\n```",
+    )
+    .build()
+});
+
+/// The SQL documentation of `ml_confusion`.
+static CONFUSION_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The confusion matrix of a multiclass evaluation state (`ml_multiclass_state`), as a `List` of structs \
+         `{label, prediction, weight}` (all `Float64`), one per (label, prediction) pair the rows hold, by label \
+         then prediction; `unnest` makes it a table (`ML.CONFUSION_MATRIX`). A null state gives null.",
+        "ml_confusion(multiclass_state)",
+    )
+    .with_argument("multiclass_state", "The `Binary` bytes `ml_multiclass_state` returned.")
+    .with_sql_example(
+        "```sql\nSELECT ml_confusion(state) AS matrix\n\
+         FROM (SELECT ml_multiclass_state(label, prediction, 1.0) AS state FROM scored)\n```",
+    )
+    .build()
 });
 
 /// The function reading `table`, as registered.
@@ -193,5 +238,13 @@ impl ScalarUDFImpl for StateRowsUdf {
         }
         let array: ArrayRef = Arc::new(lists.finish());
         Ok(ColumnarValue::Array(array))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        let docs: &LazyLock<Documentation> = match self.table {
+            StateTable::RocCurve => &ROC_CURVE_DOCS,
+            StateTable::Confusion => &CONFUSION_DOCS,
+        };
+        Some(docs)
     }
 }

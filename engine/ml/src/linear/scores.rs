@@ -10,9 +10,10 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{ScalarValue, exec_err, internal_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{as_f64_list, constant};
 use crate::vector::{classifier_score_fields, vector_array, vector_dim, vector_values};
 
@@ -53,6 +54,59 @@ pub static LINEAR_PREDICT: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
         kind: Kind::Linear,
         signature: Signature::any(3, Volatility::Immutable),
     }))
+});
+
+/// The SQL documentation of `ml_logistic_scores`.
+static LOGISTIC_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "`LogisticRegressionModel`'s prediction, as Spark gives it. With one intercept the model is binomial: \
+         `rawPrediction` is `[−m, m]` for the margin `m`, `probability` is `[1 − σ(m), σ(m)]`, and the prediction \
+         is class 1 when `σ(m)` exceeds `threshold`; with `K > 1` intercepts it is multinomial: the margins, their \
+         softmax and the most probable class. Returns a struct `{rawPrediction, probability, prediction}`: two \
+         vectors (`FixedSizeList<Float32>`, one slot per class) and the class index as a `Float64`. A null vector \
+         gives null; coefficients that do not fit the vectors fail the query. The struct's shape depends on \
+         `intercepts`, which planning must read as a literal: hearth's plans (a fitted model's `transform`, \
+         `ML.PREDICT`) pass it so, but a query's `[…]` is a `make_array` call, so a query cannot call it.",
+        "ml_logistic_scores(features, coefficients, intercepts, threshold)",
+    )
+    .with_argument("features", "Each row's vector (a `FixedSizeList` of numbers).")
+    .with_argument(
+        "coefficients",
+        "The fitted coefficients, a numeric list constant: `K` rows of one coefficient per vector slot, one row \
+         after another.",
+    )
+    .with_argument(
+        "intercepts",
+        "The fitted intercepts, a numeric list constant: one (binomial) or one per class (multinomial).",
+    )
+    .with_argument(
+        "threshold",
+        "The probability of class 1 above which a binomial model predicts it, a numeric constant; a multinomial \
+         model does not use it.",
+    )
+    .build()
+});
+
+/// The SQL documentation of `ml_linear_predict`.
+static LINEAR_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "`LinearRegressionModel`'s prediction: `x · coefficients + intercept` for each row's vector `x`, as a \
+         `Float64`. A null vector gives null; coefficients that do not fit the vectors fail the query.",
+        "ml_linear_predict(features, coefficients, intercept)",
+    )
+    .with_argument("features", "Each row's vector (a `FixedSizeList` of numbers).")
+    .with_argument(
+        "coefficients",
+        "The fitted coefficients, one per vector slot, a numeric list constant.",
+    )
+    .with_argument(
+        "intercept",
+        "The fitted intercept, a one-element numeric list constant (`[0.5]`).",
+    )
+    .with_sql_example("```sql\nSELECT ml_linear_predict(features, [2.0, -1.0], [0.5]) AS prediction FROM points\n```")
+    .build()
 });
 
 impl ScalarUDFImpl for LinearScoresUdf {
@@ -107,6 +161,9 @@ impl ScalarUDFImpl for LinearScoresUdf {
         let coefficients = as_f64_list(name, &constant(name, &args.args, 1, "coefficients")?, "coefficients")?;
         let intercepts = as_f64_list(name, &constant(name, &args.args, 2, "intercepts")?, "intercepts")?;
         let sets = intercepts.len();
+        if self.kind == Kind::Linear && sets != 1 {
+            return exec_err!("{name}: a linear regression has one intercept, got {sets}");
+        }
         if sets == 0 || coefficients.len() != sets * dim {
             return exec_err!(
                 "{name}: {} coefficients and {sets} intercepts do not fit {dim}-slot vectors",
@@ -137,6 +194,14 @@ impl ScalarUDFImpl for LinearScoresUdf {
         Ok(ColumnarValue::Array(score_columns(
             &margins, rows, sets, threshold, nulls,
         )?))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        let docs: &LazyLock<Documentation> = match self.kind {
+            Kind::Logistic => &LOGISTIC_DOCS,
+            Kind::Linear => &LINEAR_DOCS,
+        };
+        Some(docs)
     }
 }
 
@@ -193,4 +258,18 @@ fn scores(margins: &[f64], sets: usize, threshold: f64) -> (Vec<f32>, Vec<f32>, 
         prediction.push(best as f64);
     }
     (raw, probability, prediction)
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::prelude::SessionContext;
+
+    #[tokio::test]
+    async fn a_linear_prediction_with_two_intercepts_is_refused_not_a_panic() {
+        let ctx = SessionContext::new();
+        crate::functions::register_all(&ctx);
+        let query = "SELECT ml_linear_predict(ml_vector_assemble('error', 1.0, 2.0), [1.0, 1.0, 1.0, 1.0], [0.5, 0.3])";
+        let error = ctx.sql(query).await.unwrap().collect().await.unwrap_err();
+        assert!(error.to_string().contains("one intercept, got 2"), "{error}");
+    }
 }

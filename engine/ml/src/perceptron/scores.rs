@@ -8,11 +8,12 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, internal_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use hearth_optim::perceptron::raw_scores;
 
 use crate::linear::score_columns;
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{as_f64_list, constant};
 use crate::vector::{classifier_score_fields, vector_dim, vector_values};
 
@@ -33,6 +34,36 @@ pub static PERCEPTRON_SCORES: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
     Arc::new(ScalarUDF::from(PerceptronScoresUdf {
         signature: Signature::any(3, Volatility::Immutable),
     }))
+});
+
+/// The SQL documentation of `ml_perceptron_scores`.
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "`MultilayerPerceptronClassificationModel`'s prediction: a perceptron of `layers` with `weights` in Spark's \
+         layout, sigmoid hidden layers and a softmax output. Returns a struct `{rawPrediction, probability, \
+         prediction}` per row: the output layer's scores and their softmax as vectors (`FixedSizeList<Float32>`, \
+         one slot per class) and the most probable class index as a `Float64`. A null vector gives null; layers \
+         or weights that do not fit the vectors fail the query. The struct's shape depends on `layers`, which \
+         planning must read as a literal: hearth's plans (a fitted model's `transform`) pass it so, but a query's \
+         `[…]` is a `make_array` call, so a query cannot call it.",
+        "ml_perceptron_scores(features, layers, weights)",
+    )
+    .with_argument(
+        "features",
+        "Each row's vector (a `FixedSizeList` of numbers), as wide as the first layer.",
+    )
+    .with_argument(
+        "layers",
+        "The layer sizes `[inputs, hidden..., classes]`, a numeric list constant of positive whole numbers ending \
+         with at least 2 classes.",
+    )
+    .with_argument(
+        "weights",
+        "The fitted weights in Spark's layout (its model's `weights`), a numeric list constant: for each pair of \
+         consecutive layers of sizes `a` and `b`, `a · b + b` values.",
+    )
+    .build()
 });
 
 /// The layers of a call, as sizes.
@@ -91,5 +122,9 @@ impl ScalarUDFImpl for PerceptronScoresUdf {
         let raw = raw_scores(&layers, &weights, &features, rows);
         let classes = layers[layers.len() - 1];
         Ok(ColumnarValue::Array(score_columns(&raw, rows, classes, 0.5, nulls)?))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
     }
 }

@@ -3,6 +3,7 @@
 
 mod classes;
 mod persist;
+mod reference;
 mod stage;
 mod writer;
 
@@ -20,6 +21,7 @@ pub use classes::{
     register_stage_class, stage_classes,
 };
 pub use persist::{FORMAT_VERSION, PIPELINE_FILE, refuse_existing};
+pub use reference::stage_classes_reference;
 pub use stage::{EstimatorStage, IntoPipelineStage, PipelineStage};
 pub use writer::MlWriter;
 

@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{
     Array, ArrayRef, Float64Array, Float64Builder, ListBuilder, StringBuilder, StructArray, StructBuilder,
@@ -13,7 +13,9 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
 use hearth_torch::artifact::ModelArtifact;
 use hearth_torch::explain::{Attributions, Explained, integrated_gradients};
 use hearth_torch::train::Loss;
@@ -21,13 +23,14 @@ use serde::{Deserialize, Serialize};
 
 use super::predictors::Predictors;
 use crate::codec::UdfCodec;
+use crate::udf::ML_DOC_SECTION;
 use crate::vector::{vector_dim, vector_values};
 
 /// The function's name.
 pub const EXPLAIN: &str = "ml_explain";
 
 /// Rows whose interpolation points go through the network at once: 512 × 20 points keep a small network's
-/// activations in the cache (BENCHMARKS.md, Explanations: 2,048 took 1.4× as long).
+/// activations in the cache (benches/results/2026-11-28-explain.md: 2,048 took 1.4× as long).
 const ROWS_AT_ONCE: usize = 512;
 
 /// How a model's predictions are explained.
@@ -197,6 +200,28 @@ impl ExplainUdf {
     }
 }
 
+/// The SQL documentation of `ml_explain`.
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "A trained network's prediction for each row explained by integrated gradients (`ML.EXPLAIN_PREDICT`): the \
+         attributions summed per feature, largest magnitude first (only the top `k` when the function keeps `k`), \
+         the explained value at the row and at the baseline, and the approximation error (the gap between the \
+         attributions' sum and the value's change, relative to that change). The explained value is a \
+         classifier's probability of its predicted class, or a regressor's output. Returns a struct \
+         `{attributions: List<{feature: Utf8, attribution: Float64}>, baseline_prediction_value: Float64, \
+         prediction_value: Float64, approximation_error: Float64}`; a null vector gives null. The function is bound \
+         to its model and to how it explains (the baseline, the steps, each vector slot's feature, `k`), which \
+         hearth's codecs carry to the executors.",
+        "ml_explain(features)",
+    )
+    .with_argument(
+        "features",
+        "Each row's vector (a `FixedSizeList` of numbers), as wide as the model's input and the baseline.",
+    )
+    .build()
+});
+
 impl ScalarUDFImpl for ExplainUdf {
     fn name(&self) -> &str {
         EXPLAIN
@@ -258,6 +283,10 @@ impl ScalarUDFImpl for ExplainUdf {
         ];
         let result = StructArray::try_new(output_fields(), columns, nulls)?;
         Ok(ColumnarValue::Array(Arc::new(result)))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
     }
 }
 

@@ -3,20 +3,21 @@
 
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, StructArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use hearth_torch::artifact::ModelArtifact;
 use hearth_torch::train::Loss;
 
 use super::predictors::Predictors;
 use crate::codec::UdfCodec;
+use crate::udf::ML_DOC_SECTION;
 use crate::vector::{classifier_score_fields, vector_array, vector_dim, vector_values};
 
 /// The function's name for a classifier.
@@ -153,6 +154,38 @@ impl NetworkUdf {
     }
 }
 
+/// What the `features` argument of a trained network's function holds.
+const FEATURES: &str = "Each row's vector (a `FixedSizeList` of numbers), as wide as the model's input.";
+
+/// The SQL documentation of `ml_classify`.
+static CLASSIFY_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "A trained network classifier's prediction, as Spark's probabilistic classifiers give theirs: a struct \
+         `{rawPrediction, probability, prediction}` per row, with the network's logits centred on their mean \
+         (`[−z/2, z/2]` for a one-logit binary model) and their softmax (`[1 − σ(z), σ(z)]` for that model) as \
+         vectors (`FixedSizeList<Float32>`, one slot per class), and the index of the most probable class, the \
+         first on ties, as a `Float64`. The function is bound to its model, which hearth's codecs carry to the \
+         executors; a null vector gives null.",
+        "ml_classify(features)",
+    )
+    .with_argument("features", FEATURES)
+    .build()
+});
+
+/// The SQL documentation of `ml_regress`.
+static REGRESS_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "A trained network regressor's prediction (a network trained with mean squared error): its one output for \
+         each row's vector, as a `Float64`. The function is bound to its model, which hearth's codecs carry to the \
+         executors; a null vector gives null.",
+        "ml_regress(features)",
+    )
+    .with_argument("features", FEATURES)
+    .build()
+});
+
 impl ScalarUDFImpl for NetworkUdf {
     fn name(&self) -> &str {
         match self.task {
@@ -212,6 +245,14 @@ impl ScalarUDFImpl for NetworkUdf {
         ];
         let result = StructArray::try_new(classifier_score_fields(classes), columns, nulls)?;
         Ok(ColumnarValue::Array(Arc::new(result)))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        let docs: &LazyLock<Documentation> = match self.task {
+            Task::Classes { .. } => &CLASSIFY_DOCS,
+            Task::Value => &REGRESS_DOCS,
+        };
+        Some(docs)
     }
 }
 

@@ -9,10 +9,11 @@ use datafusion::common::cast::as_float64_array;
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
 use crate::params::HandleInvalid;
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{as_bool, as_string, as_usize, constant, planned_constant};
 use crate::vector::{vector_array, vector_type};
 
@@ -42,6 +43,34 @@ impl Default for OneHotUdf {
 
 /// `ml_one_hot`, built once.
 pub(crate) static ONE_HOT: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| Arc::new(ScalarUDF::from(OneHotUdf::default())));
+
+/// The SQL documentation of `ml_one_hot`.
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "Spark's `OneHotEncoderModel` transform: a category index as a one-hot vector (`FixedSizeList<Float32>`). \
+         With `n = category_size` the vector has `n − 1` slots (`drop_last`, `'error'`), `n` (no `drop_last`, \
+         `'error'`), `n + 1` (no `drop_last`, `'keep'`: an invalid index gets the extra slot) or `n` (`drop_last`, \
+         `'keep'`: an invalid index is all zeros). Under `'error'` a negative or unseen index fails the query naming \
+         the column and row. A null index gives a null vector; a fractional index is truncated.",
+        "ml_one_hot(index, category_size, drop_last, handle_invalid)",
+    )
+    .with_argument("index", "Each row's category index, a numeric column.")
+    .with_argument(
+        "category_size",
+        "How many categories the encoder was fitted on, a non-negative integer constant.",
+    )
+    .with_argument(
+        "drop_last",
+        "Whether the last category is dropped (encoded as all zeros), a boolean constant.",
+    )
+    .with_argument(
+        "handle_invalid",
+        "What an invalid index does, a string constant: `'error'` or `'keep'`.",
+    )
+    .with_sql_example("```sql\nSELECT ml_one_hot(purpose_idx, 10, true, 'error') AS purpose_vec FROM indexed\n```")
+    .build()
+});
 
 /// The vector width for a category size and the two flags.
 pub(crate) fn encoded_width(category_size: usize, drop_last: bool, keep_invalid: bool) -> usize {
@@ -163,5 +192,9 @@ impl ScalarUDFImpl for OneHotUdf {
             out,
             input.nulls().cloned(),
         )?))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
     }
 }

@@ -7,11 +7,13 @@ use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 
 use crate::feature::vector_assembler::assembled_arguments;
 use crate::feature::vector_assembler::assembly::{Columns, argument_fields, assembled_dim};
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{arrays, as_bool, as_f64_list, constant, keeps_invalid};
 use crate::vector::{vector_array, vector_dim, vector_type, vector_values};
 
@@ -44,6 +46,70 @@ pub(crate) static STANDARD_SCALE: LazyLock<Arc<ScalarUDF>> =
 /// `ml_scaled_assemble`, built once.
 pub(crate) static SCALED_ASSEMBLE: LazyLock<Arc<ScalarUDF>> =
     LazyLock::new(|| Arc::new(ScalarUDF::from(ScaledAssembleUdf::default())));
+
+/// What the `mean` argument of the scaling functions holds.
+const MEAN: &str = "The fitted mean of each slot, a numeric list constant as wide as the vectors.";
+
+/// What the `std` argument of the scaling functions holds.
+const STD: &str = "The fitted standard deviation of each slot, a numeric list constant as wide as the vectors.";
+
+/// What the `with_mean` argument of the scaling functions holds.
+const WITH_MEAN: &str = "Whether each slot is centred on its mean first, a boolean constant.";
+
+/// What the `with_std` argument of the scaling functions holds.
+const WITH_STD: &str = "Whether each slot is divided by its standard deviation, a boolean constant.";
+
+/// The SQL documentation of `ml_standard_scale`.
+static STANDARD_SCALE_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "Spark's `StandardScalerModel` transform: each slot `i` of a vector centred on `mean[i]` (with `with_mean`) \
+         and multiplied by `1 / std[i]` (with `with_std`; by 0 where `std[i]` is 0), computed in `f64` as Spark \
+         computes it. Returns a vector of the same width (`FixedSizeList<Float32>`); a null vector stays null, and \
+         a vector whose width differs from the model's fails the query.",
+        "ml_standard_scale(vector, mean, std, with_mean, with_std)",
+    )
+    .with_argument("vector", "The vectors to scale (a `FixedSizeList` of numbers).")
+    .with_argument("mean", MEAN)
+    .with_argument("std", STD)
+    .with_argument("with_mean", WITH_MEAN)
+    .with_argument("with_std", WITH_STD)
+    .with_sql_example(
+        "```sql\nSELECT ml_standard_scale(features, [2.5, 10.0], [1.29, 4.0], false, true) AS scaled FROM t\n```",
+    )
+    .build()
+});
+
+/// The SQL documentation of `ml_scaled_assemble`.
+static SCALED_ASSEMBLE_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "Spark's `VectorAssembler` then `StandardScalerModel` in one pass: \
+         `ml_standard_scale(ml_vector_assemble(handle_invalid, col, ...), mean, std, with_mean, with_std)` without \
+         the assembled vectors in between, each value scaled in `f64` as it is written and rounded to `f32` once. \
+         `ml_standard_scale` rewrites itself into this form when its vector is an `ml_vector_assemble` call. \
+         Returns a vector (`FixedSizeList<Float32>`) as wide as the columns' slots together; `handle_invalid` \
+         treats nulls and NaN as `ml_vector_assemble` does.",
+        "ml_scaled_assemble(handle_invalid, mean, std, with_mean, with_std, col, ...)",
+    )
+    .with_argument(
+        "handle_invalid",
+        "What nulls and NaN do, a string constant: `'error'`, `'keep'` or `'skip'` (as `'keep'`).",
+    )
+    .with_argument("mean", MEAN)
+    .with_argument("std", STD)
+    .with_argument("with_mean", WITH_MEAN)
+    .with_argument("with_std", WITH_STD)
+    .with_argument(
+        "col",
+        "One or more numeric, boolean or vector columns; a number or boolean fills one slot, a vector its width.",
+    )
+    .with_sql_example(
+        "```sql\nSELECT ml_scaled_assemble('error', [2.5, 10.0], [1.29, 4.0], false, true, duration, age) AS scaled \
+         FROM t\n```",
+    )
+    .build()
+});
 
 impl ScalarUDFImpl for StandardScaleUdf {
     fn name(&self) -> &str {
@@ -92,6 +158,10 @@ impl ScalarUDFImpl for StandardScaleUdf {
 
     /// `ml_standard_scale(ml_vector_assemble(h, cols...), state...)` becomes `ml_scaled_assemble(h, state...,
     /// cols...)`: one pass, and no assembled vectors in between.
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&STANDARD_SCALE_DOCS)
+    }
+
     fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
         let fused = args
             .split_first()
@@ -217,5 +287,9 @@ impl ScalarUDFImpl for ScaledAssembleUdf {
         let columns = Columns::read(&arrays(columns, rows)?, &args.arg_fields[SCALED_ASSEMBLE_STATE..], keep)?;
         let out = columns.assemble(dim, |slot, x| scaling.apply(slot, x))?;
         Ok(ColumnarValue::Array(vector_array(rows, dim, out, None)?))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&SCALED_ASSEMBLE_DOCS)
     }
 }

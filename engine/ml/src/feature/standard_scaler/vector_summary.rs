@@ -10,9 +10,10 @@ use datafusion::common::cast::as_list_array;
 use datafusion::common::{ScalarValue, exec_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Documentation, Signature, Volatility};
 
 use crate::feature::vector_assembler::assembly::{Columns, SlotMoments, argument_fields, assembled_dim};
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::keeps_invalid;
 use crate::udf::list_state::{list_scalar, list_type, struct_scalar};
 use crate::vector::{vector_dim, vector_values};
@@ -90,6 +91,46 @@ pub(crate) static VECTOR_SUMMARY: LazyLock<Arc<AggregateUDF>> =
 pub(crate) static ASSEMBLED_SUMMARY: LazyLock<Arc<AggregateUDF>> =
     LazyLock::new(|| Arc::new(AggregateUDF::from(VectorSummaryUdaf::of_assembled_columns())));
 
+/// The SQL documentation of `ml_vector_summary`.
+static VECTOR_SUMMARY_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "The count of non-null vectors and each slot's mean and corrected sample standard deviation \
+         (divisor `n − 1`, 0 when `n ≤ 1`), accumulated in `f64` as Spark's `Summarizer`: what `StandardScaler` is \
+         fitted with. Returns a struct `{count: Int64, mean: List<Float64>, std: List<Float64>}`; null vectors are \
+         not counted.",
+        "ml_vector_summary(vector)",
+    )
+    .with_argument("vector", "The vectors to summarise (a `FixedSizeList` of numbers).")
+    .with_sql_example("```sql\nSELECT ml_vector_summary(features) AS summary FROM assembled\n```")
+    .build()
+});
+
+/// The SQL documentation of `ml_assembled_summary`.
+static ASSEMBLED_SUMMARY_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "`ml_vector_summary` of `ml_vector_assemble(handle_invalid, col, ...)`, taken from the columns \
+         themselves in `f64` without building the vectors (no `f32` rounding first, as Spark): what \
+         `StandardScaler` is fitted with right after a `VectorAssembler`. Returns a struct \
+         `{count: Int64, mean: List<Float64>, std: List<Float64>}`; `handle_invalid` treats nulls and NaN as \
+         `ml_vector_assemble` does.",
+        "ml_assembled_summary(handle_invalid, col, ...)",
+    )
+    .with_argument(
+        "handle_invalid",
+        "What nulls and NaN do, a string constant: `'error'`, `'keep'` or `'skip'` (as `'keep'`).",
+    )
+    .with_argument(
+        "col",
+        "One or more numeric, boolean or vector columns; a number or boolean fills one slot, a vector its width.",
+    )
+    .with_sql_example(
+        "```sql\nSELECT ml_assembled_summary('error', duration, credit_amount, age) AS summary FROM credit\n```",
+    )
+    .build()
+});
+
 impl AggregateUDFImpl for VectorSummaryUdaf {
     fn name(&self) -> &str {
         if self.assembled { ASSEMBLED } else { NAME }
@@ -127,6 +168,15 @@ impl AggregateUDFImpl for VectorSummaryUdaf {
             moments.assembled_from = Some(args.expr_fields[1..].to_vec());
         }
         Ok(Box::new(moments))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        let docs: &LazyLock<Documentation> = if self.assembled {
+            &ASSEMBLED_SUMMARY_DOCS
+        } else {
+            &VECTOR_SUMMARY_DOCS
+        };
+        Some(docs)
     }
 }
 

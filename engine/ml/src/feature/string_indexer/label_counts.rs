@@ -10,10 +10,11 @@ use datafusion::common::cast::as_list_array;
 use datafusion::common::{ScalarValue, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Documentation, Signature, Volatility};
 
 use super::label_keys::{KeyCounts, KeyKind, KeyedValues};
 use super::spark_string::{is_indexable, spark_strings};
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::list_state::{list_scalar, list_type, struct_scalar};
 
 /// The SQL name.
@@ -49,6 +50,21 @@ fn output_fields() -> Fields {
 /// `ml_label_counts`, built once.
 pub(crate) static LABEL_COUNTS: LazyLock<Arc<AggregateUDF>> =
     LazyLock::new(|| Arc::new(AggregateUDF::from(LabelCountsUdaf::default())));
+
+/// The SQL documentation of `ml_label_counts`.
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "How often each distinct non-null label of a string or numeric column occurs (numbers cast \
+         to strings as Spark casts them, NaN not counted): what `StringIndexer` is fitted with. Returns a struct \
+         `{labels: List<Utf8>, counts: List<Int64>}`, the labels in no particular order; a column of another type \
+         fails planning.",
+        "ml_label_counts(column)",
+    )
+    .with_argument("column", "The string or numeric column whose labels are counted.")
+    .with_sql_example("```sql\nSELECT ml_label_counts(purpose) AS counts FROM credit\n```")
+    .build()
+});
 
 impl AggregateUDFImpl for LabelCountsUdaf {
     fn name(&self) -> &str {
@@ -86,6 +102,10 @@ impl AggregateUDFImpl for LabelCountsUdaf {
 
     fn accumulator(&self, _args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         Ok(Box::<LabelCounts>::default())
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
     }
 }
 

@@ -7,13 +7,14 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{HashMap, exec_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
 use super::label_keys::{KeyedValues, LabelPositions};
 use super::spark_string::{is_indexable, spark_strings};
 use crate::attribute::NominalAttribute;
 use crate::params::HandleInvalid;
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{as_string, as_string_list, constant, keeps_invalid, planned_constant};
 
 /// The SQL name.
@@ -43,6 +44,30 @@ impl Default for StringIndexUdf {
 /// `ml_string_index`, built once.
 pub(crate) static STRING_INDEX: LazyLock<Arc<ScalarUDF>> =
     LazyLock::new(|| Arc::new(ScalarUDF::from(StringIndexUdf::default())));
+
+/// The SQL documentation of `ml_string_index`.
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "Spark's `StringIndexerModel` transform: each value's position in `labels` (numbers cast to strings as Spark \
+         casts them), as a `Float64`. Under `'error'` a null or unseen value fails the query naming the column and \
+         the value; under `'keep'` (and `'skip'`, whose row filter is the transformer's) both become \
+         `len(labels)`. The result carries the labels as nominal attribute metadata, with `__unknown` appended \
+         under `'keep'`.",
+        "ml_string_index(column, labels, handle_invalid)",
+    )
+    .with_argument("column", "The string or numeric column to index.")
+    .with_argument("labels", "The fitted labels in index order, a string list constant.")
+    .with_argument(
+        "handle_invalid",
+        "What a null or unseen value does, a string constant: `'error'`, `'keep'` or `'skip'`.",
+    )
+    .with_sql_example(
+        "```sql\nSELECT ml_string_index(purpose, ['radio/tv', 'new car', 'furniture'], 'keep') AS purpose_idx \
+         FROM credit\n```",
+    )
+    .build()
+});
 
 impl ScalarUDFImpl for StringIndexUdf {
     fn name(&self) -> &str {
@@ -111,6 +136,10 @@ impl ScalarUDFImpl for StringIndexUdf {
             }
         }
         Ok(ColumnarValue::Array(Arc::new(Float64Array::from(out))))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
     }
 }
 

@@ -6,10 +6,12 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 
 use super::assembly::{Columns, argument_fields, assembled_dim};
+use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{arrays, constant, keeps_invalid};
 use crate::vector::{vector_array, vector_type};
 
@@ -57,6 +59,31 @@ pub(crate) fn assembled_arguments(expr: &Expr) -> Option<&[Expr]> {
 pub(crate) static VECTOR_ASSEMBLE: LazyLock<Arc<ScalarUDF>> =
     LazyLock::new(|| Arc::new(ScalarUDF::from(VectorAssembleUdf::default())));
 
+/// The SQL documentation of `ml_vector_assemble`.
+static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        ML_DOC_SECTION,
+        "Spark's `VectorAssembler` transform: the values of numeric, boolean and vector columns one after another \
+         in one vector (`FixedSizeList<Float32>`, as wide as the columns' slots together). Under `'error'` a null, \
+         or NaN in a numeric column, fails the query naming the column and row; under `'keep'` a null becomes NaN \
+         (in every slot of a vector) and NaN stays; `'skip'` behaves as `'keep'` here, since dropping the rows is \
+         the transformer's filter.",
+        "ml_vector_assemble(handle_invalid, col, ...)",
+    )
+    .with_argument(
+        "handle_invalid",
+        "What nulls and NaN do, a string constant: `'error'`, `'keep'` or `'skip'`.",
+    )
+    .with_argument(
+        "col",
+        "One or more numeric, boolean or vector columns; a number or boolean fills one slot, a vector its width.",
+    )
+    .with_sql_example(
+        "```sql\nSELECT ml_vector_assemble('error', duration, credit_amount, age) AS features FROM credit\n```",
+    )
+    .build()
+});
+
 impl ScalarUDFImpl for VectorAssembleUdf {
     fn name(&self) -> &str {
         NAME
@@ -82,5 +109,9 @@ impl ScalarUDFImpl for VectorAssembleUdf {
         let columns = Columns::read(&arrays(&args.args[1..], rows)?, &args.arg_fields[1..], keep)?;
         let out = columns.assemble(dim, |_, x| x as f32)?;
         Ok(ColumnarValue::Array(vector_array(rows, dim, out, None)?))
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCS)
     }
 }
