@@ -22,6 +22,8 @@ use serde_json::Value;
 
 use crate::common::wait_within;
 
+mod guide;
+
 /// The Python of the environment `scripts/pyspark_client.sh` installed (`./dev test` names it).
 fn client_python() -> PathBuf {
     let env = std::env::var("HEARTH_PYSPARK_CLIENT").expect(

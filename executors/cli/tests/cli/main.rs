@@ -6,6 +6,7 @@ mod commands;
 mod common;
 mod connect_store;
 mod faults;
+mod guide;
 mod hosts;
 mod hosts_outputs;
 mod lab;
