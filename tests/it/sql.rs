@@ -315,6 +315,11 @@ async fn bad_statements_are_named_and_leave_the_catalog_as_it_was() {
         misspelt.contains("ML.PREDCT is not a table function (did you mean ML.PREDICT?)"),
         "{misspelt}"
     );
+    let rows_not_read = error("SELECT * FROM ML.TRAINING_INFO(MODEL credit_lr, TABLE credit)").await;
+    assert!(
+        rows_not_read.contains("ML.TRAINING_INFO takes no rows: ML.TRAINING_INFO(MODEL m)"),
+        "{rows_not_read}"
+    );
     let unknown_model = error("SELECT * FROM ML.PREDICT(MODEL nope, TABLE credit)").await;
     assert!(
         unknown_model.contains("no model named \"nope\"") && unknown_model.contains("credit_lr"),

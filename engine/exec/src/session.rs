@@ -50,7 +50,7 @@ pub fn hearth_state(config: SessionConfig) -> SessionState {
         .with_optimizer_rules(optimizer_rules())
         .build();
     let ctx = SessionContext::new_with_state(state);
-    install_functions(&ctx);
+    install_session_functions(&ctx);
     ctx.state()
 }
 
@@ -67,8 +67,16 @@ fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
         .collect()
 }
 
-/// Registers the core's own functions and every extension's in `ctx`.
-fn install_functions(ctx: &SessionContext) {
+/// Registers every function a hearth session has in `ctx`: the core's own and every extension's.
+///
+/// ```
+/// use datafusion::execution::FunctionRegistry;
+///
+/// let ctx = datafusion::prelude::SessionContext::new();
+/// hearth_exec::session::install_session_functions(&ctx);
+/// assert!(ctx.udf("ml_row_uniform").is_ok());
+/// ```
+pub fn install_session_functions(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::clone(&ROW_UNIFORM));
     extension::install_functions(ctx);
 }
@@ -214,7 +222,7 @@ impl Session {
             state.table_factories_mut().insert("CSV".to_string(), located);
         }
         let ctx = SessionContext::new_with_state(state);
-        install_functions(&ctx);
+        install_session_functions(&ctx);
         Self::with_context(master, ctx)
     }
 

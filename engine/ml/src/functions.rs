@@ -17,7 +17,7 @@ use datafusion::prelude::SessionContext;
 
 use crate::clustering::{KMEANS_ASSIGN, KMEANS_COST, KMEANS_SUMS};
 use crate::evaluation::{EVALUATION_STATES, METRIC, SILHOUETTE, SILHOUETTE_STATS, STATE_ROWS};
-use crate::extension::{SessionExtension, install_functions};
+use crate::extension::SessionExtension;
 use crate::feature::one_hot_encoder::ONE_HOT;
 use crate::feature::standard_scaler::{ASSEMBLED_SUMMARY, SCALED_ASSEMBLE, STANDARD_SCALE, VECTOR_SUMMARY};
 use crate::feature::string_indexer::{LABEL_COUNTS, STRING_INDEX};
@@ -25,6 +25,7 @@ use crate::feature::vector_assembler::VECTOR_ASSEMBLE;
 use crate::full_batch::FullBatchFunction;
 use crate::linear::{LINEAR_PREDICT, LOGISTIC_SCORES};
 use crate::perceptron::PERCEPTRON_SCORES;
+use crate::session::install_session_functions;
 
 /// Registers every hearth SQL function in `ctx`, so SQL can call them by name, and makes hearth's
 /// trainer and linear models' fit runnable by barrier stages in this process.
@@ -77,8 +78,8 @@ inventory::submit! {
     }
 }
 
-/// hearth's SQL functions as a Markdown page: every `ml_` function the extensions of this program register,
-/// in name order, from its own documentation.
+/// hearth's SQL functions as a Markdown page: every `ml_` function a session of this program has, in name
+/// order, from its own documentation.
 ///
 /// ```
 /// let page = hearth_engine::functions::sql_functions_reference();
@@ -93,7 +94,8 @@ pub fn sql_functions_reference() -> String {
          The functions hearth registers in every session and executor: the transforms of fitted stages (their \
          fitted state passed as literal arguments) and the aggregates that fit stages and evaluators. \
          `ML.PREDICT`, `Pipeline::fit` and the evaluators plan with them; a query may call them by name, but for \
-         the two whose result's shape a literal argument sets (each says so).\n",
+         the two whose result's shape a list argument sets, which planning must read as a literal (a query's \
+         `[…]` is not one; each says so).\n",
     );
     for (name, kind, documentation) in registered_ml_functions() {
         let _ = write!(page, "\n## `{name}`\n\n");
@@ -107,11 +109,11 @@ pub fn sql_functions_reference() -> String {
     page
 }
 
-/// Every `ml_` function the extensions of this program register, in name order: its name, whether it is a
+/// Every `ml_` function a session of this program has, in name order: its name, whether it is a
 /// scalar or an aggregate function, and its documentation.
 fn registered_ml_functions() -> Vec<(String, &'static str, Option<Documentation>)> {
     let ctx = SessionContext::new();
-    install_functions(&ctx);
+    install_session_functions(&ctx);
     let state = ctx.state();
     let scalars =
         (state.scalar_functions().iter()).map(|(name, f)| (name.clone(), "Scalar", f.documentation().cloned()));

@@ -10,6 +10,8 @@ pub struct MlFunction {
     pub name: &'static str,
     /// How a query calls it, brackets around what may be left out.
     pub syntax: &'static str,
+    /// Whether it reads rows after its model (`(SELECT …)` or `TABLE name`).
+    pub takes_rows: bool,
     /// The settings it takes after its rows (`STRUCT(0.6 AS threshold)`), when it takes any.
     pub settings: Option<&'static str>,
     /// What it gives: its rows and columns, and which rows it reads without rows given.
@@ -28,6 +30,7 @@ pub const ML_FUNCTIONS: &[MlFunction] = &[
     MlFunction {
         name: "predict",
         syntax: "ML.PREDICT(MODEL m, rows)",
+        takes_rows: true,
         settings: None,
         gives: "The rows with `predicted_<label>` and, for a classifier, `predicted_<label>_probs` \
                 (`[{label, prob}, …]`); a k-means model instead adds `centroid_id` (1, 2, …) and `nearest_centroids_distance` \
@@ -36,6 +39,7 @@ pub const ML_FUNCTIONS: &[MlFunction] = &[
     MlFunction {
         name: "evaluate",
         syntax: "ML.EVALUATE(MODEL m [, rows])",
+        takes_rows: true,
         settings: None,
         gives: "One row of metrics, over the rows given or else the rows held out when training: a classifier's \
                 `f1`, `accuracy`, `weightedPrecision`, `weightedRecall`, `logLoss` (and `areaUnderROC`, \
@@ -46,6 +50,7 @@ pub const ML_FUNCTIONS: &[MlFunction] = &[
     MlFunction {
         name: "confusion_matrix",
         syntax: "ML.CONFUSION_MATRIX(MODEL m [, rows] [, settings])",
+        takes_rows: true,
         settings: Some(
             "`STRUCT(t AS threshold)`: a binary model predicts its positive class at a probability of `t` or more",
         ),
@@ -55,8 +60,10 @@ pub const ML_FUNCTIONS: &[MlFunction] = &[
     MlFunction {
         name: "roc_curve",
         syntax: "ML.ROC_CURVE(MODEL m [, rows] [, settings])",
+        takes_rows: true,
         settings: Some(
-            "`GENERATE_ARRAY(start, end, step)` or `[t, …]`: the thresholds (about a hundred from the scores when none are given)",
+            "`GENERATE_ARRAY(start, end, step)` or `[t, …]`: the thresholds (none given: every distinct score, or \
+             from 200 of them on, Spark's 100 to 199 down-sampled groups)",
         ),
         gives: "A binary classifier's `threshold`, `recall`, `false_positive_rate`, `true_positives`, \
                 `false_positives`, `true_negatives`, `false_negatives` per threshold; over the held-out rows \
@@ -65,41 +72,50 @@ pub const ML_FUNCTIONS: &[MlFunction] = &[
     MlFunction {
         name: "explain_predict",
         syntax: "ML.EXPLAIN_PREDICT(MODEL m, rows [, settings])",
+        takes_rows: true,
         settings: Some("`STRUCT(k AS top_k_features)`: how many attributions each row keeps (5 by default)"),
         gives: "`ML.PREDICT`'s columns plus `top_feature_attributions` (the largest by magnitude, by integrated \
                 gradients from the training rows' mean), `baseline_prediction_value`, `prediction_value` and \
-                `approximation_error`; network models.",
+                `approximation_error`; network, `linear_reg` and `logistic_reg` models (not k-means).",
     },
     MlFunction {
         name: "global_explain",
         syntax: "ML.GLOBAL_EXPLAIN(MODEL m [, rows])",
+        takes_rows: true,
         settings: None,
         gives: "Each feature's mean attribution magnitude (`feature`, `attribution`) over the held-out rows or \
-                the rows given; network models.",
+                the rows given; network, `linear_reg` and `logistic_reg` models (not k-means).",
     },
     MlFunction {
         name: "transform",
         syntax: "ML.TRANSFORM(MODEL m, rows)",
+        takes_rows: true,
         settings: None,
-        gives: "The rows through the model's fitted preprocessing (its `TRANSFORM` clause), without the model.",
+        gives: "The fitted preprocessing's output columns (its `TRANSFORM` select list) for each row, and the \
+                label when the rows have it; the rows' other columns are not kept.",
     },
     MlFunction {
         name: "training_info",
         syntax: "ML.TRAINING_INFO(MODEL m)",
+        takes_rows: false,
         settings: None,
-        gives: "A row per epoch (attempt, loss, accuracy, validation figures, learning rate, time); a linear \
-                model solved exactly: a row per solver iteration from 0 with its objective; k-means: the \
-                iterations run, the training cost and the cluster sizes.",
+        gives: "A row per epoch: `attempt`, `epoch`, `loss`, `accuracy`, `validation_loss`, \
+                `validation_accuracy`, `learning_rate`, `duration_ms`; a linear model solved exactly: a row per \
+                solver iteration from 0, its objective in `loss` (a normal-equation solve: row 0 alone, `loss` \
+                NULL); k-means: one row of `iterations`, `training_cost`, `cluster_sizes`.",
     },
     MlFunction {
         name: "feature_info",
         syntax: "ML.FEATURE_INFO(MODEL m)",
+        takes_rows: false,
         settings: None,
-        gives: "Each fitted preprocessing stage's state: labels, sizes, means, standard deviations.",
+        gives: "A row per fitted preprocessing stage: `stage`, `class`, `uid`, `state` (its labels, sizes, means \
+                or standard deviations, as text) and `params` (JSON).",
     },
     MlFunction {
         name: "trial_info",
         syntax: "ML.TRIAL_INFO(MODEL m)",
+        takes_rows: false,
         settings: None,
         gives: "A row per tuning trial: `trial_id`, `hyperparameters`, `hparam_tuning_evaluation_metrics`, \
                 `training_loss`, `eval_loss`, `status`, `error_message`, `start_seconds`, `seconds`, `is_optimal`.",
@@ -107,6 +123,7 @@ pub const ML_FUNCTIONS: &[MlFunction] = &[
     MlFunction {
         name: "centroids",
         syntax: "ML.CENTROIDS(MODEL m)",
+        takes_rows: false,
         settings: None,
         gives: "A k-means model's centroids: a row per centroid and feature (`centroid_id`, `feature`, \
                 `numerical_value` in the column's own units, or a string column's `categorical_value`).",
@@ -114,6 +131,7 @@ pub const ML_FUNCTIONS: &[MlFunction] = &[
     MlFunction {
         name: "weights",
         syntax: "ML.WEIGHTS(MODEL m [, settings])",
+        takes_rows: false,
         settings: Some(
             "`STRUCT(TRUE AS standardize)`: each number's weight per standard deviation instead of per unit",
         ),
@@ -141,8 +159,8 @@ pub fn ml_functions_reference() -> String {
          a test fails when this page differs from it: `HEARTH_BLESS_DOCS=1 ./dev test docs_reference` rewrites \
          it. -->\n\n\
          BigQuery ML's table functions over a model of the catalog, usable in any `FROM`. `MODEL m` names the \
-         model; `rows` is `(SELECT …)` or `TABLE name`. A function hearth does not have, or settings a function \
-         does not take, are refused by name.\n\n\
+         model; `rows` is `(SELECT …)` or `TABLE name`. A function hearth does not have, or rows or settings a \
+         function does not take, are refused by name.\n\n\
          | call | settings | gives |\n|---|---|---|\n",
     );
     for function in ML_FUNCTIONS {

@@ -175,6 +175,9 @@ impl MlCall {
                 functions.join(", ")
             )));
         };
+        if self.query.is_some() && !function.takes_rows {
+            return Err(plan_error(format!("{} takes no rows: {}", self.name, function.syntax)));
+        }
         if self.settings.is_some() && function.settings.is_none() {
             let taking: Vec<String> = ML_FUNCTIONS
                 .iter()

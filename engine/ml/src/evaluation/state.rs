@@ -90,8 +90,9 @@ static MULTICLASS_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
         ML_DOC_SECTION,
         "The state of Spark's `MulticlassClassificationEvaluator` over the rows, the weight of each \
          (label, prediction) pair and, with a probability column, the log-loss, as `Binary` bytes that \
-         `ml_metric('multiclass', ...)` and `ml_confusion` read. A null or NaN value, a negative weight, or a label \
-         with no slot in the probability vector fails the query naming the column and row.",
+         `ml_metric('multiclass', ...)` and `ml_confusion` read. A null or NaN label, prediction or weight, a negative \
+         weight, or a label with no slot in the probability vector fails the query naming the column and the \
+         row's place in its batch; the probabilities themselves are not checked.",
         "ml_multiclass_state(label, prediction, weight[, probability])",
     )
     .with_argument("label", "Each row's true class index, a numeric column.")
@@ -115,13 +116,15 @@ static BINARY_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
         ML_DOC_SECTION,
         "The state of Spark's `BinaryClassificationEvaluator` over the rows, the weight of positive \
          and negative rows at each distinct score, as `Binary` bytes that `ml_metric('binary', ...)` and \
-         `ml_roc_curve` read. A null or NaN value or a negative weight fails the query naming the column and row.",
+         `ml_roc_curve` read. A null or NaN value or a negative weight fails the query naming the column and the row's place in its \
+         batch.",
         "ml_binary_state(score, label, weight)",
     )
     .with_argument(
         "score",
         "Each row's score for the positive class: a number, or a vector (a `FixedSizeList` of numbers, or a \
-         `List<Float64>` whose rows are equally long) whose second slot is taken, as Spark reads `rawPrediction`.",
+         `List<Float64>` whose rows are equally long) whose second slot is taken (its only slot when it has one), as Spark reads \
+         `rawPrediction`.",
     )
     .with_argument(
         "label",
@@ -141,7 +144,8 @@ static REGRESSION_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
         ML_DOC_SECTION,
         "The state of Spark's `RegressionEvaluator` over the rows, the weighted sums of the labels, \
          the predictions, their squares and the errors, as `Binary` bytes that `ml_metric('regression', ...)` reads. \
-         A null or NaN value or a negative weight fails the query naming the column and row.",
+         A null or NaN value or a negative weight fails the query naming the column and the row's place in its \
+         batch.",
         "ml_regression_state(label, prediction, weight)",
     )
     .with_argument("label", "Each row's true value, a numeric column.")

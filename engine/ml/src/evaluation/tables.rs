@@ -113,8 +113,8 @@ static ROC_CURVE_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
     .with_argument(
         "thresholds",
         "The thresholds, a numeric list constant, in the order the rows come in. An empty list (`[]`) takes them \
-         from the scores instead, highest first: every distinct score or, past 200 of them, the lowest score of \
-         each of about a hundred groups (Spark's down-sampling).",
+         from the scores instead, highest first: every distinct score or, from 200 of them on, the lowest score \
+         of each run of ⌊n/100⌋ scores (100 to 199 groups: Spark's down-sampling).",
     )
     .with_sql_example(
         "```sql\nSELECT ml_roc_curve(state, [0.25, 0.5, 0.75]) AS curve\n\

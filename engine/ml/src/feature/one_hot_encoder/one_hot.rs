@@ -52,7 +52,7 @@ static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
          With `n = category_size` the vector has `n − 1` slots (`drop_last`, `'error'`), `n` (no `drop_last`, \
          `'error'`), `n + 1` (no `drop_last`, `'keep'`: an invalid index gets the extra slot) or `n` (`drop_last`, \
          `'keep'`: an invalid index is all zeros). Under `'error'` a negative or unseen index fails the query naming \
-         the column and row. A null index gives a null vector; a fractional index is truncated.",
+         the column and the row's place in its batch. A null index gives a null vector; a fractional index is truncated.",
         "ml_one_hot(index, category_size, drop_last, handle_invalid)",
     )
     .with_argument("index", "Each row's category index, a numeric column.")

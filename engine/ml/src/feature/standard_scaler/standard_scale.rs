@@ -86,7 +86,8 @@ static SCALED_ASSEMBLE_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
         ML_DOC_SECTION,
         "Spark's `VectorAssembler` then `StandardScalerModel` in one pass: \
          `ml_standard_scale(ml_vector_assemble(handle_invalid, col, ...), mean, std, with_mean, with_std)` without \
-         the assembled vectors in between, each value scaled in `f64` as it is written and rounded to `f32` once. \
+         the assembled vectors in between, each value scaled in `f64` as it is written and rounded to `f32` once \
+         (a vector column's values are `f32` already). \
          `ml_standard_scale` rewrites itself into this form when its vector is an `ml_vector_assemble` call. \
          Returns a vector (`FixedSizeList<Float32>`) as wide as the columns' slots together; `handle_invalid` \
          treats nulls and NaN as `ml_vector_assemble` does.",

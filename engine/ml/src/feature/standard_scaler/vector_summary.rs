@@ -111,7 +111,8 @@ static ASSEMBLED_SUMMARY_DOCS: LazyLock<Documentation> = LazyLock::new(|| {
     Documentation::builder(
         ML_DOC_SECTION,
         "`ml_vector_summary` of `ml_vector_assemble(handle_invalid, col, ...)`, taken from the columns \
-         themselves in `f64` without building the vectors (no `f32` rounding first, as Spark): what \
+         themselves without building the vectors (a number or boolean column in `f64`, with no `f32` rounding \
+         first, as Spark; a vector column's `f32` values as they are): what \
          `StandardScaler` is fitted with right after a `VectorAssembler`. Returns a struct \
          `{count: Int64, mean: List<Float64>, std: List<Float64>}`; `handle_invalid` treats nulls and NaN as \
          `ml_vector_assemble` does.",

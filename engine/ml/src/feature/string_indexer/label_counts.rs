@@ -55,13 +55,16 @@ pub(crate) static LABEL_COUNTS: LazyLock<Arc<AggregateUDF>> =
 static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
     Documentation::builder(
         ML_DOC_SECTION,
-        "How often each distinct non-null label of a string or numeric column occurs (numbers cast \
-         to strings as Spark casts them, NaN not counted): what `StringIndexer` is fitted with. Returns a struct \
-         `{labels: List<Utf8>, counts: List<Int64>}`, the labels in no particular order; a column of another type \
-         fails planning.",
+        "How often each distinct non-null label of a string, boolean or numeric column occurs (numbers and \
+         booleans cast to strings as Spark casts them, NaN not counted): what `StringIndexer` is fitted with. \
+         Returns a struct `{labels: List<Utf8>, counts: List<Int64>}`, the labels in no particular order; a column \
+         of any other type fails planning.",
         "ml_label_counts(column)",
     )
-    .with_argument("column", "The string or numeric column whose labels are counted.")
+    .with_argument(
+        "column",
+        "The string, boolean or numeric column whose labels are counted.",
+    )
     .with_sql_example("```sql\nSELECT ml_label_counts(purpose) AS counts FROM credit\n```")
     .build()
 });

@@ -52,11 +52,12 @@ static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
         "Spark's `StringIndexerModel` transform: each value's position in `labels` (numbers cast to strings as Spark \
          casts them), as a `Float64`. Under `'error'` a null or unseen value fails the query naming the column and \
          the value; under `'keep'` (and `'skip'`, whose row filter is the transformer's) both become \
-         `len(labels)`. The result carries the labels as nominal attribute metadata, with `__unknown` appended \
+         `len(labels)`. When `labels` is a literal at planning (as hearth's plans pass it; a query's `[…]` is not one), the \
+         result carries the labels as nominal attribute metadata, with `__unknown` appended \
          under `'keep'`.",
         "ml_string_index(column, labels, handle_invalid)",
     )
-    .with_argument("column", "The string or numeric column to index.")
+    .with_argument("column", "The string, boolean or numeric column to index.")
     .with_argument("labels", "The fitted labels in index order, a string list constant.")
     .with_argument(
         "handle_invalid",

@@ -65,7 +65,7 @@ static DOCS: LazyLock<Documentation> = LazyLock::new(|| {
         ML_DOC_SECTION,
         "Spark's `VectorAssembler` transform: the values of numeric, boolean and vector columns one after another \
          in one vector (`FixedSizeList<Float32>`, as wide as the columns' slots together). Under `'error'` a null, \
-         or NaN in a numeric column, fails the query naming the column and row; under `'keep'` a null becomes NaN \
+         or NaN in a numeric column, fails the query naming the column and the row's place in its batch; under `'keep'` a null becomes NaN \
          (in every slot of a vector) and NaN stays; `'skip'` behaves as `'keep'` here, since dropping the rows is \
          the transformer's filter.",
         "ml_vector_assemble(handle_invalid, col, ...)",
