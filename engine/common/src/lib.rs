@@ -2,8 +2,10 @@
 //!
 //! What every hearth crate shares and none owns: the error type ([`error::HearthError`]), Spark's parameter
 //! vocabulary ([`params`]), the vector column type ([`vector`]) and its attribute metadata ([`attribute`]),
-//! this host's name and address ([`host`]), and [`files`], which writes a directory whole — a model, a
-//! pipeline, a frame's part files — so that a reader never meets one half-written.
+//! this host's name and address ([`host`]), [`files`], which writes a directory whole — a model, a
+//! pipeline, a frame's part files — so that a reader never meets one half-written, [`scratch`], the
+//! directories of spilled rows that a killed process does not leave behind for good, and [`peers`]: whose
+//! process on this machine is at the other end of a connection.
 //!
 //! ```
 //! use hearth_common::files::{WholeDirError, write_dir_whole};
@@ -26,4 +28,6 @@ pub mod host;
 pub mod ids;
 pub mod names;
 pub mod params;
+pub mod peers;
+pub mod scratch;
 pub mod vector;

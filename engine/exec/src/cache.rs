@@ -47,6 +47,7 @@ use futures::StreamExt;
 
 use crate::error::Result;
 use crate::master::{Master, SessionInfo};
+use crate::scratch::scratch_dir;
 
 /// How much of a cached frame is held in memory by default before the rest goes to disk: 1 GiB.
 pub const DEFAULT_MEMORY_BUDGET: usize = 1 << 30;
@@ -134,9 +135,7 @@ impl Budget {
     }
 
     fn spill_dir(&self) -> DfResult<Arc<tempfile::TempDir>> {
-        let dir = self
-            .dir
-            .get_or_init(|| tempfile::Builder::new().prefix("hearth-cache-").tempdir().map(Arc::new));
+        let dir = self.dir.get_or_init(|| scratch_dir("cache").map(Arc::new));
         dir.as_ref().map(Arc::clone).map_err(|e| {
             DataFusionError::Execution(format!(
                 "caching rows past the memory budget: cannot create a directory in {}: {e}",

@@ -26,7 +26,7 @@
 // No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
 #![warn(clippy::too_many_lines)]
 
-pub use hearth_common::{attribute, error, host, params, vector};
+pub use hearth_common::{attribute, error, host, params, peers, scratch, vector};
 
 pub mod ballista;
 pub mod barrier;

@@ -51,7 +51,7 @@
 // No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
 #![warn(clippy::too_many_lines)]
 
-pub use hearth_common::{attribute, error, files, host, names, params, vector};
+pub use hearth_common::{attribute, error, files, host, names, params, peers, scratch, vector};
 use hearth_exec::udf;
 pub use hearth_exec::{
     ballista, barrier, cache, codec, driver_job, exchange, extension, frame, images, master, object_stores, read,

@@ -22,6 +22,7 @@ use hearth_engine::barrier::shipped::run_shipped_programs;
 use hearth_engine::barrier::{libtorch_sees_gpus, offer_gpus};
 use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_engine::host::host_name;
+use hearth_engine::scratch::scratch_dir;
 use hearth_engine::session::hearth_state;
 
 use super::flight::flight_front;
@@ -214,7 +215,7 @@ impl WorkDir {
                 let unmade = |e: std::io::Error| {
                     FleetError::Stopped(format!("cannot make a work directory for the executor: {e}"))
                 };
-                let dir = (tempfile::Builder::new().prefix("hearth-executor-").tempdir()).map_err(unmade)?;
+                let dir = scratch_dir("executor").map_err(unmade)?;
                 std::fs::create_dir(dir.path().join(TEMPORARY_WORK)).map_err(unmade)?;
                 Ok(Self::Temporary(dir))
             }

@@ -43,6 +43,7 @@ use super::cluster::client_context;
 use super::secret::ClusterSecret;
 use super::token::Principal;
 use crate::codec::FLEET_MESSAGE_BYTES;
+use crate::scratch::scratch_dir;
 
 fn configuration(message: impl ToString) -> DataFusionError {
     DataFusionError::Configuration(message.to_string())
@@ -189,9 +190,7 @@ async fn serve_executor(
         config.ballista_physical_extension_codec(),
     );
     let (listener, address) = loopback_listener("executor").await?;
-    let work_dir = tempfile::Builder::new()
-        .prefix("hearth-standalone-")
-        .tempdir()
+    let work_dir = scratch_dir("standalone")
         .map_err(|e| configuration(format!("the standalone executor's work directory: {e}")))?;
     let work_path = work_dir.path().to_string_lossy().into_owned();
     let registration = ExecutorRegistration {

@@ -29,6 +29,7 @@ use futures::TryStreamExt;
 use tempfile::TempDir;
 
 use super::row_order::row_hashes;
+use crate::scratch::scratch_dir_in;
 
 /// The column of row hashes a spilled run carries after the partition's own.
 const HASH_COLUMN: &str = "__hearth_row_hash";
@@ -288,10 +289,7 @@ impl Spill {
             .into_iter()
             .next()
             .unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new()
-            .prefix("hearth-barrier-")
-            .tempdir_in(&root)
-            .map_err(|e| spill_error(&root, &e))?;
+        let dir = scratch_dir_in("barrier", &root).map_err(|e| spill_error(&root, &e))?;
         Ok(Self {
             dir,
             run_bytes,
