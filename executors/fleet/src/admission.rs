@@ -167,6 +167,11 @@ impl<S> Admitted<S> {
         &self.admission
     }
 
+    /// The connection beneath.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
     /// Why the connection must end, if it must: closed to make room, or past its deadline unadmitted.
     fn refusal(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
         let standing = &self.admission.0;

@@ -21,6 +21,7 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use hearth_engine::ballista::{ClusterSecret, Principal, SECRET_FILE_ENV};
+use hearth_engine::peers::other_local_user;
 
 use super::tls::Peer;
 use crate::grpc::{PERMISSION_DENIED, UNAUTHENTICATED, grpc_error};
@@ -90,6 +91,11 @@ async fn require_secret(
             header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/grpc")),
         )
     };
+    if let Some(user) = another_local_user(&connection)
+        && !PROBES.contains(&request.uri().path())
+    {
+        return another_users_connection(&guard, &request, peer, user, grpc);
+    }
     let refusal = match admitted {
         Ok(Principal::Job(job)) if !(guard.jobs)(&job, request.method(), request.uri().path()) => {
             return beyond_its_job(&guard, &job, &request, peer, grpc);
@@ -112,6 +118,38 @@ async fn require_secret(
     match grpc {
         true => grpc_error(UNAUTHENTICATED, REFUSAL),
         false => (StatusCode::UNAUTHORIZED, format!("{REFUSAL}\n")).into_response(),
+    }
+}
+
+/// The user of a process on this machine, other than the fleet's own user (or root), at the other end of a
+/// connection not yet admitted: whatever its token, it is refused — a token can be read from another user's
+/// file, the kernel's socket table cannot be argued with. Looked up once, at the connection's first request.
+fn another_local_user(connection: &Peer) -> Option<u32> {
+    let local = connection.local.filter(|_| connection.admission.is_waiting())?;
+    other_local_user(connection.address, local)
+}
+
+/// The refusal of a request from a process of `user`, another user of this machine.
+fn another_users_connection(
+    guard: &Guard,
+    request: &Request,
+    peer: std::net::SocketAddr,
+    user: u32,
+    grpc: bool,
+) -> Response {
+    log::warn!(
+        "{} refused {} {} from {peer}: a process of user {user} on this machine, not the fleet's user",
+        guard.server,
+        request.method(),
+        request.uri().path()
+    );
+    let refusal = format!(
+        "{} admits from this machine only the processes of the user it runs as; this connection is user {user}'s",
+        guard.server
+    );
+    match grpc {
+        true => grpc_error(UNAUTHENTICATED, &refusal),
+        false => (StatusCode::UNAUTHORIZED, format!("{refusal}\n")).into_response(),
     }
 }
 

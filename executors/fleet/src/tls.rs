@@ -38,17 +38,28 @@ const BACKLOG: usize = 64;
 pub trait Connection: AsyncRead + AsyncWrite + Unpin + Send {
     /// The connection's standing.
     fn admission(&self) -> &Admission;
+
+    /// The address the connection was accepted on (this end's).
+    fn local_address(&self) -> Option<SocketAddr>;
 }
 
 impl Connection for Admitted<TcpStream> {
     fn admission(&self) -> &Admission {
         Admitted::admission(self)
     }
+
+    fn local_address(&self) -> Option<SocketAddr> {
+        self.get_ref().local_addr().ok()
+    }
 }
 
 impl Connection for tokio_rustls::server::TlsStream<Admitted<TcpStream>> {
     fn admission(&self) -> &Admission {
         self.get_ref().0.admission()
+    }
+
+    fn local_address(&self) -> Option<SocketAddr> {
+        self.get_ref().0.local_address()
     }
 }
 
@@ -160,12 +171,15 @@ impl axum::serve::Listener for FleetListener {
     }
 }
 
-/// The peer of a connection a [`FleetListener`] accepted, for handlers and middleware: its address, and the
-/// connection's [`Admission`], which the guard marks when a request proves the secret.
+/// The peer of a connection a [`FleetListener`] accepted, for handlers and middleware: its address, the
+/// address it connected to, and the connection's [`Admission`], which the guard marks when a request proves the
+/// secret.
 #[derive(Clone, Debug)]
 pub struct Peer {
     /// The peer's address.
     pub address: SocketAddr,
+    /// The address the peer connected to (this end's).
+    pub local: Option<SocketAddr>,
     /// The connection's standing.
     pub admission: Admission,
 }
@@ -174,6 +188,7 @@ impl Connected<IncomingStream<'_, FleetListener>> for Peer {
     fn connect_info(stream: IncomingStream<'_, FleetListener>) -> Self {
         Peer {
             address: *stream.remote_addr(),
+            local: stream.io().local_address(),
             admission: stream.io().admission().clone(),
         }
     }

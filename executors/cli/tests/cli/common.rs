@@ -17,12 +17,7 @@ pub fn hearth() -> Command {
 /// the program (this user's own may sit in a folder `nobody` cannot open), where the tests run as root, as CI
 /// runs them; as this user elsewhere (whom the fleet refuses without the secret all the same).
 pub fn as_another_user(program: &str) -> Command {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find_map(|line| line.strip_prefix("Uid:"))
-        .is_some_and(|ids| ids.split_whitespace().nth(1) == Some("0"));
-    if !root {
+    if !runs_as_root() {
         return Command::new(program);
     }
     let system = ["/usr/local/bin", "/usr/bin", "/bin"]
@@ -35,6 +30,15 @@ pub fn as_another_user(program: &str) -> Command {
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(system);
     setpriv
+}
+
+/// Whether the tests run as root (as CI runs them), so that [`as_another_user`] is another user.
+pub fn runs_as_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .is_some_and(|ids| ids.split_whitespace().nth(1) == Some("0"))
 }
 
 /// The repository's root: the examples' relative paths start there.

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{Fleet, as_another_user, hearth, shown, wait_for};
+use crate::common::{Fleet, as_another_user, hearth, runs_as_root, shown, wait_for};
 use crate::procfs::listening_ports;
 use crate::relay::RecordingRelay;
 
@@ -115,6 +115,22 @@ fn a_fleet_refuses_executors_and_clients_without_its_secret() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&answered.stdout), "200");
+    // The same token in another user's hands, from this machine, is refused: the kernel's socket table says
+    // whose process connects.
+    if runs_as_root() {
+        let replayed = as_another_user("curl")
+            .args(["--silent", "--max-time", "10", "--write-out", " %{http_code}", "-H"])
+            .arg(text.trim())
+            .arg(&url)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&replayed.stdout);
+        assert!(
+            said.ends_with(" 401") && said.contains("only the processes of the user it runs as"),
+            "{}",
+            shown(&replayed)
+        );
+    }
 
     // A secret file others can read is refused before anything starts.
     let open = elsewhere.path().join("secret");
