@@ -32,6 +32,34 @@ pub fn as_another_user(program: &str) -> Command {
     setpriv
 }
 
+/// Tells training from the stages before it by the slots a job holds: its preprocessing holds two slots for a
+/// few milliseconds at a time, its training the same two for as long as it trains.
+#[derive(Debug, Default)]
+pub struct TrainingSlots {
+    held: Option<(Vec<String>, Instant)>,
+}
+
+impl TrainingSlots {
+    /// How long the same two slots must be held to count as training.
+    const HELD: Duration = Duration::from_secs(3);
+
+    /// The two executors training holds, once `busy` (the executors busy now, polled) has named the same two
+    /// for 3 s.
+    pub fn seen(&mut self, busy: Vec<String>) -> Option<Vec<String>> {
+        match &self.held {
+            _ if busy.len() != 2 => {
+                self.held = None;
+                None
+            }
+            Some((held, since)) if *held == busy => (since.elapsed() >= Self::HELD).then_some(busy),
+            _ => {
+                self.held = Some((busy, Instant::now()));
+                None
+            }
+        }
+    }
+}
+
 /// Whether the tests run as root (as CI runs them), so that [`as_another_user`] is another user.
 pub fn runs_as_root() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

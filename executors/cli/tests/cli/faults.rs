@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Fleet, hearth, shown, wait_for};
+use crate::common::{Fleet, TrainingSlots, hearth, shown, wait_for};
 
 /// A SQL job training a small MLP on german_credit for `epochs` epochs on two workers, with `options`.
 pub(crate) fn training_job(dir: &Path, name: &str, epochs: usize, options: &str) -> String {
@@ -138,25 +138,12 @@ fn gpus_missing_a_killed_job_and_a_killed_executor() {
     assert_eq!(record["message"], "the scheduler stopped", "{record}");
 }
 
-/// The two executors a training job's ranks hold, once it trains.
-///
-/// The job's earlier stages (preprocessing) also hold two slots for a few milliseconds, and a job killed or
-/// a task lost then never reaches training: wait until the same two slots have been held for 3 s.
+/// The two executors a training job's ranks hold, once it trains ([`TrainingSlots`]): a job killed, or a
+/// task lost, during its preprocessing never reaches training.
 fn training_slots(fleet: &Fleet) -> Vec<String> {
-    let mut held_since: Option<(Vec<String>, Instant)> = None;
+    let mut slots = TrainingSlots::default();
     wait_for("training holds two slots for 3 s", Duration::from_secs(90), || {
-        let busy = fleet.busy_executors();
-        match &held_since {
-            _ if busy.len() != 2 => {
-                held_since = None;
-                None
-            }
-            Some((held, since)) if *held == busy => (since.elapsed() >= Duration::from_secs(3)).then_some(busy),
-            _ => {
-                held_since = Some((busy, Instant::now()));
-                None
-            }
-        }
+        slots.seen(fleet.busy_executors())
     })
 }
 

@@ -23,14 +23,15 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
-use crate::common::{Fleet, shown};
+use crate::common::{Fleet, TrainingSlots, shown};
 use crate::faults::training_job;
 
 use crate::procfs::{drop_a_rank_link, listening_ports, proc_strings, processes_of};
 use driver::{Driver, DriverKind, Ended, NO_NAMESPACE, spawn_logged};
 
-/// Epochs of the faulted job: long enough (several seconds) for a fault to land mid-training.
-const EPOCHS: usize = 400;
+/// Epochs of the faulted job: long enough (several seconds) for a fault to land mid-training, after training
+/// has been told from preprocessing (3 s) and a random delay (up to 3 s).
+const EPOCHS: usize = 600;
 /// The collectives' deadline the job sets (`timeout_seconds`): a stopped rank is given up after it.
 const DEADLINE: Duration = Duration::from_secs(5);
 /// How long a driver may take to end once its fault is injected before its job counts as hung.
@@ -193,14 +194,17 @@ fn soak_run(fault: Fault, cluster_mode: bool, rng: &mut StdRng, keep: &Path) -> 
         _ => Driver::client(&fleet, dir.path(), &job, &models),
     };
     pids.extend(driver.pid(&fleet));
-    // Training has begun when it holds two slots; a driver that ends first is judged by what it said.
+    // Training has begun when it has held the same two slots for 3 s (its preprocessing holds two for a moment:
+    // a driver killed then leaves no rank to say why it stopped); a driver that ends first is judged by what it
+    // said.
     let mut early = None;
+    let mut slots = TrainingSlots::default();
     let training = poll(Duration::from_secs(90), || {
         if let Some(ended) = driver.ended(&fleet) {
             early = Some(ended);
             return Some(false);
         }
-        (fleet.busy_executors().len() == 2).then_some(true)
+        slots.seen(fleet.busy_executors()).map(|_| true)
     });
     let mut restarted = Restarted(None);
     if training == Some(true) && fault != Fault::FillModelDisk {
