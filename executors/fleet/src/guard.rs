@@ -91,8 +91,8 @@ async fn require_secret(
             header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/grpc")),
         )
     };
-    if let Some(user) = another_local_user(&connection)
-        && !PROBES.contains(&request.uri().path())
+    if !PROBES.contains(&request.uri().path())
+        && let Some(user) = another_local_user(&connection)
     {
         return another_users_connection(&guard, &request, peer, user, grpc);
     }
