@@ -3,12 +3,13 @@
 //! the executor alive — and a launch sent around the task port's front, straight to Ballista's task server
 //! on loopback, runs nothing — in a new session or in one whose tasks the executor ran — and its
 //! `RemoveJobData` cannot reach the shipped programs' folder; the same launch through the front with the secret
-//! runs (the plan writes a file).
+//! runs (the plan writes a file). A token is admitted for its service, on one connection, until it
+//! expires; a channel's token on each of its connections.
 
 use std::path::Path;
 use std::process::Child;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use arrow_flight::Ticket;
 use arrow_flight::flight_service_client::FlightServiceClient;
@@ -22,9 +23,10 @@ use ballista_core::serde::protobuf::{
 use datafusion::prelude::SessionContext;
 use datafusion_proto::physical_plan::AsExecutionPlan;
 use datafusion_proto::protobuf::PhysicalPlanNode;
-use hearth::engine::ballista::ClusterSecret;
+use hearth::engine::ballista::{ClusterSecret, Service};
 use hearth::engine::codec::HearthPhysicalCodec;
 use prost::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
 use tonic::transport::{Channel, Endpoint};
 
@@ -100,13 +102,44 @@ async fn client(host: &str, port: u16, secret: Option<&str>) -> ExecutorGrpcClie
         Some(secret) => {
             let token = ClusterSecret::parse(secret)
                 .unwrap()
-                .token_for(&format!("{host}:{port}"));
+                .channel_token(&format!("{host}:{port}"));
             endpoint.user_agent(token).unwrap()
         }
         None => endpoint,
     };
     let channel = tokio::time::timeout(Duration::from_secs(10), endpoint.connect()).await;
     ExecutorGrpcClient::new(channel.expect("connects within 10 s").unwrap())
+}
+
+/// A client of the executor's task service at `address` presenting `token` in its user agent.
+async fn client_with(address: &str, token: &str) -> ExecutorGrpcClient<Channel> {
+    let endpoint = Endpoint::from_shared(format!("http://{address}")).unwrap();
+    let channel = tokio::time::timeout(Duration::from_secs(10), endpoint.user_agent(token).unwrap().connect()).await;
+    ExecutorGrpcClient::new(channel.expect("connects within 10 s").unwrap())
+}
+
+/// The statuses and bodies of `requests` GETs of the scheduler's `/hearth/executors` at `address`, made one
+/// after the other on one connection with `token` as the bearer.
+async fn rest_answers(address: &str, token: &str, requests: usize) -> String {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    for n in 1..=requests {
+        let close = if n == requests { "close" } else { "keep-alive" };
+        let request = format!(
+            "GET /hearth/executors HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nConnection: {close}\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+    }
+    let mut answers = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut answers)).await;
+    read.expect("answered within 10 s").unwrap();
+    answers
+}
+
+/// The HTTP statuses in `answers`, in order.
+fn statuses(answers: &str) -> Vec<&str> {
+    (answers.split("HTTP/1.1 ").skip(1))
+        .map(|answer| answer.split(' ').next().unwrap())
+        .collect()
 }
 
 /// A launch of one task whose plan writes `mark` as CSV, reporting to `scheduler`.
@@ -241,7 +274,7 @@ async fn executor_ports_refuse_callers_without_the_secret_and_launches_around_th
     };
     let token = ClusterSecret::parse(SECRET)
         .unwrap()
-        .token_for(&format!("127.0.0.1:{flight}"));
+        .channel_token(&format!("127.0.0.1:{flight}"));
     let endpoint = Endpoint::from_shared(format!("http://127.0.0.1:{flight}")).unwrap();
     let channel = tokio::time::timeout(Duration::from_secs(10), endpoint.user_agent(token).unwrap().connect()).await;
     let mut member = FlightServiceClient::new(channel.expect("connects within 10 s").unwrap());
@@ -254,4 +287,70 @@ async fn executor_ports_refuse_callers_without_the_secret_and_launches_around_th
         Code::PermissionDenied,
         "a job id of Ballista's shape: {shaped}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_admitted_for_its_service_on_one_connection_until_it_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = GuardedFleet::start(dir.path());
+    let secret = ClusterSecret::parse(SECRET).unwrap();
+    let scheduler = fleet.scheduler.as_str();
+    let minute = Duration::from_secs(60);
+
+    // REST: a token for the API, twice on its connection; a copy on another connection is refused.
+    let api = secret.token(scheduler, Service::Api, minute);
+    let answers = rest_answers(scheduler, &api, 2).await;
+    assert_eq!(statuses(&answers), ["200", "200"], "{answers}");
+    let replayed = rest_answers(scheduler, &api, 1).await;
+    assert_eq!(statuses(&replayed), ["401"], "{replayed}");
+    assert!(replayed.contains("used before, on another connection"), "{replayed}");
+    let expired = secret.token_until(scheduler, Service::Api, SystemTime::now() - 2 * minute);
+    let expired = rest_answers(scheduler, &expired, 1).await;
+    assert!(
+        expired.contains("401") && expired.contains("expired 120 s ago"),
+        "{expired}"
+    );
+    for other in [
+        secret.token(scheduler, Service::Grpc, minute),
+        secret.channel_token(scheduler),
+    ] {
+        let answer = rest_answers(scheduler, &other, 1).await;
+        assert!(
+            answer.contains("401") && answer.contains("for the grpc service, not api"),
+            "{answer}"
+        );
+    }
+
+    // gRPC on the executor's task port: a channel's token on each of its connections (once the front reaches
+    // Ballista's task server, which starts beside it), the same rules as REST's for a gRPC token.
+    let tasks = format!("127.0.0.1:{}", fleet.task_port);
+    let cancel = || CancelTasksParams::default();
+    let channel = secret.channel_token(&tasks);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match client_with(&tasks, &channel).await.cancel_tasks(cancel()).await {
+            Err(status) if status.code() == Code::Unavailable && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            answer => break assert!(answer.is_ok(), "a channel's token: {answer:?}"),
+        }
+    }
+    let again = client_with(&tasks, &channel).await.cancel_tasks(cancel()).await;
+    assert!(again.is_ok(), "a channel's token on another connection: {again:?}");
+    let grpc = secret.token(&tasks, Service::Grpc, minute);
+    client_with(&tasks, &grpc).await.cancel_tasks(cancel()).await.unwrap();
+    let replayed = client_with(&tasks, &grpc)
+        .await
+        .cancel_tasks(cancel())
+        .await
+        .unwrap_err();
+    assert_eq!(replayed.code(), Code::Unauthenticated, "{replayed}");
+    assert!(replayed.message().contains("used before"), "{replayed}");
+    let for_api = secret.token(&tasks, Service::Api, minute);
+    let refused = client_with(&tasks, &for_api)
+        .await
+        .cancel_tasks(cancel())
+        .await
+        .unwrap_err();
+    assert!(refused.message().contains("for the api service, not grpc"), "{refused}");
 }

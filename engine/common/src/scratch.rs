@@ -1,8 +1,9 @@
 //! Scratch directories that outlive no process. Each is named with the kind of rows it holds and the id of the
-//! process that made it (`hearth-scratch-cache-4242-Ab3xYz` in the temporary directory) and is removed when its owner
-//! drops it; a process that was killed drops nothing, so the first scratch directory a hearth process makes in a
-//! folder sweeps that folder of the ones whose process has ended — its user's only, whatever their kind. An input
-//! cache or a spilled partition of a killed job so stays on the disk until the next job starts, not for good.
+//! process that made it (`hearth-scratch-cache-4242-Ab3xYz` in the temporary directory), is made mode 700 (its
+//! rows are its user's alone) and is removed when its owner drops it; a process that was killed drops nothing,
+//! so the first scratch directory a hearth process makes in a folder sweeps that folder of the ones whose
+//! process has ended — its user's only, whatever their kind. An input cache or a spilled partition of a killed
+//! job so stays on the disk until the next job starts, not for good.
 //!
 //! ```
 //! let parent = tempfile::tempdir().unwrap();
@@ -12,8 +13,9 @@
 //! ```
 
 use std::collections::HashSet;
+use std::fs::Permissions;
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -27,6 +29,9 @@ const PREFIX: &str = "hearth-scratch-";
 
 /// How many random letters and digits end a scratch directory's name.
 const RANDOM_CHARS: usize = 6;
+
+/// A scratch directory's mode: its rows are its user's alone.
+const OWNER_ONLY: u32 = 0o700;
 
 /// The folders this process has swept.
 static SWEPT: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
@@ -50,6 +55,7 @@ pub fn scratch_dir_in(kind: &str, parent: &Path) -> io::Result<TempDir> {
     tempfile::Builder::new()
         .prefix(&format!("{PREFIX}{kind}-{}-", std::process::id()))
         .rand_bytes(RANDOM_CHARS)
+        .permissions(Permissions::from_mode(OWNER_ONLY))
         .tempdir_in(parent)
 }
 
@@ -140,11 +146,13 @@ mod tests {
     }
 
     #[test]
-    fn a_scratch_directory_is_named_by_its_kind_and_process_and_goes_when_dropped() {
+    fn a_scratch_directory_is_named_by_its_kind_and_process_private_and_goes_when_dropped() {
         let parent = tempfile::tempdir().unwrap();
         let dir = scratch_dir_in("barrier", parent.path()).unwrap();
         let name = dir.path().file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(maker(&name), Some(std::process::id() as i32));
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, OWNER_ONLY, "other users read none of its rows");
         let path = dir.path().to_path_buf();
         drop(dir);
         assert!(!path.exists());

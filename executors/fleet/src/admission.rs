@@ -21,7 +21,7 @@ use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -38,6 +38,9 @@ pub const MAX_WAITING: usize = 512;
 /// The most of those from one address.
 pub const MAX_WAITING_PER_PEER: usize = 128;
 
+/// How many connections this process's ports have accepted: the next one's number.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
 /// How often a port says in its log that it closes waiting connections.
 const LOG_EVERY: Duration = Duration::from_secs(10);
 
@@ -48,6 +51,8 @@ pub struct Admission(Arc<Standing>);
 
 #[derive(Debug)]
 struct Standing {
+    /// The connection's number, unique in this process.
+    connection: u64,
     peer: IpAddr,
     admitted: AtomicBool,
     closed: AtomicBool,
@@ -59,6 +64,12 @@ impl Admission {
     /// Marks the connection admitted: no deadline or room-making closes it from now on.
     pub fn admit(&self) {
         self.0.admitted.store(true, Ordering::Relaxed);
+    }
+
+    /// The connection's number, unique in this process: what a token admitted on it is remembered with
+    /// ([`ReplayMemory`](hearth_engine::ballista::ReplayMemory)).
+    pub fn connection(&self) -> u64 {
+        self.0.connection
     }
 
     /// Whether the connection still waits for its first admitted request.
@@ -93,6 +104,7 @@ impl Waiting {
     /// from `peer` past [`MAX_WAITING_PER_PEER`], and the oldest of all past [`MAX_WAITING`].
     pub fn enter(&self, peer: IpAddr) -> Admission {
         let admission = Admission(Arc::new(Standing {
+            connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
             peer,
             admitted: AtomicBool::new(false),
             closed: AtomicBool::new(false),

@@ -2,6 +2,7 @@
 //! the GPUs it was given and reports its resources (slots, memory, GPUs) to the scheduler every 5 seconds.
 
 use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -216,7 +217,8 @@ impl WorkDir {
                     FleetError::Stopped(format!("cannot make a work directory for the executor: {e}"))
                 };
                 let dir = scratch_dir("executor").map_err(unmade)?;
-                std::fs::create_dir(dir.path().join(TEMPORARY_WORK)).map_err(unmade)?;
+                let work = dir.path().join(TEMPORARY_WORK);
+                std::fs::DirBuilder::new().mode(0o700).create(work).map_err(unmade)?;
                 Ok(Self::Temporary(dir))
             }
         }

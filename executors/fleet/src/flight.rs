@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tonic::service::RoutesBuilder;
 
 use super::front::serve;
-use super::guard::{any_job, guarded};
+use super::guard::{AnyJob, guarded};
 use super::ownership::{JobOwners, fetches_of_own_jobs};
 
 /// What Ballista calls to start the executor's Flight server: it serves on `listener` (bound by hearth on the
@@ -51,7 +51,7 @@ pub fn flight_front(
                 routes.routes().into_axum_router().layer(own_jobs),
                 secret,
                 "the executor's Flight server",
-                any_job,
+                AnyJob,
             );
             serve(listener, tls, app, async move { shutdown.recv().await })
                 .await

@@ -36,7 +36,7 @@ use tokio::net::TcpListener;
 use tonic::codegen::Service;
 use tonic::transport::{Channel, Endpoint};
 
-use super::guard::{guarded, no_job};
+use super::guard::{NoJob, guarded};
 use super::launch::LaunchToken;
 use super::ownership::JobOwners;
 use super::tls::{FleetListener, Peer};
@@ -142,7 +142,7 @@ pub fn task_front(
             token,
             owners,
         }));
-        let app = guarded(proxy, secret, "the executor's task port", no_job);
+        let app = guarded(proxy, secret, "the executor's task port", NoJob);
         if let Err(e) = serve(listener, tls, app, std::future::pending()).await {
             log::error!("the executor's task port stopped: {e}");
         }

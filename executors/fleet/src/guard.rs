@@ -1,15 +1,17 @@
 //! The check in front of every server of the fleet — the scheduler's gRPC and REST port, each executor's
 //! Flight and task ports: a request that does not present the cluster secret is refused before it reaches
 //! the server behind, gRPC calls with the status UNAUTHENTICATED and REST calls with 401, and each refusal is
-//! logged with the peer's address. The health probes (`/healthz`, `/readyz`) stay open. A cluster-mode job's
-//! driver proves only its job's key: each server says what a job may ask of it ([`JobRule`]); anything else
-//! is refused as PERMISSION_DENIED (gRPC) or 403 (REST). An admitted request carries its [`Principal`] in its
+//! logged with the peer's address. The health probes (`/healthz`, `/readyz`) stay open. gRPC calls need a
+//! token for the `grpc` service and REST calls one for `api`; an expiring token is admitted on one
+//! connection only (a copy on another is refused as replayed). A cluster-mode job's driver proves only its
+//! job's key, refused once the job has ended: each server says what a job may ask of it ([`JobRule`]);
+//! anything else is refused as PERMISSION_DENIED (gRPC) or 403 (REST). An admitted request carries its [`Principal`] in its
 //! extensions for the server behind.
 //!
 //! ```no_run
 //! # fn guard(secret: hearth_engine::ballista::ClusterSecret) -> axum::Router {
 //! let service = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
-//! hearth_fleet::guard::guarded(service, Some(secret), "an example server", hearth_fleet::guard::no_job)
+//! hearth_fleet::guard::guarded(service, Some(secret), "an example server", hearth_fleet::guard::NoJob)
 //! # }
 //! ```
 
@@ -20,7 +22,9 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use hearth_engine::ballista::{ClusterSecret, Principal, SECRET_FILE_ENV};
+use hearth_engine::ballista::{
+    ClusterSecret, Presented, Principal, ReplayMemory, SECRET_FILE_ENV, Service, TokenRefusal,
+};
 use hearth_engine::peers::other_local_user;
 
 use super::tls::Peer;
@@ -32,33 +36,56 @@ const PROBES: [&str; 2] = ["/healthz", "/readyz"];
 /// What a refused client is told.
 const REFUSAL: &str = "this fleet needs its cluster secret: set HEARTH_SECRET_FILE (or HEARTH_SECRET)";
 
-/// What a cluster-mode job's driver may ask of a server: whether job `job` may send `method` to `path`.
-pub type JobRule = fn(job: &str, method: &Method, path: &str) -> bool;
+/// What a cluster-mode job's driver may ask of a server, and whether its job still runs.
+pub trait JobRule: Send + Sync + 'static {
+    /// Whether job `job` may send `method` to `path`.
+    fn may_ask(&self, job: &str, method: &Method, path: &str) -> bool;
+
+    /// Whether job `job` has ended, so that its key is refused; a server that cannot know says no.
+    fn has_ended(&self, _job: &str) -> bool {
+        false
+    }
+}
 
 /// The rule of a server whose every request a job may make (an executor's Flight port: results of queries).
-pub fn any_job(_job: &str, _method: &Method, _path: &str) -> bool {
-    true
+pub struct AnyJob;
+
+impl JobRule for AnyJob {
+    fn may_ask(&self, _job: &str, _method: &Method, _path: &str) -> bool {
+        true
+    }
 }
 
 /// The rule of a server no job may reach (an executor's task port: only the scheduler launches tasks).
-pub fn no_job(_job: &str, _method: &Method, _path: &str) -> bool {
-    false
+pub struct NoJob;
+
+impl JobRule for NoJob {
+    fn may_ask(&self, _job: &str, _method: &Method, _path: &str) -> bool {
+        false
+    }
 }
 
-/// The secret a server's requests must prove, what jobs may ask of it, and the server's name for its log.
+/// The secret a server's requests must prove, what jobs may ask of it, the expiring tokens it admitted, and
+/// the server's name for its log.
 struct Guard {
     secret: ClusterSecret,
     server: &'static str,
-    jobs: JobRule,
+    jobs: Box<dyn JobRule>,
+    replays: ReplayMemory,
 }
 
 /// `service` behind the check of `secret` (none: a fleet without a secret, whose servers let anyone in —
 /// logged once as a warning naming `server`), jobs admitted as `jobs` says. Serve the result with connect
 /// info ([`Peer`]).
-pub fn guarded(service: Router, secret: Option<ClusterSecret>, server: &'static str, jobs: JobRule) -> Router {
+pub fn guarded(service: Router, secret: Option<ClusterSecret>, server: &'static str, jobs: impl JobRule) -> Router {
     match secret {
         Some(secret) => service.layer(middleware::from_fn_with_state(
-            Arc::new(Guard { secret, server, jobs }),
+            Arc::new(Guard {
+                secret,
+                server,
+                jobs: Box::new(jobs),
+                replays: ReplayMemory::default(),
+            }),
             require_secret,
         )),
         None => {
@@ -84,20 +111,16 @@ async fn require_secret(
     next: Next,
 ) -> Response {
     let peer = connection.address;
-    let (admitted, grpc) = {
-        let header = |name: header::HeaderName| request.headers().get(name).and_then(|v| v.to_str().ok());
-        (
-            (guard.secret).check(header(header::AUTHORIZATION), header(header::USER_AGENT), peer.ip()),
-            header(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("application/grpc")),
-        )
-    };
+    let grpc = (request.headers().get(header::CONTENT_TYPE))
+        .and_then(|t| t.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/grpc"));
     if !PROBES.contains(&request.uri().path())
         && let Some(user) = another_local_user(&connection)
     {
         return another_users_connection(&guard, &request, peer, user, grpc);
     }
-    let refusal = match admitted {
-        Ok(Principal::Job(job)) if !(guard.jobs)(&job, request.method(), request.uri().path()) => {
+    let refusal = match admit(&guard, &request, &connection, grpc) {
+        Ok(Principal::Job(job)) if !guard.jobs.may_ask(&job, request.method(), request.uri().path()) => {
             return beyond_its_job(&guard, &job, &request, peer, grpc);
         }
         Ok(principal) => {
@@ -115,9 +138,33 @@ async fn require_secret(
         request.method(),
         request.uri().path()
     );
+    let said = match refusal {
+        TokenRefusal::Missing | TokenRefusal::Forged => REFUSAL.to_string(),
+        // The caller holds (or held) a token of the secret: it may learn what was wrong with it.
+        refusal => format!("{} refused this call: {refusal}", guard.server),
+    };
     match grpc {
-        true => grpc_error(UNAUTHENTICATED, REFUSAL),
-        false => (StatusCode::UNAUTHORIZED, format!("{REFUSAL}\n")).into_response(),
+        true => grpc_error(UNAUTHENTICATED, &said),
+        false => (StatusCode::UNAUTHORIZED, format!("{said}\n")).into_response(),
+    }
+}
+
+/// Whom `request`'s token speaks for, on `connection`, a gRPC call or not: a token of the secret for this
+/// service, not admitted before on another connection, not of a job that has ended.
+fn admit(guard: &Guard, request: &Request, connection: &Peer, grpc: bool) -> Result<Principal, TokenRefusal> {
+    let header = |name: header::HeaderName| request.headers().get(name).and_then(|v| v.to_str().ok());
+    let presented = Presented {
+        authorization: header(header::AUTHORIZATION),
+        user_agent: header(header::USER_AGENT),
+    };
+    let service = if grpc { Service::Grpc } else { Service::Api };
+    let admitted = guard.secret.check(presented, connection.address.ip(), service)?;
+    if let Some(once) = &admitted.once {
+        guard.replays.admit(once, connection.admission.connection())?;
+    }
+    match admitted.principal {
+        Principal::Job(job) if guard.jobs.has_ended(&job) => Err(TokenRefusal::JobEnded(job)),
+        principal => Ok(principal),
     }
 }
 

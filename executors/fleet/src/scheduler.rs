@@ -25,7 +25,7 @@ use tonic::service::RoutesBuilder;
 
 use super::book::FleetBook;
 use super::gang::GangPolicy;
-use super::guard::guarded;
+use super::guard::{JobRule, guarded};
 use super::jobs::JobBoard;
 use super::ownership::{self, own_jobs_only};
 use super::private_dir::own_private_dir;
@@ -120,7 +120,7 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
         service(fleet),
         options.access.secret.clone(),
         "the scheduler",
-        what_a_job_may_ask,
+        JobsOnTheBoard(Arc::clone(&jobs)),
     );
     log_access(&options.access);
     println!("hearth scheduler listening on {address}");
@@ -166,26 +166,35 @@ fn ballista_config(
     }
 }
 
-/// What a cluster-mode job's driver may ask of the scheduler: to run and follow its queries (Ballista's
-/// client calls, not an executor's), the executors (Ballista's and hearth's routes), Ballista's version, and its own record, log
-/// and kill — not another job's, not Ballista's listing of jobs and their plans, not a new job, not an
-/// executor's registration.
-fn what_a_job_may_ask(job: &str, method: &Method, path: &str) -> bool {
-    if let Some(call) = path.strip_prefix("/ballista.protobuf.SchedulerGrpc/") {
-        return CLIENT_CALLS.contains(&call);
+/// The scheduler's rule for cluster-mode jobs' drivers: what they may ask, while their job runs.
+struct JobsOnTheBoard(Arc<JobBoard>);
+
+impl JobRule for JobsOnTheBoard {
+    /// To run and follow its queries (Ballista's client calls, not an executor's), the executors
+    /// (Ballista's and hearth's routes), Ballista's version, and its own record, log and kill — not another
+    /// job's, not Ballista's listing of jobs and their plans, not a new job, not an executor's registration.
+    fn may_ask(&self, job: &str, method: &Method, path: &str) -> bool {
+        if let Some(call) = path.strip_prefix("/ballista.protobuf.SchedulerGrpc/") {
+            return CLIENT_CALLS.contains(&call);
+        }
+        let own = format!("/hearth/jobs/{job}");
+        match *method {
+            Method::GET => [
+                EXECUTORS_ROUTE,
+                "/api/version",
+                "/api/executors",
+                &own,
+                &format!("{own}/logs"),
+            ]
+            .contains(&path),
+            Method::POST => path == format!("{own}/kill"),
+            _ => false,
+        }
     }
-    let own = format!("/hearth/jobs/{job}");
-    match *method {
-        Method::GET => [
-            EXECUTORS_ROUTE,
-            "/api/version",
-            "/api/executors",
-            &own,
-            &format!("{own}/logs"),
-        ]
-        .contains(&path),
-        Method::POST => path == format!("{own}/kill"),
-        _ => false,
+
+    /// A job whose driver no longer runs (resumed, it runs again).
+    fn has_ended(&self, job: &str) -> bool {
+        !self.0.is_running(job)
     }
 }
 

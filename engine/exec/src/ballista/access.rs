@@ -51,7 +51,7 @@ impl FleetAccess {
             Ok(match &secret {
                 Some(secret) => {
                     let server = endpoint.uri().authority().map_or("", |a| a.as_str());
-                    let token = secret.token_for(server);
+                    let token = secret.channel_token(server);
                     endpoint.user_agent(token)?
                 }
                 None => endpoint,

@@ -86,9 +86,9 @@ fn seen_within(last_seen_ms: u64, window: Duration) -> bool {
 pub struct SchedulerRest {
     url: String,
     client: reqwest::Client,
-    /// The `authorization` header of every request: a token of the fleet's secret ([`ClusterSecret::find`]'s
-    /// unless told otherwise) for this machine's connections to the scheduler, made once per client.
-    authorization: Option<String>,
+    /// The secret each request presents a new token of ([`ClusterSecret::bearer_for`]):
+    /// [`ClusterSecret::find`]'s unless told otherwise.
+    secret: Option<ClusterSecret>,
 }
 
 impl SchedulerRest {
@@ -132,15 +132,14 @@ impl SchedulerRest {
         Ok(Self {
             url,
             client,
-            authorization: None,
+            secret: None,
         }
         .with_secret(access.secret.clone()))
     }
 
     /// The same client presenting `secret` (or none) instead.
     pub fn with_secret(self, secret: Option<ClusterSecret>) -> Self {
-        let authorization = secret.map(|secret| secret.bearer_for(super::authority(&self.url)));
-        Self { authorization, ..self }
+        Self { secret, ..self }
     }
 
     /// The scheduler's base URL.
@@ -180,8 +179,8 @@ impl SchedulerRest {
             .client
             .request(method.clone(), format!("{}{path}", self.url))
             .header("Accept", "application/json");
-        if let Some(authorization) = &self.authorization {
-            request = request.header("Authorization", authorization);
+        if let Some(secret) = &self.secret {
+            request = request.header("Authorization", secret.bearer_for(super::authority(&self.url)));
         }
         if let Some(body) = body {
             request = request.json(body);

@@ -12,6 +12,7 @@
 mod access;
 mod cluster;
 mod fleet;
+mod keys;
 mod roles;
 mod secret;
 mod standalone;
@@ -24,9 +25,12 @@ pub(crate) use cluster::connect_remote;
 pub use cluster::{DEFAULT_SCHEDULER_PORT, submit_physical};
 pub(crate) use fleet::task_slots;
 pub use fleet::{ALIVE, EXECUTORS_ROUTE, ExecutorResources, GpuInfo, SchedulerRest, alive, fleet_resources, now_ms};
+pub use keys::equal_in_constant_time;
 pub use roles::{CertificateFacts, FleetPort, Role, days_left};
-pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV, SECRET_JOB_ENV, equal_in_constant_time};
+pub use secret::{ClusterSecret, SECRET_ENV, SECRET_FILE_ENV, SECRET_JOB_ENV};
 pub(crate) use standalone::start_standalone;
 pub use tls::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, TLS_DIR_ENV};
 pub(crate) use token::authority;
-pub use token::{Principal, TokenRefusal};
+pub use token::{
+    Admitted, CLOCK_SKEW, DEFAULT_VALID_FOR, MAX_VALID_FOR, Presented, Principal, ReplayMemory, Service, TokenRefusal,
+};

@@ -18,13 +18,18 @@
 //! ```
 
 use std::fmt;
+use std::net::IpAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
 
 use hearth_collective::JobSecret;
 use hearth_common::files::write_private_file_whole;
 
+use super::token::{
+    self, Admitted, DEFAULT_VALID_FOR, Expiry, MAX_VALID_FOR, Presented, Service, TokenRefusal, unix_seconds,
+};
 use crate::error::{HearthError, Result};
 
 /// The environment variable that holds the secret itself.
@@ -113,7 +118,7 @@ impl ClusterSecret {
     /// queries, results from executors — not registering executors, launching tasks, or other jobs).
     pub fn for_job(&self, job: &str) -> Self {
         Self {
-            key: super::token::job_key(&self.key, job),
+            key: super::keys::job_key(&self.key, job),
             job: Some(job.to_string()),
         }
     }
@@ -132,8 +137,41 @@ impl ClusterSecret {
     /// assert_ne!(driver.training_secret("nonce"), fleet.training_secret("nonce"));
     /// ```
     pub fn training_secret(&self, nonce: &str) -> JobSecret {
-        let hex = super::token::training_key(&self.key, nonce);
+        let hex = super::keys::training_key(&self.key, nonce);
         JobSecret::from_hex(&hex).expect("an HMAC-SHA256 is 64 hexadecimal digits")
+    }
+
+    /// A new token for this machine's calls to `server` (`host:port`, or a URL's authority) of `service`,
+    /// admitted on one connection for `valid_for` (at most [`MAX_VALID_FOR`]); it names the address this
+    /// machine reaches the server from ([`token`](super::token)).
+    pub fn token(&self, server: &str, service: Service, valid_for: Duration) -> String {
+        self.token_until(server, service, SystemTime::now() + valid_for.min(MAX_VALID_FOR))
+    }
+
+    /// A new token for this machine's calls to `server` of `service`, admitted on one connection until
+    /// `expires` (a server refuses one that expires more than [`MAX_VALID_FOR`] ahead of its clock).
+    pub fn token_until(&self, server: &str, service: Service, expires: SystemTime) -> String {
+        token::make(&self.key, self.job(), server, service, Expiry::At(expires))
+    }
+
+    /// A new token for one of Ballista's gRPC channels to `server`: admitted on that channel's connections
+    /// for as long as they last (the [`token`](super::token) module says why it has no expiry).
+    pub fn channel_token(&self, server: &str) -> String {
+        token::make(&self.key, self.job(), server, Service::Grpc, Expiry::WithTheConnection)
+    }
+
+    /// The value of an `authorization` header for one REST call to `server` (a [`Service::Api`] token
+    /// valid for [`DEFAULT_VALID_FOR`]).
+    pub fn bearer_for(&self, server: &str) -> String {
+        format!("Bearer {}", self.token(server, Service::Api, DEFAULT_VALID_FOR))
+    }
+
+    /// Whom a request presenting `presented`, on a connection from `peer`, for `service`, speaks for: a
+    /// token of this (the fleet's) secret, or of a job's key derived from it, made for `peer`'s address and
+    /// `service`, not expired. The caller keeps the replays out ([`ReplayMemory`](super::ReplayMemory)) and
+    /// the ended jobs.
+    pub fn check(&self, presented: Presented<'_>, peer: IpAddr, service: Service) -> Result<Admitted, TokenRefusal> {
+        token::verify(&self.key, presented, peer, service, unix_seconds(SystemTime::now()))
     }
 
     /// The job this key is scoped to; none for the fleet's secret itself.
@@ -212,15 +250,4 @@ pub(super) fn owner_only(file: &Path, metadata: &std::fs::Metadata, what: &str) 
             format!("{what} is readable by others (mode {mode:03o}); `chmod 600` it"),
         )),
     }
-}
-
-/// Equality whose time does not depend on where the bytes differ, for comparing secrets and tokens.
-///
-/// ```
-/// use hearth_exec::ballista::equal_in_constant_time;
-/// assert!(equal_in_constant_time(b"token", b"token"));
-/// assert!(!equal_in_constant_time(b"token", b"tokem"));
-/// ```
-pub fn equal_in_constant_time(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && std::hint::black_box(a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y))) == 0
 }

@@ -41,7 +41,7 @@ use tonic::{Request, Status};
 use super::access::FleetAccess;
 use super::cluster::client_context;
 use super::secret::ClusterSecret;
-use super::token::Principal;
+use super::token::{Presented, Principal, Service};
 use crate::codec::FLEET_MESSAGE_BYTES;
 use crate::scratch::scratch_dir;
 
@@ -92,7 +92,14 @@ fn admit_own_process(
             )));
         };
         let header = |name: &str| request.metadata().get(name).and_then(|value| value.to_str().ok());
-        match secret.check(header("authorization"), header("user-agent"), peer) {
+        let presented = Presented {
+            authorization: header("authorization"),
+            user_agent: header("user-agent"),
+        };
+        match secret
+            .check(presented, peer, Service::Grpc)
+            .map(|admitted| admitted.principal)
+        {
             Ok(Principal::Member) => Ok(request),
             Ok(Principal::Job(job)) => Err(Status::permission_denied(format!(
                 "the standalone {server} has no cluster-mode jobs (a token of job {job})"

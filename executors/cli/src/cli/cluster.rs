@@ -52,8 +52,9 @@ pub enum ClusterCommand {
     Status(StateDir),
     /// Make TLS certificates for a fleet: a new authority and a certificate per role — scheduler, executor, client (for --tls-dir).
     Certs(CertsArgs),
-    /// Print a token of the fleet's secret for calling its REST routes with another tool, or write it as a
-    /// header into a file only you can read (--write auth; then curl -H @auth); it is admitted only from this machine.
+    /// Print a token of the fleet's secret for one call of its REST routes with another tool, or write it as
+    /// a header into a file only you can read (--write auth; then curl -H @auth); it is admitted once, only
+    /// from this machine, for 5 minutes unless --valid-for says otherwise.
     Token(TokenArgs),
 }
 

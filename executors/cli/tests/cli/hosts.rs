@@ -252,6 +252,13 @@ fn main_job_on_three_hosts(mut lab: Lab, job: &FleetJob) -> (Lab, String, String
         // One slot each: the training stage's two ranks ran on both hosts, over the lab's links.
         let executor = lab.log(&format!("executor-{i}"));
         assert!(executor.contains("Execute task"), "executor {i} ran tasks:\n{executor}");
+        // Its work folder (shuffle files, spilled rows, shipped programs) is its user's alone.
+        let folders = lab.temporary_folders(&format!("executor-{i}"));
+        let work: Vec<_> = (folders.iter())
+            .filter(|(name, _)| name.starts_with("hearth-scratch-executor-"))
+            .collect();
+        assert!(!work.is_empty(), "executor {i}'s work folder in its /tmp: {folders:?}");
+        assert!(work.iter().all(|(_, mode)| *mode == 0o700), "executor {i}: {work:?}");
     }
     (lab, format!("df://{scheduler}"), fleet)
 }

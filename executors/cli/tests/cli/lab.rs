@@ -7,6 +7,7 @@
 //! `HEARTH_REQUIRE_NAMESPACES` is set (as CI sets it).
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,6 +31,8 @@ pub(crate) struct Lab {
     /// The namespaces' names: the first holds the bridge (the scheduler's and the driver's host).
     hosts: Vec<String>,
     processes: Vec<Child>,
+    /// The name each of `processes` was started as.
+    names: Vec<String>,
     pub(crate) logs: tempfile::TempDir,
     /// The fleet's secret, which every `hearth` of the lab is given.
     secret: String,
@@ -57,6 +60,7 @@ impl Lab {
         let mut lab = Lab {
             hosts: (0..hosts).map(|i| format!("{prefix}-{i}")).collect(),
             processes: Vec::new(),
+            names: Vec::new(),
             logs: tempfile::tempdir().map_err(|e| e.to_string())?,
             secret: random_secret(),
             tls: None,
@@ -171,6 +175,7 @@ impl Lab {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         self.processes.push(child);
+        self.names.push(name.to_string());
         let (found, waiting) = mpsc::channel();
         let wanted = ready.map(str::to_string);
         // The output is read to its end, so that the process never writes to a closed pipe.
@@ -187,6 +192,27 @@ impl Lab {
         waiting
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("{name} did not start:\n{}", self.log(name)))
+    }
+
+    /// The folders in the `/tmp` that process `name` sees (its host's own), with their modes: read through
+    /// the `hearth` process's root in `/proc`, which shows its mount namespace.
+    pub(crate) fn temporary_folders(&self, name: &str) -> Vec<(String, u32)> {
+        let at = self
+            .names
+            .iter()
+            .position(|started| started == name)
+            .expect("a process of that name");
+        let hearth = descendant_named(self.processes[at].id(), "hearth")
+            .unwrap_or_else(|| panic!("no hearth process under {name}:\n{}", self.log(name)));
+        let tmp = PathBuf::from(format!("/proc/{hearth}/root/tmp"));
+        let entries = std::fs::read_dir(&tmp).unwrap_or_else(|e| panic!("{}: {e}", tmp.display()));
+        (entries.map_while(Result::ok))
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|entry| {
+                let mode = entry.metadata().map_or(0, |m| m.permissions().mode() & 0o777);
+                (entry.file_name().to_string_lossy().into_owned(), mode)
+            })
+            .collect()
     }
 
     /// What process `name` wrote to its standard error.
@@ -213,6 +239,28 @@ impl Drop for Lab {
             let _ = ip(&["netns", "del", host]);
         }
     }
+}
+
+/// The first process named `command` (its `comm`) among the descendants of process `root`.
+fn descendant_named(root: u32, command: &str) -> Option<u32> {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // pid (comm) state ppid …: the command may hold spaces and parentheses, so read after the last ')'.
+        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    };
+    let pids: Vec<u32> = (std::fs::read_dir("/proc").ok()?.map_while(Result::ok))
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .collect();
+    let descends = |mut pid: u32| loop {
+        match parent_of(pid) {
+            Some(parent) if parent == root => return true,
+            Some(parent) if parent > 1 => pid = parent,
+            _ => return false,
+        }
+    };
+    pids.into_iter().find(|&pid| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.trim() == command) && descends(pid)
+    })
 }
 
 /// The script that gives a host a `/tmp` of its own (a new tmpfs) and then runs its program (`"$@"`). What

@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::{Fleet, as_another_user, hearth, runs_as_root, shown, wait_for};
+use crate::faults::training_job;
 use crate::procfs::listening_ports;
 use crate::relay::RecordingRelay;
 
@@ -97,30 +98,33 @@ fn a_fleet_refuses_executors_and_clients_without_its_secret() {
     assert!(wrote.trim().is_empty(), "the token went to the terminal too: {wrote}");
     assert_eq!(std::fs::metadata(&header).unwrap().permissions().mode() & 0o777, 0o600);
     let text = std::fs::read_to_string(&header).unwrap();
-    assert!(text.starts_with("Authorization: Bearer hearth-token/1/"), "{text}");
+    assert!(
+        text.starts_with("Authorization: Bearer hearth-token/2/loopback/api/"),
+        "{text}"
+    );
     let url = format!("http://{scheduler}/hearth/executors");
-    let answered = std::process::Command::new("curl")
-        .args([
-            "--silent",
-            "--max-time",
-            "10",
-            "--output",
-            "/dev/null",
-            "--write-out",
-            "%{http_code}",
-        ])
-        .arg("-H")
-        .arg(format!("@{}", header.display()))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&answered.stdout), "200");
+    let with_header_file = || {
+        let answered = std::process::Command::new("curl")
+            .args(["--silent", "--max-time", "10", "--write-out", " %{http_code}"])
+            .arg("-H")
+            .arg(format!("@{}", header.display()))
+            .arg(&url)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&answered.stdout).into_owned()
+    };
+    assert!(with_header_file().ends_with(" 200"));
+    // It admits one connection: the same file again is refused.
+    let again = with_header_file();
+    assert!(again.ends_with(" 401") && again.contains("used before"), "{again}");
     // The same token in another user's hands, from this machine, is refused: the kernel's socket table says
     // whose process connects.
     if runs_as_root() {
+        fleet.ok(&["cluster", "token", "--write", header.to_str().unwrap()]);
+        let fresh = std::fs::read_to_string(&header).unwrap();
         let replayed = as_another_user("curl")
             .args(["--silent", "--max-time", "10", "--write-out", " %{http_code}", "-H"])
-            .arg(text.trim())
+            .arg(fresh.trim())
             .arg(&url)
             .output()
             .unwrap();
@@ -188,7 +192,10 @@ fn the_secret_never_crosses_the_wire_nor_reaches_a_log_nor_a_plan() {
 
     let captured = relay.captured();
     let text = String::from_utf8_lossy(&captured);
-    assert!(text.contains("hearth-token/1/loopback/"), "the requests carried tokens");
+    assert!(
+        text.contains("hearth-token/2/loopback/api/"),
+        "the REST requests carried tokens"
+    );
     assert!(!text.contains(&secret), "the secret crossed the relay");
     // The training stage's plan names where its job secret comes from, and carries none.
     assert!(
@@ -210,7 +217,35 @@ fn the_secret_never_crosses_the_wire_nor_reaches_a_log_nor_a_plan() {
     }
 }
 
-/// `curl`, quiet, giving up after 10 s, presenting `token`.
+/// Whose tokens a call presents: the fleet's member's, or a cluster-mode job's driver's; a new one for each
+/// call, as each admits one connection.
+struct Caller<'a> {
+    fleet: &'a Fleet,
+    job: Option<&'a str>,
+}
+
+impl<'a> Caller<'a> {
+    fn member(fleet: &'a Fleet) -> Self {
+        Self { fleet, job: None }
+    }
+
+    fn job(fleet: &'a Fleet, job: &'a str) -> Self {
+        Self { fleet, job: Some(job) }
+    }
+
+    /// A new token for `service` (`api` or `grpc`), from `hearth cluster token`.
+    fn token(&self, service: &str) -> String {
+        let job = self.job.map(|job| ["--job", job]);
+        let args = [
+            &["cluster", "token", "--service", service][..],
+            job.as_ref().map_or(&[][..], |j| &j[..]),
+        ]
+        .concat();
+        self.fleet.ok(&args).trim().to_string()
+    }
+}
+
+/// `curl`, quiet, giving up after 30 s, presenting `token`.
 fn curl_with(token: &str) -> std::process::Command {
     let mut curl = std::process::Command::new("curl");
     curl.args([
@@ -337,28 +372,31 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
     let fleet = Fleet::start(&["--executors", "1", "--slots", "2"]);
     let models = tempfile::tempdir().unwrap();
     let models = models.path().to_str().unwrap();
-    // Each driver holds only its job's key, and the main job runs with it. The jobs run one after the other,
-    // so that the Ballista jobs of each are known.
-    let mut ballista_jobs: Vec<Vec<String>> = Vec::new();
-    let mut ids = Vec::new();
-    for _ in 0..2 {
-        let id = fleet.submit_cluster("examples/german_credit.sql", &["--models", models]);
-        let job = fleet.job_ended(&id, Duration::from_secs(180));
-        assert_eq!(job["state"], "succeeded", "{job}\n{}", fleet.ok(&["job", "logs", &id]));
-        let earlier: Vec<&String> = ballista_jobs.iter().flatten().collect();
-        let queries = ballista_job_ids(&fleet)
-            .into_iter()
-            .filter(|q| !earlier.contains(&q))
+    // Each driver holds only its job's key. The main job runs with it and ends; then a long training job
+    // runs, whose credential is tried while it runs, and again once it was killed.
+    let first = fleet.submit_cluster("examples/german_credit.sql", &["--models", models]);
+    let job = fleet.job_ended(&first, Duration::from_secs(180));
+    assert_eq!(
+        job["state"],
+        "succeeded",
+        "{job}\n{}",
+        fleet.ok(&["job", "logs", &first])
+    );
+    let other_queries = ballista_job_ids(&fleet);
+    let scripts = tempfile::tempdir().unwrap();
+    let training = training_job(scripts.path(), "long", 100_000, "");
+    let second = fleet.submit_cluster(&training, &["--models", models]);
+    let own_queries = wait_for("the training job's queries", Duration::from_secs(120), || {
+        let new: Vec<String> = (ballista_job_ids(&fleet).into_iter())
+            .filter(|q| !other_queries.contains(q))
             .collect();
-        ballista_jobs.push(queries);
-        ids.push(id);
-    }
-    let (first, second) = (&ids[0], &ids[1]);
+        (!new.is_empty()).then_some(new)
+    });
+    assert!(!other_queries.is_empty(), "the main job ran Ballista jobs");
+    let (member, driver) = (Caller::member(&fleet), Caller::job(&fleet, &second));
 
-    // The first job's credential: its own record, log and kill, and the executors' resources — nothing else.
-    let token = fleet.ok(&["cluster", "token", "--job", first]);
-    let token = token.trim();
-    let (own, other) = (format!("/hearth/jobs/{first}"), format!("/hearth/jobs/{second}"));
+    // The running job's credential: its own record, log and kill, and the executors' resources — nothing else.
+    let (own, other) = (format!("/hearth/jobs/{second}"), format!("/hearth/jobs/{first}"));
     let asks = [
         ("GET", own.clone(), "200"),
         ("GET", format!("{own}/logs"), "200"),
@@ -370,14 +408,13 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
         ("POST", "/hearth/executors".to_string(), "403"),
     ];
     for (method, path, expected) in asks {
-        assert_eq!(status_with(&fleet, token, method, &path), expected, "{method} {path}");
+        assert_eq!(
+            status_with(&fleet, &driver.token("api"), method, &path),
+            expected,
+            "{method} {path}"
+        );
     }
-    // Ballista's calls on jobs: the first job's own queries, not the second's.
-    let (own_queries, other_queries) = (&ballista_jobs[0], &ballista_jobs[1]);
-    assert!(
-        !own_queries.is_empty() && !other_queries.is_empty(),
-        "{ballista_jobs:?}"
-    );
+    // Ballista's calls on jobs: its own queries, not the main job's.
     for (call, query, expected) in [
         ("GetJobStatus", &own_queries[0], "0"),
         ("GetJobMetrics", &own_queries[0], "0"),
@@ -387,42 +424,60 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
         ("CleanJobData", &other_queries[0], "7"),
     ] {
         assert_eq!(
-            scheduler_status_with(&fleet, token, call, query),
+            scheduler_status_with(&fleet, &driver.token("grpc"), call, query),
             expected,
             "{call} of {query}"
         );
     }
-    let member = fleet.ok(&["cluster", "token"]);
-    let member = member.trim();
-    // The executor's Flight port serves the first job its own queries' partitions, not the second's.
-    let flight = flight_address(&fleet, member);
+    // The executor's Flight port serves the job its own queries' partitions, not the main job's.
+    let flight = flight_address(&fleet, &member.token("api"));
     assert_ne!(
-        fetch_status_with(&flight, token, &own_queries[0]),
+        fetch_status_with(&flight, &driver.token("grpc"), &own_queries[0]),
         "7",
         "its own partition"
     );
     assert_eq!(
-        fetch_status_with(&flight, token, &other_queries[0]),
+        fetch_status_with(&flight, &driver.token("grpc"), &other_queries[0]),
         "7",
         "another job's partition"
     );
     assert_ne!(
-        fetch_status_with(&flight, member, &other_queries[0]),
+        fetch_status_with(&flight, &member.token("grpc"), &other_queries[0]),
         "7",
         "a member fetches any"
     );
-    assert_eq!(status_with(&fleet, member, "GET", &other), "200");
+    assert_eq!(status_with(&fleet, &member.token("api"), "GET", &other), "200");
     assert_eq!(
-        scheduler_status_with(&fleet, member, "GetJobStatus", &other_queries[0]),
+        scheduler_status_with(&fleet, &member.token("grpc"), "GetJobStatus", &other_queries[0]),
         "0"
     );
+    assert_eq!(
+        fleet.job_state(&second)["state"],
+        "running",
+        "the checks ran while the job did"
+    );
+
+    // Once a job has ended, its key is refused, on REST and gRPC alike.
+    fleet.ok(&["job", "kill", &second]);
+    fleet.job_ended(&second, Duration::from_secs(60));
+    for job in [&first, &second] {
+        let ended = Caller::job(&fleet, job);
+        let own = format!("/hearth/jobs/{job}");
+        assert_eq!(status_with(&fleet, &ended.token("api"), "GET", &own), "401", "{job}");
+        assert_eq!(
+            scheduler_status_with(&fleet, &ended.token("grpc"), "GetJobStatus", &own_queries[0]),
+            "16",
+            "{job}"
+        );
+    }
     let log = std::fs::read_to_string(fleet.state.path().join("logs/scheduler.log")).unwrap();
     assert!(
-        log.contains(&format!("job {first} may not ask it"))
+        log.contains(&format!("job {second} may not ask it"))
             && log.contains(&format!(
-                "refused CancelJob of Ballista job {} to job {first}",
+                "refused CancelJob of Ballista job {} to job {second}",
                 other_queries[0]
-            )),
+            ))
+            && log.contains(&format!("its token is job {second}'s, which has ended")),
         "the refusals are logged"
     );
 
