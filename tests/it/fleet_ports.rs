@@ -304,7 +304,7 @@ async fn a_token_is_admitted_for_its_service_on_one_connection_until_it_expires(
     let replayed = rest_answers(scheduler, &api, 1).await;
     assert_eq!(statuses(&replayed), ["401"], "{replayed}");
     assert!(replayed.contains("used before, on another connection"), "{replayed}");
-    let expired = secret.token_until(scheduler, Service::Api, SystemTime::now() - 2 * minute);
+    let expired = (secret.tokens_for(scheduler)).token_until(Service::Api, SystemTime::now() - 2 * minute);
     let expired = rest_answers(scheduler, &expired, 1).await;
     assert!(
         expired.contains("401") && expired.contains("expired 120 s ago"),

@@ -1,11 +1,12 @@
 //! The check in front of every server of the fleet — the scheduler's gRPC and REST port, each executor's
 //! Flight and task ports: a request that does not present the cluster secret is refused before it reaches
 //! the server behind, gRPC calls with the status UNAUTHENTICATED and REST calls with 401, and each refusal is
-//! logged with the peer's address. The health probes (`/healthz`, `/readyz`) stay open. gRPC calls need a
-//! token for the `grpc` service and REST calls one for `api`; an expiring token is admitted on one
-//! connection only (a copy on another is refused as replayed). A cluster-mode job's driver proves only its
-//! job's key, refused once the job has ended: each server says what a job may ask of it ([`JobRule`]);
-//! anything else is refused as PERMISSION_DENIED (gRPC) or 403 (REST). An admitted request carries its [`Principal`] in its
+//! logged with the peer's address. The health probes (`/healthz`, `/readyz`) stay open. A token must be made
+//! for the service of the route asked — `api` for the REST routes (`/hearth/…`, `/api/…`), `grpc` for every
+//! other — and an expiring one is admitted on one connection only (a copy on
+//! another is refused as replayed). A cluster-mode job's driver proves only its job's key: each server says
+//! what a job may ask of it, and whether the job has ended ([`JobRule`]); anything else is refused as
+//! PERMISSION_DENIED (gRPC) or 403 (REST). An admitted request carries its [`Principal`] in its
 //! extensions for the server behind.
 //!
 //! ```no_run
@@ -32,6 +33,9 @@ use crate::grpc::{PERMISSION_DENIED, UNAUTHENTICATED, grpc_error};
 
 /// Paths anyone may ask for: liveness and readiness probes, which say nothing about the fleet's work.
 const PROBES: [&str; 2] = ["/healthz", "/readyz"];
+
+/// The routes of the REST service (`api` tokens); every other route is a gRPC call (`grpc` tokens).
+const REST_ROUTES: [&str; 2] = ["/hearth/", "/api/"];
 
 /// What a refused client is told.
 const REFUSAL: &str = "this fleet needs its cluster secret: set HEARTH_SECRET_FILE (or HEARTH_SECRET)";
@@ -119,7 +123,7 @@ async fn require_secret(
     {
         return another_users_connection(&guard, &request, peer, user, grpc);
     }
-    let refusal = match admit(&guard, &request, &connection, grpc) {
+    let refusal = match admit(&guard, &request, &connection) {
         Ok(Principal::Job(job)) if !guard.jobs.may_ask(&job, request.method(), request.uri().path()) => {
             return beyond_its_job(&guard, &job, &request, peer, grpc);
         }
@@ -139,7 +143,7 @@ async fn require_secret(
         request.uri().path()
     );
     let said = match refusal {
-        TokenRefusal::Missing | TokenRefusal::Forged => REFUSAL.to_string(),
+        TokenRefusal::Missing | TokenRefusal::Forged | TokenRefusal::OtherVersion => REFUSAL.to_string(),
         // The caller holds (or held) a token of the secret: it may learn what was wrong with it.
         refusal => format!("{} refused this call: {refusal}", guard.server),
     };
@@ -149,22 +153,31 @@ async fn require_secret(
     }
 }
 
-/// Whom `request`'s token speaks for, on `connection`, a gRPC call or not: a token of the secret for this
-/// service, not admitted before on another connection, not of a job that has ended.
-fn admit(guard: &Guard, request: &Request, connection: &Peer, grpc: bool) -> Result<Principal, TokenRefusal> {
+/// Whom `request`'s token speaks for, on `connection`: a token of the secret for the service its route
+/// belongs to, not admitted before on another connection, not of a job that has ended.
+fn admit(guard: &Guard, request: &Request, connection: &Peer) -> Result<Principal, TokenRefusal> {
     let header = |name: header::HeaderName| request.headers().get(name).and_then(|v| v.to_str().ok());
     let presented = Presented {
         authorization: header(header::AUTHORIZATION),
         user_agent: header(header::USER_AGENT),
     };
-    let service = if grpc { Service::Grpc } else { Service::Api };
-    let admitted = guard.secret.check(presented, connection.address.ip(), service)?;
+    let service = service_of(request.uri().path());
+    let admitted = (guard.secret).check(presented, connection.address.ip(), service)?;
     if let Some(once) = &admitted.once {
         guard.replays.admit(once, connection.admission.connection())?;
     }
     match admitted.principal {
         Principal::Job(job) if guard.jobs.has_ended(&job) => Err(TokenRefusal::JobEnded(job)),
         principal => Ok(principal),
+    }
+}
+
+/// The service a request's route belongs to: the scheduler's REST routes (hearth's and Ballista's), or gRPC
+/// (every other route of every port). Told by the route, not by what the caller says its body is.
+fn service_of(path: &str) -> Service {
+    match REST_ROUTES.iter().any(|prefix| path.starts_with(prefix)) {
+        true => Service::Api,
+        false => Service::Grpc,
     }
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::access::FleetAccess;
 use super::secret::ClusterSecret;
+use super::token::TokenMaker;
 use crate::error::RestError;
 
 /// The route of hearth's scheduler that lists (GET) and records (POST) executors' resources.
@@ -86,9 +87,9 @@ fn seen_within(last_seen_ms: u64, window: Duration) -> bool {
 pub struct SchedulerRest {
     url: String,
     client: reqwest::Client,
-    /// The secret each request presents a new token of ([`ClusterSecret::bearer_for`]):
-    /// [`ClusterSecret::find`]'s unless told otherwise.
-    secret: Option<ClusterSecret>,
+    /// What makes each request's new token ([`TokenMaker::bearer`]), of [`ClusterSecret::find`]'s secret
+    /// unless told otherwise.
+    tokens: Option<TokenMaker>,
 }
 
 impl SchedulerRest {
@@ -132,14 +133,15 @@ impl SchedulerRest {
         Ok(Self {
             url,
             client,
-            secret: None,
+            tokens: None,
         }
         .with_secret(access.secret.clone()))
     }
 
     /// The same client presenting `secret` (or none) instead.
     pub fn with_secret(self, secret: Option<ClusterSecret>) -> Self {
-        Self { secret, ..self }
+        let tokens = secret.map(|secret| secret.tokens_for(super::authority(&self.url)));
+        Self { tokens, ..self }
     }
 
     /// The scheduler's base URL.
@@ -179,8 +181,8 @@ impl SchedulerRest {
             .client
             .request(method.clone(), format!("{}{path}", self.url))
             .header("Accept", "application/json");
-        if let Some(secret) = &self.secret {
-            request = request.header("Authorization", secret.bearer_for(super::authority(&self.url)));
+        if let Some(tokens) = &self.tokens {
+            request = request.header("Authorization", tokens.bearer());
         }
         if let Some(body) = body {
             request = request.json(body);

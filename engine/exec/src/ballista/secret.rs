@@ -27,9 +27,7 @@ use std::time::{Duration, SystemTime};
 use hearth_collective::JobSecret;
 use hearth_common::files::write_private_file_whole;
 
-use super::token::{
-    self, Admitted, DEFAULT_VALID_FOR, Expiry, MAX_VALID_FOR, Presented, Service, TokenRefusal, unix_seconds,
-};
+use super::token::{self, Admitted, Presented, Service, TokenMaker, TokenRefusal, unix_seconds};
 use crate::error::{HearthError, Result};
 
 /// The environment variable that holds the secret itself.
@@ -141,33 +139,25 @@ impl ClusterSecret {
         JobSecret::from_hex(&hex).expect("an HMAC-SHA256 is 64 hexadecimal digits")
     }
 
-    /// A new token for this machine's calls to `server` (`host:port`, or a URL's authority) of `service`,
-    /// admitted on one connection for `valid_for` (at most [`MAX_VALID_FOR`]); it names the address this
-    /// machine reaches the server from ([`token`](super::token)).
+    /// A maker of tokens of this key for this machine's calls to `server` (`host:port`, or a URL's
+    /// authority): see [`token`](super::token).
+    pub fn tokens_for(&self, server: &str) -> TokenMaker {
+        TokenMaker::new(&self.key, self.job(), server)
+    }
+
+    /// A new token for this machine's calls to `server` of `service`, admitted on one connection for
+    /// `valid_for` (at most an hour): [`TokenMaker::token`].
     pub fn token(&self, server: &str, service: Service, valid_for: Duration) -> String {
-        self.token_until(server, service, SystemTime::now() + valid_for.min(MAX_VALID_FOR))
+        self.tokens_for(server).token(service, valid_for)
     }
 
-    /// A new token for this machine's calls to `server` of `service`, admitted on one connection until
-    /// `expires` (a server refuses one that expires more than [`MAX_VALID_FOR`] ahead of its clock).
-    pub fn token_until(&self, server: &str, service: Service, expires: SystemTime) -> String {
-        token::make(&self.key, self.job(), server, service, Expiry::At(expires))
-    }
-
-    /// A new token for one of Ballista's gRPC channels to `server`: admitted on that channel's connections
-    /// for as long as they last (the [`token`](super::token) module says why it has no expiry).
+    /// A new token for one of Ballista's gRPC channels to `server`: [`TokenMaker::channel_token`].
     pub fn channel_token(&self, server: &str) -> String {
-        token::make(&self.key, self.job(), server, Service::Grpc, Expiry::WithTheConnection)
+        self.tokens_for(server).channel_token()
     }
 
-    /// The value of an `authorization` header for one REST call to `server` (a [`Service::Api`] token
-    /// valid for [`DEFAULT_VALID_FOR`]).
-    pub fn bearer_for(&self, server: &str) -> String {
-        format!("Bearer {}", self.token(server, Service::Api, DEFAULT_VALID_FOR))
-    }
-
-    /// Whom a request presenting `presented`, on a connection from `peer`, for `service`, speaks for: a
-    /// token of this (the fleet's) secret, or of a job's key derived from it, made for `peer`'s address and
+    /// Whom a request presenting `presented`, on a connection from `peer`, for `service`, speaks for: a token
+    /// of this (the fleet's) secret, or of a job's key derived from it, made for `peer`'s address and for
     /// `service`, not expired. The caller keeps the replays out ([`ReplayMemory`](super::ReplayMemory)) and
     /// the ended jobs.
     pub fn check(&self, presented: Presented<'_>, peer: IpAddr, service: Service) -> Result<Admitted, TokenRefusal> {

@@ -41,7 +41,7 @@ use tonic::{Request, Status};
 use super::access::FleetAccess;
 use super::cluster::client_context;
 use super::secret::ClusterSecret;
-use super::token::{Presented, Principal, Service};
+use super::token::{Admitted, Presented, Principal, Service};
 use crate::codec::FLEET_MESSAGE_BYTES;
 use crate::scratch::scratch_dir;
 
@@ -96,13 +96,20 @@ fn admit_own_process(
             authorization: header("authorization"),
             user_agent: header("user-agent"),
         };
-        match secret
-            .check(presented, peer, Service::Grpc)
-            .map(|admitted| admitted.principal)
-        {
-            Ok(Principal::Member) => Ok(request),
-            Ok(Principal::Job(job)) => Err(Status::permission_denied(format!(
+        match secret.check(presented, peer, Service::Grpc) {
+            // Its own process presents its channels' tokens, never one made for a call.
+            Ok(Admitted {
+                principal: Principal::Member,
+                once: None,
+            }) => Ok(request),
+            Ok(Admitted {
+                principal: Principal::Job(job),
+                ..
+            }) => Err(Status::permission_denied(format!(
                 "the standalone {server} has no cluster-mode jobs (a token of job {job})"
+            ))),
+            Ok(Admitted { once: Some(_), .. }) => Err(Status::unauthenticated(format!(
+                "the standalone {server} admits only its own process's channels, not a token made for a call"
             ))),
             Err(refusal) => {
                 log::warn!("the standalone {server} refused a call from {peer}: {refusal}");

@@ -44,6 +44,12 @@ pub fn run(args: TokenArgs) -> CommandResult {
     let dir = args.state.path()?;
     let secret = ClusterSecret::read(&dir.join(SECRET_FILE))?;
     let secret = match &args.job {
+        Some(job) if !is_job_id(job) => {
+            return Err(Failed::new(format!(
+                "`{job}` is not a job id (letters, digits, `-`, `_` and `.`, as `hearth jobs` shows them)"
+            ))
+            .into());
+        }
         Some(job) => secret.for_job(job),
         None => secret,
     };
@@ -63,6 +69,11 @@ pub fn run(args: TokenArgs) -> CommandResult {
             Ok(())
         }
     }
+}
+
+/// Whether `job` has the shape of a cluster-mode job's id, which a token carries between its slashes.
+fn is_job_id(job: &str) -> bool {
+    !job.is_empty() && job.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 /// The service named `name` (`--service`).
@@ -105,5 +116,7 @@ mod tests {
         assert!(parse_valid_for("soon").unwrap_err().contains("not a duration"));
         assert_eq!(parse_service("grpc"), Ok(Service::Grpc));
         assert!(parse_service("rest").is_err());
+        assert!(is_job_id("driver-20261130114005-0001"));
+        assert!(!is_job_id("driver/1") && !is_job_id("a b") && !is_job_id(""));
     }
 }

@@ -233,14 +233,17 @@ impl<'a> Caller<'a> {
         Self { fleet, job: Some(job) }
     }
 
-    /// A new token for `service` (`api` or `grpc`), from `hearth cluster token`.
+    /// A new token for `service` (`api` or `grpc`) at the fleet's scheduler, from `hearth cluster token`.
     fn token(&self, service: &str) -> String {
-        let job = self.job.map(|job| ["--job", job]);
-        let args = [
-            &["cluster", "token", "--service", service][..],
-            job.as_ref().map_or(&[][..], |j| &j[..]),
-        ]
-        .concat();
+        self.token_for(service, self.fleet.master.trim_start_matches("df://"))
+    }
+
+    /// A new token for `service` at `server` (`host:port`), from `hearth cluster token --for`.
+    fn token_for(&self, service: &str, server: &str) -> String {
+        let mut args = vec!["cluster", "token", "--service", service, "--for", server];
+        if let Some(job) = self.job {
+            args.extend(["--job", job]);
+        }
         self.fleet.ok(&args).trim().to_string()
     }
 }
@@ -432,17 +435,17 @@ fn a_cluster_mode_job_reaches_only_its_own_business_and_files() {
     // The executor's Flight port serves the job its own queries' partitions, not the main job's.
     let flight = flight_address(&fleet, &member.token("api"));
     assert_ne!(
-        fetch_status_with(&flight, &driver.token("grpc"), &own_queries[0]),
+        fetch_status_with(&flight, &driver.token_for("grpc", &flight), &own_queries[0]),
         "7",
         "its own partition"
     );
     assert_eq!(
-        fetch_status_with(&flight, &driver.token("grpc"), &other_queries[0]),
+        fetch_status_with(&flight, &driver.token_for("grpc", &flight), &other_queries[0]),
         "7",
         "another job's partition"
     );
     assert_ne!(
-        fetch_status_with(&flight, &member.token("grpc"), &other_queries[0]),
+        fetch_status_with(&flight, &member.token_for("grpc", &flight), &other_queries[0]),
         "7",
         "a member fetches any"
     );

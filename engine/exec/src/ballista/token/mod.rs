@@ -1,26 +1,30 @@
 //! Tokens that prove the fleet's secret without revealing it. A client never sends the secret: it sends a
-//! token, `hearth-token/2/ADDRESS/SERVICE/EXPIRES/NONCE/PROOF`, where PROOF is an HMAC-SHA256 under the secret
-//! of everything before it:
+//! token, `hearth-token/2/ADDRESS/SERVICE/EXPIRES/NONCE/PROOF`, where PROOF is an HMAC-SHA256 under the
+//! secret of everything before it:
 //!
 //! - ADDRESS, the address the client connects from: a server admits a token only on connections from it, so a
 //!   token read off the wire or out of a file is worth nothing from any other machine. Loopback addresses
 //!   count as one (`loopback`): they are all this machine.
 //! - SERVICE, what it is for ([`Service`]): `api`, the scheduler's REST routes; `grpc`, the fleet's gRPC
-//!   ports. A server refuses a token for the other service.
+//!   ports. A server tells them apart by the route asked, and refuses a token for the other service.
 //! - EXPIRES, when it stops being admitted (seconds since 1970), at most [`MAX_VALID_FOR`] ahead; a server
 //!   remembers the nonces of the tokens it admitted until then and admits each on one connection only
-//!   ([`ReplayMemory`]): a token is made for one call, a copy is refused. Or `connection`: the token of one of
-//!   Ballista's gRPC channels ([`channel_token`](super::ClusterSecret::channel_token)), which proves the
-//!   secret for the connections of that channel as Spark's per-connection handshake does. Ballista builds its
-//!   channels with a fixed user agent that tonic presents again on each reconnection, so these tokens cannot
-//!   expire nor admit one connection only without stranding an executor after a network blip or a scheduler
-//!   restart; they are made in a fleet process's memory for one channel and are never written, printed or
-//!   logged.
+//!   ([`ReplayMemory`]): a token is made for one call, and a copy is refused. Only the scheduler serves
+//!   `api`, so an `api` token admits one connection in the whole fleet; a `grpc` token made for a tool one on
+//!   each gRPC port it reaches (the token names no port: a scheduler behind a port mapping keeps working).
+//!   Or `connection`:
+//!   the token of one of Ballista's gRPC channels
+//!   ([`channel_token`](super::ClusterSecret::channel_token)), which proves the secret for the connections of
+//!   that channel as Spark's per-connection handshake does. Ballista builds its channels with a fixed user
+//!   agent that tonic presents again on each reconnection, so these tokens cannot expire nor admit one
+//!   connection only without stranding an executor after a network blip or a scheduler restart; they are
+//!   made in a fleet process's memory for one channel and are never written, printed or logged.
 //! - NONCE, fresh random bits.
 //!
 //! A cluster-mode job's driver holds only its job's key ([`for_job`](super::ClusterSecret::for_job)); its
 //! tokens end in the job's id (`…/PROOF/JOB`) and prove that key, and a port that checks one learns it speaks
-//! with that job ([`Principal::Job`]), to admit it only for the job's own business, and only while it runs.
+//! with that job ([`Principal::Job`]), to admit it only for the job's own business (the scheduler: only while
+//! the job runs).
 //!
 //! ```
 //! use std::net::{IpAddr, Ipv4Addr};
@@ -31,9 +35,9 @@
 //! let token = secret.token("127.0.0.1:50050", Service::Api, Duration::from_secs(300));
 //! assert!(!token.contains(secret.expose()));
 //! let bearer = format!("Bearer {token}");
-//! let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
-//! assert!(secret.check(Presented::bearer(&bearer), loopback, Service::Api).is_ok());
-//! let refusal = secret.check(Presented::bearer(&bearer), loopback, Service::Grpc).unwrap_err();
+//! let here = IpAddr::V4(Ipv4Addr::LOCALHOST);
+//! assert!(secret.check(Presented::bearer(&bearer), here, Service::Api).is_ok());
+//! let refusal = secret.check(Presented::bearer(&bearer), here, Service::Grpc).unwrap_err();
 //! assert!(matches!(refusal, TokenRefusal::OtherService { .. }));
 //! let elsewhere = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7));
 //! let refusal = secret.check(Presented::bearer(&bearer), elsewhere, Service::Api).unwrap_err();
@@ -69,7 +73,7 @@ pub const DEFAULT_VALID_FOR: Duration = Duration::from_secs(5 * 60);
 /// The longest a token may be admitted for.
 pub const MAX_VALID_FOR: Duration = Duration::from_secs(60 * 60);
 /// How far two machines' clocks may differ: an expired token is admitted this much longer.
-pub const CLOCK_SKEW: Duration = Duration::from_secs(30);
+pub const CLOCK_SKEW: Duration = Duration::from_secs(60);
 
 /// The service a token is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,42 +213,80 @@ impl fmt::Display for TokenRefusal {
     }
 }
 
-/// When a token stops being admitted.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Expiry {
-    /// At this time.
-    At(SystemTime),
-    /// With its connection: a channel's token.
-    WithTheConnection,
+/// Makes tokens of one key for this machine's calls to one server: the address this machine reaches the
+/// server from is found once ([`ClusterSecret::tokens_for`](super::ClusterSecret::tokens_for)).
+///
+/// ```
+/// use std::time::Duration;
+/// use hearth_exec::ballista::{ClusterSecret, Service};
+///
+/// let secret = ClusterSecret::parse("0123456789abcdef0123456789abcdef").unwrap();
+/// let tokens = secret.tokens_for("127.0.0.1:50050");
+/// let token = tokens.token(Service::Api, Duration::from_secs(60));
+/// assert!(token.starts_with("hearth-token/2/loopback/api/"));
+/// assert_ne!(tokens.token(Service::Api, Duration::from_secs(60)), token, "each has a fresh nonce");
+/// ```
+#[derive(Clone)]
+pub struct TokenMaker {
+    key: String,
+    job: Option<String>,
+    /// How the tokens name the address this machine connects from.
+    from: String,
 }
 
-/// A new token proving `key` (the key of job `job`, when given) for this machine's calls to `server`
-/// (`host:port`, or a URL's authority) of `service`, until `expiry`: it names the address this machine reaches
-/// the server from.
-pub(super) fn make(key: &str, job: Option<&str>, server: &str, service: Service, expiry: Expiry) -> String {
-    let from = server
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut addresses| addresses.next())
-        .and_then(address_towards)
-        .unwrap_or_else(|| {
-            log::warn!("no route to {server}: its token names no address, and it will refuse it");
+impl fmt::Debug for TokenMaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TokenMaker(from {})", self.from)
+    }
+}
+
+impl TokenMaker {
+    /// A maker of tokens proving `key` (the key of job `job`, when given) for this machine's calls to `server`
+    /// (`host:port`, or a URL's authority).
+    pub(super) fn new(key: &str, job: Option<&str>, server: &str) -> Self {
+        let found = server.to_socket_addrs().ok().and_then(|mut addresses| addresses.next());
+        let from = found.and_then(address_towards).unwrap_or_else(|| {
+            log::warn!("no route to {server}: its tokens name no address, and it will refuse them");
             IpAddr::V4(Ipv4Addr::UNSPECIFIED)
         });
-    let expires = match expiry {
-        Expiry::At(time) => unix_seconds(time).to_string(),
-        Expiry::WithTheConnection => FOR_THE_CONNECTION.to_string(),
-    };
-    let fields = format!(
-        "{}/{}/{expires}/{}",
-        named(from),
-        service.name(),
-        &JobSecret::generate().to_hex()[..32]
-    );
-    let proof = hmac_hex(key, &format!("{DOMAIN}\n{fields}"));
-    match job {
-        None => format!("{PREFIX}{fields}/{proof}"),
-        Some(job) => format!("{PREFIX}{fields}/{proof}/{job}"),
+        Self {
+            key: key.to_string(),
+            job: job.map(str::to_string),
+            from: named(from),
+        }
+    }
+
+    /// A new token for `service`, admitted on one connection for `valid_for` (at most [`MAX_VALID_FOR`]).
+    pub fn token(&self, service: Service, valid_for: Duration) -> String {
+        self.token_until(service, SystemTime::now() + valid_for.min(MAX_VALID_FOR))
+    }
+
+    /// A new token for `service`, admitted on one connection until `expires` (a server refuses one that
+    /// expires more than [`MAX_VALID_FOR`] ahead of its clock).
+    pub fn token_until(&self, service: Service, expires: SystemTime) -> String {
+        self.make(service, &unix_seconds(expires).to_string())
+    }
+
+    /// A new token for one of Ballista's gRPC channels: admitted on that channel's connections for as long
+    /// as they last (the module's documentation says why it has no expiry).
+    pub fn channel_token(&self) -> String {
+        self.make(Service::Grpc, FOR_THE_CONNECTION)
+    }
+
+    /// The value of an `authorization` header for one REST call (a [`Service::Api`] token valid for
+    /// [`DEFAULT_VALID_FOR`]).
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.token(Service::Api, DEFAULT_VALID_FOR))
+    }
+
+    fn make(&self, service: Service, expires: &str) -> String {
+        let nonce = &JobSecret::generate().to_hex()[..32];
+        let fields = format!("{}/{}/{expires}/{nonce}", self.from, service.name());
+        let proof = hmac_hex(&self.key, &format!("{DOMAIN}\n{fields}"));
+        match &self.job {
+            None => format!("{PREFIX}{fields}/{proof}"),
+            Some(job) => format!("{PREFIX}{fields}/{proof}/{job}"),
+        }
     }
 }
 
@@ -325,7 +367,7 @@ fn named(address: IpAddr) -> String {
     }
 }
 
-/// The `host:port` of a URL or URI (`http://host:port/path` → `host:port`), for [`make`].
+/// The `host:port` of a URL or URI (`http://host:port/path` → `host:port`), for [`TokenMaker`].
 pub(crate) fn authority(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     rest.split('/').next().unwrap_or(rest)
@@ -347,41 +389,40 @@ mod tests {
         }
     }
 
-    const LOOPBACK_2: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+    /// A connection from `peer`.
+    fn from(peer: [u8; 4]) -> IpAddr {
+        IpAddr::from(peer)
+    }
+
+    const LOOPBACK_2: [u8; 4] = [127, 0, 0, 2];
 
     #[test]
     fn a_token_is_admitted_from_its_address_only_and_only_with_its_proof() {
         let secret = secret();
         let token = secret.channel_token("127.0.0.1:9");
-        let admitted = secret.check(agent(&token), LOOPBACK_2, Service::Grpc);
+        let admitted = secret.check(agent(&token), from(LOOPBACK_2), Service::Grpc);
         assert_eq!(
             admitted.map(|a| a.once),
             Ok(None),
             "all of loopback is this machine; a channel's token lasts its connections"
         );
-        let none = Presented::default();
+        let check = |presented, at| secret.check(presented, at, Service::Grpc);
         assert_eq!(
-            secret.check(none, LOOPBACK_2, Service::Grpc),
+            check(Presented::default(), from(LOOPBACK_2)),
             Err(TokenRefusal::Missing)
         );
         let bare = format!("Bearer {}", secret.expose());
         assert_eq!(
-            secret.check(Presented::bearer(&bare), LOOPBACK_2, Service::Grpc),
+            check(Presented::bearer(&bare), from(LOOPBACK_2)),
             Err(TokenRefusal::Missing)
         );
         let other = ClusterSecret::parse("fedcba9876543210fedcba9876543210").unwrap();
-        assert_eq!(
-            other.check(agent(&token), LOOPBACK_2, Service::Grpc),
-            Err(TokenRefusal::Forged)
-        );
+        let forged = other.check(agent(&token), from(LOOPBACK_2), Service::Grpc);
+        assert_eq!(forged, Err(TokenRefusal::Forged));
         let moved = token.replace("/loopback/", "/192.0.2.7/");
-        let there = "192.0.2.7".parse().unwrap();
-        assert_eq!(
-            secret.check(agent(&moved), there, Service::Grpc),
-            Err(TokenRefusal::Forged)
-        );
+        assert_eq!(check(agent(&moved), from([192, 0, 2, 7])), Err(TokenRefusal::Forged));
         assert!(matches!(
-            secret.check(agent(&token), there, Service::Grpc),
+            check(agent(&token), from([192, 0, 2, 7])),
             Err(TokenRefusal::Elsewhere { .. })
         ));
         assert_ne!(
@@ -390,10 +431,7 @@ mod tests {
             "each token has a fresh nonce"
         );
         let older = token.replace("hearth-token/2/", "hearth-token/1/");
-        assert_eq!(
-            secret.check(agent(&older), LOOPBACK_2, Service::Grpc),
-            Err(TokenRefusal::OtherVersion)
-        );
+        assert_eq!(check(agent(&older), from(LOOPBACK_2)), Err(TokenRefusal::OtherVersion));
     }
 
     #[test]
@@ -402,51 +440,38 @@ mod tests {
         let token = secret.token("127.0.0.1:9", Service::Api, Duration::from_secs(60));
         let bearer = format!("Bearer {token}");
         let now = unix_seconds(SystemTime::now());
-        let admitted = verify(
-            secret.expose(),
-            Presented::bearer(&bearer),
-            LOOPBACK_2,
-            Service::Api,
-            now,
-        )
-        .unwrap();
-        let (nonce, until) = admitted.once.unwrap();
+        let check = |service, at| {
+            verify(
+                secret.expose(),
+                Presented::bearer(&bearer),
+                from(LOOPBACK_2),
+                service,
+                at,
+            )
+        };
+        let (nonce, until) = check(Service::Api, now).unwrap().once.unwrap();
         assert!(token.contains(&nonce));
-        assert!(
-            (now + 60..=now + 61 + CLOCK_SKEW.as_secs()).contains(&until),
-            "{until} at {now}"
-        );
-        let check = |service, at| verify(secret.expose(), Presented::bearer(&bearer), LOOPBACK_2, service, at);
+        let expected = now + 60..=now + 61 + CLOCK_SKEW.as_secs();
+        assert!(expected.contains(&until), "{until} at {now}");
         assert!(check(Service::Api, until).is_ok(), "within the clock skew");
         assert!(matches!(check(Service::Api, until + 1), Err(TokenRefusal::Expired(_))));
-        assert_eq!(
-            check(Service::Grpc, now),
-            Err(TokenRefusal::OtherService {
-                named: Service::Api,
-                asked: Service::Grpc
-            })
-        );
+        let other_service = TokenRefusal::OtherService {
+            named: Service::Api,
+            asked: Service::Grpc,
+        };
+        assert_eq!(check(Service::Grpc, now), Err(other_service));
         let channel = secret.channel_token("127.0.0.1:9");
-        let as_api = secret.check(agent(&channel), LOOPBACK_2, Service::Api);
+        let as_api = secret.check(agent(&channel), from(LOOPBACK_2), Service::Api);
         assert!(matches!(as_api, Err(TokenRefusal::OtherService { .. })), "{as_api:?}");
         let capped = secret.token("127.0.0.1:9", Service::Api, Duration::from_secs(10 * 3600));
         let capped = format!("Bearer {capped}");
-        let until = secret
-            .check(Presented::bearer(&capped), LOOPBACK_2, Service::Api)
-            .unwrap()
-            .once
-            .unwrap()
-            .1;
-        assert!(
-            until <= now + 1 + (MAX_VALID_FOR + CLOCK_SKEW).as_secs(),
-            "validity is capped"
-        );
+        let admitted = secret.check(Presented::bearer(&capped), from(LOOPBACK_2), Service::Api);
+        let until = admitted.unwrap().once.unwrap().1;
+        let longest = now + 1 + (MAX_VALID_FOR + CLOCK_SKEW).as_secs();
+        assert!(until <= longest, "validity is capped");
         let stretched = bearer.replace(&format!("/api/{}/", until_of(&token)), "/api/99999999999/");
-        assert_eq!(
-            secret.check(Presented::bearer(&stretched), LOOPBACK_2, Service::Api),
-            Err(TokenRefusal::Forged),
-            "the proof covers the expiry"
-        );
+        let stretched = secret.check(Presented::bearer(&stretched), from(LOOPBACK_2), Service::Api);
+        assert_eq!(stretched, Err(TokenRefusal::Forged), "the proof covers the expiry");
     }
 
     /// The EXPIRES field of `token`.
@@ -460,22 +485,15 @@ mod tests {
         let job = secret.for_job("driver-1");
         assert_ne!(job.expose(), secret.expose());
         let token = job.channel_token("127.0.0.1:9");
-        let principal = secret
-            .check(agent(&token), LOOPBACK_2, Service::Grpc)
-            .map(|a| a.principal);
-        assert_eq!(principal, Ok(Principal::Job("driver-1".into())));
+        let check = |token| secret.check(agent(token), from(LOOPBACK_2), Service::Grpc);
+        assert_eq!(
+            check(&token).map(|a| a.principal),
+            Ok(Principal::Job("driver-1".into()))
+        );
         let renamed = token.replace("/driver-1", "/driver-2");
-        assert_eq!(
-            secret.check(agent(&renamed), LOOPBACK_2, Service::Grpc),
-            Err(TokenRefusal::Forged),
-            "another job's name"
-        );
+        assert_eq!(check(&renamed), Err(TokenRefusal::Forged), "another job's name");
         let unscoped = token.trim_end_matches("/driver-1");
-        assert_eq!(
-            secret.check(agent(unscoped), LOOPBACK_2, Service::Grpc),
-            Err(TokenRefusal::Forged),
-            "a member's"
-        );
+        assert_eq!(check(unscoped), Err(TokenRefusal::Forged), "a member's");
     }
 
     #[test]
