@@ -3,10 +3,10 @@
 //! the server behind, gRPC calls with the status UNAUTHENTICATED and REST calls with 401, and each refusal is
 //! logged with the peer's address. The health probes (`/healthz`, `/readyz`) stay open. A token must be made
 //! for the service of the route asked — `api` for the REST routes (`/hearth/…`, `/api/…`), `grpc` for every
-//! other — and an expiring one is admitted on one connection only (a copy on
-//! another is refused as replayed). A cluster-mode job's driver proves only its job's key: each server says
-//! what a job may ask of it, and whether the job has ended ([`JobRule`]); anything else is refused as
-//! PERMISSION_DENIED (gRPC) or 403 (REST). An admitted request carries its [`Principal`] in its
+//! other — and an expiring one is admitted on one connection only (a copy on another is refused as
+//! replayed). A cluster-mode job's driver proves only its job's key: each server says what a job may ask of
+//! it, and whether the job has ended ([`JobRule`]); anything else is refused as PERMISSION_DENIED (gRPC) or
+//! 403 (REST). An admitted request carries its [`Principal`] in its
 //! extensions for the server behind.
 //!
 //! ```no_run
