@@ -32,6 +32,6 @@ pub(crate) use standalone::start_standalone;
 pub use tls::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, TLS_DIR_ENV};
 pub(crate) use token::authority;
 pub use token::{
-    Admitted, CLOCK_SKEW, DEFAULT_VALID_FOR, MAX_VALID_FOR, Presented, Principal, ReplayMemory, Service, TokenMaker,
-    TokenRefusal,
+    Admitted, CLOCK_SKEW, DEFAULT_VALID_FOR, MAX_VALID_FOR, Presented, Principal, ReplayMemory, Service, SingleUse,
+    TokenMaker, TokenRefusal,
 };

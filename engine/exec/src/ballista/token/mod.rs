@@ -116,8 +116,17 @@ pub enum Principal {
 pub struct Admitted {
     /// Whom the token speaks for.
     pub principal: Principal,
-    /// The token's nonce and expiry (seconds since 1970); none for a channel's token.
-    pub once: Option<(String, u64)>,
+    /// The token's nonce and until when it is admitted; none for a channel's token.
+    pub once: Option<SingleUse>,
+}
+
+/// What a server remembers of an expiring token it admitted ([`ReplayMemory`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SingleUse {
+    /// The token's nonce.
+    pub nonce: String,
+    /// Until when it is admitted: its expiry plus the clock skew, in seconds since 1970.
+    pub until: u64,
 }
 
 /// The headers a request presents a token in.
@@ -334,7 +343,10 @@ pub(super) fn verify(
     }
     let once = match expires {
         FOR_THE_CONNECTION if service == Service::Grpc => None,
-        expires => Some((nonce.to_string(), admitted_until(expires, now)?)),
+        expires => Some(SingleUse {
+            nonce: nonce.to_string(),
+            until: admitted_until(expires, now)?,
+        }),
     };
     Ok(Admitted { principal, once })
 }
@@ -449,7 +461,7 @@ mod tests {
                 at,
             )
         };
-        let (nonce, until) = check(Service::Api, now).unwrap().once.unwrap();
+        let SingleUse { nonce, until } = check(Service::Api, now).unwrap().once.unwrap();
         assert!(token.contains(&nonce));
         let expected = now + 60..=now + 61 + CLOCK_SKEW.as_secs();
         assert!(expected.contains(&until), "{until} at {now}");
@@ -466,7 +478,7 @@ mod tests {
         let capped = secret.token("127.0.0.1:9", Service::Api, Duration::from_secs(10 * 3600));
         let capped = format!("Bearer {capped}");
         let admitted = secret.check(Presented::bearer(&capped), from(LOOPBACK_2), Service::Api);
-        let until = admitted.unwrap().once.unwrap().1;
+        let until = admitted.unwrap().once.unwrap().until;
         let longest = now + 1 + (MAX_VALID_FOR + CLOCK_SKEW).as_secs();
         assert!(until <= longest, "validity is capped");
         let stretched = bearer.replace(&format!("/api/{}/", until_of(&token)), "/api/99999999999/");

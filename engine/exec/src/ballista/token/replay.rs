@@ -5,10 +5,10 @@
 //! the secret.
 //!
 //! ```
-//! use hearth_exec::ballista::{ReplayMemory, TokenRefusal};
+//! use hearth_exec::ballista::{ReplayMemory, SingleUse, TokenRefusal};
 //!
 //! let memory = ReplayMemory::default();
-//! let once = ("5f1c…".to_string(), u64::MAX);
+//! let once = SingleUse { nonce: "5f1c…".to_string(), until: u64::MAX };
 //! assert!(memory.admit(&once, 1).is_ok());
 //! assert!(memory.admit(&once, 1).is_ok(), "its own connection's next request");
 //! assert_eq!(memory.admit(&once, 2), Err(TokenRefusal::Replayed));
@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use super::{TokenRefusal, unix_seconds};
+use super::{SingleUse, TokenRefusal, unix_seconds};
 
 /// The fewest entries before the memory looks for expired ones to forget.
 const FIRST_SWEEP: usize = 1024;
@@ -41,8 +41,8 @@ impl ReplayMemory {
     /// Admits `once` (a token's nonce and until when it is admitted, [`Admitted::once`](super::Admitted)) on
     /// connection `connection` (a number the server gives each of its connections): the first connection to
     /// present it keeps it; any other is refused.
-    pub fn admit(&self, once: &(String, u64), connection: u64) -> Result<(), TokenRefusal> {
-        let (nonce, until) = once;
+    pub fn admit(&self, once: &SingleUse, connection: u64) -> Result<(), TokenRefusal> {
+        let SingleUse { nonce, until } = once;
         let mut admitted = self.admitted.lock().unwrap_or_else(PoisonError::into_inner);
         if admitted.by_nonce.len() >= admitted.sweep_at {
             admitted.forget_expired(unix_seconds(SystemTime::now()));
@@ -71,9 +71,17 @@ mod tests {
         let memory = ReplayMemory::default();
         let now = unix_seconds(SystemTime::now());
         for n in 0..FIRST_SWEEP as u64 {
-            memory.admit(&(format!("old{n}"), now - 1), n).unwrap();
+            let old = SingleUse {
+                nonce: format!("old{n}"),
+                until: now - 1,
+            };
+            memory.admit(&old, n).unwrap();
         }
-        memory.admit(&("live".to_string(), now + 60), 0).unwrap();
+        let live = SingleUse {
+            nonce: "live".to_string(),
+            until: now + 60,
+        };
+        memory.admit(&live, 0).unwrap();
         let admitted = memory.admitted.lock().unwrap();
         assert_eq!(admitted.by_nonce.len(), 1, "the expired went at the sweep");
         assert_eq!(admitted.sweep_at, FIRST_SWEEP);
