@@ -22,7 +22,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Instant;
 
-use hearth::ml::collective::{FrameProtection, LocalWorld};
+use hearth::collective::{FrameProtection, LocalWorld};
 use prettytable::{Table, row};
 
 const WORLD: usize = 2;

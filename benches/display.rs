@@ -14,9 +14,9 @@ use std::time::Instant;
 
 use hearth::datasets::higgs;
 use hearth::display::plot::{SPARK_NUM_BINS, confusion_matrix, pr_curve, roc_curve, training_curves};
-use hearth::ml::evaluation::{BinaryState, MulticlassState};
-use hearth::ml::train::EpochStats;
 use hearth::prelude::*;
+use hearth::stats::evaluation::{BinaryState, MulticlassState};
+use hearth::torch::train::EpochStats;
 use prettytable::{Table, row};
 
 /// Alternated rounds of the preview and its baseline; plots are drawn as often.

@@ -12,12 +12,12 @@
 use std::time::{Duration, Instant};
 
 use datafusion::logical_expr::ident;
+use hearth::collective::LocalWorld;
 use hearth::datasets::higgs;
-use hearth::ml::collective::LocalWorld;
-use hearth::ml::data::Shard;
-use hearth::ml::model::ModelSpec;
-use hearth::ml::train::{Loss, RankTrainer, TrainOptions};
 use hearth::prelude::*;
+use hearth::torch::data::Shard;
+use hearth::torch::model::ModelSpec;
+use hearth::torch::train::{Loss, RankTrainer, TrainOptions};
 use prettytable::{Table, row};
 
 const WORKERS: usize = 2;

@@ -15,8 +15,8 @@ use std::time::Instant;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Float32Type;
-use hearth::ml::random::Draws;
 use hearth::prelude::*;
+use hearth::stats::random::Draws;
 use prettytable::{Table, row};
 
 /// Rounds of each reader, alternated; the best is reported.

@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use datafusion::arrow::array::{AsArray, FixedSizeListArray, Float32Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use hearth::ml::clustering::{Centers, ClusterSums, DistanceMeasure};
-use hearth::ml::random::Draws;
 use hearth::prelude::*;
+use hearth::stats::clustering::{Centers, ClusterSums, DistanceMeasure};
+use hearth::stats::random::Draws;
 use prettytable::{Table, row};
 
 const DIM: usize = 16;

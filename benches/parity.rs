@@ -22,10 +22,10 @@
 mod torch_peer;
 
 use hearth::datasets::{fashion_mnist, higgs};
-use hearth::ml::data::Shard;
-use hearth::ml::model::{Layer, ModelSpec};
-use hearth::ml::train::OptimizerSpec;
 use hearth::prelude::*;
+use hearth::torch::data::Shard;
+use hearth::torch::model::{Layer, ModelSpec};
+use hearth::torch::train::OptimizerSpec;
 use prettytable::{Table, row};
 use torch_peer::{Curve, Recipe, Rows};
 

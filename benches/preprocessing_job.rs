@@ -22,14 +22,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{bare_aggregate, fit_transform_drained, generated_csv};
 use datafusion::logical_expr::ident;
 use datafusion::prelude::{CsvReadOptions, DataFrame, SessionConfig, SessionContext};
 use hearth::datasets::higgs;
-use hearth::engine::write::{FrameWriter, OutputFormat, SaveMode};
+use hearth::exec::write::{FrameWriter, OutputFormat, SaveMode};
 use hearth::prelude::*;
 use prettytable::{Table, row};
-
-use common::{bare_aggregate, fit_transform_drained, generated_csv};
 
 /// Runs of each job, in turn; the fastest of each is reported.
 const RUNS: usize = 3;

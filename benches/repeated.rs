@@ -19,10 +19,10 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use hearth::datasets::higgs;
-use hearth::ml::data::Shard;
-use hearth::ml::train::OptimizerSpec;
 use hearth::prelude::*;
 use hearth::sql::{SqlSessionExt, parse_statements};
+use hearth::torch::data::Shard;
+use hearth::torch::train::OptimizerSpec;
 use prettytable::{Table, row};
 use torch_peer::{Recipe, Rows};
 

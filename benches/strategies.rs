@@ -14,13 +14,15 @@ mod torch_peer;
 
 use std::time::Instant;
 
+use hearth::collective::{LocalWorld, Staleness};
 use hearth::datasets::higgs;
-use hearth::ml::artifact::ModelArtifact;
-use hearth::ml::collective::{LocalWorld, Staleness};
-use hearth::ml::data::Shard;
-use hearth::ml::evaluation::{BinaryState, MulticlassState};
-use hearth::ml::train::{DeviceChoice, OptimizerSpec, RankOutcome, RankTrainer, Strategy, TrainOptions, TrainSettings};
 use hearth::prelude::*;
+use hearth::stats::evaluation::{BinaryState, MulticlassState};
+use hearth::torch::artifact::ModelArtifact;
+use hearth::torch::data::Shard;
+use hearth::torch::train::{
+    DeviceChoice, OptimizerSpec, RankOutcome, RankTrainer, Strategy, TrainOptions, TrainSettings,
+};
 use prettytable::{Table, row};
 use torch_peer::{Recipe, Rows};
 

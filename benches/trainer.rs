@@ -8,11 +8,11 @@
 use std::thread;
 use std::time::Instant;
 
-use hearth::ml::collective::LocalWorld;
-use hearth::ml::data::Shard;
-use hearth::ml::model::{Activation, ModelSpec};
-use hearth::ml::random::Draws;
-use hearth::ml::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
+use hearth::collective::LocalWorld;
+use hearth::stats::random::Draws;
+use hearth::torch::data::Shard;
+use hearth::torch::model::{Activation, ModelSpec};
+use hearth::torch::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
 use prettytable::{Table, row};
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use datafusion::prelude::DataFrame;
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::session::Session;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::session::Session;
 use hearth_torch::model::Layer;
 
 /// One image: 3 channels (R, G, B) of 32 × 32 pixels.

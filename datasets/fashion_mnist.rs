@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 
 use datafusion::prelude::DataFrame;
-use hearth_engine::error::Result;
-use hearth_engine::session::Session;
+use hearth_exec::error::Result;
+use hearth_exec::session::Session;
 use hearth_torch::model::Layer;
 
 /// One image: 1 channel of 28 × 28 pixels.

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use hearth_engine::prelude::{
+use hearth_training::prelude::{
     HandleInvalid, MlpClassifier, OneHotEncoder, Pipeline, StandardScaler, StringIndexer, VectorAssembler,
 };
 

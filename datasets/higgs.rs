@@ -21,12 +21,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use hearth_engine::prelude::{
-    OneHotEncoder, Pipeline, StandardScaler, StringIndexer, StringOrderType, VectorAssembler,
-};
 use hearth_stats::random::Draws;
 use hearth_torch::model::{Activation, ModelSpec};
 use hearth_torch::train::Strategy;
+use hearth_training::prelude::{
+    OneHotEncoder, Pipeline, StandardScaler, StringIndexer, StringOrderType, VectorAssembler,
+};
 
 /// The 30 feature columns, in the challenge's order.
 pub const FEATURES: [&str; 30] = [

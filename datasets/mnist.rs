@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 
 use datafusion::prelude::DataFrame;
-use hearth_engine::error::Result;
-use hearth_engine::session::Session;
+use hearth_exec::error::Result;
+use hearth_exec::session::Session;
 use hearth_torch::model::Layer;
 
 /// Where the repository keeps its data sets.

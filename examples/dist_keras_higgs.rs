@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
+use hearth::collective::Staleness;
 use hearth::datasets::higgs;
-use hearth::ml::collective::Staleness;
 use hearth::prelude::*;
 use prettytable::format::consts::FORMAT_NO_LINESEP_WITH_TITLE;
 use prettytable::{Table, row};

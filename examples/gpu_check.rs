@@ -20,9 +20,9 @@ mod torch_peer;
 use std::process::ExitCode;
 
 use hearth::datasets::{german_credit, higgs};
-use hearth::ml::data::Shard;
-use hearth::ml::train::{OptimizerSpec, why_no_gpus};
 use hearth::prelude::*;
+use hearth::torch::data::Shard;
+use hearth::torch::train::{OptimizerSpec, why_no_gpus};
 use prettytable::{Table, row};
 use torch_peer::{Recipe, Rows};
 

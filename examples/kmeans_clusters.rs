@@ -20,9 +20,9 @@ use datafusion::arrow::array::{AsArray, BooleanArray, FixedSizeListArray, Float3
 use datafusion::arrow::datatypes::{DataType, Field, Float32Type, Float64Type, Schema, SchemaRef};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use hearth::datasets::mnist;
-use hearth::engine::barrier::{BarrierFunction, BarrierStage, BarrierTaskContext, register_function};
-use hearth::ml::horovod::{DistributedOptimizer, Horovod};
+use hearth::exec::barrier::{BarrierFunction, BarrierStage, BarrierTaskContext, register_function};
 use hearth::prelude::*;
+use hearth::torch::horovod::{DistributedOptimizer, Horovod};
 use prettytable::format::consts::FORMAT_NO_LINESEP_WITH_TITLE;
 use prettytable::{Table, row};
 use serde::{Deserialize, Serialize};

@@ -21,8 +21,8 @@ use std::time::Instant;
 use clap::Parser;
 use datafusion::prelude::{col, lit};
 use hearth::datasets::{cifar10, fashion_mnist};
-use hearth::ml::train::{Augmentation, DeviceChoice};
 use hearth::prelude::*;
+use hearth::torch::train::{Augmentation, DeviceChoice};
 use prettytable::format::consts::FORMAT_NO_LINESEP_WITH_TITLE;
 use prettytable::{Table, row};
 

@@ -18,8 +18,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use hearth::datasets::mnist;
-use hearth::ml::train::{Augmentation, DeviceChoice, LrSchedule, OptimizerSpec};
 use hearth::prelude::*;
+use hearth::torch::train::{Augmentation, DeviceChoice, LrSchedule, OptimizerSpec};
 
 /// Train Keras's MNIST CNN on two workers and test it.
 #[derive(Parser)]

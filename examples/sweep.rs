@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use clap::Parser;
 use hearth::datasets::german_credit;
-use hearth::engine::tuning::{CrossValidator, ParamGridBuilder, TrainValidationSplit, TuningModel};
-use hearth::ml::train::{DeviceChoice, OptimizerSpec};
 use hearth::prelude::*;
+use hearth::preprocessing::tuning::{CrossValidator, ParamGridBuilder, TrainValidationSplit, TuningModel};
+use hearth::torch::train::{DeviceChoice, OptimizerSpec};
 use prettytable::format::consts::FORMAT_NO_LINESEP_WITH_TITLE;
 use prettytable::{Table, row};
 

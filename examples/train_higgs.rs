@@ -7,13 +7,13 @@
 
 use std::time::Instant;
 
+use hearth::collective::LocalWorld;
 use hearth::datasets::higgs;
-use hearth::ml::artifact::ModelArtifact;
-use hearth::ml::collective::LocalWorld;
-use hearth::ml::data::Shard;
-use hearth::ml::evaluation::{BinaryState, MulticlassState};
-use hearth::ml::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
 use hearth::prelude::*;
+use hearth::stats::evaluation::{BinaryState, MulticlassState};
+use hearth::torch::artifact::ModelArtifact;
+use hearth::torch::data::Shard;
+use hearth::torch::train::{DeviceChoice, RankTrainer, TrainOptions, TrainSettings};
 
 const WORKERS: usize = 2;
 

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use hearth::ml::collective::LocalWorld;
-use hearth::ml::data::Shard;
-use hearth::ml::model::ModelSpec;
-use hearth::ml::train::{DeviceChoice, OptimizerSpec, Precision, RankTrainer, TrainOptions, TrainSettings};
+use hearth::collective::LocalWorld;
+use hearth::torch::data::Shard;
+use hearth::torch::model::ModelSpec;
+use hearth::torch::train::{DeviceChoice, OptimizerSpec, Precision, RankTrainer, TrainOptions, TrainSettings};
 
 /// The longest PyTorch's side may take (its DDP ranks give up on a collective after 10 minutes themselves).
 const PEER_TIMEOUT: Duration = Duration::from_secs(3600);

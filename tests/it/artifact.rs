@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use hearth::ml::artifact::ModelArtifact;
-use hearth::ml::model::{Activation, Layer, ModelSpec, Network};
-use hearth::ml::train::{TrainOptions, TrainSettings};
+use hearth::torch::artifact::ModelArtifact;
+use hearth::torch::model::{Activation, Layer, ModelSpec, Network};
+use hearth::torch::train::{TrainOptions, TrainSettings};
 
 fn artifact_of(spec: ModelSpec) -> ModelArtifact {
     let network = Network::new(&spec, tch::Device::Cpu, 3).unwrap();

@@ -8,9 +8,9 @@ use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::logical_expr::{cast, col};
 use hearth::datasets::german_credit;
-use hearth::engine::barrier::{BarrierFunction, BarrierInput, BarrierTaskContext};
-use hearth::engine::train::{TRAIN_FUNCTION, TrainArgs, TrainFunction};
+use hearth::exec::barrier::{BarrierFunction, BarrierInput, BarrierTaskContext};
 use hearth::prelude::*;
+use hearth::training::train::{TRAIN_FUNCTION, TrainArgs, TrainFunction};
 
 use crate::common::{doubles, frame};
 use crate::evaluators::{case, fixture};

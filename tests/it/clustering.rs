@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, FixedSizeListArray, Float32Array, Float64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use hearth::engine::clustering::KMeansSummary;
 use hearth::prelude::*;
+use hearth::preprocessing::clustering::KMeansSummary;
 use serde_json::Value;
 
 use crate::common::*;

@@ -5,7 +5,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use hearth::ml::collective::{CollectiveError, Communicator, Coordinator, JobSecret, JoinOptions, LocalWorld};
+use hearth::collective::{CollectiveError, Communicator, Coordinator, JobSecret, JoinOptions, LocalWorld};
 
 /// `n` rank threads on two hosts (`host-0`, `host-1`) that each join and run `body`, exchanging values
 /// through memory; each thread's result in thread order.

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use hearth::engine::conformance::{check_stage, example_frame, stage_examples, submitted_classes};
 use hearth::prelude::*;
+use hearth::preprocessing::conformance::{check_stage, example_frame, stage_examples, submitted_classes};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_stage_class_passes_the_conformance_battery() {

@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type, SchemaRef};
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::physical_plan::displayable;
 use datafusion::prelude::{CsvReadOptions, SessionConfig, SessionContext};
-use hearth::engine::read::schema_of;
+use hearth::exec::read::schema_of;
 use hearth::prelude::{CsvOptions, Session};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

@@ -41,7 +41,7 @@ fn the_ml_functions_page_is_written_from_the_table_of_ml_functions() {
 fn the_stage_classes_page_is_written_from_the_stage_registry() {
     check_page(
         "docs/src/reference/stage-classes.md",
-        &hearth::engine::pipeline::stage_classes_reference(),
+        &hearth::preprocessing::pipeline::stage_classes_reference(),
     );
 }
 
@@ -49,7 +49,7 @@ fn the_stage_classes_page_is_written_from_the_stage_registry() {
 fn the_sql_functions_page_is_written_from_each_functions_documentation() {
     check_page(
         "docs/src/reference/sql-functions.md",
-        &hearth::engine::functions::sql_functions_reference(),
+        &hearth::preprocessing::functions::sql_functions_reference(),
     );
 }
 

@@ -5,9 +5,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hearth::ml::data::Shard;
-use hearth::ml::model::{Activation, ModelSpec};
-use hearth::ml::train::{
+use hearth::torch::data::Shard;
+use hearth::torch::model::{Activation, ModelSpec};
+use hearth::torch::train::{
     Checkpoint, DeviceChoice, EarlyStopping, OptimizerSpec, RankOutcome, RankTrainer, TrainOptions, TrainSettings,
 };
 

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{ident, lit};
-use hearth::engine::read::schema_of;
+use hearth::exec::read::schema_of;
 use hearth::prelude::*;
 
 use crate::common::*;
@@ -387,7 +387,7 @@ async fn a_broken_pipeline_file_is_named() {
 #[tokio::test]
 async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
     let session = Session::local(2);
-    let gpus = hearth::engine::barrier::offered_gpus().len();
+    let gpus = hearth::exec::barrier::offered_gpus().len();
     let df = session
         .sql("SELECT ml_vector_assemble('error', x) AS features, y AS label FROM (VALUES (1.0, 0.0), (2.0, 1.0)) AS t(x, y)")
         .await
@@ -412,7 +412,7 @@ async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
     );
     if gpus == 0 {
         // And why this process has none: what libtorch says of its CUDA library.
-        let why = hearth::ml::train::why_no_gpus().unwrap();
+        let why = hearth::torch::train::why_no_gpus().unwrap();
         assert!(error.contains(&format!(" (libtorch: {why})")), "{error}");
     }
 }
@@ -420,7 +420,7 @@ async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
 #[tokio::test]
 async fn device_auto_without_a_gpu_trains_on_the_cpu_and_the_ranks_table_says_so() {
     let session = Session::local(2);
-    if !hearth::engine::barrier::offered_gpus().is_empty() {
+    if !hearth::exec::barrier::offered_gpus().is_empty() {
         return; // a machine with a GPU: auto takes it
     }
     let df = session

@@ -1,7 +1,7 @@
 //! Evaluator math against Spark: every metric in `tests/fixtures/spark/evaluators.json` (made by
 //! `evaluators.py` beside it with PySpark 4.0.1), computed from states merged across two halves of the rows.
 
-use hearth::ml::evaluation::{BinaryState, MulticlassState, RegressionState};
+use hearth::stats::evaluation::{BinaryState, MulticlassState, RegressionState};
 use serde_json::Value;
 
 pub use crate::common::{fixture_case as case, spark_fixture};

@@ -5,10 +5,10 @@
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Float64Type;
-use hearth::ml::artifact::ModelArtifact;
-use hearth::ml::explain::{Explained, integrated_gradients};
-use hearth::ml::model::{Activation, ModelSpec, Network};
-use hearth::ml::train::{TrainOptions, TrainSettings};
+use hearth::torch::artifact::ModelArtifact;
+use hearth::torch::explain::{Explained, integrated_gradients};
+use hearth::torch::model::{Activation, ModelSpec, Network};
+use hearth::torch::train::{TrainOptions, TrainSettings};
 
 use crate::sql::{credit_session, rows, run_script};
 

@@ -14,10 +14,10 @@ use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::{MemTable, source_as_provider};
 use datafusion::logical_expr::LogicalPlan;
 use hearth::datasets::german_credit;
-use hearth::engine::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, for_rereading};
-use hearth::engine::master::SessionInfo;
-use hearth::engine::train::{EpochStats, ProgressSessionExt, TrainingProgress};
+use hearth::exec::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, for_rereading};
+use hearth::exec::master::SessionInfo;
 use hearth::prelude::*;
+use hearth::training::train::{EpochStats, ProgressSessionExt, TrainingProgress};
 
 use crate::common::stage;
 

@@ -23,8 +23,8 @@ use ballista_core::serde::protobuf::{
 use datafusion::prelude::SessionContext;
 use datafusion_proto::physical_plan::AsExecutionPlan;
 use datafusion_proto::protobuf::PhysicalPlanNode;
-use hearth::engine::ballista::{ClusterSecret, Service};
-use hearth::engine::codec::HearthPhysicalCodec;
+use hearth::exec::ballista::{ClusterSecret, Service};
+use hearth::exec::codec::HearthPhysicalCodec;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;

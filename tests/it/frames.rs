@@ -6,7 +6,7 @@ use datafusion::functions_nested::expr_fn::make_array;
 use datafusion::logical_expr::ident;
 use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
 use datafusion::prelude::{col, lit};
-use hearth::engine::read::schema_of;
+use hearth::exec::read::schema_of;
 use hearth::prelude::*;
 
 use crate::common::*;
@@ -151,7 +151,7 @@ async fn repartition_rows_gives_exactly_n_even_partitions() {
 
 #[tokio::test]
 async fn parquet_is_written_a_part_file_per_partition_with_the_codec_asked() {
-    use hearth::engine::write::{FrameWriter, OutputFormat};
+    use hearth::exec::write::{FrameWriter, OutputFormat};
     let session = Session::local(3);
     let df = session
         .sql("SELECT x, CAST(x AS DOUBLE) / 7 AS y FROM generate_series(1, 3000) AS t(x)")
@@ -272,7 +272,7 @@ async fn parquet_is_written_a_part_file_per_partition_with_the_codec_asked() {
 
 #[tokio::test]
 async fn rows_appended_through_a_link_go_into_the_directory_it_names_all_at_once() {
-    use hearth::engine::write::{FrameWriter, OutputFormat, SaveMode};
+    use hearth::exec::write::{FrameWriter, OutputFormat, SaveMode};
     let session = Session::local(2);
     let df = session
         .sql("SELECT x FROM generate_series(1, 1000) AS t(x)")
@@ -308,7 +308,7 @@ async fn rows_appended_through_a_link_go_into_the_directory_it_names_all_at_once
 
 #[tokio::test]
 async fn a_read_after_an_append_sees_the_new_files_as_spark_lists_them_again() {
-    use hearth::engine::write::{FrameWriter, OutputFormat, SaveMode};
+    use hearth::exec::write::{FrameWriter, OutputFormat, SaveMode};
     let session = Session::local(2);
     let df = session
         .sql("SELECT x FROM generate_series(1, 10) AS t(x)")

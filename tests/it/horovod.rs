@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use hearth::datasets::mnist;
-use hearth::engine::horovod_runner::HorovodRunner;
-use hearth::ml::horovod::{DistributedOptimizer, Horovod};
-use hearth::ml::train::{Augmentation, DeviceChoice};
 use hearth::prelude::*;
+use hearth::torch::horovod::{DistributedOptimizer, Horovod};
+use hearth::torch::train::{Augmentation, DeviceChoice};
+use hearth::training::horovod_runner::HorovodRunner;
 use tch::nn::{self, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 

@@ -241,7 +241,7 @@ async fn string_indexer_output_carries_its_labels_as_metadata() {
         .unwrap();
     let out = model.transform(&df).unwrap().select(vec![ident("i")]).unwrap();
     let field = out.schema().field_with_unqualified_name("i").unwrap();
-    let attribute = hearth::engine::attribute::NominalAttribute::from_field(field).unwrap();
+    let attribute = hearth::exec::attribute::NominalAttribute::from_field(field).unwrap();
     assert_eq!(attribute.values(), ["b", "a", "__unknown"]);
 }
 

@@ -9,7 +9,7 @@ use hearth::display::polars::polars_core::frame::DataFrame as PolarsFrame;
 use hearth::display::polars::polars_core::prelude::{
     ChunkCompareIneq, Column, DataType as PolarsType, IntoColumn, NamedFrom, Series,
 };
-use hearth::engine::vector::vector_dim;
+use hearth::exec::vector::vector_dim;
 use hearth::prelude::*;
 
 /// Every row's `features` vector as bits, sorted: the vectors as a multiset, whatever the row order.

@@ -5,12 +5,12 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use hearth::collective::CollectiveError;
 use hearth::datasets::higgs;
-use hearth::ml::collective::CollectiveError;
-use hearth::ml::data::Shard;
-use hearth::ml::model::{Activation, ModelSpec};
-use hearth::ml::train::{RankTrainer, TrainError, TrainOptions};
 use hearth::prelude::*;
+use hearth::torch::data::Shard;
+use hearth::torch::model::{Activation, ModelSpec};
+use hearth::torch::train::{RankTrainer, TrainError, TrainOptions};
 
 use crate::collectives::run_ranks;
 
@@ -242,7 +242,7 @@ async fn a_stalled_rank_holds_the_others_no_longer_than_the_deadline() {
         let mine = shard.round_robin(comm.rank(), 2);
         let started = Instant::now();
         // Rank 0 stalls for three deadlines after its first epoch (its parameter server keeps serving).
-        let stall = |_: &hearth::ml::train::Checkpoint| std::thread::sleep(3 * deadline);
+        let stall = |_: &hearth::torch::train::Checkpoint| std::thread::sleep(3 * deadline);
         let result = RankTrainer::new(&mine, &options).on_epoch(stall).run(&mut comm);
         (result, started.elapsed())
     });

@@ -3,11 +3,11 @@
 //! reaches PyTorch's test accuracy.
 
 use hearth::datasets::higgs;
-use hearth::ml::data::Shard;
-use hearth::ml::model::{Activation, Layer, ModelSpec};
-use hearth::ml::random::Draws;
-use hearth::ml::train::OptimizerSpec;
 use hearth::prelude::*;
+use hearth::stats::random::Draws;
+use hearth::torch::data::Shard;
+use hearth::torch::model::{Activation, Layer, ModelSpec};
+use hearth::torch::train::OptimizerSpec;
 
 use crate::torch_peer::{Curve, Recipe, Rows};
 

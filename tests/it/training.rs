@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use hearth::ml::data::Shard;
-use hearth::ml::model::{Activation, ModelSpec, NamedTensor};
-use hearth::ml::train::{DeviceChoice, OptimizerSpec, Precision, RankTrainer, TrainOptions, TrainSettings};
+use hearth::torch::data::Shard;
+use hearth::torch::model::{Activation, ModelSpec, NamedTensor};
+use hearth::torch::train::{DeviceChoice, OptimizerSpec, Precision, RankTrainer, TrainOptions, TrainSettings};
 
 use crate::collectives::run_ranks;
 
@@ -159,9 +159,9 @@ fn digits() -> (Shard, Shard) {
 
 #[test]
 fn a_cnn_trained_on_two_ranks_classifies_sklearn_digits() {
-    use hearth::ml::artifact::ModelArtifact;
-    use hearth::ml::evaluation::MulticlassState;
-    use hearth::ml::model::Layer;
+    use hearth::stats::evaluation::MulticlassState;
+    use hearth::torch::artifact::ModelArtifact;
+    use hearth::torch::model::Layer;
 
     let (train, test) = digits();
     let spec = ModelSpec::Sequential {
@@ -245,7 +245,7 @@ fn a_cnn_trained_on_two_ranks_classifies_sklearn_digits() {
 fn resuming_from_a_checkpoint_continues_the_same_run() {
     use std::sync::Mutex;
 
-    use hearth::ml::train::Checkpoint;
+    use hearth::torch::train::Checkpoint;
 
     let run = |epochs: usize, resume: Option<Checkpoint>| {
         let saved: Mutex<Vec<Checkpoint>> = Mutex::default();
@@ -298,7 +298,7 @@ fn mixup_and_class_weights_train() {
 }
 
 /// Trains the three-class problem on two ranks (rows dealt round robin) with `precision`; rank 0's outcome.
-fn train_in(precision: Precision, epochs: usize) -> hearth::ml::train::RankOutcome {
+fn train_in(precision: Precision, epochs: usize) -> hearth::torch::train::RankOutcome {
     let mut options = options(16);
     options.settings.precision = precision;
     options.settings.epochs = epochs;
@@ -318,7 +318,8 @@ fn train_in(precision: Precision, epochs: usize) -> hearth::ml::train::RankOutco
 #[test]
 fn bf16_mixed_precision_learns_as_fp32_does_and_keeps_fp32_weights() {
     let (fp32, bf16) = (train_in(Precision::Fp32, 8), train_in(Precision::Bf16, 8));
-    let accuracy = |o: &hearth::ml::train::RankOutcome| o.report.history.last().unwrap().validation_accuracy.unwrap();
+    let accuracy =
+        |o: &hearth::torch::train::RankOutcome| o.report.history.last().unwrap().validation_accuracy.unwrap();
     assert!(accuracy(&fp32) > 0.8, "fp32 reached {}", accuracy(&fp32));
     assert!(
         (accuracy(&bf16) - accuracy(&fp32)).abs() < 0.05,
@@ -339,7 +340,7 @@ fn bf16_mixed_precision_learns_as_fp32_does_and_keeps_fp32_weights() {
 
 #[test]
 fn bf16_is_refused_for_batch_normalisation_by_name() {
-    use hearth::ml::model::Layer;
+    use hearth::torch::model::Layer;
     let mut options = options(16);
     options.settings.precision = Precision::Bf16;
     options.model = ModelSpec::Sequential {

@@ -6,9 +6,9 @@
 use std::time::{Duration, Instant};
 
 use hearth::datasets::german_credit;
-use hearth::engine::tuning::{CrossValidator, ParamGridBuilder, TrainValidationSplit};
-use hearth::ml::train::DeviceChoice;
 use hearth::prelude::*;
+use hearth::preprocessing::tuning::{CrossValidator, ParamGridBuilder, TrainValidationSplit};
+use hearth::torch::train::DeviceChoice;
 
 use crate::fleet::Fleet;
 

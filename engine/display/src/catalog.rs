@@ -5,13 +5,13 @@
 use std::path::{Path, PathBuf};
 
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::session::Session;
+use hearth_preprocessing::stage::Transformer;
+use hearth_sql::{CatalogModel, Trained, held_out_rows};
 
 use super::Metrics;
 use super::plot::{Svg, training_curves};
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::session::Session;
-use hearth_engine::stage::Transformer;
-use hearth_sql::{CatalogModel, Trained, held_out_rows};
 
 /// The plots of a model in the catalog: what `hearth sql --plots DIR` saves.
 #[allow(async_fn_in_trait)]
@@ -26,7 +26,7 @@ pub trait CatalogPlots {
     /// ```no_run
     /// use hearth_display::CatalogPlots;
     /// use hearth_sql::SqlSessionExt;
-    /// # async fn show(session: &hearth_engine::session::Session) -> hearth_engine::error::Result<()> {
+    /// # async fn show(session: &hearth_exec::session::Session) -> hearth_exec::error::Result<()> {
     /// let model = session.models().get("credit_risk")?;
     /// for file in model.save_plots(session, "plots").await? {
     ///     println!("{}", file.display()); // plots/credit_risk_training_curves.svg, …

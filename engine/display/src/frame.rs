@@ -7,9 +7,9 @@ use datafusion::common::stats::Precision;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext};
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::{HearthError, Result};
 
 use super::{Grid, Rich};
-use hearth_engine::error::{HearthError, Result};
 
 /// The most columns a preview shows; the rest are named in its note.
 pub const MAX_COLUMNS: usize = 50;
@@ -37,7 +37,7 @@ pub trait PreviewExt {
     /// ```
     /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
     /// use hearth_display::{PreviewExt, Rich};
-    /// let session = hearth_engine::session::Session::local(2);
+    /// let session = hearth_exec::session::Session::local(2);
     /// let df = session.context().sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
     /// let preview = df.preview(3).await.unwrap();
     /// assert_eq!(preview.rows().len(), 3);
@@ -67,7 +67,7 @@ pub trait FrameDisplay {
     /// ```
     /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
     /// use hearth_display::FrameDisplay;
-    /// let session = hearth_engine::session::Session::local(2);
+    /// let session = hearth_exec::session::Session::local(2);
     /// let df = session.context().sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
     /// assert_eq!(df.preview_now(3).unwrap().rows().len(), 3);
     /// # });

@@ -1,17 +1,16 @@
 //! An evaluation's metrics as one value to show: Spark's metrics of a classifier or a regressor on scored rows.
 
 use datafusion::prelude::DataFrame;
-
+use hearth_exec::error::Result;
+use hearth_preprocessing::evaluation::{
+    BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
+};
+use hearth_preprocessing::stage::ClassifierColumns;
 use hearth_stats::evaluation::{BinaryState, MulticlassState};
+use hearth_training::train::RegressionModel;
 
 use super::plot::{SPARK_NUM_BINS, Svg, confusion_matrix, pr_curve, roc_curve};
 use super::{Grid, Rich};
-use hearth_engine::error::Result;
-use hearth_engine::evaluation::{
-    BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
-};
-use hearth_engine::stage::ClassifierColumns;
-use hearth_engine::train::RegressionModel;
 
 /// Named metric values with a caption, e.g. what [`Metrics::of_classifier`] computes.
 ///

@@ -1,16 +1,16 @@
 //! Fitted pipelines, trained models and sessions as notebook users see them.
 
 use datafusion::prelude::DataFrame;
+use hearth_exec::ballista::{ExecutorResources, fleet_resources};
+use hearth_exec::error::Result;
+use hearth_exec::master::SessionInfo;
+use hearth_exec::session::Session;
+use hearth_preprocessing::pipeline::PipelineModel;
+use hearth_preprocessing::stage::Stage;
+use hearth_training::train::{NetworkModel, Outputs, RankReport};
 
 use super::plot::{Svg, training_curves};
 use super::{Grid, Rich};
-use hearth_engine::ballista::{ExecutorResources, fleet_resources};
-use hearth_engine::error::Result;
-use hearth_engine::master::SessionInfo;
-use hearth_engine::pipeline::PipelineModel;
-use hearth_engine::session::Session;
-use hearth_engine::stage::Stage;
-use hearth_engine::train::{NetworkModel, Outputs, RankReport};
 
 /// A number of seconds, three decimals.
 fn seconds(value: f64) -> String {
@@ -186,7 +186,7 @@ impl SessionView {
     /// ```
     /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
     /// use hearth_display::{Rich, SessionView};
-    /// let view = SessionView::of(&hearth_engine::session::Session::local(2)).await.unwrap();
+    /// let view = SessionView::of(&hearth_exec::session::Session::local(2)).await.unwrap();
     /// assert!(view.to_text().contains("local[2]"));
     /// # });
     /// ```

@@ -10,7 +10,7 @@
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use datafusion::prelude::DataFrame;
 //! use hearth_display::polars::{FromPolars, ToPolars};
-//! use hearth_engine::session::Session;
+//! use hearth_exec::session::Session;
 //!
 //! let session = Session::local(2);
 //! let df = session
@@ -32,11 +32,10 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema};
 use datafusion::arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema, from_ffi, to_ffi};
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::session::Session;
 use polars_arrow::ffi as polars_ffi;
 use polars_core::prelude::{Column, CompatLevel, DataFrame as PolarsFrame, IntoColumn, PlSmallStr, Series};
-
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::session::Session;
 
 /// The polars crates this interop is built with: a `:dep polars = "0.55"` of the same version has the same
 /// `DataFrame`.
@@ -247,7 +246,7 @@ pub fn polars_to_batches(frame: &PolarsFrame) -> Result<(Arc<Schema>, Vec<Record
 /// ```
 /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 /// use hearth_display::polars::ToPolars;
-/// use hearth_engine::session::Session;
+/// use hearth_exec::session::Session;
 /// let df = Session::local(1).context().sql("SELECT 'a' AS s, 1.5 AS x").await.unwrap();
 /// let frame = df.to_polars().await.unwrap();
 /// assert_eq!(frame.get_column_names(), ["s", "x"]);
@@ -273,7 +272,7 @@ impl ToPolars for DataFrame {
 /// use datafusion::prelude::DataFrame;
 /// use hearth_display::polars::FromPolars;
 /// use hearth_display::polars::polars_core::prelude::{Column, DataFrame as PolarsFrame};
-/// use hearth_engine::session::Session;
+/// use hearth_exec::session::Session;
 /// let session = Session::local(1);
 /// let frame = PolarsFrame::new(2, vec![Column::new("x".into(), [1.0f64, 2.0])]).unwrap();
 /// let df = DataFrame::from_polars(&session, &frame).unwrap();

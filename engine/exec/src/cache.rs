@@ -44,10 +44,10 @@ use datafusion::physical_plan::stream::{RecordBatchReceiverStreamBuilder, Record
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 use datafusion::prelude::{DataFrame, SessionContext};
 use futures::StreamExt;
+use hearth_common::scratch::scratch_dir;
 
 use crate::error::Result;
 use crate::master::{Master, SessionInfo};
-use crate::scratch::scratch_dir;
 
 /// How much of a cached frame is held in memory by default before the rest goes to disk: 1 GiB.
 pub const DEFAULT_MEMORY_BUDGET: usize = 1 << 30;

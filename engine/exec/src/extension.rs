@@ -2,8 +2,8 @@
 //! functions (a stage's transform, an evaluator's aggregate), barrier functions (the trainer), and a driver
 //! session's planners and catalogs (the model catalog of `CREATE MODEL`). Each owner submits a
 //! [`SessionExtension`] with `inventory::submit!`; a program has the extensions of the crates it links
-//! (`hearth-engine`'s functions and trainer, `hearth-sql`'s catalog), so one built on `hearth-exec` alone has
-//! none of them.
+//! (`hearth-preprocessing`'s functions, `hearth-training`'s functions and trainer, `hearth-sql`'s catalog), so
+//! one built on `hearth-exec` alone has none of them.
 //!
 //! ```
 //! use datafusion::execution::FunctionRegistry;

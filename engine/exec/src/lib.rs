@@ -26,13 +26,13 @@
 // No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
 #![warn(clippy::too_many_lines)]
 
-pub use hearth_common::{attribute, error, host, params, peers, scratch, vector};
-
+pub mod attribute;
 pub mod ballista;
 pub mod barrier;
 pub mod cache;
 pub mod codec;
 pub mod driver_job;
+pub mod error;
 pub mod exchange;
 pub mod extension;
 pub mod frame;
@@ -43,4 +43,5 @@ mod physical_stage;
 pub mod read;
 pub mod session;
 pub mod udf;
+pub mod vector;
 pub mod write;

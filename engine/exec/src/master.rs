@@ -225,6 +225,6 @@ fn driver_address_towards(host: &str, port: u16) -> IpAddr {
         .to_socket_addrs()
         .ok()
         .and_then(|mut addresses| addresses.next())
-        .and_then(crate::host::address_towards)
+        .and_then(hearth_common::host::address_towards)
         .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }

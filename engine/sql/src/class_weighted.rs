@@ -5,9 +5,9 @@
 
 use datafusion::logical_expr::{Expr, ident, lit, when};
 use datafusion::prelude::DataFrame;
-use hearth_engine::error::Result;
-use hearth_engine::linear::{LogisticRegression, LogisticRegressionModel};
-use hearth_engine::stage::{Estimator, Stage};
+use hearth_exec::error::Result;
+use hearth_preprocessing::stage::{Estimator, Stage};
+use hearth_training::linear::{LogisticRegression, LogisticRegressionModel};
 
 /// The column of row weights while fitting.
 const CLASS_WEIGHT: &str = "__class_weight";

@@ -11,10 +11,10 @@ use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{cast, ident, lit};
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::Result;
 
 use super::error::invalid_option;
 use super::options::{ClassWeights, ModelOptions};
-use hearth_engine::error::Result;
 
 /// Each class's weight by class index, or `None` when the statement weighs none. `label` is the training
 /// rows' label column as written; `labels` its values in class order when the label is indexed.

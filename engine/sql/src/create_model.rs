@@ -15,6 +15,12 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{col, ident, lit};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::frame::DataFrameExt;
+use hearth_exec::session::Session;
+use hearth_preprocessing::feature::{StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
+use hearth_preprocessing::pipeline::{Pipeline, PipelineModel, PipelineStage};
+use hearth_preprocessing::stage::{Estimator, closest_column, quoted_columns};
 
 use super::catalog::{CatalogModel, ModelCatalog, ModelEntry, now_ms, write_evaluation_rows, write_json};
 use super::class_weights::class_weights;
@@ -29,12 +35,6 @@ use super::preprocessing::{FEATURES, HELD_OUT, plan_preprocessing};
 use super::trained::Trained;
 use super::training_rows::check_training_rows;
 use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, Tuned, check_objective, run_trials};
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::feature::{StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
-use hearth_engine::frame::DataFrameExt;
-use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
-use hearth_engine::session::Session;
-use hearth_engine::stage::{Estimator, closest_column, quoted_columns};
 
 /// The column an indexed label goes to.
 const LABEL_INDEX: &str = "__label";

@@ -7,7 +7,7 @@
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
-//! use hearth_engine::prelude::*;
+//! use hearth_training::prelude::*;
 //! use hearth_sql::{DataRoots, SqlSessionExt};
 //!
 //! let root = tempfile::tempdir().unwrap();
@@ -27,8 +27,8 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan, TableSource};
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::read::file_urls;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::read::file_urls;
 use url::Url;
 
 /// The directories and URL prefixes a session's statements may name.

@@ -8,7 +8,7 @@
 
 use std::fmt::Display;
 
-use hearth_engine::error::HearthError;
+use hearth_exec::error::HearthError;
 
 /// The stage the errors of a `CREATE MODEL` statement name: the statement.
 pub(crate) const CREATE_MODEL: &str = "CREATE MODEL";

@@ -2,14 +2,17 @@
 //! exactly, a network trained by mini-batches through the barrier stage (an MLP classifier or regressor, a
 //! linear model under `optimize_strategy = 'MINI_BATCH'`), or Spark's k-means.
 
+use hearth_exec::error::Result;
+use hearth_preprocessing::pipeline::PipelineStage;
+use hearth_training::linear::{LinearRegression, LogisticRegression};
+use hearth_training::train::{
+    Architecture, Classifier, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor,
+};
+
 use super::class_weighted::ClassWeighted;
 use super::kmeans;
 use super::options::{ModelOptions, ModelType, OptimizeStrategy};
 use super::preprocessing::{FEATURES, HELD_OUT};
-use hearth_engine::error::Result;
-use hearth_engine::linear::{LinearRegression, LogisticRegression};
-use hearth_engine::pipeline::PipelineStage;
-use hearth_engine::train::{Architecture, Classifier, LinearClassifier, LinearRegressor, MlpClassifier, MlpRegressor};
 
 /// The estimator `options.model_type` names, reading [`FEATURES`] and the label column `label`; `weights` are
 /// the classes' loss weights by class index (see [`class_weights`](super::class_weights)). Under `early_stop`

@@ -20,15 +20,15 @@ use datafusion::functions_nested::expr_fn::array_element;
 use datafusion::logical_expr::{Expr, LogicalPlan, cast, ident, lit, when};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
+use hearth_exec::error::{HearthError, Result};
+use hearth_preprocessing::evaluation::{Evaluation, StateTable, evaluation_state, state_rows};
+use hearth_preprocessing::stage::ClassifierColumns;
+use hearth_preprocessing::stage::Transformer;
 
 use super::catalog::CatalogModel;
 use super::literals;
 use super::settings::one_setting;
 use super::table_functions::{check_columns, class_names, trained};
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::evaluation::{Evaluation, StateTable, evaluation_state, state_rows};
-use hearth_engine::stage::ClassifierColumns;
-use hearth_engine::stage::Transformer;
 
 /// The score columns of the classifier ending `model`, scored over `input`; an error for a regressor.
 fn classifier<'a>(function: &str, model: &'a CatalogModel, input: &DataFrame) -> Result<&'a dyn ClassifierColumns> {

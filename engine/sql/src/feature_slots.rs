@@ -7,12 +7,12 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::ScalarValue;
 use datafusion::common::scalar::ScalarStructBuilder;
+use hearth_exec::error::Result;
+use hearth_preprocessing::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel, VectorAssembler};
+use hearth_preprocessing::stage::Transformer;
 
 use super::catalog::CatalogModel;
 use super::preprocessing::{NUMBERS, SCALED_NUMBERS, index_column, one_hot_column};
-use hearth_engine::error::Result;
-use hearth_engine::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel, VectorAssembler};
-use hearth_engine::stage::Transformer;
 
 /// What a slot of a model's features vector is.
 #[derive(Clone, Debug, PartialEq)]

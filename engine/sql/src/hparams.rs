@@ -14,12 +14,12 @@
 //! ```
 
 use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, SqlOption};
+use hearth_exec::error::Result;
 use hearth_stats::random::Draws;
 
 use super::error::invalid_option;
 use super::literals::{self, number_expr};
 use super::options::{Scale, Tunable, option_names, option_spec};
-use hearth_engine::error::Result;
 
 /// How the trials' values are chosen (`hparam_tuning_algorithm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

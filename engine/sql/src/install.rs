@@ -6,10 +6,10 @@ use std::sync::Arc;
 use datafusion::execution::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
+use hearth_exec::extension::SessionExtension;
 
 use super::catalog::{ModelCatalog, default_models_dir};
 use super::relation;
-use hearth_engine::extension::SessionExtension;
 
 /// Gives a driver's session the models in [`default_models_dir`]: the catalog, kept as an extension of the
 /// session's configuration, and the planner of `ML.` table functions over it.

@@ -20,6 +20,12 @@ use datafusion::functions_aggregate::expr_fn::avg;
 use datafusion::functions_nested::expr_fn::make_array;
 use datafusion::logical_expr::{Expr, LogicalPlan, cast, ident, lit, when};
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::session::Session;
+use hearth_exec::udf::args::f64_list_literal;
+use hearth_preprocessing::clustering::{KMEANS_COST, KMeans, KMeansModel};
+use hearth_preprocessing::pipeline::PipelineModel;
+use hearth_preprocessing::stage::Transformer;
 use hearth_stats::clustering::DistanceMeasure;
 use serde::{Deserialize, Serialize};
 
@@ -28,12 +34,6 @@ use super::feature_slots::{ColumnValue, by_column, category_list, category_list_
 use super::options::ModelOptions;
 use super::preprocessing::FEATURES;
 use super::rows::{literal_rows, metric_value};
-use hearth_engine::clustering::{KMEANS_COST, KMeans, KMeansModel};
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::pipeline::PipelineModel;
-use hearth_engine::session::Session;
-use hearth_engine::stage::Transformer;
-use hearth_exec::udf::args::f64_list_literal;
 
 /// The column the fitted pipeline writes each row's cluster (0-based) to.
 const CLUSTER: &str = "__cluster";

@@ -7,7 +7,7 @@
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
-//! use hearth_engine::prelude::*;
+//! use hearth_training::prelude::*;
 //! use hearth_sql::SqlSessionExt;
 //!
 //! let models = std::env::temp_dir().join(format!("hearth-doc-sql-{}", std::process::id()));

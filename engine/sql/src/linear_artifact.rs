@@ -3,10 +3,10 @@
 //! gradients are exactly `coefficient × (x − mean)`; for logistic regression they explain the probability of the
 //! predicted class.
 
-use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel};
 use hearth_torch::artifact::ModelArtifact;
 use hearth_torch::model::{ModelSpec, NamedTensor};
 use hearth_torch::train::{Loss, TrainOptions, TrainSettings};
+use hearth_training::linear::{LinearRegressionModel, LogisticRegressionModel};
 
 /// `model`'s coefficient sets as a dense layer: one logit when binomial (its probability a sigmoid, as
 /// Spark's), one per class when multinomial (a softmax).

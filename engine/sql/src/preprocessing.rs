@@ -4,15 +4,15 @@
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::DataFrame;
+use hearth_common::params::HandleInvalid;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::vector::vector_dim;
+use hearth_preprocessing::feature::{OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler};
 
 use super::error::CREATE_MODEL;
 use super::options::ModelOptions;
 use super::parser::CreateModel;
 use super::transform::{TransformPlan, plan_transform};
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::feature::{OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler};
-use hearth_engine::params::HandleInvalid;
-use hearth_engine::vector::vector_dim;
 
 /// The column the pipeline's assembled features go to.
 pub(super) const FEATURES: &str = "__features";

@@ -11,6 +11,7 @@ use datafusion::logical_expr::planner::{PlannedRelation, RelationPlanner, Relati
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, Query, TableAlias, TableFactor, Value};
 use hearth_common::names::did_you_mean;
+use hearth_exec::session::install_session_functions;
 
 use super::catalog::{CatalogModel, ModelCatalog};
 use super::evaluation_tables::{confusion_matrix, roc_curve};
@@ -20,7 +21,6 @@ use super::ml_functions::{ML_FUNCTIONS, MlFunction, ml_function};
 use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
 use super::trials::trial_info;
 use super::weights::weights;
-use hearth_engine::functions;
 
 /// Plans hearth's `ML.` table functions against a model catalog.
 #[derive(Debug)]
@@ -42,7 +42,7 @@ impl MlRelationPlanner {
     fn state(&self) -> &SessionState {
         self.state.get_or_init(|| {
             let ctx = SessionContext::new_with_state(SessionStateBuilder::new().with_default_features().build());
-            functions::register_all(&ctx);
+            install_session_functions(&ctx);
             ctx.state()
         })
     }
@@ -102,7 +102,7 @@ impl MlRelationPlanner {
             ("training_info", true) => kmeans::training_info(&model),
             ("training_info", false) => training_info(&model),
             ("confusion_matrix" | "roc_curve" | "explain_predict" | "global_explain", true) => {
-                Err(hearth_engine::error::HearthError::invalid_param(
+                Err(hearth_exec::error::HearthError::invalid_param(
                     &call.name,
                     "MODEL",
                     format!(
@@ -135,7 +135,7 @@ impl MlRelationPlanner {
         call: &MlCall,
         model: &CatalogModel,
         rows: Option<DataFrame>,
-    ) -> hearth_engine::error::Result<LogicalPlan> {
+    ) -> hearth_exec::error::Result<LogicalPlan> {
         let rows = match rows {
             Some(rows) => rows,
             None => DataFrame::new(self.state().clone(), held_out_rows(model)?),
@@ -251,9 +251,9 @@ impl MlCall {
 }
 
 /// A hearth error inside DataFusion's planning.
-fn external(error: hearth_engine::error::HearthError) -> DataFusionError {
+fn external(error: hearth_exec::error::HearthError) -> DataFusionError {
     match error {
-        hearth_engine::error::HearthError::DataFusion(e) => e,
+        hearth_exec::error::HearthError::DataFusion(e) => e,
         other => DataFusionError::Plan(other.to_string()),
     }
 }

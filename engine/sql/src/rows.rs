@@ -9,9 +9,8 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{Query, Statement as SqlStatement};
-
-use hearth_engine::error::Result;
-use hearth_engine::session::Session;
+use hearth_exec::error::Result;
+use hearth_exec::session::Session;
 
 use crate::data_roots::DataRoots;
 

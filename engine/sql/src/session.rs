@@ -8,6 +8,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::prelude::DataFrame;
 use datafusion::sql::parser::Statement as DFStatement;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::session::Session;
 
 use super::catalog::{ModelCatalog, ModelEntry};
 use super::create_model::{CreatedModel, create_model};
@@ -15,15 +17,13 @@ use super::data_roots::DataRoots;
 use super::install::with_catalog;
 use super::parser::{Statement, parse_statements};
 use super::rows::{literal_frame, run_statement};
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::session::Session;
 
 /// hearth's SQL on a [`Session`]: BigQuery ML's statements beside DataFusion's, over the session's model
 /// catalog. In `hearth::prelude`.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use hearth_engine::session::Session;
+/// use hearth_exec::session::Session;
 /// use hearth_sql::SqlSessionExt;
 ///
 /// let models = std::env::temp_dir().join(format!("hearth-doc-sql-ext-{}", std::process::id()));

@@ -3,9 +3,9 @@
 //! `ML.WEIGHTS(MODEL m, STRUCT(TRUE AS standardize))`.
 
 use datafusion::sql::sqlparser::ast::Expr;
+use hearth_exec::error::{HearthError, Result};
 
 use super::literals;
-use hearth_engine::error::{HearthError, Result};
 
 /// The value of setting `name` of `function`'s `settings`, read by `read` (`None` when no settings were
 /// given); an error naming the function and setting for settings that are not `STRUCT(value AS name)` or a

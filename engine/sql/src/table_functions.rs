@@ -21,15 +21,15 @@ use datafusion::functions::core::expr_fn::named_struct;
 use datafusion::functions_nested::expr_fn::{array_element, make_array};
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, cast, ident, lit, when};
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::{HearthError, Result};
+use hearth_preprocessing::evaluation::{Evaluation, evaluation_state, metric};
+use hearth_preprocessing::stage::ClassifierColumns;
+use hearth_preprocessing::stage::{Transformer, quoted_columns};
+use hearth_training::linear::Solved;
 
 use super::catalog::CatalogModel;
 use super::rows::literal_rows;
 use super::trained::Trained;
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::evaluation::{Evaluation, evaluation_state, metric};
-use hearth_engine::linear::Solved;
-use hearth_engine::stage::ClassifierColumns;
-use hearth_engine::stage::{Transformer, quoted_columns};
 
 /// The trained network or linear model ending a model's pipeline.
 pub(super) fn trained(model: &CatalogModel) -> Result<Trained<'_>> {

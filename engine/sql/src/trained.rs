@@ -3,11 +3,11 @@
 
 use std::borrow::Cow;
 
-use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel, Solved};
-use hearth_engine::pipeline::PipelineModel;
-use hearth_engine::stage::ClassifierColumns;
-use hearth_engine::train::{ClassificationModel, EpochStats, RegressionModel, TrainingSummary};
+use hearth_preprocessing::pipeline::PipelineModel;
+use hearth_preprocessing::stage::ClassifierColumns;
 use hearth_torch::artifact::ModelArtifact;
+use hearth_training::linear::{LinearRegressionModel, LogisticRegressionModel, Solved};
+use hearth_training::train::{ClassificationModel, EpochStats, RegressionModel, TrainingSummary};
 
 use super::linear_artifact::{linear_artifact, logistic_artifact};
 

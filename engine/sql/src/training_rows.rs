@@ -6,10 +6,10 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{cast, ident};
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::{HearthError, Result};
 
 use super::error::{CREATE_MODEL, invalid_option};
 use super::options::ModelOptions;
-use hearth_engine::error::{HearthError, Result};
 
 /// Refuses training rows the model cannot learn from: `train` are the training rows, `inputs` the columns
 /// the preprocessing reads.

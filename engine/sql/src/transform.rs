@@ -20,15 +20,15 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::ExprSchemable;
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem};
+use hearth_common::params::{HandleInvalid, StringOrderType};
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::vector::vector_dim;
+use hearth_preprocessing::feature::{OneHotEncoder, SqlColumns, StandardScaler, StringIndexer, VectorAssembler};
+use hearth_preprocessing::pipeline::PipelineStage;
+use hearth_preprocessing::stage::quoted_columns;
 
 use super::error::invalid;
 use super::literals;
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::feature::{OneHotEncoder, SqlColumns, StandardScaler, StringIndexer, VectorAssembler};
-use hearth_engine::params::{HandleInvalid, StringOrderType};
-use hearth_engine::pipeline::PipelineStage;
-use hearth_engine::stage::quoted_columns;
-use hearth_engine::vector::vector_dim;
 
 /// The stages of a TRANSFORM clause and the columns it outputs, in order.
 #[derive(Debug)]

@@ -12,6 +12,11 @@ use datafusion::common::ScalarValue;
 use datafusion::common::scalar::ScalarStructBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::session::Session;
+use hearth_preprocessing::pipeline::{Pipeline, PipelineModel, PipelineStage};
+use hearth_preprocessing::stage::Estimator;
+use hearth_preprocessing::tuning::search::{CandidateRun, best_of, run_candidates};
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{CatalogModel, ModelEntry, read_json};
@@ -22,11 +27,6 @@ use super::options::{ModelOptions, ModelType};
 use super::rows::{literal_rows, metric_value};
 use super::table_functions::evaluate;
 use super::trained::Trained;
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::pipeline::{Pipeline, PipelineModel, PipelineStage};
-use hearth_engine::session::Session;
-use hearth_engine::stage::Estimator;
-use hearth_engine::tuning::search::{CandidateRun, best_of, run_candidates};
 
 /// The file of a tuned model's entry holding its trials.
 pub const TRIALS_FILE: &str = "trials.json";

@@ -17,6 +17,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
+use hearth_exec::error::{HearthError, Result};
 
 use super::catalog::CatalogModel;
 use super::feature_slots::{ColumnValue, Slot, by_column, category_list, category_list_type, slots};
@@ -25,7 +26,6 @@ use super::rows::literal_rows;
 use super::settings::one_setting;
 use super::table_functions::{class_names, trained};
 use super::trained::Trained;
-use hearth_engine::error::{HearthError, Result};
 
 /// BigQuery's name of the intercept's row.
 const INTERCEPT: &str = "__INTERCEPT__";

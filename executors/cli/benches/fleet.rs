@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use hearth_engine::ballista::{ClusterSecret, SchedulerRest};
+use hearth_exec::ballista::{ClusterSecret, SchedulerRest};
 use hearth_fleet::{JobRecord, JobState};
 use prettytable::{Table, row};
 

@@ -13,7 +13,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use hearth_engine::ballista::{ClusterSecret, DEFAULT_VALID_FOR, Presented, ReplayMemory, SchedulerRest, Service};
+use hearth_exec::ballista::{ClusterSecret, DEFAULT_VALID_FOR, Presented, ReplayMemory, SchedulerRest, Service};
 use prettytable::{Table, row};
 
 /// Alternated rounds against each scheduler.

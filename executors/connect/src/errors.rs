@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use datafusion::error::DataFusionError;
-use hearth_engine::error::HearthError;
+use hearth_exec::error::HearthError;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
@@ -183,8 +183,8 @@ impl From<datafusion::arrow::error::ArrowError> for ConnectError {
     }
 }
 
-impl From<hearth_engine::files::WholeDirError> for ConnectError {
-    fn from(error: hearth_engine::files::WholeDirError) -> Self {
+impl From<hearth_common::files::WholeDirError> for ConnectError {
+    fn from(error: hearth_common::files::WholeDirError) -> Self {
         ConnectError::Execution(error.to_string())
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use datafusion::catalog::MemoryCatalogProviderList;
 use datafusion::execution::session_state::SessionStateBuilder;
 use futures::future::AbortHandle;
-use hearth_engine::session::Session;
+use hearth_exec::session::Session;
 
 use crate::config::SessionConfig;
 use crate::errors::{ConnectError, Result};

@@ -8,7 +8,7 @@ use std::path::Path;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::DataFrame;
-use hearth_engine::write::{FrameWriter, OutputFormat, SaveMode};
+use hearth_exec::write::{FrameWriter, OutputFormat, SaveMode};
 use spark_connect_proto::WriteOperation;
 use spark_connect_proto::write_operation::{SaveMode as SparkMode, SaveType};
 

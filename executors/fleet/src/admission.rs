@@ -67,7 +67,7 @@ impl Admission {
     }
 
     /// The connection's number, unique in this process: what a token admitted on it is remembered with
-    /// ([`ReplayMemory`](hearth_engine::ballista::ReplayMemory)).
+    /// ([`ReplayMemory`](hearth_exec::ballista::ReplayMemory)).
     pub fn connection(&self) -> u64 {
         self.0.connection
     }

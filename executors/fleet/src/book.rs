@@ -9,8 +9,8 @@ use ballista_core::JobId;
 use ballista_scheduler::state::execution_stage::ExecutionStage;
 use ballista_scheduler::state::task_manager::JobInfoCache;
 use datafusion::physical_plan::ExecutionPlan;
-use hearth_engine::ballista::{ExecutorResources, now_ms};
-use hearth_engine::barrier::BarrierExec;
+use hearth_exec::ballista::{ExecutorResources, now_ms};
+use hearth_exec::barrier::BarrierExec;
 
 /// What executors reported, by executor id.
 #[derive(Debug, Default)]

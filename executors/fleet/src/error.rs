@@ -5,9 +5,8 @@ use std::io;
 use std::path::PathBuf;
 
 use ballista_core::error::BallistaError;
-use cudarc::driver::result::DriverError;
-use hearth_engine::ballista::RestError;
-use hearth_engine::error::Cause;
+use hearth_exec::ballista::RestError;
+use hearth_exec::error::Cause;
 
 /// What stops `hearth scheduler` or `hearth executor`, or fails a request about a cluster-mode job. Each message
 /// names the option, address, file or part at fault.
@@ -46,15 +45,6 @@ pub enum FleetError {
         /// Why the host's GPUs cannot be known (the CUDA driver failed) or used (libtorch does not see them).
         #[source]
         cause: Option<Cause>,
-    },
-    /// The CUDA driver is present but failed.
-    #[error("{what}: {source}")]
-    Cuda {
-        /// What failed: starting the driver, counting devices, or reading device N.
-        what: String,
-        /// The driver's error.
-        #[source]
-        source: DriverError,
     },
     /// The fleet's TLS certificates cannot be used.
     #[error("TLS: {0}")]
@@ -108,7 +98,7 @@ pub enum FleetError {
     Stopped(String),
     /// hearth's engine refused a setting (the error names it).
     #[error(transparent)]
-    Engine(#[from] hearth_engine::error::HearthError),
+    Engine(#[from] hearth_exec::error::HearthError),
 }
 
 impl FleetError {

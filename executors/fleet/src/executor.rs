@@ -15,16 +15,18 @@ use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
 use ballista_executor::executor_server::TERMINATING;
 use datafusion::prelude::SessionConfig;
-use hearth_engine::ballista::{
+use hearth_common::host::host_name;
+use hearth_common::scratch::scratch_dir;
+use hearth_exec::ballista::GpuInfo;
+use hearth_exec::ballista::{
     ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetAccess, FleetPort, FleetTls, SchedulerRest, now_ms,
 };
-use hearth_engine::barrier::program::allow_programs;
-use hearth_engine::barrier::shipped::run_shipped_programs;
-use hearth_engine::barrier::{libtorch_sees_gpus, offer_gpus};
-use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
-use hearth_engine::host::host_name;
-use hearth_engine::scratch::scratch_dir;
-use hearth_engine::session::hearth_state;
+use hearth_exec::barrier::program::allow_programs;
+use hearth_exec::barrier::shipped::run_shipped_programs;
+use hearth_exec::barrier::{detect_gpus, offer_gpus};
+use hearth_exec::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_exec::error::Cause;
+use hearth_exec::session::hearth_state;
 
 use super::flight::flight_front;
 use super::front::{Fronts, inner_host, task_front};
@@ -32,10 +34,9 @@ use super::launch::LaunchToken;
 use super::limits::raise_open_files_limit;
 use super::ownership::JobOwners;
 use super::private_dir::own_private_dir;
-use super::resources::{GpuRequest, choose_gpus, detect_gpus, host_memory, usable_gpus};
+use super::resources::{GpuRequest, choose_gpus, host_memory, usable_gpus};
 use super::stopped;
 use crate::error::{FleetError, Result};
-use hearth_engine::ballista::GpuInfo;
 
 /// How often an executor tells the scheduler it is alive, and what it offers.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -52,6 +53,9 @@ pub struct ExecutorOptions {
     pub slots: usize,
     /// The GPUs it offers.
     pub gpus: GpuRequest,
+    /// Whether the trainer its tasks run can use CUDA devices `0..n`, or why not (the `hearth` program passes
+    /// libtorch's answer): an executor never offers a GPU its trainers would not train on.
+    pub trainer_sees_gpus: fn(usize) -> std::result::Result<(), Cause>,
     /// The address its data (Flight) and task (gRPC) services listen on.
     pub bind: IpAddr,
     /// The Flight port (0: a free one).
@@ -77,7 +81,7 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
         return Err(FleetError::option("--slots", "must be at least 1"));
     }
     let chosen = choose_gpus(options.gpus, detect_gpus())?;
-    let gpus = usable_gpus(options.gpus, chosen, libtorch_sees_gpus)?;
+    let gpus = usable_gpus(options.gpus, chosen, options.trainer_sees_gpus)?;
     offer_gpus(gpus.iter().map(|gpu| gpu.index).collect());
     allow_programs(options.allow_programs.clone())?;
     // Its tasks derive their stages' job secrets from the secret it was started with.

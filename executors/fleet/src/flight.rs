@@ -1,7 +1,7 @@
 //! The executor's Arrow Flight server — shuffle data for its peers, results for drivers — served by hearth on
 //! the executor's advertised Flight port: TLS when the fleet has it, and only calls that present the cluster
 //! secret reach Ballista's Flight service ([`guarded`]). Peers and drivers present the secret in their
-//! channel's user agent (see [`FleetAccess::endpoint_override`](hearth_engine::ballista::FleetAccess)); a
+//! channel's user agent (see [`FleetAccess::endpoint_override`](hearth_exec::ballista::FleetAccess)); a
 //! cluster-mode job's driver fetches its own jobs' partitions alone.
 
 use std::sync::{Arc, Mutex};
@@ -11,7 +11,7 @@ use axum::middleware;
 use ballista_core::error::BallistaError;
 use ballista_executor::ArrowFlightServerProvider;
 use ballista_executor::flight_service::BallistaFlightService;
-use hearth_engine::ballista::ClusterSecret;
+use hearth_exec::ballista::ClusterSecret;
 use tokio::net::TcpListener;
 use tonic::service::RoutesBuilder;
 

@@ -31,7 +31,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use hearth_engine::ballista::ClusterSecret;
+use hearth_exec::ballista::ClusterSecret;
 use tokio::net::TcpListener;
 use tonic::codegen::Service;
 use tonic::transport::{Channel, Endpoint};

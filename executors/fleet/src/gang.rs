@@ -23,7 +23,7 @@ use ballista_scheduler::state::execution_graph::{TaskDescription, create_task_in
 use ballista_scheduler::state::execution_stage::RunningStage;
 use ballista_scheduler::state::task_manager::JobInfoCache;
 use datafusion::physical_plan::ExecutionPlan;
-use hearth_engine::barrier::BarrierExec;
+use hearth_exec::barrier::BarrierExec;
 
 use super::book::{FleetBook, gpus_per_task, held};
 
@@ -191,7 +191,7 @@ fn bind_one(
 
 #[cfg(test)]
 mod tests {
-    use hearth_engine::ballista::{ExecutorResources, GpuInfo, now_ms};
+    use hearth_exec::ballista::{ExecutorResources, GpuInfo, now_ms};
 
     use super::*;
 

@@ -6,7 +6,7 @@ use axum::http::header;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
-use hearth_engine::codec::FLEET_MESSAGE_BYTES;
+use hearth_exec::codec::FLEET_MESSAGE_BYTES;
 use prost::Message;
 
 /// gRPC's status INVALID_ARGUMENT.

@@ -10,7 +10,7 @@
 //! extensions for the server behind.
 //!
 //! ```no_run
-//! # fn guard(secret: hearth_engine::ballista::ClusterSecret) -> axum::Router {
+//! # fn guard(secret: hearth_exec::ballista::ClusterSecret) -> axum::Router {
 //! let service = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
 //! hearth_fleet::guard::guarded(service, Some(secret), "an example server", hearth_fleet::guard::NoJob)
 //! # }
@@ -23,10 +23,10 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use hearth_engine::ballista::{
+use hearth_common::peers::other_local_user;
+use hearth_exec::ballista::{
     ClusterSecret, Presented, Principal, ReplayMemory, SECRET_FILE_ENV, Service, TokenRefusal,
 };
-use hearth_engine::peers::other_local_user;
 
 use super::tls::Peer;
 use crate::grpc::{PERMISSION_DENIED, UNAUTHENTICATED, grpc_error};

@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hearth_engine::ballista::{FleetAccess, FleetTls, Role, SECRET_FILE_ENV, TLS_DIR_ENV, now_ms};
-use hearth_engine::driver_job::JOB_ID_ENV;
-use hearth_engine::files::write_file_whole;
-use hearth_engine::session::APP_NAME_ENV;
+use hearth_common::files::write_file_whole;
+use hearth_exec::ballista::{FleetAccess, FleetTls, Role, SECRET_FILE_ENV, TLS_DIR_ENV, now_ms};
+use hearth_exec::driver_job::JOB_ID_ENV;
+use hearth_exec::session::APP_NAME_ENV;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};

@@ -27,8 +27,8 @@ use datafusion::common::{DataFusionError, extensions_options};
 use datafusion::config::ConfigExtension;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::SessionConfig;
-use hearth_engine::ballista::equal_in_constant_time;
-use hearth_engine::object_stores::{StoreRegistry, StoreSettings};
+use hearth_exec::ballista::equal_in_constant_time;
+use hearth_exec::object_stores::{StoreRegistry, StoreSettings};
 use prost::Message;
 
 use crate::grpc::{framed, message};

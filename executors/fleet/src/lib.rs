@@ -30,7 +30,7 @@ pub use executor::{ExecutorOptions, executor};
 pub use jobs::{JobRecord, JobState, LogChunk, SubmitRequest};
 pub use limits::raise_open_files_limit;
 pub use ownership::JobOwners;
-pub use resources::{GpuRequest, GpuShare, choose_gpus, detect_gpus, gpu_shares};
+pub use resources::{GpuRequest, GpuShare, choose_gpus, gpu_shares};
 pub use scheduler::{SchedulerOptions, scheduler};
 
 /// Resolves when the process is asked to stop: SIGTERM, or Ctrl-C.

@@ -33,9 +33,9 @@ use bytes::Bytes;
 use datafusion::common::extensions_options;
 use datafusion::config::ConfigExtension;
 use datafusion::prelude::SessionConfig;
-use hearth_engine::ballista::Principal;
-use hearth_engine::codec::FLEET_MESSAGE_BYTES;
-use hearth_engine::object_stores::StoreSettings;
+use hearth_exec::ballista::Principal;
+use hearth_exec::codec::FLEET_MESSAGE_BYTES;
+use hearth_exec::object_stores::StoreSettings;
 use prost::Message;
 
 use super::routes::Scheduler;

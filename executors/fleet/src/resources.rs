@@ -1,13 +1,12 @@
-//! What a host offers the fleet: its memory, and its GPUs as the CUDA driver lists them. The driver is
-//! loaded when the program runs (cudarc's dynamic loading), so the same binary runs where there is no CUDA
-//! and reports no GPUs there.
+//! What a host offers the fleet: its memory, and its GPUs as the CUDA driver lists them
+//! ([`detect_gpus`](hearth_exec::barrier::detect_gpus)) and its trainer can use.
 
 use std::fmt;
 use std::str::FromStr;
 
-use cudarc::driver::{result, sys};
-use hearth_engine::ballista::GpuInfo;
-use hearth_engine::error::Cause;
+use hearth_exec::ballista::GpuInfo;
+use hearth_exec::barrier::detect_gpus;
+use hearth_exec::error::Cause;
 
 use crate::error::{FleetError, Result};
 
@@ -54,48 +53,19 @@ impl fmt::Display for GpuRequest {
     }
 }
 
-/// The GPUs the CUDA driver lists on this host: none when the driver library is absent or has no device;
-/// an error when it is present but fails.
-pub fn detect_gpus() -> Result<Vec<GpuInfo>> {
-    let failed = |what: &str, source: result::DriverError| FleetError::Cuda {
-        what: what.to_string(),
-        source,
-    };
-    // SAFETY: only tries to open the driver library; nothing of it is called when it is absent.
-    if !unsafe { sys::is_culib_present() } {
-        return Ok(Vec::new());
-    }
-    match result::init() {
-        Ok(()) => {}
-        Err(result::DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => return Ok(Vec::new()),
-        Err(e) => return Err(failed("the CUDA driver failed to start", e)),
-    }
-    let count = result::device::get_count().map_err(|e| failed("the CUDA driver cannot count devices", e))?;
-    (0..count)
-        .map(|ordinal| {
-            let device_failed = |e: result::DriverError| failed(&format!("CUDA device {ordinal}"), e);
-            let device = result::device::get(ordinal).map_err(device_failed)?;
-            let name = result::device::get_name(device).map_err(device_failed)?;
-            // SAFETY: `device` was returned by `get` above.
-            let memory = unsafe { result::device::total_mem(device) }.map_err(device_failed)?;
-            Ok(GpuInfo {
-                index: ordinal as usize,
-                name,
-                memory_bytes: memory as u64,
-            })
-        })
-        .collect()
-}
-
-/// The GPUs to offer for `request` out of `found` (what [`detect_gpus`] answered).
+/// The GPUs to offer for `request` out of `found` (what [`detect_gpus`](hearth_exec::barrier::detect_gpus) answered).
 ///
 /// ```
 /// # use hearth_fleet::{GpuRequest, choose_gpus};
-/// assert_eq!(choose_gpus(GpuRequest::Auto, Ok(vec![])).unwrap(), vec![]);
-/// let error = choose_gpus(GpuRequest::Count(2), Ok(vec![])).unwrap_err();
+/// let none: Result<_, String> = Ok(vec![]);
+/// assert_eq!(choose_gpus(GpuRequest::Auto, none.clone()).unwrap(), vec![]);
+/// let error = choose_gpus(GpuRequest::Count(2), none).unwrap_err();
 /// assert_eq!(error.to_string(), "--gpus 2: this host has 0 GPUs (the CUDA driver lists none)");
 /// ```
-pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>>) -> Result<Vec<GpuInfo>> {
+pub fn choose_gpus<E: Into<Cause> + fmt::Display>(
+    request: GpuRequest,
+    found: Result<Vec<GpuInfo>, E>,
+) -> Result<Vec<GpuInfo>> {
     match (request, found) {
         (GpuRequest::None, _) => Ok(Vec::new()),
         (GpuRequest::Auto, Ok(found)) => Ok(found),
@@ -123,16 +93,16 @@ pub fn choose_gpus(request: GpuRequest, found: Result<Vec<GpuInfo>>) -> Result<V
     }
 }
 
-/// The chosen GPUs, once libtorch is known to use them (`libtorch_sees(n)`: whether it sees devices `0..n`,
+/// The chosen GPUs, once libtorch is known to use them (`trainer_sees(n)`: whether it sees devices `0..n`,
 /// or why not): where it does not, `--gpus auto` offers none and says why, and `--gpus N` refuses to start —
 /// an executor never offers a GPU its trainers would not train on.
 pub fn usable_gpus<E: Into<Cause>>(
     request: GpuRequest,
     chosen: Vec<GpuInfo>,
-    libtorch_sees: impl FnOnce(usize) -> Result<(), E>,
+    trainer_sees: impl FnOnce(usize) -> Result<(), E>,
 ) -> Result<Vec<GpuInfo>> {
     let needed = chosen.iter().map(|gpu| gpu.index + 1).max().unwrap_or(0);
-    match (libtorch_sees(needed), request) {
+    match (trainer_sees(needed), request) {
         (Ok(()), _) => Ok(chosen),
         (Err(why), GpuRequest::Count(n)) => Err(FleetError::gpus(format!("--gpus {n}")).caused_by(why)),
         (Err(why), _) => {
@@ -225,22 +195,8 @@ mod tests {
     }
 
     #[test]
-    fn detection_answers_without_cuda() {
-        // Without a CUDA driver (CI) there are no GPUs; with one, each GPU has a name and memory.
-        let gpus = detect_gpus().expect("the driver, where present, answers");
-        for (i, gpu) in gpus.iter().enumerate() {
-            assert_eq!(gpu.index, i);
-            assert!(!gpu.name.is_empty() && gpu.memory_bytes > 0, "{gpu:?}");
-        }
-        let present = unsafe { sys::is_culib_present() };
-        if !present {
-            assert!(gpus.is_empty());
-        }
-    }
-
-    #[test]
     fn choosing_gpus() {
-        let found = || Ok(vec![gpu(0), gpu(1)]);
+        let found = || Ok::<_, FleetError>(vec![gpu(0), gpu(1)]);
         assert_eq!(choose_gpus(GpuRequest::Auto, found()).unwrap().len(), 2);
         assert_eq!(choose_gpus(GpuRequest::Count(1), found()).unwrap(), vec![gpu(0)]);
         assert!(choose_gpus(GpuRequest::None, found()).unwrap().is_empty());
@@ -249,7 +205,7 @@ mod tests {
             "--gpus 3: this host has 2 GPUs (the CUDA driver lists 0: Test GPU 0, 1: Test GPU 1)"
         );
         // A driver's failure as a message (a CUDA driver error prints itself only where the driver is loaded).
-        let broken = || Err(FleetError::gpus("the CUDA driver failed to start: CUDA_ERROR_UNKNOWN"));
+        let broken = || Err::<Vec<GpuInfo>, _>(FleetError::gpus("the CUDA driver failed to start: CUDA_ERROR_UNKNOWN"));
         assert!(choose_gpus(GpuRequest::Auto, broken()).unwrap().is_empty());
         let refused = choose_gpus(GpuRequest::Count(1), broken()).unwrap_err();
         assert_eq!(

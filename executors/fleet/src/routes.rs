@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use ballista_scheduler::scheduler_server::SchedulerServer;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::ballista::{EXECUTORS_ROUTE, ExecutorResources, alive};
+use hearth_exec::ballista::{EXECUTORS_ROUTE, ExecutorResources, alive};
 use serde::Deserialize;
 
 use super::book::{FleetBook, held};

@@ -17,10 +17,10 @@ use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::create_scheduler;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
-use hearth_engine::ballista::{EXECUTORS_ROUTE, FleetAccess, FleetPort, TLS_DIR_ENV};
-use hearth_engine::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
-use hearth_engine::host::host_name;
-use hearth_engine::session::hearth_state;
+use hearth_common::host::host_name;
+use hearth_exec::ballista::{EXECUTORS_ROUTE, FleetAccess, FleetPort, TLS_DIR_ENV};
+use hearth_exec::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_exec::session::hearth_state;
 use tonic::service::RoutesBuilder;
 
 use super::book::FleetBook;

@@ -6,6 +6,7 @@ use std::error::Error;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use hearth_common::files::{WholeDirError, refuse_occupied, write_dir_whole};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Tensor};
 
@@ -14,7 +15,6 @@ use crate::model::{
     to_safetensors,
 };
 use crate::train::{EpochStats, TrainOptions, prediction_device};
-use hearth_common::files::{WholeDirError, refuse_occupied, write_dir_whole};
 
 /// The weights file in an artifact directory.
 pub const WEIGHTS_FILE: &str = "model.safetensors";

@@ -1,12 +1,12 @@
 //! Curves: per-epoch training figures, of one model or of several compared, and a binary classifier's ROC and
 //! precision-recall curves.
 
+use hearth_exec::error::{HearthError, Result};
 use hearth_stats::evaluation::BinaryState;
 use hearth_torch::train::EpochStats;
 use plotters::prelude::*;
 
 use super::{Svg, captioned, drawn, padded};
-use hearth_engine::error::{HearthError, Result};
 
 /// A named line of `(epoch, value)` points, in its colour.
 type Series<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);

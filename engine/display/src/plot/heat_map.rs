@@ -1,10 +1,10 @@
 //! Heat maps of weights: a classifier's confusion matrix, and clusters against the labels they match.
 
+use hearth_exec::error::{HearthError, Result};
 use hearth_stats::evaluation::{ClusteringState, MulticlassState};
 use plotters::prelude::*;
 
 use super::{Svg, captioned, drawn};
-use hearth_engine::error::{HearthError, Result};
 
 /// Weights by row and column, with the names of both and what each axis holds.
 struct Matrix {

@@ -8,10 +8,10 @@ mod heat_map;
 
 use std::path::Path;
 
+use hearth_exec::error::{HearthError, Result};
 use plotters::prelude::*;
 
 use super::{Rich, escape};
-use hearth_engine::error::{HearthError, Result};
 
 pub use curves::{compared_curves, pr_curve, roc_curve, training_curves};
 pub use heat_map::{cluster_matching, confusion_matrix};

@@ -32,6 +32,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
+use hearth_common::scratch::scratch_dir;
 use tokio::net::TcpListener;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
@@ -43,7 +44,6 @@ use super::cluster::client_context;
 use super::secret::ClusterSecret;
 use super::token::{Admitted, Presented, Principal, Service};
 use crate::codec::FLEET_MESSAGE_BYTES;
-use crate::scratch::scratch_dir;
 
 fn configuration(message: impl ToString) -> DataFusionError {
     DataFusionError::Configuration(message.to_string())

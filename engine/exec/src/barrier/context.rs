@@ -8,10 +8,10 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hearth_collective::{CollectiveError, Communicator, JobSecret, JoinOptions, Peer, upload};
+use hearth_common::host::{address_towards, host_name};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::gpus::GpuLease;
-use crate::host::{address_towards, host_name};
 
 /// What a retried stage resumes from: the latest bytes a task of the previous attempt sent the driver
 /// through its [`DriverChannel`] (a checkpoint), and the epoch they belong to.

@@ -3,11 +3,10 @@
 //! life, and a rank trains on the GPU its lease names.
 
 use std::collections::BTreeSet;
-use std::fmt;
-use std::sync::{Condvar, LazyLock, Mutex, MutexGuard};
+use std::sync::{Condvar, LazyLock, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The GPUs on offer (none configured: every device libtorch sees) and those leased.
+/// The GPUs on offer (none configured: [`local_gpus`]) and those leased.
 #[derive(Debug, Default)]
 struct Pool {
     offered: Option<Vec<usize>>,
@@ -33,58 +32,35 @@ pub fn offer_gpus(indices: Vec<usize>) {
     pool().offered = Some(indices);
 }
 
-/// The CUDA device indices this process's barrier tasks may use.
+/// The CUDA device indices this process's barrier tasks may use: those offered, or else the first
+/// [`local_gpus`].
 pub fn offered_gpus() -> Vec<usize> {
     let offered = pool().offered.clone();
-    offered.unwrap_or_else(|| (0..hearth_torch::train::cuda_device_count()).collect())
+    offered.unwrap_or_else(|| (0..local_gpus().unwrap_or(0)).collect())
 }
 
-/// Why libtorch in this process cannot use every GPU the CUDA driver lists (see [`libtorch_sees_gpus`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnseenGpus {
-    /// The GPUs the CUDA driver lists.
-    pub listed: usize,
-    /// The CUDA devices libtorch sees.
-    pub sees: usize,
-    /// Why: libtorch's reason for having no CUDA, or the CUDA library it loaded.
-    pub why: String,
+/// How many GPUs the trainer of this process can use, or why none.
+pub type TrainerGpus = fn() -> Result<usize, String>;
+
+static TRAINER_GPUS: OnceLock<TrainerGpus> = OnceLock::new();
+
+/// Makes `count` the judge of how many GPUs this process's barrier tasks get when none were offered: the crate
+/// whose barrier functions train sets its library's count (`hearth-training`: the CUDA devices libtorch sees),
+/// so a CPU-only libtorch on a GPU host offers none, and says why. The first call wins.
+pub fn count_trainer_gpus_with(count: TrainerGpus) {
+    let _ = TRAINER_GPUS.set(count);
 }
 
-impl fmt::Display for UnseenGpus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Self { listed, sees, why } = self;
-        write!(
-            f,
-            "the CUDA driver lists {listed} GPU(s) but libtorch sees {sees}: {why}"
-        )
-    }
-}
-
-impl std::error::Error for UnseenGpus {}
-
-/// Whether libtorch in this process can use CUDA devices `0..count` (what the driver lists); if not, why —
-/// libtorch without CUDA, or seeing fewer devices than the driver.
+/// How many GPUs this process's barrier tasks get when none were offered (a `local[N]` or `standalone[N]`
+/// session's): the trainer's count where one was set ([`count_trainer_gpus_with`]), else the CUDA driver's
+/// ([`driver_gpus`](super::driver_gpus)); or why none.
 ///
 /// ```
-/// assert!(hearth_exec::barrier::libtorch_sees_gpus(0).is_ok());
+/// let gpus = hearth_exec::barrier::local_gpus();
+/// assert!(gpus.as_ref().is_ok_and(|n| *n > 0) || gpus.is_err_and(|why| !why.is_empty()));
 /// ```
-pub fn libtorch_sees_gpus(count: usize) -> Result<(), UnseenGpus> {
-    if count == 0 {
-        return Ok(());
-    }
-    let sees = hearth_torch::train::cuda_device_count();
-    if sees >= count {
-        return Ok(());
-    }
-    let why = match hearth_torch::train::cuda_library() {
-        hearth_torch::train::CudaLibrary::Missing(why) => why.clone(),
-        hearth_torch::train::CudaLibrary::Loaded(path) => format!("its CUDA library is {}", path.display()),
-    };
-    Err(UnseenGpus {
-        listed: count,
-        sees,
-        why,
-    })
+pub fn local_gpus() -> Result<usize, String> {
+    TRAINER_GPUS.get().map_or_else(super::driver_gpus, |count| count())
 }
 
 /// A GPU a task holds; returned to the pool when dropped.

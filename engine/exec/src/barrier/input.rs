@@ -26,10 +26,10 @@ use datafusion::common::cast::as_uint64_array;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{DiskManager, SendableRecordBatchStream};
 use futures::TryStreamExt;
+use hearth_common::scratch::scratch_dir_in;
 use tempfile::TempDir;
 
 use super::row_order::row_hashes;
-use crate::scratch::scratch_dir_in;
 
 /// The column of row hashes a spilled run carries after the partition's own.
 const HASH_COLUMN: &str = "__hearth_row_hash";

@@ -5,7 +5,7 @@
 //! peers, `barrier`, `all_gather`, and the ring [`Communicator`](hearth_collective::Communicator) for
 //! allreduce) and its partition's rows. Functions are registered by name ([`register_function`]) in every
 //! process that runs tasks, as SQL functions are, so a plan names its function and travels to executors as
-//! plain data. hearth's trainer is one such function (`hearth.train`, registered by `hearth-engine`).
+//! plain data. hearth's trainer is one such function (`hearth.train`, registered by `hearth-training`).
 //!
 //! On the driver, [`BarrierStage`] checks that the session has a task slot for every rank, repartitions the
 //! rows into exactly that many partitions, hosts the rendezvous, and runs the stage ([`BarrierExec`]); a
@@ -41,6 +41,7 @@
 mod allocator;
 pub mod checkpoints;
 mod context;
+mod cuda_driver;
 mod exec;
 mod function;
 mod gpus;
@@ -54,11 +55,12 @@ mod stage;
 mod task_thread;
 
 pub use context::{BarrierTaskContext, DriverChannel, ResumePoint};
+pub use cuda_driver::{CudaDriverError, detect_gpus, driver_gpus};
 pub use exec::BarrierExec;
 pub(crate) use function::is_user_function;
 pub use function::register_builtin;
 pub use function::{BarrierFunction, FnBarrier, function, register_function};
-pub use gpus::{GpuLease, UnseenGpus, libtorch_sees_gpus, offer_gpus, offered_gpus};
+pub use gpus::{GpuLease, TrainerGpus, count_trainer_gpus_with, local_gpus, offer_gpus, offered_gpus};
 pub use input::{BarrierInput, SPILL_BATCH_ROWS};
 pub use options::BarrierOptions;
 pub use row_order::{canonical_order, canonical_positions, pick_columns, row_hashes};

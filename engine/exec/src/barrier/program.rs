@@ -32,6 +32,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::ipc::reader::{FileReader, StreamReader};
 use datafusion::arrow::ipc::writer::{FileWriter, StreamWriter};
 use datafusion::error::{DataFusionError, Result};
+use hearth_common::host::host_name;
 use serde::{Deserialize, Serialize};
 
 use super::context::Joining;
@@ -43,7 +44,6 @@ use super::spec::{reason, task_error};
 use super::{BarrierFunction, BarrierTaskContext};
 use crate::ballista::{SECRET_ENV, SECRET_FILE_ENV, SECRET_JOB_ENV};
 use crate::error::HearthError;
-use crate::host::host_name;
 
 /// The directories whose programs this process runs as barrier tasks' workers (none until
 /// [`allow_programs`] is called).

@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use datafusion::error::{DataFusionError, Result};
 use hearth_collective::fetch_program;
+use hearth_common::host::host_name;
 use sha2::{Digest, Sha256};
 
 use super::spec::{BarrierSpec, ProgramRef};
 use crate::error::HearthError;
-use crate::host::host_name;
 
 /// Where this executor keeps the programs it fetched, once it may run them.
 static SHIPPED: OnceLock<PathBuf> = OnceLock::new();

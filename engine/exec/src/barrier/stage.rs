@@ -103,8 +103,8 @@ pub(crate) async fn check_gpus(info: &SessionInfo, workers: usize, gpus_per_task
     let found = info.gpu_slots().await?;
     if workers > found {
         // Tasks of a session in this process see this process's GPUs: say why there are none.
-        let why = match (found, info.runs_tasks_here(), hearth_torch::train::why_no_gpus()) {
-            (0, true, Some(why)) => format!(" (libtorch: {why})"),
+        let why = match (found, info.runs_tasks_here(), super::local_gpus()) {
+            (0, true, Err(why)) => format!(" ({why})"),
             _ => String::new(),
         };
         return Err(HearthError::GangGpus {

@@ -11,8 +11,8 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
+use hearth_common::params::splitmix64;
 
-use crate::params::splitmix64;
 use crate::udf::ML_DOC_SECTION;
 use crate::udf::args::{as_usize, constant};
 

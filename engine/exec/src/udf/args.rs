@@ -12,7 +12,7 @@ use datafusion::logical_expr::ColumnarValue;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::physical_expr::expressions::Literal;
 
-use crate::params::HandleInvalid;
+use hearth_common::params::HandleInvalid;
 
 /// The constant value of argument `index` of `function`, as a scalar.
 pub fn constant(function: &str, args: &[ColumnarValue], index: usize, what: &str) -> Result<ScalarValue> {

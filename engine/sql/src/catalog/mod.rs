@@ -28,15 +28,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::parquet::arrow::ArrowWriter;
+use hearth_common::files::write_dir_whole;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::object_stores::is_remote;
+use hearth_exec::session::Session;
+use hearth_preprocessing::feature::StringIndexerModel;
+use hearth_preprocessing::pipeline::PipelineModel;
 use serde::Serialize;
 
 use super::trained::Trained;
-use hearth_common::files::write_dir_whole;
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::feature::StringIndexerModel;
-use hearth_engine::object_stores::is_remote;
-use hearth_engine::pipeline::PipelineModel;
-use hearth_engine::session::Session;
 use remote::RemoteCatalog;
 
 /// The file of an entry that describes it.

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::TryStreamExt;
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::object_stores::{StoreSettings, open};
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::object_stores::{StoreSettings, open};
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
@@ -171,7 +171,7 @@ impl RemoteCatalog {
     pub fn publish(&self, name: &str, staged: &Path, entry: &ModelEntry) -> Result<(Manifest, Option<PathBuf>)> {
         let previous = self.manifest(name)?.map(|manifest| manifest.version);
         let version = format!("v-{}", hearth_common::ids::unique_id());
-        let files = hearth_engine::files::relative_files(staged)
+        let files = hearth_common::files::relative_files(staged)
             .map_err(|e| HearthError::persistence(staged, "cannot list it").caused_by(e))?;
         let manifest = Manifest {
             version: version.clone(),

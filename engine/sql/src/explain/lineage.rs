@@ -6,12 +6,11 @@
 use std::collections::{BTreeSet, HashMap};
 
 use datafusion::prelude::DataFrame;
+use hearth_exec::error::{HearthError, Result};
+use hearth_exec::vector::vector_dim;
+use hearth_preprocessing::pipeline::PipelineModel;
+use hearth_preprocessing::stage::Transformer;
 use serde_json::Value;
-
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::pipeline::PipelineModel;
-use hearth_engine::stage::Transformer;
-use hearth_engine::vector::vector_dim;
 
 /// Per column, the source columns of each of its slots.
 type Lineage = HashMap<String, Vec<BTreeSet<String>>>;

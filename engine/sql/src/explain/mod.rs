@@ -21,15 +21,15 @@ use datafusion::functions_aggregate::expr_fn::avg;
 use datafusion::logical_expr::{Expr, LogicalPlan, ScalarUDF, ident};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::Expr as SqlExpr;
+use hearth_exec::error::{HearthError, Result};
+use hearth_preprocessing::stage::Transformer;
+use hearth_training::train::{ExplainSettings, explain_function};
+use lineage::slot_sources;
 
 use super::catalog::CatalogModel;
 use super::literals;
 use super::settings::one_setting;
 use super::table_functions::{check_columns, prediction_columns, trained};
-use hearth_engine::error::{HearthError, Result};
-use hearth_engine::stage::Transformer;
-use hearth_engine::train::{ExplainSettings, explain_function};
-use lineage::slot_sources;
 
 /// Integration steps of every explanation.
 pub const STEPS: usize = 20;

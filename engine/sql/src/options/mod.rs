@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast::{Expr, SqlOption};
 use hearth_common::names::did_you_mean;
+use hearth_exec::error::Result;
 use hearth_torch::model::Activation;
 use hearth_torch::train::{DeviceChoice, OptimizerSpec, Precision, Strategy};
 
@@ -14,7 +15,6 @@ mod reference;
 mod table;
 
 use super::error::invalid_option;
-use hearth_engine::error::Result;
 pub use model_type::{ModelType, OptimizeStrategy};
 pub use reference::create_model_options_reference;
 pub(crate) use table::{Models, Read, Scale, Tunable, expected, option_names, option_spec, wrong};

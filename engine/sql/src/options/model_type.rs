@@ -5,17 +5,17 @@ use std::fmt;
 /// What `CREATE MODEL` trains (`model_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelType {
-    /// `'mlp_classifier'` (alias `'dnn_classifier'`): [`MlpClassifier`](hearth_engine::train::MlpClassifier).
+    /// `'mlp_classifier'` (alias `'dnn_classifier'`): [`MlpClassifier`](hearth_training::train::MlpClassifier).
     MlpClassifier,
-    /// `'logistic_reg'`: Spark's [`LogisticRegression`](hearth_engine::linear::LogisticRegression), or under
-    /// `optimize_strategy = 'MINI_BATCH'` the network [`LinearClassifier`](hearth_engine::train::LinearClassifier).
+    /// `'logistic_reg'`: Spark's [`LogisticRegression`](hearth_training::linear::LogisticRegression), or under
+    /// `optimize_strategy = 'MINI_BATCH'` the network [`LinearClassifier`](hearth_training::train::LinearClassifier).
     LogisticReg,
-    /// `'linear_reg'`: Spark's [`LinearRegression`](hearth_engine::linear::LinearRegression), or under
-    /// `optimize_strategy = 'MINI_BATCH'` the network [`LinearRegressor`](hearth_engine::train::LinearRegressor).
+    /// `'linear_reg'`: Spark's [`LinearRegression`](hearth_training::linear::LinearRegression), or under
+    /// `optimize_strategy = 'MINI_BATCH'` the network [`LinearRegressor`](hearth_training::train::LinearRegressor).
     LinearReg,
-    /// `'mlp_regressor'` (alias `'dnn_regressor'`): [`MlpRegressor`](hearth_engine::train::MlpRegressor).
+    /// `'mlp_regressor'` (alias `'dnn_regressor'`): [`MlpRegressor`](hearth_training::train::MlpRegressor).
     MlpRegressor,
-    /// `'kmeans'`: [`KMeans`](hearth_engine::clustering::KMeans) clustering, no label.
+    /// `'kmeans'`: [`KMeans`](hearth_preprocessing::clustering::KMeans) clustering, no label.
     KMeans,
 }
 

@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
+use Models::{Every, Exact, KMeans, Labelled, Linear, MiniBatch, Penalized};
+use Tunable::{Candidates, No, Range};
 use datafusion::sql::sqlparser::ast::Expr;
+use hearth_exec::error::{HearthError, Result};
 use hearth_torch::model::Activation;
 use hearth_torch::train::{DeviceChoice, Precision};
 
@@ -12,9 +15,6 @@ use super::model_type::{ModelType, OptimizeStrategy};
 use super::{ClassWeights, DataSplit, Reading};
 use crate::error::invalid_option;
 use crate::literals;
-use Models::{Every, Exact, KMeans, Labelled, Linear, MiniBatch, Penalized};
-use Tunable::{Candidates, No, Range};
-use hearth_engine::error::{HearthError, Result};
 
 /// The model types that take an option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

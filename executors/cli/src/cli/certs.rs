@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{Datelike, NaiveDate, Utc};
 use clap::Args;
-use hearth_engine::ballista::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, Role};
+use hearth_exec::ballista::{CA_FILE, CERT_FILE, FleetTls, KEY_FILE, Role};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
     date_time_ymd,

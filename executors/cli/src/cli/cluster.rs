@@ -19,11 +19,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use hearth_engine::ballista::{
+use hearth_common::host::address_towards;
+use hearth_exec::ballista::{
     CA_FILE, CERT_FILE, ClusterSecret, EXECUTORS_ROUTE, ExecutorResources, FleetTls, KEY_FILE, Role, SECRET_FILE_ENV,
     SchedulerRest, TLS_DIR_ENV, now_ms,
 };
-use hearth_engine::host::address_towards;
+use hearth_fleet::{GpuRequest, gpu_shares};
 
 use super::certs::CertsArgs;
 use super::cluster_connect::{CONNECT_TOKEN_FILE, ConnectLaunch, await_connect_url, connect_url};
@@ -36,7 +37,6 @@ use super::status::print_executors;
 use super::tables::{add_row, table};
 use super::token::TokenArgs;
 use super::{CommandResult, cores};
-use hearth_fleet::{GpuRequest, gpu_shares};
 
 /// How long processes have to stop before they are killed.
 const STOP_GRACE: Duration = Duration::from_secs(15);

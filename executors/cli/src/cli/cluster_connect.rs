@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hearth_engine::ballista::ClusterSecret;
+use hearth_exec::ballista::ClusterSecret;
 
 use super::failed::Failed;
 use super::processes::{Started, spawn_local};

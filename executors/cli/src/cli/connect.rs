@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use hearth_common::host::host_name;
 use hearth_connect::{ConnectOptions, ConnectServer, DEFAULT_PORT};
-use hearth_engine::ballista::{FleetTls, Role};
-use hearth_engine::host::host_name;
+use hearth_exec::ballista::{FleetTls, Role};
 
 use super::CommandResult;
 

@@ -5,7 +5,7 @@ use std::error::Error;
 use std::fmt;
 use std::path::Path;
 
-use hearth_engine::error::Cause;
+use hearth_exec::error::Cause;
 
 /// A step of a command that failed, and why. It may cross threads (a fleet's processes are stopped from
 /// threads of their own).

@@ -5,8 +5,8 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls, Role};
-use hearth_engine::files::write_file_whole;
+use hearth_common::files::write_file_whole;
+use hearth_exec::ballista::{ClusterSecret, FleetAccess, FleetTls, Role};
 use serde::{Deserialize, Serialize};
 
 use super::cache_dir;

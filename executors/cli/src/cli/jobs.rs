@@ -5,12 +5,12 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use hearth_engine::ballista::{SchedulerRest, now_ms};
+use hearth_exec::ballista::{SchedulerRest, now_ms};
+use hearth_fleet::{JobRecord, JobState, LogChunk};
 
 use super::CommandResult;
 use super::fleet_record::fleet_master;
 use super::tables::{add_row, duration, table};
-use hearth_fleet::{JobRecord, JobState, LogChunk};
 
 /// `hearth jobs`' arguments.
 #[derive(Debug, Args)]

@@ -21,8 +21,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use hearth_engine::ballista::{ClusterSecret, FleetAccess, FleetTls, Role};
-
+use hearth_exec::ballista::{ClusterSecret, FleetAccess, FleetTls, Role};
 use hearth_fleet::{ExecutorOptions, GpuRequest, SchedulerOptions};
 
 /// A subcommand's outcome: its error is printed for the user.
@@ -159,6 +158,25 @@ struct ExecutorArgs {
     run_shipped_programs: bool,
     #[command(flatten)]
     access: AccessArgs,
+}
+
+impl ExecutorArgs {
+    /// The executor's options: these arguments, and libtorch's answer to which GPUs its trainers can use.
+    fn options(self) -> Result<ExecutorOptions, Box<dyn Error>> {
+        Ok(ExecutorOptions {
+            scheduler: self.scheduler,
+            slots: self.slots.unwrap_or_else(cores),
+            gpus: self.gpus,
+            trainer_sees_gpus: |n| Ok(hearth_torch::train::libtorch_sees_gpus(n)?),
+            bind: self.bind,
+            port: self.port,
+            grpc_port: self.grpc_port,
+            work_dir: self.work_dir,
+            allow_programs: self.allow_programs,
+            run_shipped_programs: self.run_shipped_programs,
+            access: self.access.access(Role::Executor)?,
+        })
+    }
 }
 
 /// The fleet's secret and TLS, for its scheduler and executors.
@@ -299,19 +317,7 @@ impl Cli {
                 Ok(())
             }
             Command::Executor(args) => {
-                hearth_fleet::executor(ExecutorOptions {
-                    scheduler: args.scheduler,
-                    slots: args.slots.unwrap_or_else(cores),
-                    gpus: args.gpus,
-                    bind: args.bind,
-                    port: args.port,
-                    grpc_port: args.grpc_port,
-                    work_dir: args.work_dir,
-                    allow_programs: args.allow_programs,
-                    run_shipped_programs: args.run_shipped_programs,
-                    access: args.access.access(Role::Executor)?,
-                })
-                .await?;
+                hearth_fleet::executor(args.options()?).await?;
                 Ok(())
             }
         }

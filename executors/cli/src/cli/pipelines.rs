@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use clap::Args;
 use datafusion::arrow::util::pretty::pretty_format_batches;
-use hearth_engine::pipeline::refuse_existing;
-use hearth_engine::prelude::*;
-use hearth_engine::write::{FrameWriter, OutputFormat, SaveMode, Written};
+use hearth_exec::write::{FrameWriter, OutputFormat, SaveMode, Written};
+use hearth_preprocessing::pipeline::refuse_existing;
+use hearth_training::prelude::*;
 
 use super::CommandResult;
 

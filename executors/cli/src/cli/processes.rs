@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hearth_engine::ballista::{ClusterSecret, SECRET_ENV};
+use hearth_exec::ballista::{ClusterSecret, SECRET_ENV};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};

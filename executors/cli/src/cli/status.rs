@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ballista_api_types::dto::JobResponse;
 use clap::Args;
-use hearth_engine::ballista::{
+use hearth_exec::ballista::{
     CertificateFacts, EXECUTORS_ROUTE, ExecutorResources, FleetTls, GpuInfo, SchedulerRest, days_left, now_ms,
 };
 use serde::Serialize;

@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::{Args, ValueEnum};
-use hearth_engine::ballista::{FleetAccess, SchedulerRest};
-use hearth_engine::session::APP_NAME_ENV;
+use hearth_exec::ballista::{FleetAccess, SchedulerRest};
+use hearth_exec::session::APP_NAME_ENV;
+use hearth_fleet::{JobRecord, SubmitRequest};
 use hearth_sql::parse_statements;
 
 use super::CommandResult;
 use super::failed::Failed;
 use super::fleet_record::fleet_master;
-use hearth_fleet::{JobRecord, SubmitRequest};
 
 /// Where the driver runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

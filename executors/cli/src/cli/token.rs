@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use hearth_engine::ballista::{ClusterSecret, DEFAULT_VALID_FOR, MAX_VALID_FOR, Service};
-use hearth_engine::files::write_private_file_whole;
+use hearth_common::files::write_private_file_whole;
+use hearth_exec::ballista::{ClusterSecret, DEFAULT_VALID_FOR, MAX_VALID_FOR, Service};
 
 use super::CommandResult;
 use super::failed::Failed;

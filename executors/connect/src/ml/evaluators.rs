@@ -1,7 +1,7 @@
 //! `pyspark.ml.evaluation`'s evaluators as hearth's, with the params the user set and Spark's defaults.
 
 use datafusion::prelude::DataFrame;
-use hearth_engine::evaluation::{
+use hearth_preprocessing::evaluation::{
     BinaryClassificationEvaluator, MulticlassClassificationEvaluator, RegressionEvaluator,
 };
 use serde_json::Value;

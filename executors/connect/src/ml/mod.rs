@@ -4,8 +4,8 @@
 
 mod evaluators;
 
-use hearth_engine::master::Master;
-use hearth_engine::pipeline::PipelineStage;
+use hearth_exec::master::Master;
+use hearth_preprocessing::pipeline::PipelineStage;
 use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::{Array, LiteralType};
 use spark_connect_proto::fetch::Method;

@@ -3,11 +3,11 @@
 //! vectors and matrices as Spark's `VectorUDT` and `MatrixUDT` structs that PySpark turns into `DenseVector`s and
 //! `DenseMatrix`es.
 
-use hearth_engine::clustering::KMeansModel;
-use hearth_engine::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel};
-use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel};
-use hearth_engine::perceptron::MultilayerPerceptronClassificationModel;
-use hearth_engine::stage::Transformer;
+use hearth_preprocessing::clustering::KMeansModel;
+use hearth_preprocessing::feature::{OneHotEncoderModel, StandardScalerModel, StringIndexerModel};
+use hearth_preprocessing::stage::Transformer;
+use hearth_training::linear::{LinearRegressionModel, LogisticRegressionModel};
+use hearth_training::perceptron::MultilayerPerceptronClassificationModel;
 use spark_connect_proto::data_type::{self, Kind};
 use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::LiteralType;

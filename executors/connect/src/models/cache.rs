@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use datafusion::prelude::DataFrame;
-use hearth_engine::stage::Transformer;
+use hearth_preprocessing::stage::Transformer;
 
 use crate::errors::{ConnectError, Result};
 

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use hearth_engine::pipeline::{PipelineStage, rebuild_stage};
-use hearth_engine::stage::Transformer;
+use hearth_preprocessing::pipeline::{PipelineStage, rebuild_stage};
+use hearth_preprocessing::stage::Transformer;
 use serde_json::{Map, Value};
 use spark_connect_proto::{MlOperator, MlParams};
 

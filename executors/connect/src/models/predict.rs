@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Schema};
-use hearth_engine::session::Session;
-use hearth_engine::stage::Transformer;
-use hearth_engine::vector::{vector_array, vector_type, vector_values};
+use hearth_exec::session::Session;
+use hearth_exec::vector::{vector_array, vector_type, vector_values};
+use hearth_preprocessing::stage::Transformer;
 use serde_json::Value;
 use spark_connect_proto::expression::Literal;
 use spark_connect_proto::expression::literal::LiteralType;

@@ -10,8 +10,8 @@ use datafusion::functions::math::expr_fn::sqrt;
 use datafusion::functions_aggregate::expr_fn::{count, max, min, sum};
 use datafusion::logical_expr::{Expr, cast, lit};
 use datafusion::prelude::{DataFrame, col};
-use hearth_engine::evaluation::RegressionEvaluator;
-use hearth_engine::linear::{CoefficientStatistics, LinearRegressionModel};
+use hearth_preprocessing::evaluation::RegressionEvaluator;
+use hearth_training::linear::{CoefficientStatistics, LinearRegressionModel};
 use spark_connect_proto::expression::literal::LiteralType;
 
 use super::summary_value::{Columns, SummaryValue};

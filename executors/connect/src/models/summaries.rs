@@ -10,12 +10,12 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::{DataFrame, col};
-use hearth_engine::clustering::KMeansModel;
-use hearth_engine::evaluation::{BinaryClassificationEvaluator, MulticlassClassificationEvaluator};
-use hearth_engine::linear::{LinearRegressionModel, LogisticRegressionModel};
-use hearth_engine::perceptron::MultilayerPerceptronClassificationModel;
-use hearth_engine::session::Session;
-use hearth_engine::stage::Transformer;
+use hearth_exec::session::Session;
+use hearth_preprocessing::clustering::KMeansModel;
+use hearth_preprocessing::evaluation::{BinaryClassificationEvaluator, MulticlassClassificationEvaluator};
+use hearth_preprocessing::stage::Transformer;
+use hearth_training::linear::{LinearRegressionModel, LogisticRegressionModel};
+use hearth_training::perceptron::MultilayerPerceptronClassificationModel;
 use serde_json::Value;
 use spark_connect_proto::data_type::{self, Kind};
 use spark_connect_proto::expression::Literal;
@@ -133,7 +133,7 @@ async fn classification(
             let labels = distinct_doubles(predictions, &columns.label).await?;
             let by_label = (labels.iter())
                 .map(|label| evaluator().metric_label(*label).metric(&state))
-                .collect::<hearth_engine::error::Result<Vec<f64>>>()?;
+                .collect::<hearth_exec::error::Result<Vec<f64>>>()?;
             doubles(&by_label)
         }
         "labels" => doubles(&distinct_doubles(predictions, &columns.label).await?),

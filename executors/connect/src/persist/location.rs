@@ -22,8 +22,8 @@ use std::sync::Arc;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use futures::TryStreamExt;
-use hearth_engine::files::{relative_files, write_dir_whole};
-use hearth_engine::object_stores::is_remote;
+use hearth_common::files::{relative_files, write_dir_whole};
+use hearth_exec::object_stores::is_remote;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tempfile::TempDir;
@@ -123,7 +123,7 @@ impl Location {
     /// Adds the file `name` holding `bytes` to the folder.
     pub(crate) async fn add_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
         match self {
-            Self::Local(dir) => hearth_engine::files::write_file_whole(&dir.join(name), bytes)
+            Self::Local(dir) => hearth_common::files::write_file_whole(&dir.join(name), bytes)
                 .map_err(|e| ConnectError::Execution(format!("writing {}: {e}", dir.join(name).display()))),
             Self::Store(folder) => folder.put(name, bytes.to_vec()).await.map(|_| ()),
         }

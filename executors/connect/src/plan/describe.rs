@@ -11,7 +11,7 @@ use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::functions_aggregate::expr_fn::{avg, count, max, min, stddev};
 use datafusion::logical_expr::{Expr, TryCast, col};
 use datafusion::prelude::DataFrame;
-use hearth_engine::session::Session;
+use hearth_exec::session::Session;
 
 use crate::errors::{ConnectError, Result};
 use crate::show::{java_double, java_float};

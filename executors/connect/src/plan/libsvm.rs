@@ -8,8 +8,8 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::DataFrame;
-use hearth_engine::session::Session;
-use hearth_engine::vector::{vector_array, vector_type};
+use hearth_exec::session::Session;
+use hearth_exec::vector::{vector_array, vector_type};
 
 use crate::errors::{ConnectError, Result};
 use crate::persist::part_files;

@@ -13,9 +13,9 @@ use datafusion::functions::expr_fn::coalesce;
 use datafusion::logical_expr::{Expr, lit};
 use datafusion::prelude::DataFrame;
 use futures::future::BoxFuture;
-use hearth_engine::frame::{DataFrameExt, ROW_UNIFORM};
-use hearth_engine::pipeline::PipelineStage;
-use hearth_engine::session::Session;
+use hearth_exec::frame::{DataFrameExt, ROW_UNIFORM};
+use hearth_exec::session::Session;
+use hearth_preprocessing::pipeline::PipelineStage;
 use spark_connect_proto::relation::RelType;
 use spark_connect_proto::{Fetch, MlRelation, Relation, aggregate, join, ml_relation, read, set_operation};
 

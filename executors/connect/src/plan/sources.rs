@@ -10,8 +10,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 use datafusion::functions_aggregate::expr_fn::{max, min};
 use datafusion::logical_expr::{cast, ident};
 use datafusion::prelude::{DataFrame, JsonReadOptions};
-use hearth_engine::read::CsvOptions;
-use hearth_engine::session::Session;
+use hearth_exec::read::CsvOptions;
+use hearth_exec::session::Session;
 use spark_connect_proto::read::DataSource;
 
 use crate::errors::{ConnectError, Result};

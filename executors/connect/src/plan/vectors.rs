@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int8Type, Int32Type, Schema, SchemaRef};
-use hearth_engine::vector::{vector_array, vector_type};
+use hearth_exec::vector::{vector_array, vector_type};
 
 use crate::errors::{ConnectError, Result};
 use crate::results::vector_struct_fields;
@@ -33,7 +33,7 @@ pub(crate) fn from_udt(schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<(
             let mut arrays = batch.columns().to_vec();
             for &i in &columns {
                 let name = schema.field(i).name();
-                let dim = hearth_engine::vector::vector_dim(schema.field(i).data_type()).unwrap_or(0);
+                let dim = hearth_exec::vector::vector_dim(schema.field(i).data_type()).unwrap_or(0);
                 arrays[i] = dense(arrays[i].as_struct(), dim, name)?;
             }
             Ok(RecordBatch::try_new(Arc::clone(&schema), arrays)?)

@@ -4,12 +4,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use hearth_stats::random::Draws;
 use tch::nn::{self, ModuleT};
 use tch::{Device, Kind, Tensor};
 
 use super::dropout::{DropoutStream, apply_dropout};
 use super::spec::{Layer, ModelSpec, SpecError};
-use hearth_stats::random::Draws;
 
 /// A network on a device: its parameters and its forward pass.
 #[derive(Debug)]

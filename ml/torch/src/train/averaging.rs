@@ -6,11 +6,11 @@
 //! brings both. NCCL sums only the gradient, on the devices; the trainer sums every step's weight over the
 //! ranks once an epoch instead ([`Averaging::needs_step_weights`]), so a step never waits on the device.
 
+use hearth_collective::{Communicator, Nccl, NcclVote};
 use tch::{Device, Kind, Tensor};
 
 use super::error::TrainError;
 use super::optimizer::Optimizer;
-use hearth_collective::{Communicator, Nccl, NcclVote};
 
 /// A job's way of averaging gradients.
 pub(super) enum Averaging {

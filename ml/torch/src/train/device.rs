@@ -7,6 +7,7 @@
 //! it is there (libtorch decides once, at that first question, whether it has CUDA).
 
 use std::ffi::{CStr, CString};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Once, OnceLock};
 
@@ -118,6 +119,54 @@ fn why_no_gpu(wanted: Option<usize>, gpus: usize) -> String {
             path.display()
         ),
     }
+}
+
+/// Why libtorch in this process cannot use every GPU the CUDA driver lists (see [`libtorch_sees_gpus`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnseenGpus {
+    /// The GPUs the CUDA driver lists.
+    pub listed: usize,
+    /// The CUDA devices libtorch sees.
+    pub sees: usize,
+    /// Why: libtorch's reason for having no CUDA, or the CUDA library it loaded.
+    pub why: String,
+}
+
+impl fmt::Display for UnseenGpus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { listed, sees, why } = self;
+        write!(
+            f,
+            "the CUDA driver lists {listed} GPU(s) but libtorch sees {sees}: {why}"
+        )
+    }
+}
+
+impl std::error::Error for UnseenGpus {}
+
+/// Whether libtorch in this process can use CUDA devices `0..count` (what the driver lists); if not, why —
+/// libtorch without CUDA, or seeing fewer devices than the driver.
+///
+/// ```
+/// assert!(hearth_torch::train::libtorch_sees_gpus(0).is_ok());
+/// ```
+pub fn libtorch_sees_gpus(count: usize) -> Result<(), UnseenGpus> {
+    if count == 0 {
+        return Ok(());
+    }
+    let sees = cuda_device_count();
+    if sees >= count {
+        return Ok(());
+    }
+    let why = match cuda_library() {
+        CudaLibrary::Missing(why) => why.clone(),
+        CudaLibrary::Loaded(path) => format!("its CUDA library is {}", path.display()),
+    };
+    Err(UnseenGpus {
+        listed: count,
+        sees,
+        why,
+    })
 }
 
 /// The device for a rank: its index among the ranks on its host (`local_rank`) picks the GPU. `cuda` where

@@ -6,13 +6,13 @@
 //! Where training stands is a function of the history alone ([`EarlyStopping::verdict`]), so a run resumed
 //! from a checkpoint (whose history and best weights travel with it) decides as the first run would have.
 
+use hearth_collective::{CollectiveError, Communicator};
 use serde::{Deserialize, Serialize};
 use tch::{TchError, Tensor};
 
 use super::error::OptionsError;
 use super::report::EpochStats;
 use crate::model::{NamedTensor, host_copies};
-use hearth_collective::{CollectiveError, Communicator};
 
 /// When training stops before its last epoch.
 ///

@@ -3,12 +3,12 @@
 //! server on rank 0 — the rules of [`strategy`](super::strategy), applied to the optimizer's flat parameter
 //! buffer.
 
+use hearth_collective::{CenterClient, CenterServer, Communicator, Staleness};
+use hearth_collective::{add_into, elastic_exchange};
 use tch::{Device, Tensor};
 
 use super::error::TrainError;
 use super::strategy::{Strategy, pushed_change};
-use hearth_collective::{CenterClient, CenterServer, Communicator, Staleness};
-use hearth_collective::{add_into, elastic_exchange};
 
 /// A rank's side of its strategy: what it keeps between exchanges.
 pub(super) struct Exchange {

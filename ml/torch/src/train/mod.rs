@@ -22,7 +22,9 @@ mod trainer;
 
 pub use augment::Augmentation;
 pub use checkpoint::{Checkpoint, CheckpointError};
-pub use device::{CudaLibrary, cuda_device_count, cuda_library, prediction_device, why_no_gpus};
+pub use device::{
+    CudaLibrary, UnseenGpus, cuda_device_count, cuda_library, libtorch_sees_gpus, prediction_device, why_no_gpus,
+};
 pub use early_stopping::{EarlyStopping, Improvement, Verdict};
 pub use error::{OptionsError, TrainError};
 pub use optimizer::{Optimizer, OptimizerSpec};

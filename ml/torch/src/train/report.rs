@@ -1,9 +1,9 @@
 //! What training reports: each epoch's metrics and each rank's outcome.
 
+use hearth_collective::Staleness;
 use serde::{Deserialize, Serialize};
 
 use crate::model::NamedTensor;
-use hearth_collective::Staleness;
 
 /// Metrics of one epoch, averaged over all ranks' rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

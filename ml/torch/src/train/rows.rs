@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+use hearth_stats::random::Draws;
 use tch::{Device, Tensor};
 
 use super::batches::{Batch, OneAhead, ShardTensors};
@@ -15,7 +16,6 @@ use super::error::TrainError;
 use super::loss::check_rows;
 use super::options::Loss;
 use crate::data::{DataError, EpochBatches, LabelSummary, Shard, StreamedShard};
-use hearth_stats::random::Draws;
 
 /// A rank's rows as the trainer is given them.
 #[derive(Clone, Copy)]

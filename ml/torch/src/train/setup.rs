@@ -1,6 +1,7 @@
 //! What a rank settles before its first step: where it runs (rank, host, device, threads), the tensors it
 //! keeps in fp32 under mixed precision, and the image shape augmentation works on.
 
+use hearth_collective::Communicator;
 use tch::{Device, Tensor};
 
 use super::device::pick_device;
@@ -10,7 +11,6 @@ use super::options::{Precision, TrainOptions, TrainSettings};
 use super::precision::Bf16Compute;
 use crate::model::{Layer, ModelSpec, Network};
 use crate::threads::set_intra_op_threads;
-use hearth_collective::Communicator;
 
 /// Where a rank trains.
 pub(super) struct Placement {

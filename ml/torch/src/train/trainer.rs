@@ -30,6 +30,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use hearth_collective::Communicator;
+use hearth_stats::random::Draws;
 use tch::{Device, Kind, Tensor};
 
 use super::averaging::Averaging;
@@ -48,8 +50,6 @@ use super::rows::{RankData, RankRows};
 use super::setup::{Placement, image_shape, precision_split};
 use super::strategy::Strategy;
 use crate::model::{NamedTensor, Network, host_copies, load_into};
-use hearth_collective::Communicator;
-use hearth_stats::random::Draws;
 
 /// Trains one rank's shard with the other ranks of a communicator.
 ///

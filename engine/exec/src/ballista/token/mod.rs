@@ -51,10 +51,10 @@ use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hearth_collective::JobSecret;
+use hearth_common::host::address_towards;
 
 pub use self::replay::ReplayMemory;
 use super::keys::{equal_in_constant_time, hmac_hex, job_key};
-use crate::host::address_towards;
 
 /// What every token starts with, whatever its version.
 const FAMILY: &str = "hearth-token/";
