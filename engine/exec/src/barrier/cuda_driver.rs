@@ -2,7 +2,6 @@
 //! opened when the program runs, so the same binary runs where there is no CUDA and finds no GPU there. No
 //! libtorch is involved; whether libtorch can train on these GPUs is the trainer's question.
 
-use std::fmt;
 use std::sync::LazyLock;
 
 use cudarc::driver::{result, sys};
@@ -10,22 +9,12 @@ use cudarc::driver::{result, sys};
 use crate::ballista::GpuInfo;
 
 /// The CUDA driver is present but failed: starting, counting devices, or reading one.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
 pub struct CudaDriverError {
     what: String,
+    #[source]
     source: result::DriverError,
-}
-
-impl fmt::Display for CudaDriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)
-    }
-}
-
-impl std::error::Error for CudaDriverError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
 }
 
 /// The GPUs the CUDA driver lists on this host: none when the driver library is absent or has no device; an
