@@ -14,6 +14,17 @@ use datafusion::logical_expr::ident;
 use hearth::prelude::*;
 use serde_json::Value;
 
+/// A runtime of two threads with the main thread's 8 MiB of stack: Ballista's scheduler decodes the client's
+/// plans recursively, deeper than tokio's 2 MiB in an unoptimized build.
+pub fn ballista_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(8 << 20)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Waits for `child` to end, killing it and failing the test (naming `what`) when it runs past `limit`.
 pub fn wait_within(mut child: Child, limit: Duration, what: &str) -> ExitStatus {
     let deadline = Instant::now() + limit;

@@ -20,7 +20,7 @@ use hearth::datasets::german_credit;
 use hearth::prelude::*;
 use serde_json::Value;
 
-use crate::common::wait_within;
+use crate::common::{ballista_runtime, wait_within};
 
 mod guide;
 
@@ -312,17 +312,6 @@ async fn bad_requests_raise_pysparks_exceptions_and_the_server_goes_on() {
     expect("missing_file", "SparkException", "no-such-file.csv");
     assert_eq!(seen["after"], 3, "the server answers after the errors");
     server.shutdown().await.unwrap();
-}
-
-/// A runtime of two threads with the main thread's 8 MiB of stack: Ballista's scheduler decodes the client's
-/// plans recursively, deeper than tokio's 2 MiB in an unoptimized build.
-fn ballista_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_stack_size(8 << 20)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// On the embedded master and on Ballista's (`standalone[2]`, on a [`ballista_runtime`]).

@@ -1,7 +1,7 @@
 //! Explanations: integrated gradients agree with a plain finite-difference estimate of the same path
 //! integral and add up to the change of the output; on data whose label is made from two of ten columns,
 //! `ML.GLOBAL_EXPLAIN` ranks those two first; `ML.EXPLAIN_PREDICT` keeps `top_k_features` per row, by input
-//! column (one-hot slots summed back); bad requests are named.
+//! column. Summing one-hot slots back into columns, and bad requests, are in `tests/slt/explain_and_weights.slt`.
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Float64Type;
@@ -166,45 +166,4 @@ async fn global_explain_ranks_the_two_columns_the_label_is_made_of_first() {
         errors[errors.len() / 2] < 0.05,
         "median approximation error: {errors:?}"
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn explanations_sum_one_hot_slots_back_to_columns_and_bad_requests_are_named() {
-    let models = tempfile::tempdir().unwrap();
-    let session = credit_session(models.path()).await;
-    run_script(
-        &session,
-        "CREATE MODEL credit_lr OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], max_iterations = 3,
-             data_split_method = 'random', data_split_eval_fraction = 0.2)
-         AS SELECT duration, credit_amount, age, purpose, housing, class FROM credit",
-    )
-    .await
-    .unwrap();
-    let global = run_script(
-        &session,
-        "SELECT feature FROM ML.GLOBAL_EXPLAIN(MODEL credit_lr) ORDER BY feature",
-    )
-    .await
-    .unwrap();
-    let features = first_column(&global);
-    assert_eq!(features, ["age", "credit_amount", "duration", "housing", "purpose"]);
-
-    let error = |script: &str| {
-        let session = session.clone();
-        let script = script.to_string();
-        async move { run_script(&session, &script).await.unwrap_err().to_string() }
-    };
-    let zero =
-        error("SELECT * FROM ML.EXPLAIN_PREDICT(MODEL credit_lr, TABLE credit, STRUCT(0 AS top_k_features))").await;
-    assert!(zero.contains("top_k_features") && zero.contains("≥ 1"), "{zero}");
-    let missing = error("SELECT * FROM ML.EXPLAIN_PREDICT(MODEL credit_lr)").await;
-    assert!(missing.contains("rows to explain"), "{missing}");
-    run_script(
-        &session,
-        "CREATE MODEL km OPTIONS (model_type = 'kmeans', num_clusters = 3) AS SELECT age, duration FROM credit",
-    )
-    .await
-    .unwrap();
-    let kmeans = error("SELECT * FROM ML.GLOBAL_EXPLAIN(MODEL km)").await;
-    assert!(kmeans.contains("k-means"), "{kmeans}");
 }

@@ -29,6 +29,7 @@ mod pipelines;
 mod polars;
 mod programs;
 mod repeated_training;
+mod slt;
 mod sql;
 mod sql_clustering;
 mod sql_evaluation;

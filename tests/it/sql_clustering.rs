@@ -1,8 +1,8 @@
 //! k-means in SQL, as BigQuery ML spells it: `CREATE MODEL … OPTIONS (model_type = 'kmeans', …)`,
 //! `ML.PREDICT`'s `centroid_id` and distances, `ML.EVALUATE`'s Davies–Bouldin index and mean squared
 //! distance (checked against a hand computation from the model's centers), `ML.CENTROIDS` in the columns'
-//! own units, `ML.TRAINING_INFO`, tuning `num_clusters` by the Davies–Bouldin index with `ML.TRIAL_INFO`, and
-//! the options k-means does or does not take.
+//! own units, `ML.TRAINING_INFO`, and tuning `num_clusters` by the Davies–Bouldin index with `ML.TRIAL_INFO`.
+//! Strings clustered by category and the options k-means does not take are in `tests/slt/kmeans.slt`.
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::concat_batches;
@@ -209,95 +209,6 @@ async fn kmeans_in_sql_predicts_evaluates_and_shows_its_centroids() {
     let sizes = info.column_by_name("cluster_sizes").unwrap().as_list::<i32>().value(0);
     assert_eq!(sizes.as_primitive::<UInt64Type>().values().iter().sum::<u64>(), 90);
     assert_eq!(sizes.as_primitive::<UInt64Type>().values().to_vec(), [30, 30, 30]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kmeans_in_sql_clusters_strings_by_their_categories_and_names_what_it_does_not_take() {
-    let dir = tempfile::tempdir().unwrap();
-    let session = blobs_session(dir.path()).await;
-    run_script(
-        &session,
-        "CREATE MODEL sides OPTIONS (model_type = 'kmeans', num_clusters = 3, standardize_features = FALSE,
-             kmeans_init_method = 'random', max_iterations = 10, seed = 4) AS SELECT x, side FROM blobs",
-    )
-    .await
-    .unwrap();
-    let centroids = one(&run_script(
-        &session,
-        "SELECT centroid_id, feature, numerical_value, categorical_value FROM ML.CENTROIDS(MODEL sides)
-         WHERE feature = 'side' ORDER BY centroid_id",
-    )
-    .await
-    .unwrap());
-    assert_eq!(centroids.num_rows(), 3);
-    let categories = centroids.column_by_name("categorical_value").unwrap().as_list::<i32>();
-    assert!(centroids.column_by_name("numerical_value").unwrap().is_null(0));
-    for row in 0..3 {
-        let entries = categories.value(row);
-        let entries = entries.as_struct();
-        let names: Vec<&str> = entries.column(0).as_string::<i32>().iter().flatten().collect();
-        assert_eq!(names.len(), 3, "three sides: {names:?}");
-        let shares = entries.column(1).as_primitive::<Float64Type>();
-        let total: f64 = shares.values().iter().sum();
-        assert!(
-            (0.0..=1.0 + 1e-9).contains(&total),
-            "category shares add to at most 1: {total}"
-        );
-    }
-
-    let error = |sql: &'static str| {
-        let session = session.clone();
-        async move { run_script(&session, sql).await.unwrap_err().to_string() }
-    };
-    let cases = [
-        (
-            error("CREATE MODEL bad OPTIONS (model_type = 'kmeans', input_label_cols = ['x']) AS SELECT x FROM blobs").await,
-            "option input_label_cols: k-means takes no label",
-        ),
-        (
-            error("CREATE MODEL bad OPTIONS (model_type = 'kmeans', hidden_units = [4]) AS SELECT x FROM blobs").await,
-            "option hidden_units: model_type 'kmeans' does not take it",
-        ),
-        (
-            error("CREATE MODEL bad OPTIONS (model_type = 'dnn_classifier', num_clusters = 3, input_label_cols = ['side']) AS SELECT x, side FROM blobs").await,
-            "option num_clusters: only model_type 'kmeans' takes it",
-        ),
-        (
-            error("CREATE MODEL bad OPTIONS (model_type = 'kmeans', distance_type = 'manhattan') AS SELECT x FROM blobs").await,
-            "option distance_type: expected 'euclidean' or 'cosine'",
-        ),
-        (
-            error(
-                "CREATE MODEL bad OPTIONS (model_type = 'kmeans', num_trials = 2, \
-                 hparam_tuning_objectives = ['roc_auc']) AS SELECT x FROM blobs",
-            )
-            .await,
-            "\"roc_auc\" is not a metric of a k-means model; expected one of davies_bouldin_index, mean_squared_distance",
-        ),
-        (
-            error(
-                "CREATE MODEL bad OPTIONS (model_type = 'kmeans', num_trials = 2, \
-                 learn_rate = HPARAM_RANGE(0.001, 0.1)) AS SELECT x FROM blobs",
-            )
-            .await,
-            "option learn_rate: model_type 'kmeans' does not take it",
-        ),
-    ];
-    for (message, expected) in cases {
-        assert!(message.contains(expected), "{message}\nexpected: {expected}");
-    }
-    run_script(
-        &session,
-        "CREATE MODEL net OPTIONS (model_type = 'logistic_reg', input_label_cols = ['side'], max_iterations = 1)
-         AS SELECT x, side FROM blobs",
-    )
-    .await
-    .unwrap();
-    let no_centroids = error("SELECT * FROM ML.CENTROIDS(MODEL net)").await;
-    assert!(
-        no_centroids.contains("a logistic_reg model has no centroids"),
-        "{no_centroids}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

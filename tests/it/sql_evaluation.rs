@@ -1,8 +1,8 @@
 //! What BigQuery ML users reach for after the first model: `early_stop` (stops on a plateau of the held-out
 //! loss, keeps the best epoch, with every strategy), `ML.CONFUSION_MATRIX` and `ML.ROC_CURVE` as tables that
 //! agree with the predictions and the evaluator, `linear_reg` with BigQuery's metric names, `dnn_regressor` on a
-//! label in the tens and one in the thousands, SHOW MODELS' `creation_time`, and the training rows a model
-//! cannot learn from refused by name.
+//! label in the tens and one in the thousands, and SHOW MODELS' `creation_time`. The errors of these functions,
+//! and the training rows a model cannot learn from, are in `tests/slt/`.
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
@@ -389,42 +389,4 @@ async fn dnn_regressor_learns_a_label_in_the_tens_and_one_in_the_thousands() {
             "{expression}: last loss {loss}, mse {mse}"
         );
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn training_rows_a_model_cannot_learn_from_are_refused_by_name() {
-    let models = tempfile::tempdir().unwrap();
-    let session = credit_session(models.path()).await;
-    let error = |script: &str| {
-        let session = session.clone();
-        let script = script.to_string();
-        async move { run_script(&session, &script).await.unwrap_err().to_string() }
-    };
-    let one_class = error(
-        "CREATE MODEL good OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'])
-         AS SELECT age, duration, class FROM credit WHERE class = 'good'",
-    )
-    .await;
-    assert!(
-        one_class.contains("\"class\"") && one_class.contains("\"good\"") && one_class.contains("two classes"),
-        "{one_class}"
-    );
-    let few_rows = error(
-        "CREATE MODEL km OPTIONS (model_type = 'kmeans', num_clusters = 4)
-         AS SELECT age FROM credit WHERE age IN (30, 40)",
-    )
-    .await;
-    assert!(
-        few_rows.contains("num_clusters") && few_rows.contains("2 distinct rows"),
-        "{few_rows}"
-    );
-    let kmeans = run_script(
-        &session,
-        "CREATE MODEL km OPTIONS (model_type = 'kmeans', num_clusters = 2) AS SELECT age, duration FROM credit",
-    )
-    .await;
-    assert!(kmeans.is_ok());
-    let matrix = error("SELECT * FROM ML.CONFUSION_MATRIX(MODEL km, TABLE credit)").await;
-    assert!(matrix.contains("k-means"), "{matrix}");
-    assert_eq!(rows(&run_script(&session, "SHOW MODELS").await.unwrap()), 1);
 }

@@ -1,6 +1,7 @@
 //! Hyperparameter tuning in SQL, as BigQuery ML spells it: `num_trials`, `max_parallel_trials`,
 //! `HPARAM_RANGE` / `HPARAM_CANDIDATES`, `hparam_tuning_algorithm` and `hparam_tuning_objectives` in
-//! `CREATE MODEL`, the best trial kept, and `ML.TRIAL_INFO` showing every trial.
+//! `CREATE MODEL`, the best trial kept, and `ML.TRIAL_INFO` showing every trial. A grid search's trials and bad
+//! tuning options are in `tests/slt/tuning.slt`.
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Float64Type, Int64Type};
@@ -112,89 +113,6 @@ async fn create_model_tunes_with_bigquery_options_and_trial_info_shows_every_tri
         .await
         .unwrap_err();
     assert!(untuned.to_string().contains("not tuned"), "{untuned}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_grid_search_tries_each_candidate_once_and_bad_tuning_is_named() {
-    let models = tempfile::tempdir().unwrap();
-    let session = credit_session(models.path()).await;
-    run_script(
-        &session,
-        "CREATE MODEL grid OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], max_iterations = 2,
-             optimize_strategy = 'mini_batch', num_trials = 10, hparam_tuning_algorithm = 'grid_search', hparam_tuning_objectives = ['log_loss'],
-             learn_rate = HPARAM_CANDIDATES([0.001, 0.1]), optimizer = HPARAM_CANDIDATES(['adam', 'sgd']),
-             data_split_method = 'random', data_split_eval_fraction = 0.25)
-         AS SELECT duration, age, class FROM credit",
-    )
-    .await
-    .unwrap();
-    let trials = run_script(
-        &session,
-        "SELECT hyperparameters.learn_rate AS rate, hyperparameters.optimizer AS optimizer,
-                hparam_tuning_evaluation_metrics.log_loss AS log_loss, is_optimal
-         FROM ML.TRIAL_INFO(MODEL grid) ORDER BY trial_id",
-    )
-    .await
-    .unwrap();
-    let batch = datafusion::arrow::compute::concat_batches(&trials[0].schema(), &trials).unwrap();
-    assert_eq!(batch.num_rows(), 4, "a grid of 2 × 2 stops at 4 trials");
-    let points: Vec<String> = (0..4)
-        .map(|i| {
-            format!(
-                "{} {}",
-                batch.column(0).as_primitive::<Float64Type>().value(i),
-                batch.column(1).as_string::<i32>().value(i)
-            )
-        })
-        .collect();
-    assert_eq!(points, ["0.001 adam", "0.001 sgd", "0.1 adam", "0.1 sgd"]);
-    let losses = floats(&trials, "log_loss");
-    let optimal = batch.column(3).as_boolean();
-    let kept = (0..4).find(|&i| optimal.value(i)).unwrap();
-    assert_eq!(
-        losses[kept],
-        losses.iter().cloned().fold(f64::MAX, f64::min),
-        "log loss is minimized"
-    );
-
-    let error = |sql: &str| {
-        let session = session.clone();
-        let sql = sql.to_string();
-        async move { run_script(&session, &sql).await.unwrap_err().to_string() }
-    };
-    let base = "CREATE MODEL bad OPTIONS (model_type = 'dnn_classifier', input_label_cols = ['class'], \
-                max_iterations = 1, data_split_method = 'random', data_split_eval_fraction = 0.25, ";
-    let cases = [
-        (
-            "num_trials = 2, hparam_tuning_objectives = ['r2_score']) AS SELECT age, class FROM credit",
-            "option hparam_tuning_objectives: \"r2_score\" is not a metric of a classifier",
-        ),
-        (
-            "num_trials = 2, dropout = HPARAM_CANDIDATES([0.1, 2.0])) AS SELECT age, class FROM credit",
-            "option dropout: expected a rate from 0 to 1, got 2.0",
-        ),
-        (
-            "learn_rate = HPARAM_RANGE(0.01, 0.1)) AS SELECT age, class FROM credit",
-            "option learn_rate: tuning needs num_trials",
-        ),
-    ];
-    for (options, expected) in cases {
-        let message = error(&format!("{base}{options}")).await;
-        assert!(message.contains(expected), "{message}\nexpected: {expected}");
-    }
-    let unsplit = error(
-        "CREATE MODEL bad OPTIONS (model_type = 'logistic_reg', input_label_cols = ['class'], num_trials = 2,
-             data_split_method = 'no_split') AS SELECT age, class FROM credit",
-    )
-    .await;
-    assert!(unsplit.contains("scored on held-out rows"), "{unsplit}");
-    let names: Vec<String> = ModelCatalog::new(models.path())
-        .list()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    assert_eq!(names, ["grid"], "failed statements leave nothing behind");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
