@@ -4,6 +4,7 @@ use std::io::Write;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{ident, lit};
+use hearth::exec::error::Blame;
 use hearth::exec::read::schema_of;
 use hearth::prelude::*;
 
@@ -37,6 +38,31 @@ async fn a_missing_column_is_named_with_the_columns_there_are() {
         .transform(&df)
         .unwrap_err();
     assert!(error.to_string().contains("column \"agee\""), "{error}");
+}
+
+/// A pipeline's error says which of its stages failed, counting from 1, and who is to blame; the stage's own
+/// error stays underneath, to match on.
+#[tokio::test]
+async fn a_pipelines_error_names_the_stage_of_how_many_and_the_blame() {
+    let session = Session::local(2);
+    let df = credit(&session).await;
+    let pipeline = Pipeline::new()
+        .stage(StringIndexer::new().input_col("purpose").output_col("purpose_index"))
+        .stage(
+            VectorAssembler::new()
+                .input_cols(["age", "duration"])
+                .output_col("features"),
+        )
+        .stage(StandardScaler::new().input_col("feature").output_col("scaled"));
+    let error = pipeline.fit(&df).await.unwrap_err();
+    let text = error.to_string();
+    assert!(text.starts_with("stage 3 of 3 (StandardScaler): "), "{text}");
+    assert!(
+        text.contains("column \"feature\": no such column (did you mean \"features\"?)"),
+        "{text}"
+    );
+    assert_eq!(error.blame(), Blame::Plan);
+    assert!(matches!(error.root(), HearthError::Schema { .. }), "{error:?}");
 }
 
 #[tokio::test]

@@ -17,6 +17,20 @@
 //! assert_eq!(refused.to_string(), "scaler_1: parameter withMean: is not a boolean");
 //! assert!(refused.source().is_none());
 //! ```
+//!
+//! Each error says who is to blame, as DataFusion groups its errors ([`Blame`]: the user's plan, the data at run
+//! time, a peer, I/O, hearth itself, or what hearth does not do), and takes context on its way up
+//! ([`HearthError::context`], or [`ResultExt::context`] on a result), printed before it:
+//!
+//! ```
+//! use hearth_exec::error::{Blame, HearthError, ResultExt};
+//!
+//! let failed: Result<(), HearthError> = Err(HearthError::schema("scaler_1", "age", "is not a vector"));
+//! let error = failed.context("stage 2 of 3 (StandardScaler)").unwrap_err();
+//! assert_eq!(error.to_string(), "stage 2 of 3 (StandardScaler): scaler_1: column \"age\": is not a vector");
+//! assert_eq!(error.blame(), Blame::Plan);
+//! assert!(matches!(error.root(), HearthError::Schema { .. }));
+//! ```
 
 use std::fmt;
 use std::path::PathBuf;
@@ -27,6 +41,33 @@ use datafusion::common::DataFusionError;
 /// The lower-level error a [`HearthError`] was caused by, kept as its source.
 pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// Who is to blame for an error, as DataFusion groups its own: what the user asked for, the data met at run
+/// time, a peer (a rank, an executor, a scheduler), I/O (files, stores, the network), hearth itself, or what
+/// hearth does not do. A barrier stage is not attempted again after an error of the plan.
+///
+/// ```
+/// use hearth_exec::error::{Blame, HearthError};
+///
+/// assert_eq!(HearthError::invalid_param("lr_1", "maxIter", "is negative").blame(), Blame::Plan);
+/// assert_eq!(HearthError::invalid_data("lr_1", "label", "holds 1.5").blame(), Blame::Data);
+/// assert_eq!(HearthError::persistence("model", "cannot write").blame(), Blame::Io);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Blame {
+    /// The user's plan: a parameter, an option, a column or a model that is not there, more than a session has.
+    Plan,
+    /// The data met at run time: values a stage cannot fit or transform.
+    Data,
+    /// A peer: a rank, an executor or a scheduler failed or did not answer.
+    Peer,
+    /// Reading or writing files, stores or the network.
+    Io,
+    /// hearth itself: a state it should never reach.
+    Internal,
+    /// Something hearth does not do (yet).
+    NotImplemented,
+}
+
 /// Everything that can go wrong in hearth's engine. Each message names what was wrong and where; made by the
 /// constructors below ([`HearthError::invalid_param`], [`HearthError::persistence`], …), with
 /// [`HearthError::caused_by`] to keep what caused it.
@@ -34,7 +75,7 @@ pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub enum HearthError {
     /// A query failed: reading a file, or a value a stage refuses (its message names the column and value).
     #[error(transparent)]
-    DataFusion(#[from] DataFusionError),
+    DataFusion(DataFusionError),
     /// An Arrow kernel failed.
     #[error(transparent)]
     Arrow(#[from] ArrowError),
@@ -153,6 +194,30 @@ pub enum HearthError {
         #[source]
         cause: Option<Cause>,
     },
+    /// hearth reached a state it should never reach.
+    #[error("internal error: {message}{}", Caused(cause))]
+    Internal {
+        /// What was found.
+        message: String,
+        /// What it came from, when there is one.
+        #[source]
+        cause: Option<Cause>,
+    },
+    /// What hearth does not do.
+    #[error("not implemented: {message}")]
+    NotImplemented {
+        /// What was asked for.
+        message: String,
+    },
+    /// An error with where it happened, printed before it (`stage 2 of 3 (StandardScaler): …`).
+    #[error("{context}: {source}")]
+    Context {
+        /// Where, or doing what.
+        context: String,
+        /// The error.
+        #[source]
+        source: Box<HearthError>,
+    },
 }
 
 impl HearthError {
@@ -222,22 +287,188 @@ impl HearthError {
         }
     }
 
-    /// This error, keeping `cause` as its source (its text printed after the message). Errors that are
-    /// themselves a lower-level error (DataFusion's, Arrow's, a REST request's) or a count of slots or GPUs
-    /// have no message to explain a cause and are returned as they are.
-    #[must_use]
-    pub fn caused_by(mut self, cause: impl Into<Cause>) -> Self {
-        match &mut self {
-            Self::InvalidParam { cause: kept, .. }
-            | Self::Schema { cause: kept, .. }
-            | Self::InvalidData { cause: kept, .. }
-            | Self::Persistence { cause: kept, .. }
-            | Self::Master { cause: kept, .. }
-            | Self::Plot { cause: kept, .. }
-            | Self::Barrier { cause: kept, .. } => *kept = Some(cause.into()),
-            Self::DataFusion(_) | Self::Arrow(_) | Self::Gang { .. } | Self::GangGpus { .. } | Self::Fleet(_) => {}
+    /// hearth reached a state it should never reach: `message` says which.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::Internal {
+            message: message.into(),
+            cause: None,
         }
-        self
+    }
+
+    /// What hearth does not do: `message` says what was asked for.
+    pub fn not_implemented(message: impl Into<String>) -> Self {
+        Self::NotImplemented {
+            message: message.into(),
+        }
+    }
+
+    /// This error, with `context` (where it happened, or doing what) printed before it.
+    #[must_use]
+    pub fn context(self, context: impl Into<String>) -> Self {
+        Self::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// The error under any context: the one to match on.
+    pub fn root(&self) -> &HearthError {
+        match self {
+            Self::Context { source, .. } => source.root(),
+            other => other,
+        }
+    }
+
+    /// Who is to blame: see [`Blame`].
+    pub fn blame(&self) -> Blame {
+        match self {
+            Self::DataFusion(error) => datafusion_blame(error),
+            Self::Arrow(error) => arrow_blame(error),
+            Self::InvalidParam { .. } | Self::Schema { .. } | Self::Gang { .. } | Self::GangGpus { .. } => Blame::Plan,
+            Self::InvalidData { .. } => Blame::Data,
+            Self::Persistence { .. } => Blame::Io,
+            Self::Master { cause, .. } => cause.as_ref().map_or(Blame::Plan, |_| Blame::Peer),
+            Self::Fleet(_) => Blame::Peer,
+            Self::Plot { cause, .. } => cause.as_ref().map_or(Blame::Data, |_| Blame::Internal),
+            Self::Barrier { cause, .. } => cause_blame(cause.as_ref()).unwrap_or(Blame::Peer),
+            Self::Internal { .. } => Blame::Internal,
+            Self::NotImplemented { .. } => Blame::NotImplemented,
+            Self::Context { source, .. } => source.blame(),
+        }
+    }
+
+    /// This error, keeping `cause` as its source (its text printed after the message). Errors that are
+    /// themselves a lower-level error (DataFusion's, Arrow's, a REST request's), a count of slots or GPUs, or
+    /// what hearth does not do have no message to explain a cause and are returned as they are; an error with
+    /// context keeps the cause in the error under it.
+    #[must_use]
+    pub fn caused_by(self, cause: impl Into<Cause>) -> Self {
+        match self {
+            Self::Context { context, source } => Self::Context {
+                context,
+                source: Box::new(source.caused_by(cause)),
+            },
+            mut error => {
+                if let Some(kept) = error.cause_mut() {
+                    *kept = Some(cause.into());
+                }
+                error
+            }
+        }
+    }
+
+    /// Where this error keeps its cause, when it has a message to explain one.
+    fn cause_mut(&mut self) -> Option<&mut Option<Cause>> {
+        match self {
+            Self::InvalidParam { cause, .. }
+            | Self::Schema { cause, .. }
+            | Self::InvalidData { cause, .. }
+            | Self::Persistence { cause, .. }
+            | Self::Master { cause, .. }
+            | Self::Plot { cause, .. }
+            | Self::Barrier { cause, .. }
+            | Self::Internal { cause, .. } => Some(cause),
+            Self::DataFusion(_)
+            | Self::Arrow(_)
+            | Self::Gang { .. }
+            | Self::GangGpus { .. }
+            | Self::Fleet(_)
+            | Self::NotImplemented { .. }
+            | Self::Context { .. } => None,
+        }
+    }
+}
+
+/// Context on a fallible result's error, as [`HearthError::context`] gives it.
+///
+/// ```
+/// use hearth_exec::error::{HearthError, ResultExt};
+///
+/// let read: Result<u32, HearthError> = Err(HearthError::persistence("model/metadata", "is empty"));
+/// let error = read.with_context(|| format!("loading model {}", "credit")).unwrap_err();
+/// assert_eq!(error.to_string(), "loading model credit: model/metadata: is empty");
+/// ```
+pub trait ResultExt<T> {
+    /// The error, if any, with `context` printed before it.
+    fn context(self, context: impl Into<String>) -> Result<T>;
+
+    /// The error, if any, with the context `context()` makes (only when there is an error) printed before it.
+    fn with_context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T>;
+}
+
+impl<T, E: Into<HearthError>> ResultExt<T> for std::result::Result<T, E> {
+    fn context(self, context: impl Into<String>) -> Result<T> {
+        self.map_err(|error| error.into().context(context))
+    }
+
+    fn with_context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T> {
+        self.map_err(|error| error.into().context(context()))
+    }
+}
+
+/// Who is to blame for a DataFusion error, by its own grouping.
+fn datafusion_blame(error: &DataFusionError) -> Blame {
+    match error {
+        DataFusionError::Plan(_)
+        | DataFusionError::SchemaError(..)
+        | DataFusionError::SQL(..)
+        | DataFusionError::Configuration(_) => Blame::Plan,
+        DataFusionError::Execution(_) | DataFusionError::ParquetError(_) => Blame::Data,
+        DataFusionError::ArrowError(error, _) => arrow_blame(error),
+        DataFusionError::IoError(_) | DataFusionError::ObjectStore(_) | DataFusionError::ResourcesExhausted(_) => {
+            Blame::Io
+        }
+        DataFusionError::NotImplemented(_) => Blame::NotImplemented,
+        DataFusionError::External(cause) => cause_blame(Some(cause)).unwrap_or(Blame::Io),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => datafusion_blame(inner),
+        DataFusionError::Shared(inner) => datafusion_blame(inner),
+        DataFusionError::Collection(errors) => errors.first().map_or(Blame::Internal, datafusion_blame),
+        _ => Blame::Internal,
+    }
+}
+
+/// Who is to blame for an Arrow error.
+fn arrow_blame(error: &ArrowError) -> Blame {
+    match error {
+        ArrowError::IoError(..) | ArrowError::MemoryError(_) => Blame::Io,
+        ArrowError::NotYetImplemented(_) => Blame::NotImplemented,
+        ArrowError::ExternalError(cause) => cause_blame(Some(cause)).unwrap_or(Blame::Data),
+        _ => Blame::Data,
+    }
+}
+
+/// The blame of a cause that is itself a hearth or DataFusion error.
+fn cause_blame(cause: Option<&Cause>) -> Option<Blame> {
+    let cause = cause?;
+    if let Some(error) = cause.downcast_ref::<HearthError>() {
+        Some(error.blame())
+    } else {
+        cause.downcast_ref::<DataFusionError>().map(datafusion_blame)
+    }
+}
+
+/// A DataFusion error that carries a hearth error (planning calls back into hearth: the `ML.` functions, the
+/// barrier stage) is that hearth error again, its context and causes kept.
+impl From<DataFusionError> for HearthError {
+    fn from(error: DataFusionError) -> Self {
+        match error {
+            DataFusionError::External(cause) => match cause.downcast::<HearthError>() {
+                Ok(error) => *error,
+                Err(cause) => Self::DataFusion(DataFusionError::External(cause)),
+            },
+            other => Self::DataFusion(other),
+        }
+    }
+}
+
+/// A hearth error where DataFusion expects its own, kept whole as its `External` (and given back by the `From`
+/// above), so its blame, context and causes survive planning and execution.
+impl From<HearthError> for DataFusionError {
+    fn from(error: HearthError) -> Self {
+        match error {
+            HearthError::DataFusion(error) => error,
+            other => DataFusionError::External(Box::new(other)),
+        }
     }
 }
 

@@ -55,7 +55,8 @@ impl DataRoots {
                         Ok(url) => url.to_file_path().map_err(|()| invalid("not a local path".into()))?,
                         Err(_) => PathBuf::from(root),
                     };
-                    dirs.push(std::fs::canonicalize(&dir).map_err(|e| invalid(e.to_string()))?);
+                    let unreadable = |e| HearthError::invalid_param("data roots", "--data-roots", root).caused_by(e);
+                    dirs.push(std::fs::canonicalize(&dir).map_err(unreadable)?);
                 }
             }
         }

@@ -85,7 +85,7 @@ impl MlRelationPlanner {
             })?;
             Ok(DataFrame::new(self.state().clone(), plan))
         };
-        let model = self.catalog.get(&call.model).map_err(external)?;
+        let model = self.catalog.get(&call.model).map_err(DataFusionError::from)?;
         let clusters = kmeans::fitted(&model.pipeline).is_some();
         let given = call.query.is_some();
         match (call.function.as_str(), clusters) {
@@ -123,7 +123,7 @@ impl MlRelationPlanner {
             ("weights", _) => weights(&model, call.settings.as_ref()),
             _ => feature_info(&model),
         }
-        .map_err(external)
+        .map_err(DataFusionError::from)
     }
 }
 
@@ -247,14 +247,6 @@ impl MlCall {
             settings,
         };
         Ok(Some((call, alias.clone())))
-    }
-}
-
-/// A hearth error inside DataFusion's planning.
-fn external(error: hearth_exec::error::HearthError) -> DataFusionError {
-    match error {
-        hearth_exec::error::HearthError::DataFusion(e) => e,
-        other => DataFusionError::Plan(other.to_string()),
     }
 }
 

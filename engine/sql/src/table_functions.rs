@@ -24,7 +24,7 @@ use datafusion::prelude::DataFrame;
 use hearth_exec::error::{HearthError, Result};
 use hearth_preprocessing::evaluation::{Evaluation, evaluation_state, metric};
 use hearth_preprocessing::stage::ClassifierColumns;
-use hearth_preprocessing::stage::{Transformer, quoted_columns};
+use hearth_preprocessing::stage::{Transformer, closest_column, quoted_columns};
 use hearth_training::linear::Solved;
 
 use super::catalog::CatalogModel;
@@ -55,7 +55,8 @@ pub(super) fn check_columns(function: &str, model: &CatalogModel, input: &DataFr
                 format!("ML.{function}(MODEL {})", model.entry.name),
                 "rows",
                 format!(
-                    "the rows have no column {column:?}, which the model reads (they have {})",
+                    "the rows have no column {column:?}{}, which the model reads (they have {})",
+                    closest_column(input, column),
                     quoted_columns(input)
                 ),
             ));

@@ -20,15 +20,25 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::ExprSchemable;
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem};
+use hearth_common::names::did_you_mean;
 use hearth_common::params::{HandleInvalid, StringOrderType};
 use hearth_exec::error::{HearthError, Result};
 use hearth_exec::vector::vector_dim;
 use hearth_preprocessing::feature::{OneHotEncoder, SqlColumns, StandardScaler, StringIndexer, VectorAssembler};
 use hearth_preprocessing::pipeline::PipelineStage;
-use hearth_preprocessing::stage::quoted_columns;
+use hearth_preprocessing::stage::{closest_column, quoted_columns};
 
 use super::error::invalid;
 use super::literals;
+
+/// The `ML.` functions a TRANSFORM clause takes (`ML.LABEL_ENCODER` is `ML.STRING_INDEXER` by BigQuery's name).
+const TRANSFORM_FUNCTIONS: [&str; 5] = [
+    "ML.VECTOR_ASSEMBLER",
+    "ML.STANDARD_SCALER",
+    "ML.STRING_INDEXER",
+    "ML.LABEL_ENCODER",
+    "ML.ONE_HOT_ENCODER",
+];
 
 /// The stages of a TRANSFORM clause and the columns it outputs, in order.
 #[derive(Debug)]
@@ -138,7 +148,11 @@ impl Builder<'_> {
             HearthError::schema(
                 "CREATE MODEL … TRANSFORM",
                 name,
-                format!("no such column; the training query has {}", quoted_columns(self.input)),
+                format!(
+                    "no such column{}; the training query has {}",
+                    closest_column(self.input, name),
+                    quoted_columns(self.input)
+                ),
             )
         })?;
         let kind = kind_of(field.data_type());
@@ -217,14 +231,17 @@ impl Builder<'_> {
             "standard_scaler" => self.standard_scaler(&args, out),
             "string_indexer" | "label_encoder" => self.string_indexer(&args, out),
             "one_hot_encoder" => self.one_hot_encoder(&args, out),
-            other => Err(invalid(
-                "TRANSFORM",
-                format!(
-                    "ML.{} is not a TRANSFORM function; hearth has ML.VECTOR_ASSEMBLER, ML.STANDARD_SCALER, \
-                     ML.STRING_INDEXER and ML.ONE_HOT_ENCODER",
-                    other.to_ascii_uppercase()
-                ),
-            )),
+            other => {
+                let function = format!("ML.{}", other.to_ascii_uppercase());
+                Err(invalid(
+                    "TRANSFORM",
+                    format!(
+                        "{function} is not a TRANSFORM function{}; hearth has {}",
+                        did_you_mean(&function, TRANSFORM_FUNCTIONS),
+                        TRANSFORM_FUNCTIONS.join(", ")
+                    ),
+                ))
+            }
         }
     }
 

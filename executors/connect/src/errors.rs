@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use datafusion::error::DataFusionError;
-use hearth_exec::error::HearthError;
+use hearth_exec::error::{Blame, HearthError};
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
@@ -141,38 +141,56 @@ fn analysis_sql_state(error_class: &str) -> &'static str {
 
 impl From<DataFusionError> for ConnectError {
     fn from(error: DataFusionError) -> Self {
-        match error.find_root() {
-            DataFusionError::SQL(parse, _) => ConnectError::Parse(parse.to_string()),
-            DataFusionError::SchemaError(schema, _) => ConnectError::Analysis {
-                error_class: "UNRESOLVED_COLUMN",
-                message: schema.to_string(),
-            },
-            DataFusionError::Plan(message) if message.contains("table") && message.contains("not found") => {
-                ConnectError::Analysis {
-                    error_class: "TABLE_OR_VIEW_NOT_FOUND",
-                    message: message.clone(),
-                }
-            }
-            DataFusionError::Plan(message) => ConnectError::Analysis {
-                error_class: "INVALID_PLAN",
-                message: message.clone(),
-            },
-            DataFusionError::NotImplemented(message) => ConnectError::Unsupported(message.clone()),
-            _ => ConnectError::Execution(error.to_string()),
+        match HearthError::from(error) {
+            HearthError::DataFusion(error) => from_datafusion(&error),
+            hearth => hearth.into(),
         }
     }
 }
 
+/// Spark's exception for a DataFusion error, by the error under any context.
+fn from_datafusion(error: &DataFusionError) -> ConnectError {
+    match error.find_root() {
+        DataFusionError::SQL(parse, _) => ConnectError::Parse(parse.to_string()),
+        DataFusionError::SchemaError(schema, _) => ConnectError::Analysis {
+            error_class: "UNRESOLVED_COLUMN",
+            message: schema.to_string(),
+        },
+        DataFusionError::Plan(message) if message.contains("table") && message.contains("not found") => {
+            ConnectError::Analysis {
+                error_class: "TABLE_OR_VIEW_NOT_FOUND",
+                message: message.clone(),
+            }
+        }
+        DataFusionError::Plan(message) => ConnectError::Analysis {
+            error_class: "INVALID_PLAN",
+            message: message.clone(),
+        },
+        DataFusionError::NotImplemented(message) => ConnectError::Unsupported(message.clone()),
+        _ => ConnectError::Execution(error.to_string()),
+    }
+}
+
+/// Spark's exception for a hearth error, by the error under any context and who is to blame: a parameter is an
+/// illegal argument, a column or any other error of the plan an analysis error (a barrier stage's want of slots
+/// or GPUs excepted: Spark fails those jobs when they run), what hearth does not do an unsupported operation.
 impl From<HearthError> for ConnectError {
     fn from(error: HearthError) -> Self {
-        match error {
-            HearthError::DataFusion(error) => error.into(),
-            HearthError::InvalidParam { .. } => ConnectError::IllegalArgument(error.to_string()),
+        let message = error.to_string();
+        match error.root() {
+            HearthError::DataFusion(error) => from_datafusion(error),
+            HearthError::InvalidParam { .. } => ConnectError::IllegalArgument(message),
             HearthError::Schema { .. } => ConnectError::Analysis {
                 error_class: "UNRESOLVED_COLUMN",
-                message: error.to_string(),
+                message,
             },
-            other => ConnectError::Execution(other.to_string()),
+            HearthError::Gang { .. } | HearthError::GangGpus { .. } => ConnectError::Execution(message),
+            _ if error.blame() == Blame::Plan => ConnectError::Analysis {
+                error_class: "INVALID_PLAN",
+                message,
+            },
+            _ if error.blame() == Blame::NotImplemented => ConnectError::Unsupported(message),
+            _ => ConnectError::Execution(message),
         }
     }
 }

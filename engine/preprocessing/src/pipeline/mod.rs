@@ -16,7 +16,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::DataFrame;
 use hearth_common::params::new_uid;
 use hearth_exec::cache::{CachedTable, DEFAULT_MEMORY_BUDGET, for_rereading};
-use hearth_exec::error::{HearthError, Result};
+use hearth_exec::error::{HearthError, Result, ResultExt};
 use serde::Deserialize;
 
 pub use classes::{
@@ -143,10 +143,12 @@ impl Pipeline {
         };
         let mut current = input.clone();
         let mut fitted: Vec<Arc<dyn Transformer>> = Vec::with_capacity(self.stages.len());
+        let count = self.stages.len();
         for (i, stage) in self.stages.iter().enumerate() {
-            let transformer = stage.fit(&current).await?;
+            let at = || format!("stage {} of {count} ({})", i + 1, stage.as_stage().class());
+            let transformer = stage.fit(&current).await.with_context(at)?;
             if last_estimator.is_some_and(|last| i < last) {
-                current = transformer.transform(&current)?;
+                current = transformer.transform(&current).with_context(at)?;
             }
             fitted.push(transformer);
         }
