@@ -11,33 +11,29 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{col, ident, lit};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::sqlparser::ast::{SelectItem, SqlOption};
-use hearth_exec::error::{HearthError, Result};
+use hearth_exec::error::Result;
 use hearth_exec::frame::DataFrameExt;
 use hearth_exec::session::Session;
 use hearth_preprocessing::feature::{StandardScaler, StringIndexer, StringIndexerModel, VectorAssembler};
 use hearth_preprocessing::pipeline::{Pipeline, PipelineModel, PipelineStage};
-use hearth_preprocessing::stage::{Estimator, closest_column, quoted_columns};
+use hearth_preprocessing::stage::Estimator;
 
 use super::catalog::{CatalogModel, ModelCatalog, ModelEntry, now_ms, write_evaluation_rows, write_json};
 use super::class_weights::class_weights;
-use super::data_roots::DataRoots;
-use super::error::{CREATE_MODEL, invalid};
+use super::error::invalid;
 use super::estimators::estimator;
-use super::hparams::{TrialValues, Tuning, split_tuning, with_values};
+use super::hparams::{TrialValues, Tuning};
 use super::kmeans::{self, TRAINING_FIGURES_FILE, TrainingFigures};
+use super::model_plan::{CreateModelPlan, Existing, LABEL_INDEX, LabelType, is_feature, plan_create_model};
 use super::options::{ClassWeights, DataSplit, ModelOptions};
 use super::parser::CreateModel;
-use super::preprocessing::{FEATURES, HELD_OUT, plan_preprocessing};
+use super::preprocessing::{FEATURES, HELD_OUT};
 use super::trained::Trained;
 use super::training_rows::check_training_rows;
-use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, Tuned, check_objective, run_trials};
-
-/// The column an indexed label goes to.
-const LABEL_INDEX: &str = "__label";
+use super::trials::{Scoring, TRIALS_FILE, TrialInputs, TrialsRecord, Tuned, run_trials};
 
 /// What `CREATE MODEL` reports: the model, its rows and how training went.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,51 +79,39 @@ impl BestTrial {
     }
 }
 
-/// Runs a `CREATE MODEL` statement in `session`, whose catalog receives the model.
+/// Runs a `CREATE MODEL` statement in `session`, whose catalog receives the model: planned, then executed.
 pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
-    let (fixed, tuning) = split_tuning(&create.options)?;
-    let options = ModelOptions::from_sql(&fixed)?;
-    // A job confined to its data roots keeps its checkpoints there too.
-    if let (Some(dir), Some(roots)) = (
-        &options.checkpoint_dir,
-        session.context().copied_config().get_extension::<DataRoots>(),
-    ) {
-        roots.check(dir, "checkpoint_dir")?;
-    }
-    let trials = trial_options(&fixed, tuning.as_ref(), &options)?;
+    let plan = plan_create_model(session, create).await?;
+    execute_create_model(session, plan).await
+}
+
+/// Executes a planned `CREATE MODEL`: splits the rows, fits the pipeline (or tunes it), and saves the model in
+/// `session`'s catalog.
+async fn execute_create_model(session: &Session, plan: CreateModelPlan) -> Result<CreatedModel> {
     let catalog = ModelCatalog::of(session);
-    if catalog.contains(&create.name) {
-        if create.if_not_exists {
-            return Ok(CreatedModel {
-                name: create.name.clone(),
-                trained: false,
-                entry: None,
-                loss: None,
-                attempts: None,
-                path: catalog.dir().join(&create.name),
-                best_trial: None,
-            });
-        }
-        if !create.or_replace {
-            return Err(invalid(
-                "name",
-                format!(
-                    "model {:?} exists; use CREATE OR REPLACE MODEL to replace it",
-                    create.name
-                ),
-            ));
-        }
+    let create = &plan.create;
+    if plan.existing == Existing::Kept {
+        return Ok(CreatedModel {
+            name: create.name.clone(),
+            trained: false,
+            entry: None,
+            loss: None,
+            attempts: None,
+            path: catalog.dir().join(&create.name),
+            best_trial: None,
+        });
     }
     let started = Instant::now();
-    let input = super::rows::plan_query(session, &create.query).await?;
-    let mut planned = plan(create, &options, &input).await?;
-    let (model, tuned) = match &tuning {
+    let (options, input) = (&plan.options, &plan.input);
+    let mut planned = prepare(&plan).await?;
+    let (model, tuned) = match &plan.tuning {
         None => {
-            let estimator = estimator(&options, &planned.entry.label_index, planned.class_weights.as_deref())?;
+            let estimator = estimator(options, &planned.entry.label_index, planned.class_weights.as_deref())?;
             (fit(&planned, estimator, options.early_stop).await?, None)
         }
         Some(tuning) => {
             let scoring = Scoring::of(options.model_type);
+            let trials = plan.trials.clone();
             let tuned = tune(session, &planned, tuning, trials, scoring, options.early_stop).await?;
             planned.entry.options = kept_options(&tuned.options, create);
             (tuned.model, Some(tuned.record))
@@ -150,7 +134,7 @@ pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Res
     (entry.feature_means, entry.feature_deviations) = feature_moments(&model, &planned.train).await?.unzip();
     entry.training_seconds = started.elapsed().as_secs_f64();
     entry.created_ms = now_ms();
-    let files = EntryFiles::of(session, &entry, &model, &input, planned.evaluation, tuned).await?;
+    let files = EntryFiles::of(session, &entry, &model, input, planned.evaluation, tuned).await?;
     catalog.save(&entry, &model, create.or_replace, |dir| files.write(dir))?;
     Ok(CreatedModel {
         name: create.name.clone(),
@@ -178,21 +162,11 @@ struct Planned {
     entry: ModelEntry,
 }
 
-/// Plans the statement's pipeline over `input`, the training query's rows.
-async fn plan(create: &CreateModel, options: &ModelOptions, input: &DataFrame) -> Result<Planned> {
-    let label_type = label_type(input, options)?;
-    let transform = plan_preprocessing(create, input, options)?;
-    let is_feature = |c: &String| *c != options.label && Some(c) != options.data_split_col.as_ref();
-    let features: Vec<String> = transform.outputs.iter().filter(|c| is_feature(c)).cloned().collect();
-    if features.is_empty() {
-        return Err(invalid(
-            "TRANSFORM",
-            match label_type {
-                LabelType::Unlabelled => "no feature columns to cluster",
-                _ => "no feature columns: every output is the label",
-            },
-        ));
-    }
+/// The planned pipeline over the rows: split, the label's indexer (fitted first when class weights need its
+/// order), the preprocessing and the assembler, the training rows checked and the class weights drawn.
+async fn prepare(plan: &CreateModelPlan) -> Result<Planned> {
+    let (create, options, input, label_type) = (&plan.create, &plan.options, &plan.input, plan.label_type);
+    let (transform, features) = (plan.transform.clone(), plan.features.clone());
     // k-means is fitted, and scored, on every row.
     let (train, evaluation) = match label_type {
         LabelType::Unlabelled => (input.clone(), None),
@@ -234,7 +208,9 @@ async fn plan(create: &CreateModel, options: &ModelOptions, input: &DataFrame) -
             _ => options.label.as_str(),
         }
         .to_string(),
-        inputs: transform.inputs.into_iter().filter(is_feature).collect(),
+        inputs: (transform.inputs.into_iter())
+            .filter(|c| is_feature(c, options))
+            .collect(),
         features,
         preprocessing_stages,
         options: options.written.clone(),
@@ -413,27 +389,6 @@ impl EntryFiles {
     }
 }
 
-/// Each trial's values and options, all read before anything trains, so a bad candidate fails the statement
-/// at once (none without tuning).
-fn trial_options(
-    fixed: &[SqlOption],
-    tuning: Option<&Tuning>,
-    options: &ModelOptions,
-) -> Result<Vec<(TrialValues, ModelOptions)>> {
-    let Some(tuning) = tuning else {
-        return Ok(Vec::new());
-    };
-    check_objective(tuning, Scoring::of(options.model_type))?;
-    for values in tuning.every_value() {
-        ModelOptions::from_sql(&with_values(fixed, &values))?;
-    }
-    tuning
-        .trials(options.seed)
-        .into_iter()
-        .map(|values| Ok((values.clone(), ModelOptions::from_sql(&with_values(fixed, &values))?)))
-        .collect()
-}
-
 /// How the fitted model trained: the rows it trained on, its last loss (k-means: its training cost; a linear
 /// model: its last objective) and how many runs its training stage took (none for k-means, fitted as aggregate
 /// queries, nor for a linear model, solved in one stage).
@@ -476,62 +431,6 @@ fn kept_options(trained_with: &ModelOptions, create: &CreateModel) -> BTreeMap<S
 
 fn list_text(items: &[SelectItem]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum LabelType {
-    /// Strings or booleans: indexed, the values kept for predictions.
-    Indexed,
-    /// Numbers: class indices (classifier) or targets (regressor) as they are.
-    Numeric,
-    /// No label: k-means clusters the features alone.
-    Unlabelled,
-}
-
-/// How the model's label is read: checked against the training query's columns.
-fn label_type(input: &DataFrame, options: &ModelOptions) -> Result<LabelType> {
-    if !options.model_type.is_network() {
-        return Ok(LabelType::Unlabelled);
-    }
-    let field = input
-        .schema()
-        .field_with_unqualified_name(&options.label)
-        .map_err(|_| {
-            HearthError::schema(
-                CREATE_MODEL,
-                &options.label,
-                format!(
-                    "input_label_cols names no column of the training query{} (it has {})",
-                    closest_column(input, &options.label),
-                    quoted_columns(input)
-                ),
-            )
-        })?;
-    let data_type = field.data_type();
-    match (data_type.is_numeric(), options.model_type.is_classifier()) {
-        (true, _) => Ok(LabelType::Numeric),
-        (false, true)
-            if matches!(
-                data_type,
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Boolean
-            ) =>
-        {
-            Ok(LabelType::Indexed)
-        }
-        _ => Err(HearthError::schema(
-            CREATE_MODEL,
-            &options.label,
-            format!(
-                "a {} label must be {}, got {data_type}",
-                options.model_type,
-                if options.model_type.is_classifier() {
-                    "a number or a string"
-                } else {
-                    "a number"
-                }
-            ),
-        )),
-    }
 }
 
 /// The training rows, and the rows held out for evaluation: as a plan, and collected (they are saved with the

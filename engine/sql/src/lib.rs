@@ -52,6 +52,7 @@ mod kmeans;
 mod linear_artifact;
 mod literals;
 mod ml_functions;
+mod model_plan;
 mod options;
 mod parser;
 mod preprocessing;
@@ -70,6 +71,7 @@ pub use catalog::{CatalogModel, ENTRY_FILE, EVALUATION_FILE, ModelCatalog, Model
 pub use create_model::{BestTrial, CreatedModel};
 pub use data_roots::DataRoots;
 pub use ml_functions::{ML_FUNCTIONS, MlFunction, ml_functions_reference};
+pub use model_plan::{CreateModelPlan, ModelPlanContext, plan_create_model};
 pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType, OptimizeStrategy, create_model_options_reference};
 pub use parser::{CreateModel, Statement, parse_statements};
 pub use relation::MlRelationPlanner;

@@ -19,6 +19,8 @@ pub enum Statement {
     /// `CREATE [OR REPLACE] MODEL [IF NOT EXISTS] name [TRANSFORM (…)] OPTIONS (…) [TRANSFORM (…)] AS query`
     /// (BigQuery's order, or OPTIONS first).
     CreateModel(Box<CreateModel>),
+    /// `EXPLAIN CREATE [OR REPLACE] MODEL …`: the statement's plan, checked, with nothing read or trained.
+    ExplainCreateModel(Box<CreateModel>),
     /// `DROP MODEL [IF EXISTS] name`.
     DropModel {
         /// The model.
@@ -37,6 +39,7 @@ impl std::fmt::Display for Statement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Statement::CreateModel(create) => write!(f, "CREATE MODEL {}", create.name),
+            Statement::ExplainCreateModel(create) => write!(f, "EXPLAIN CREATE MODEL {}", create.name),
             Statement::DropModel { name, .. } => write!(f, "DROP MODEL {name}"),
             Statement::ShowModels => f.write_str("SHOW MODELS"),
             Statement::Sql(statement) => write!(f, "{statement}"),
@@ -122,11 +125,17 @@ fn take_words(parser: &mut DFParser, words: &[&str]) -> bool {
 }
 
 fn parse_statement(parser: &mut DFParser) -> Result<Statement> {
+    if take_words(parser, &["EXPLAIN", "CREATE", "MODEL"]) {
+        return Ok(Statement::ExplainCreateModel(parse_create_model(parser, false)?));
+    }
+    if take_words(parser, &["EXPLAIN", "CREATE", "OR", "REPLACE", "MODEL"]) {
+        return Ok(Statement::ExplainCreateModel(parse_create_model(parser, true)?));
+    }
     if take_words(parser, &["CREATE", "MODEL"]) {
-        return parse_create_model(parser, false);
+        return Ok(Statement::CreateModel(parse_create_model(parser, false)?));
     }
     if take_words(parser, &["CREATE", "OR", "REPLACE", "MODEL"]) {
-        return parse_create_model(parser, true);
+        return Ok(Statement::CreateModel(parse_create_model(parser, true)?));
     }
     if take_words(parser, &["DROP", "MODEL"]) {
         let if_exists = parser.parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
@@ -151,7 +160,7 @@ pub(crate) fn model_name(name: &ObjectName) -> String {
         .join(".")
 }
 
-fn parse_create_model(parser: &mut DFParser, or_replace: bool) -> Result<Statement> {
+fn parse_create_model(parser: &mut DFParser, or_replace: bool) -> Result<Box<CreateModel>> {
     let p = &mut parser.parser;
     let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = model_name(&p.parse_object_name(false).map_err(syntax)?);
@@ -164,14 +173,14 @@ fn parse_create_model(parser: &mut DFParser, or_replace: bool) -> Result<Stateme
     };
     p.expect_keyword_is(Keyword::AS).map_err(syntax)?;
     let query = p.parse_query().map_err(syntax)?;
-    Ok(Statement::CreateModel(Box::new(CreateModel {
+    Ok(Box::new(CreateModel {
         name,
         or_replace,
         if_not_exists,
         options,
         transform,
         query,
-    })))
+    }))
 }
 
 /// A `TRANSFORM (…)` list where the parser stands, if one is there.

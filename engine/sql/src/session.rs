@@ -15,6 +15,7 @@ use super::catalog::{ModelCatalog, ModelEntry};
 use super::create_model::{CreatedModel, create_model};
 use super::data_roots::DataRoots;
 use super::install::with_catalog;
+use super::model_plan::{CreateModelPlan, plan_create_model};
 use super::parser::{Statement, parse_statements};
 use super::rows::{literal_frame, run_statement};
 
@@ -89,6 +90,10 @@ impl SqlSessionExt for Session {
                 let created = create_model(self, create).await?;
                 literal_frame(self, created_rows(&created))
             }
+            Statement::ExplainCreateModel(create) => {
+                let plan = plan_create_model(self, create).await?;
+                literal_frame(self, plan_rows(&plan))
+            }
             Statement::DropModel { name, if_exists } => {
                 let models = self.models();
                 if !models.drop_model(name)? && !*if_exists {
@@ -103,6 +108,17 @@ impl SqlSessionExt for Session {
             Statement::Sql(statement) => run_statement(self, DFStatement::clone(statement)).await,
         }
     }
+}
+
+/// What `EXPLAIN CREATE MODEL` prints: the plan, a line per row.
+fn plan_rows(plan: &CreateModelPlan) -> (Schema, Vec<Vec<ScalarValue>>) {
+    let schema = Schema::new(vec![Field::new("plan", DataType::Utf8, false)]);
+    let rows = plan
+        .to_string()
+        .lines()
+        .map(|line| vec![ScalarValue::from(line)])
+        .collect();
+    (schema, rows)
 }
 
 fn empty_rows() -> (Schema, Vec<Vec<ScalarValue>>) {

@@ -41,7 +41,7 @@ const TRANSFORM_FUNCTIONS: [&str; 5] = [
 ];
 
 /// The stages of a TRANSFORM clause and the columns it outputs, in order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct TransformPlan {
     /// The stages, in the order they are fitted.
     pub stages: Vec<PipelineStage>,
