@@ -14,7 +14,7 @@ The top-level folders are the tiers, lowest first, and a crate's tier is the fol
   (the root)   the facade
 
 The tier rules are checked over what each crate builds with (its normal and build dependencies, resolved), not only
-what its manifest names.
+what its manifest names. Each crate also keeps line tables only in debug builds (its `[profile.dev.package.*]`).
 
 usage: scripts/crate_graph.py        # from the project's root; exit status 1 on any broken rule
 """
@@ -22,6 +22,7 @@ usage: scripts/crate_graph.py        # from the project's root; exit status 1 on
 import json
 import subprocess
 import sys
+import tomllib
 
 # hearth's crates, lowest first, tier by tier: the std-only helpers and the libtorch side, the DataFusion engine
 # over them, the fleet, the Spark Connect server and the command line, and the facade that re-exports them.
@@ -63,6 +64,18 @@ def built_with(resolve, package_id):
     return seen
 
 
+def line_tables_only(root, crates):
+    """Problems of the root manifest's debug profile: each crate keeps line tables only in debug builds, as the
+    dependencies do (a crate missing there builds test binaries with full debug info, a gigabyte each)."""
+    with open(f"{root}/Cargo.toml", "rb") as manifest:
+        packages = tomllib.load(manifest).get("profile", {}).get("dev", {}).get("package", {})
+    return [
+        f"Cargo.toml has no [profile.dev.package.{name}] with debug = \"line-tables-only\""
+        for name in sorted(crates)
+        if packages.get(name, {}).get("debug") != "line-tables-only"
+    ]
+
+
 def main():
     metadata = json.loads(
         subprocess.run(["cargo", "metadata", "--format-version", "1"], check=True, capture_output=True, text=True).stdout
@@ -92,6 +105,7 @@ def main():
     for lower, higher in zip(ORDER, ORDER[1:]):
         if lower in tier and higher in tier and TIERS.index(tier[lower]) > TIERS.index(tier[higher]):
             problems.append(f"ORDER puts {lower} ({tier[lower]}) before {higher} ({tier[higher] or 'root'}), a lower tier")
+    problems += line_tables_only(root, crates)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return 1 if problems else 0

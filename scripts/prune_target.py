@@ -9,7 +9,8 @@ What is deleted, under each profile of each target directory given (`debug`, `re
 the files in the profile itself, `deps/` and `examples/` whose name is one of the workspace's crate or target names,
 or begins with `hearth_` (a crate since renamed), hashed (`it-0123456789abcdef`, `libhearth_exec-….rlib`) or not
 (`hearth`); and the folders of those names in `incremental/` that no build touched for a day (the recent ones
-still speed up the recompiling). A name that is also a dependency's is left alone.
+still speed up the recompiling). A workspace name that is also a dependency's is left alone (no dependency's
+begins with `hearth_`). A file another process removes meanwhile is passed over.
 
 usage: scripts/prune_target.py TARGET_DIR...     # from the project's root; prints what it freed
 """
@@ -17,6 +18,7 @@ usage: scripts/prune_target.py TARGET_DIR...     # from the project's root; prin
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -31,7 +33,9 @@ LIBRARY_KINDS = {"lib", "rlib", "dylib", "cdylib", "staticlib", "proc-macro"}
 
 def workspace_names():
     """The workspace's crate and target names as rustc spells them, less any a dependency also has."""
-    metadata = json.loads(subprocess.check_output(["cargo", "metadata", "--format-version", "1"]))
+    manifest = pathlib.Path(__file__).resolve().parent.parent / "Cargo.toml"
+    command = ["cargo", "metadata", "--format-version", "1", "--all-features", "--manifest-path", str(manifest)]
+    metadata = json.loads(subprocess.check_output(command))
     members = set(metadata["workspace_members"])
     ours, theirs = set(), set()
     for package in metadata["packages"]:
@@ -80,7 +84,10 @@ def size(path, counted):
     files = [path] if path.is_file() else [f for f in path.rglob("*") if f.is_file() and not f.is_symlink()]
     fresh = 0
     for file in files:
-        status = file.stat()
+        try:
+            status = file.stat()
+        except FileNotFoundError:
+            continue
         if (status.st_dev, status.st_ino) not in counted:
             counted.add((status.st_dev, status.st_ino))
             fresh += status.st_size
@@ -88,13 +95,11 @@ def size(path, counted):
 
 
 def remove(path):
-    """Deletes one file or folder tree."""
+    """Deletes one file or folder tree; what is already gone is passed over."""
     if path.is_dir():
-        for child in sorted(path.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-            child.rmdir() if child.is_dir() and not child.is_symlink() else child.unlink()
-        path.rmdir()
+        shutil.rmtree(path, ignore_errors=True)
     else:
-        path.unlink()
+        path.unlink(missing_ok=True)
 
 
 def main(targets):

@@ -43,7 +43,7 @@ pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Who is to blame for an error, as DataFusion groups its own: what the user asked for, the data met at run
 /// time, a peer (a rank, an executor, a scheduler), I/O (files, stores, the network), hearth itself, or what
-/// hearth does not do. A barrier stage is not attempted again after an error of the plan.
+/// hearth does not do.
 ///
 /// ```
 /// use hearth_exec::error::{Blame, HearthError};
@@ -60,7 +60,7 @@ pub enum Blame {
     Data,
     /// A peer: a rank, an executor or a scheduler failed or did not answer.
     Peer,
-    /// Reading or writing files, stores or the network.
+    /// Reading or writing files, stores or the network, or running out of memory or disk.
     Io,
     /// hearth itself: a state it should never reach.
     Internal,
@@ -194,21 +194,6 @@ pub enum HearthError {
         #[source]
         cause: Option<Cause>,
     },
-    /// hearth reached a state it should never reach.
-    #[error("internal error: {message}{}", Caused(cause))]
-    Internal {
-        /// What was found.
-        message: String,
-        /// What it came from, when there is one.
-        #[source]
-        cause: Option<Cause>,
-    },
-    /// What hearth does not do.
-    #[error("not implemented: {message}")]
-    NotImplemented {
-        /// What was asked for.
-        message: String,
-    },
     /// An error with where it happened, printed before it (`stage 2 of 3 (StandardScaler): …`).
     #[error("{context}: {source}")]
     Context {
@@ -287,21 +272,6 @@ impl HearthError {
         }
     }
 
-    /// hearth reached a state it should never reach: `message` says which.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::Internal {
-            message: message.into(),
-            cause: None,
-        }
-    }
-
-    /// What hearth does not do: `message` says what was asked for.
-    pub fn not_implemented(message: impl Into<String>) -> Self {
-        Self::NotImplemented {
-            message: message.into(),
-        }
-    }
-
     /// This error, with `context` (where it happened, or doing what) printed before it.
     #[must_use]
     pub fn context(self, context: impl Into<String>) -> Self {
@@ -311,10 +281,12 @@ impl HearthError {
         }
     }
 
-    /// The error under any context: the one to match on.
+    /// The error under any context, and under DataFusion's own layers when one carries a hearth error (a
+    /// repartition shares its input's error, a task's error comes back as an `External`): the one to match on.
     pub fn root(&self) -> &HearthError {
         match self {
             Self::Context { source, .. } => source.root(),
+            Self::DataFusion(error) => carried(error).map_or(self, HearthError::root),
             other => other,
         }
     }
@@ -331,8 +303,6 @@ impl HearthError {
             Self::Fleet(_) => Blame::Peer,
             Self::Plot { cause, .. } => cause.as_ref().map_or(Blame::Data, |_| Blame::Internal),
             Self::Barrier { cause, .. } => cause_blame(cause.as_ref()).unwrap_or(Blame::Peer),
-            Self::Internal { .. } => Blame::Internal,
-            Self::NotImplemented { .. } => Blame::NotImplemented,
             Self::Context { source, .. } => source.blame(),
         }
     }
@@ -366,14 +336,12 @@ impl HearthError {
             | Self::Persistence { cause, .. }
             | Self::Master { cause, .. }
             | Self::Plot { cause, .. }
-            | Self::Barrier { cause, .. }
-            | Self::Internal { cause, .. } => Some(cause),
+            | Self::Barrier { cause, .. } => Some(cause),
             Self::DataFusion(_)
             | Self::Arrow(_)
             | Self::Gang { .. }
             | Self::GangGpus { .. }
             | Self::Fleet(_)
-            | Self::NotImplemented { .. }
             | Self::Context { .. } => None,
         }
     }
@@ -403,6 +371,16 @@ impl<T, E: Into<HearthError>> ResultExt<T> for std::result::Result<T, E> {
 
     fn with_context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T> {
         self.map_err(|error| error.into().context(context()))
+    }
+}
+
+/// The hearth error a DataFusion error carries, under its contexts and shared copies.
+fn carried(error: &DataFusionError) -> Option<&HearthError> {
+    match error {
+        DataFusionError::External(cause) => cause.downcast_ref::<HearthError>(),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => carried(inner),
+        DataFusionError::Shared(inner) => carried(inner),
+        _ => None,
     }
 }
 

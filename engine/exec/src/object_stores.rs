@@ -310,7 +310,7 @@ impl ObjectStoreRegistry for StoreRegistry {
         if let Some(store) = self.stores().get(&store_key(url)) {
             return Ok(Arc::clone(store));
         }
-        let store = open(url, &self.settings).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let store = open(url, &self.settings).map_err(DataFusionError::from)?;
         // Two tasks that open the same store at once both get a working one; the registry keeps the first.
         Ok(Arc::clone(self.stores().entry(store_key(url)).or_insert(store)))
     }

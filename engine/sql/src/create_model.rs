@@ -27,7 +27,7 @@ use super::error::invalid;
 use super::estimators::estimator;
 use super::hparams::{TrialValues, Tuning};
 use super::kmeans::{self, TRAINING_FIGURES_FILE, TrainingFigures};
-use super::model_plan::{CreateModelPlan, Existing, LABEL_INDEX, LabelType, is_feature, plan_create_model};
+use super::model_plan::{CreateModelPlan, LABEL_INDEX, LabelType, is_feature, plan_create_model};
 use super::options::{ClassWeights, DataSplit, ModelOptions};
 use super::parser::CreateModel;
 use super::preprocessing::{FEATURES, HELD_OUT};
@@ -79,18 +79,11 @@ impl BestTrial {
     }
 }
 
-/// Runs a `CREATE MODEL` statement in `session`, whose catalog receives the model: planned, then executed.
+/// Runs a `CREATE MODEL` statement in `session`, whose catalog receives the model: planned, then executed. With
+/// `IF NOT EXISTS` and a model of that name, nothing is planned (the query may no longer plan) or trained.
 pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
-    let plan = plan_create_model(session, create).await?;
-    execute_create_model(session, plan).await
-}
-
-/// Executes a planned `CREATE MODEL`: splits the rows, fits the pipeline (or tunes it), and saves the model in
-/// `session`'s catalog.
-async fn execute_create_model(session: &Session, plan: CreateModelPlan) -> Result<CreatedModel> {
     let catalog = ModelCatalog::of(session);
-    let create = &plan.create;
-    if plan.existing == Existing::Kept {
+    if create.if_not_exists && catalog.contains(&create.name) {
         return Ok(CreatedModel {
             name: create.name.clone(),
             trained: false,
@@ -102,6 +95,19 @@ async fn execute_create_model(session: &Session, plan: CreateModelPlan) -> Resul
         });
     }
     let started = Instant::now();
+    let plan = plan_create_model(session, create).await?;
+    execute_create_model(session, &catalog, plan, started).await
+}
+
+/// Executes a planned `CREATE MODEL`: splits the rows, fits the pipeline (or tunes it), and saves the model in
+/// `catalog`; its training time counts from `started`.
+async fn execute_create_model(
+    session: &Session,
+    catalog: &ModelCatalog,
+    plan: CreateModelPlan,
+    started: Instant,
+) -> Result<CreatedModel> {
+    let create = &plan.create;
     let (options, input) = (&plan.options, &plan.input);
     let mut planned = prepare(&plan).await?;
     let (model, tuned) = match &plan.tuning {

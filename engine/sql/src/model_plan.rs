@@ -225,8 +225,8 @@ fn features(transform: &TransformPlan, options: &ModelOptions, label_type: Label
 }
 
 /// Whether `column` is a feature: neither the label nor the split column.
-pub(crate) fn is_feature(column: &String, options: &ModelOptions) -> bool {
-    *column != options.label && Some(column) != options.data_split_col.as_ref()
+pub(crate) fn is_feature(column: &str, options: &ModelOptions) -> bool {
+    column != options.label && Some(column) != options.data_split_col.as_deref()
 }
 
 /// How the model's label is read: checked against the training query's columns.
@@ -326,7 +326,8 @@ impl CreateModelPlan {
     /// The split, as `data_split_method` and its options say.
     fn split(&self) -> String {
         let options = &self.options;
-        let percent = options.data_split_eval_fraction * 100.0;
+        // To a millionth of a percent: 0.07 × 100 is 7.000000000000001 in floating point.
+        let percent = (options.data_split_eval_fraction * 1e8).round() / 1e6;
         match (self.label_type, &options.data_split) {
             (LabelType::Unlabelled, _) => "none: k-means is fitted and scored on every row".to_string(),
             (_, DataSplit::Auto) => {

@@ -23,8 +23,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, cast, iden
 use datafusion::prelude::DataFrame;
 use hearth_exec::error::{HearthError, Result};
 use hearth_preprocessing::evaluation::{Evaluation, evaluation_state, metric};
-use hearth_preprocessing::stage::ClassifierColumns;
-use hearth_preprocessing::stage::{Transformer, closest_column, quoted_columns};
+use hearth_preprocessing::stage::{ClassifierColumns, Transformer, closest_column, quoted_columns};
 use hearth_training::linear::Solved;
 
 use super::catalog::CatalogModel;

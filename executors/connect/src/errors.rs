@@ -171,14 +171,31 @@ fn from_datafusion(error: &DataFusionError) -> ConnectError {
     }
 }
 
+/// `mapped` with `message` (the whole error, its context first) in place of DataFusion's text.
+fn with_message(mapped: ConnectError, message: String) -> ConnectError {
+    match mapped {
+        ConnectError::Analysis { error_class, .. } => ConnectError::Analysis { error_class, message },
+        ConnectError::Execution(_) => ConnectError::Execution(message),
+        other => other,
+    }
+}
+
 /// Spark's exception for a hearth error, by the error under any context and who is to blame: a parameter is an
 /// illegal argument, a column or any other error of the plan an analysis error (a barrier stage's want of slots
-/// or GPUs excepted: Spark fails those jobs when they run), what hearth does not do an unsupported operation.
+/// or GPUs excepted: Spark fails those jobs when they run), DataFusion's errors as [`from_datafusion`] says.
 impl From<HearthError> for ConnectError {
     fn from(error: HearthError) -> Self {
-        let message = error.to_string();
-        match error.root() {
-            HearthError::DataFusion(error) => from_datafusion(error),
+        let root = error.root();
+        // The whole text, context first; where only DataFusion's layers wrap the error, its own.
+        let message = match &error {
+            HearthError::DataFusion(_) => root.to_string(),
+            _ => error.to_string(),
+        };
+        match root {
+            HearthError::DataFusion(inner) if matches!(error, HearthError::Context { .. }) => {
+                with_message(from_datafusion(inner), message)
+            }
+            HearthError::DataFusion(inner) => from_datafusion(inner),
             HearthError::InvalidParam { .. } => ConnectError::IllegalArgument(message),
             HearthError::Schema { .. } => ConnectError::Analysis {
                 error_class: "UNRESOLVED_COLUMN",
@@ -189,7 +206,6 @@ impl From<HearthError> for ConnectError {
                 error_class: "INVALID_PLAN",
                 message,
             },
-            _ if error.blame() == Blame::NotImplemented => ConnectError::Unsupported(message),
             _ => ConnectError::Execution(message),
         }
     }

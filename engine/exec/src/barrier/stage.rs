@@ -19,7 +19,7 @@ use super::spec::DerivedSecret;
 use super::{BarrierExec, BarrierOptions, BarrierSpec, ResumePoint, function, is_user_function};
 use crate::ballista::ClusterSecret;
 use crate::driver_job::{DriverJob, default_checkpoint_dir};
-use crate::error::{Blame, HearthError, Result};
+use crate::error::{HearthError, Result};
 use crate::frame::exact_repartition;
 use crate::master::{Master, SessionInfo};
 use crate::object_stores::StoreSettings;
@@ -236,7 +236,14 @@ impl BarrierStage {
                         attempts: reports,
                     });
                 }
-                Err(e) if e.blame() == Blame::Plan => return Err(e),
+                Err(e)
+                    if matches!(
+                        e.root(),
+                        HearthError::Gang { .. } | HearthError::GangGpus { .. } | HearthError::InvalidParam { .. }
+                    ) =>
+                {
+                    return Err(e);
+                }
                 Err(e) => {
                     if let Some(upload) = coordinator.as_ref().and_then(Coordinator::latest_upload) {
                         resume = Some(ResumePoint {

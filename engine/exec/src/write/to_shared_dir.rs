@@ -35,7 +35,7 @@ pub(super) async fn write(writer: &FrameWriter, df: DataFrame, dir: &Path) -> Re
     let schema = Arc::new(df.schema().as_arrow().clone());
     let reports = run_over(df, |input| Ok(Arc::new(PartWriterExec::try_new(input, spec.clone())?)))
         .await
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        .map_err(DataFusionError::from)?;
     let staged = staged_files(&reports)?;
     let (id, suffix) = (write_id(), spec.suffix()?);
     let files: Vec<_> = staged.iter().filter(|file| !file.name.is_empty()).collect();

@@ -211,12 +211,14 @@ impl ModelCatalog {
         }
     }
 
-    /// The error of a model `name` the catalog does not hold, naming those it does.
+    /// The error of a model `name` the catalog does not hold, naming those it does: the plan's, as a table
+    /// that is not there is DataFusion's.
     fn not_found(&self, name: &str) -> HearthError {
         let known = self.list().unwrap_or_default();
         let names: Vec<&str> = known.iter().map(|e| e.name.as_str()).collect();
-        HearthError::persistence(
-            &self.dir,
+        HearthError::invalid_param(
+            self.dir.display().to_string(),
+            "MODEL",
             format!(
                 "no model named {name:?} in the catalog (models: {})",
                 if names.is_empty() {
