@@ -70,7 +70,13 @@ async fn main() {
     let (rows, dir, csv) = generated_csv("HEARTH_CONNECT_ROWS");
     let parquet = dir.path().join("events.parquet");
     // The features as doubles and the `Label` (`s` or `b`) as text.
-    write_one_parquet(&Session::local(PARTITIONS), &csv, &parquet, vec![ident("Label")]).await;
+    write_one_parquet(
+        &Session::builder().with_default_features().local(PARTITIONS),
+        &csv,
+        &parquet,
+        vec![ident("Label")],
+    )
+    .await;
     python::ensure_module(CLIENT.0, CLIENT.1).expect("the PySpark client");
     println!(
         "Spark Connect benchmark: {rows} Higgs-schema rows from one Parquet file, {} features, local[{PARTITIONS}] \

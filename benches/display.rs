@@ -42,7 +42,7 @@ fn timed_ms(mut work: impl FnMut()) -> f64 {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let events = session.read_batches(higgs::schema(), higgs::batches(200_000, 8192, 42))?;
     let prepared = higgs::preprocessing().fit_transform(&events).await?.1.cache().await?;
 

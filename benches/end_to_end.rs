@@ -70,7 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.first().copied().unwrap_or(1_000_000),
         args.get(1).copied().unwrap_or(1),
     );
-    let session = Session::local(WORKERS);
+    let session = Session::builder().with_default_features().local(WORKERS);
     let all = session.read_batches(higgs::schema(), higgs::batches(events, 8192, 42))?;
     let parts = all.random_split(&[0.8, 0.2], 7)?;
 

@@ -41,7 +41,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 async fn main() -> Result<()> {
     let rows: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(100_000);
     let models = std::env::temp_dir().join(format!("hearth-bench-explain-{}", std::process::id()));
-    let session = Session::local(2).with_models(&models);
+    let session = Session::builder().with_default_features().local(2).with_models(&models);
     run(
         &session,
         &format!(

@@ -155,7 +155,7 @@ fn horovod_main(hvd: &mut Horovod<'_>, images: &Images) -> Result<Measured, Main
 
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let images = Arc::new(Images::from_batches(
         &runtime
             .block_on(mnist::train(&session).expect("mnist").collect())

@@ -116,7 +116,7 @@ fn timed(load: impl FnOnce() -> Loaded, best: &mut f64, loaded: &mut Option<Load
 
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let dir = tempfile::tempdir().expect("temp dir");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets");
     let cifar = generated_cifar(dir.path(), 10_000);

@@ -107,7 +107,7 @@ async fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(1_000_000);
     let values = points(rows);
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = frame(&session, &values);
     // k-means|| picks the start; tol 0 makes both run every iteration.
     let kmeans = KMeans::new().k(K).seed(5).max_iter(ITERATIONS).tol(0.0);

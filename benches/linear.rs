@@ -155,7 +155,7 @@ fn reference_fits(parquet: &Path) -> Result<Value, String> {
 async fn main() {
     let (rows, dir, csv) = generated_csv("HEARTH_LINEAR_ROWS");
     let parquet = dir.path().join("linear.parquet");
-    let session = Session::local(PARTITIONS);
+    let session = Session::builder().with_default_features().local(PARTITIONS);
     write_parquet(&session, &csv, &parquet).await;
     println!(
         "linear models benchmark: {rows} Higgs-schema rows, {} features, local[{PARTITIONS}], best of {RUNS} fits \

@@ -99,7 +99,7 @@ async fn shards(parts: &[DataFrame], features: &str) -> Result<(Shard, Shard), B
 /// `rows` generated Higgs events, 10 % held out, preprocessed with the four Spark stages (the jet count
 /// one-hot encoded, every slot standardised): the dist-keras MLP 600-600 with dropout 0.2.
 async fn higgs_data(rows: usize) -> Result<Dataset, Box<dyn std::error::Error>> {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let events = session.read_batches(higgs::schema(), higgs::batches(rows, 8192, 42))?;
     let (_, prepared) = higgs::four_stage_preprocessing().fit_transform(&events).await?;
     let (train, test) = shards(&prepared.random_split(&[0.9, 0.1], 42)?, "features").await?;
@@ -116,7 +116,7 @@ async fn higgs_data(rows: usize) -> Result<Dataset, Box<dyn std::error::Error>> 
 /// Fashion-MNIST's 10,000 shipped images, 20 % held out: a small CNN (two 5×5 convolutions of 8 and 16
 /// filters, each with ReLU and 2×2 max pooling, then a dense layer to the 10 classes).
 async fn fashion_data() -> Result<Dataset, Box<dyn std::error::Error>> {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let images = fashion_mnist::images(&session)?;
     let (train, test) = shards(&images.random_split(&[0.8, 0.2], 42)?, "image").await?;
     let conv = |filters| Layer::Conv2d {

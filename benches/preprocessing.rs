@@ -120,7 +120,7 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let rows: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     let partitions: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2);
-    let session = Session::local(partitions);
+    let session = Session::builder().with_default_features().local(partitions);
 
     let (_dir, csv, csv_mib) = generated_csv(rows);
     let from_csv = session.read_csv(&csv, &CsvOptions::new()).await.expect("read csv");

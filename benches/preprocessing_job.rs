@@ -103,7 +103,9 @@ async fn measure_peak(args: &[String]) {
     let [_, what, csv, out, partitions] = args else {
         panic!("usage: {PEAK_MODE} job|idle CSV OUT PARTITIONS");
     };
-    let session = Session::local(partitions.parse().expect("partitions"));
+    let session = Session::builder()
+        .with_default_features()
+        .local(partitions.parse().expect("partitions"));
     let df = session.read_csv(csv, &CsvOptions::new()).await.expect("read csv");
     if what == "job" {
         whole_job(&df, Path::new(out)).await;
@@ -157,7 +159,7 @@ async fn main() {
     }
     let rows: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     let partitions: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2);
-    let session = Session::local(partitions);
+    let session = Session::builder().with_default_features().local(partitions);
 
     let (dir, csv, csv_mib) = generated_csv(rows);
     let df = session.read_csv(&csv, &CsvOptions::new()).await.expect("read csv");

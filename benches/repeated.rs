@@ -126,7 +126,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let csv = dir.path().join("higgs.csv");
     higgs::write_csv(&csv, events, 42)?;
-    let session = Session::local(2).with_models(dir.path().join("models"));
+    let session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(dir.path().join("models"));
     session
         .sql(&format!(
             "CREATE EXTERNAL TABLE higgs STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true')",

@@ -19,7 +19,7 @@ const ROUNDS: usize = 7;
 
 /// The Rust main job: read, split, fit, save, evaluate.
 async fn rust_job(dir: &std::path::Path) -> Result<f64> {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = session.read_csv(german_credit::csv_path(), &CsvOptions::new()).await?;
     let parts = credit.random_split(&[0.8, 0.2], 42)?;
     let model = german_credit::preprocessing()
@@ -33,7 +33,10 @@ async fn rust_job(dir: &std::path::Path) -> Result<f64> {
 
 /// The SQL main job up to its ML.EVALUATE; also returns the time spent parsing the script.
 async fn sql_job(dir: &std::path::Path) -> Result<(f64, Duration)> {
-    let session = Session::local(2).with_models(dir.join("models"));
+    let session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(dir.join("models"));
     let script = std::fs::read_to_string(german_credit::sql_path())
         .map_err(|e| HearthError::persistence(german_credit::sql_path(), "reading the SQL script").caused_by(e))?;
     let started = Instant::now();
@@ -54,7 +57,10 @@ async fn sql_job(dir: &std::path::Path) -> Result<(f64, Duration)> {
 /// the script, turning the TRANSFORM clause into stages, and planning the `ML.` queries into DataFusion
 /// plans (model lookup included). Measured over a catalog that holds the model.
 async fn front_end_seconds(dir: &std::path::Path) -> Result<f64> {
-    let session = Session::local(2).with_models(dir.join("models"));
+    let session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(dir.join("models"));
     let script = std::fs::read_to_string(german_credit::sql_path()).unwrap_or_default();
     session.execute(&parse_statements(&script)?[0]).await?;
     let input = session.sql("SELECT * FROM credit").await?;

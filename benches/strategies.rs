@@ -32,7 +32,7 @@ const WORKERS: usize = 2;
 
 /// Train and test shards (70/30) of `rows` generated events, preprocessed as dist-keras does.
 async fn prepare(rows: usize) -> Result<(Shard, Shard), Box<dyn std::error::Error>> {
-    let session = Session::local(WORKERS);
+    let session = Session::builder().with_default_features().local(WORKERS);
     let events = session.read_batches(higgs::schema(), higgs::batches(rows, 8192, 42))?;
     let (_, prepared) = higgs::preprocessing().fit_transform(&events).await?;
     let parts = prepared.random_split(&[0.7, 0.3], 42)?;

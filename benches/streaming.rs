@@ -87,7 +87,7 @@ fn events(session: &Session, first: usize, rows: usize) -> DataFrame {
 /// One run, in this process: fit, train, score; prints `peak_kib samples_per_s fit_seconds accuracy held
 /// rank_peak_bytes`.
 async fn run(mode: &str, rows: usize) {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let started = Instant::now();
     let (preprocessing, prepared) = higgs::preprocessing()
         .cache_memory_limit(CACHE_MEMORY)

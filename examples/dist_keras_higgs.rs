@@ -66,7 +66,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .master
         .clone()
         .unwrap_or_else(|| format!("local[{}]", args.workers));
-    let session = Session::connect(&master).await?;
+    let session = Session::builder().with_default_features().connect(&master).await?;
     let generated = tempfile::tempdir()?;
     let csv = match &args.csv {
         Some(path) => path.clone(),

@@ -33,7 +33,7 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<()> {
     let master = std::env::var("HEARTH_MASTER").unwrap_or_else(|_| "local[2]".to_string());
-    let session = Session::connect(&master).await?;
+    let session = Session::builder().with_default_features().connect(&master).await?;
     let input = std::env::var_os("HEARTH_CREDIT_CSV").map_or_else(german_credit::csv_path, PathBuf::from);
     let credit = session.read_csv(&input, &CsvOptions::new()).await?;
     let parts = credit.random_split(&[0.8, 0.2], 42)?;

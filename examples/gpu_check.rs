@@ -64,7 +64,7 @@ async fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
 
 /// The main job's pipeline with its MLP on `device`, on one worker: the rank's device and the test metrics.
 async fn german_credit_on(device: &DeviceChoice) -> Result<()> {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let credit = session.read_csv(german_credit::csv_path(), &CsvOptions::new()).await?;
     let parts = credit.random_split(&[0.8, 0.2], 42)?;
     let classifier = german_credit::classifier().workers(1).device(device.clone());
@@ -89,7 +89,7 @@ async fn german_credit_on(device: &DeviceChoice) -> Result<()> {
 
 /// The Higgs MLP's speed at batch 64 and 1,024: hearth on `device`, PyTorch on the same, hearth on the CPU.
 async fn higgs_speed(device: &DeviceChoice, events: usize) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let generated = session.read_batches(higgs::schema(), higgs::batches(events, 8192, 42))?;
     let (_, prepared) = higgs::four_stage_preprocessing().fit_transform(&generated).await?;
     let parts = prepared.random_split(&[0.9, 0.1], 42)?;

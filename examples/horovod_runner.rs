@@ -173,8 +173,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     register_cluster_spec();
     let session = match &args.master {
-        Some(master) => Session::connect(master).await?,
-        None => Session::local(args.np.unsigned_abs() as usize),
+        Some(master) => Session::builder().with_default_features().connect(master).await?,
+        None => Session::builder()
+            .with_default_features()
+            .local(args.np.unsigned_abs() as usize),
     };
     let images = Arc::new(Images::load(&session).await?);
 

@@ -219,7 +219,7 @@ async fn cluster(frame: &DataFrame, column: &str, seed: u64) -> Result<(f64, f64
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let session = Session::local(args.workers);
+    let session = Session::builder().with_default_features().local(args.workers);
     session.register("mnist", &mnist::train(&session)?)?;
     // A fifth of the images held out, drawn from a hash of each row: the same split on every run.
     let flagged = session

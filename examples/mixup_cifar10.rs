@@ -99,7 +99,7 @@ async fn run(
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let session = Session::local(args.workers);
+    let session = Session::builder().with_default_features().local(args.workers);
     // (train, test) pairs: the real split, or the sample's five folds.
     let splits: Vec<(DataFrame, DataFrame)> = match &args.data_dir {
         Some(dir) => vec![cifar10::batches(&session, dir)?],

@@ -52,8 +52,8 @@ struct Args {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let session = match &args.master {
-        Some(master) => Session::connect(master).await?,
-        None => Session::local(args.workers),
+        Some(master) => Session::builder().with_default_features().connect(master).await?,
+        None => Session::builder().with_default_features().local(args.workers),
     };
     let images = mnist::train(&session)?;
     let (train, test, tested_on) = match mnist::official_test(&session)? {

@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .master
         .clone()
         .unwrap_or_else(|| format!("local[{}]", args.parallelism * args.workers));
-    let session = Session::connect(&master).await?;
+    let session = Session::builder().with_default_features().connect(&master).await?;
     let credit = session.read_csv(german_credit::csv_path(), &CsvOptions::new()).await?;
     let df = german_credit::preprocessing().fit(&credit).await?.transform(&credit)?;
     let grid = ParamGridBuilder::new()

@@ -19,7 +19,7 @@ const WORKERS: usize = 2;
 
 /// Train and test shards: `Label` indexed, the 30 features assembled and standardised by a hearth pipeline.
 async fn prepare(rows: usize) -> Result<(Shard, Shard), Box<dyn std::error::Error>> {
-    let session = Session::local(WORKERS);
+    let session = Session::builder().with_default_features().local(WORKERS);
     let events = session.read_batches(higgs::schema(), higgs::batches(rows, 8192, 42))?;
     let parts = events.random_split(&[0.8, 0.2], 7)?;
     let model = higgs::preprocessing().fit(&parts[0]).await?;

@@ -14,7 +14,8 @@ The top-level folders are the tiers, lowest first, and a crate's tier is the fol
   (the root)   the facade
 
 The tier rules are checked over what each crate builds with (its normal and build dependencies, resolved), not only
-what its manifest names. Each crate also keeps line tables only in debug builds (its `[profile.dev.package.*]`).
+what its manifest names. Each crate also keeps line tables only in debug builds (its `[profile.dev.package.*]`), and
+none builds with a link-time registry (LINK_TIME_REGISTRIES): a session's extensions are listed where it is built.
 
 usage: scripts/crate_graph.py        # from the project's root; exit status 1 on any broken rule
 """
@@ -42,6 +43,9 @@ TORCH_FREE = {"hearth-common", "hearth-collective", "hearth-stats", "hearth-opti
 # What DataFusion and libtorch are, as crates.
 DATAFUSION = ("datafusion",)
 LIBTORCH = ("torch-sys", "tch")
+
+# Crates that collect items at link time: what a session can do would depend on which crates a program links.
+LINK_TIME_REGISTRIES = ("inventory", "linkme", "ctor")
 
 KINDS = {None: "", "dev": " (dev)", "build": " (build)"}
 
@@ -99,6 +103,7 @@ def main():
             problems += [f"{name} (ml/) builds with {dep}: the ml tier has no DataFusion" for dep in below if dep.startswith(DATAFUSION)]
             if name != "hearth-torch":
                 problems += [f"{name} (ml/) builds with {dep}: only hearth-torch links libtorch in ml/" for dep in below if dep in LIBTORCH]
+        problems += [f"{name} builds with {dep}: list extensions in code, not at link time" for dep in below if dep in LINK_TIME_REGISTRIES]
         if name in TORCH_FREE:
             problems += [f"{name} builds with {dep}, but must build without libtorch (TORCH_FREE)" for dep in below if dep in LIBTORCH]
     # A crate's place in ORDER follows its tier: no crate comes before one of a lower tier.

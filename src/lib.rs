@@ -10,7 +10,7 @@
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use hearth::prelude::*;
 //!
-//! let session = Session::new("local[2]").unwrap();
+//! let session = Session::builder().with_preprocessing().build("local[2]").unwrap();
 //! let df = session.context().sql("SELECT * FROM (VALUES ('a', 1.0), ('b', 2.0), ('a', 3.0)) AS t(c, x)").await.unwrap();
 //! let (model, scaled) = Pipeline::new()
 //!     .stage(StringIndexer::new().input_col("c").output_col("c_idx"))

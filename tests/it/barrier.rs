@@ -39,7 +39,7 @@ fn mlp() -> MlpClassifier {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mlp_trains_on_two_workers_and_scores_german_credit() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, test) = credit(&session).await;
     let rows = train.clone().count().await.unwrap();
     let model = mlp().epochs(20).fit(&train).await.unwrap();
@@ -77,7 +77,7 @@ async fn mlp_trains_on_two_workers_and_scores_german_credit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seed_gives_the_same_model_every_run() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, _) = credit(&session).await;
     // Dropout draws from each rank's own seeded stream, so two runs in one process agree too.
     let first = mlp().epochs(2).dropout(0.3).fit(&train).await.unwrap();
@@ -87,7 +87,7 @@ async fn a_seed_gives_the_same_model_every_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn encrypted_links_train_the_same_model() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, _) = credit(&session).await;
     let checked = mlp().epochs(2).fit(&train).await.unwrap();
     let encrypted = mlp()
@@ -102,7 +102,7 @@ async fn encrypted_links_train_the_same_model() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_weights_weigh_each_rows_loss() {
     use datafusion::prelude::{lit, when};
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, _) = credit(&session).await;
     // The bad-credit rows (label 1) weigh nothing: the model (almost) never learns to predict them.
     let weighted = train
@@ -155,7 +155,7 @@ async fn sample_weights_weigh_each_rows_loss() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_workers_than_slots_fails_before_training() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, _) = credit(&session).await;
     let started = Instant::now();
     let error = mlp().workers(3).fit(&train).await.unwrap_err().to_string();
@@ -169,7 +169,7 @@ async fn more_workers_than_slots_fails_before_training() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_with_an_empty_partition_still_completes() {
     // Equal rows hash to the same partition: with one distinct row, one of the two workers gets nothing.
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT ml_vector_assemble('error', 1.0, 2.0) AS features, 1.0 AS label FROM generate_series(1, 40)")
         .await
@@ -183,7 +183,7 @@ async fn a_worker_with_an_empty_partition_still_completes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_columns_are_named() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT 'a' AS label, ml_vector_assemble('error', 1.0) AS features")
         .await
@@ -257,7 +257,7 @@ impl BarrierFunction for FailOnceAfterFirstEpoch {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_stage_is_retried_from_the_last_checkpoint() {
     fail_once_after_the_first_epoch();
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, _) = credit(&session).await;
     let renamed = train.clone().with_column("label_fail_once", col("label")).unwrap();
 
@@ -291,7 +291,7 @@ async fn a_failed_stage_is_retried_from_the_last_checkpoint() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_stage_is_retried_from_the_last_checkpoint_with_the_same_shuffles() {
     fail_once_after_the_first_epoch();
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, _) = credit(&session).await;
     let renamed = train
         .clone()
@@ -330,7 +330,7 @@ async fn a_streamed_stage_is_retried_from_the_last_checkpoint_with_the_same_shuf
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_classifier_ends_a_pipeline_that_saves_and_loads_whole() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let raw = session
         .read_csv(german_credit::csv_path(), &CsvOptions::new())
         .await
@@ -392,7 +392,7 @@ fn a_classifier_written_by_hand_in_pipeline_json_loads_with_its_settings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validation_rows_are_held_out_and_scored_every_epoch() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, _) = credit(&session).await;
     let marked = train
         .with_column("is_validation", col("age").gt(datafusion::prelude::lit(50)))
@@ -442,7 +442,7 @@ async fn a_retried_barrier_stage_resumes_from_what_a_task_sent_the_driver() {
         let epoch = Arc::new(UInt64Array::from(vec![point.epoch as u64])) as _;
         Ok(RecordBatch::try_new(Arc::clone(&out), vec![epoch])?)
     }));
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT * FROM generate_series(1, 10) AS t(x)")
         .await
@@ -487,7 +487,7 @@ async fn custom_barrier_code_sees_ranks_and_gathers() {
             ],
         )?)
     }));
-    let session = Session::local(3);
+    let session = Session::builder().with_default_features().local(3);
     let df = session
         .sql("SELECT * FROM generate_series(1, 1000) AS t(x)")
         .await
@@ -511,7 +511,7 @@ async fn custom_barrier_code_sees_ranks_and_gathers() {
 async fn evaluators_run_as_aggregates_and_match_spark() {
     let fixture = fixture();
     let case = |name: &str| case(&fixture, name).clone();
-    let session = Session::local(3);
+    let session = Session::builder().with_default_features().local(3);
     let close = |what: &str, got: f64, want: &serde_json::Value| {
         let want = want.as_f64().unwrap();
         assert!(
@@ -610,7 +610,12 @@ async fn a_job_run_again_resumes_each_training_stage_from_its_checkpoint_in_stor
         let predicted = doubles(&model.transform(&test).unwrap(), "prediction").await;
         (model, predicted)
     };
-    let (first, predicted) = fit(Session::local(2).resume_job("credit-job").unwrap()).await;
+    let (first, predicted) = fit(Session::builder()
+        .with_default_features()
+        .local(2)
+        .resume_job("credit-job")
+        .unwrap())
+    .await;
     assert_eq!(first.summary().attempts[0].resumed_from_epoch, 0);
     let stage = std::fs::read_dir(dir.path().join("checkpoints/credit-job"))
         .unwrap()
@@ -619,7 +624,12 @@ async fn a_job_run_again_resumes_each_training_stage_from_its_checkpoint_in_stor
 
     // The job run again (a new session, as a restarted driver's): its stage resumes from its last
     // checkpoint, trains no epoch again, and gives the same model.
-    let (again, predicted_again) = fit(Session::local(2).resume_job("credit-job").unwrap()).await;
+    let (again, predicted_again) = fit(Session::builder()
+        .with_default_features()
+        .local(2)
+        .resume_job("credit-job")
+        .unwrap())
+    .await;
     assert_eq!(again.summary().attempts[0].resumed_from_epoch, 8);
     assert_eq!(
         again.history(),
@@ -629,6 +639,11 @@ async fn a_job_run_again_resumes_each_training_stage_from_its_checkpoint_in_stor
     assert_eq!(predicted_again, predicted);
 
     // Another job trains afresh.
-    let (other, _) = fit(Session::local(2).resume_job("another-job").unwrap()).await;
+    let (other, _) = fit(Session::builder()
+        .with_default_features()
+        .local(2)
+        .resume_job("another-job")
+        .unwrap())
+    .await;
     assert_eq!(other.summary().attempts[0].resumed_from_epoch, 0);
 }

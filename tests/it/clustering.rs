@@ -69,7 +69,7 @@ fn kmeans_of(case: &Value) -> KMeans {
 #[tokio::test]
 async fn kmeans_matches_spark_where_the_optimum_is_unique() {
     let fixture = fixture();
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for name in ["euclidean", "euclidean_weighted", "cosine", "cosine_weighted"] {
         let spark = fixture_case(&fixture, name);
         let df = points(&session, &spark["rows"], "label");
@@ -113,7 +113,7 @@ async fn kmeans_matches_spark_where_the_optimum_is_unique() {
 #[tokio::test]
 async fn silhouette_matches_spark() {
     let fixture = fixture();
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for (name, measure) in [
         ("silhouette_euclidean", "squaredEuclidean"),
         ("silhouette_cosine", "cosine"),
@@ -195,15 +195,23 @@ async fn the_same_seed_gives_the_same_model_on_any_partitioning_and_on_ballista(
                 one.1
             );
         };
-    let one = fit(Session::local(1)).await;
-    same("local[3] vs local[1]", fit(Session::local(3)).await, &one);
-    let standalone = Session::connect("standalone[2]").await.unwrap();
+    let one = fit(Session::builder().with_default_features().local(1)).await;
+    same(
+        "local[3] vs local[1]",
+        fit(Session::builder().with_default_features().local(3)).await,
+        &one,
+    );
+    let standalone = Session::builder()
+        .with_default_features()
+        .connect("standalone[2]")
+        .await
+        .unwrap();
     same("standalone[2] vs local[1]", fit(standalone).await, &one);
 }
 
 #[tokio::test]
 async fn a_kmeans_model_saves_loads_and_refuses_a_broken_file() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT * FROM (VALUES (0.0, 0.0), (0.5, 0.0), (9.0, 9.0), (9.0, 9.5), (0.0, 0.5)) AS t(x, y)")
         .await
@@ -239,7 +247,7 @@ async fn a_kmeans_model_saves_loads_and_refuses_a_broken_file() {
 
 #[tokio::test]
 async fn bad_parameters_and_data_are_named() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT * FROM (VALUES (0.0, 0.0), (0.0, 0.0), (1.0, 1.0)) AS t(x, y)")
         .await

@@ -81,7 +81,7 @@ fn report(output: &str) -> Value {
 /// What hearth's Rust API says of German Credit: rows, rows with duration over 24, mean amount, rows per class
 /// and the three commonest purposes with their mean amount.
 async fn credit_in_rust() -> Value {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = session
         .read_csv(german_credit::csv_path(), &CsvOptions::new())
         .await
@@ -433,7 +433,7 @@ async fn spark_typed_credit(session: &Session) -> DataFrame {
 }
 
 async fn pipeline_in_rust() -> (PipelineModel, DataFrame) {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = spark_typed_credit(&session).await;
     let split = credit.random_split(&[0.8, 0.2], 42).unwrap();
     let pipeline = Pipeline::new()
@@ -587,7 +587,7 @@ async fn a_pyspark_ml_pipeline_fits_and_evaluates_as_the_rust_api_does() {
     // The training summary: the fitted model's figures on the rows it was fitted on.
     let summary = &seen["summary"];
     assert_eq!(summary["type"], "BinaryLogisticRegressionTrainingSummary", "{summary}");
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = spark_typed_credit(&session).await;
     let train = credit.random_split(&[0.8, 0.2], 42).unwrap().remove(0);
     let fitted = model.transform(&train).unwrap();

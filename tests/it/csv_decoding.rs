@@ -15,7 +15,7 @@ use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::physical_plan::displayable;
 use datafusion::prelude::{CsvReadOptions, SessionConfig, SessionContext};
 use hearth::exec::read::schema_of;
-use hearth::prelude::{CsvOptions, Session};
+use hearth::prelude::{CsvOptions, DefaultFeatures, Session};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -24,7 +24,7 @@ const SPLIT_FROM_BYTES: usize = 16;
 
 /// Rows read by a hearth session, or its error.
 async fn hearth_rows(path: &Path, schema: Option<SchemaRef>, partitions: usize) -> Result<Vec<String>, String> {
-    let session = Session::local(partitions);
+    let session = Session::builder().with_default_features().local(partitions);
     session
         .context()
         .sql(&format!(
@@ -163,7 +163,9 @@ async fn plain_and_other_lines_read_as_arrow_reads_them() {
         let path = dir.path().join(format!("delimited-{}.csv", delimiter as char));
         std::fs::write(&path, text).unwrap();
         let options = CsvOptions::new().delimiter(delimiter).schema(Arc::clone(&dotted));
-        let ours = Session::local(1)
+        let ours = Session::builder()
+            .with_default_features()
+            .local(1)
             .read_csv(&path, &options)
             .await
             .unwrap()
@@ -175,7 +177,12 @@ async fn plain_and_other_lines_read_as_arrow_reads_them() {
     // The scans compared are hearth's decoder's: its plan says so.
     let path = dir.path().join("plan.csv");
     std::fs::write(&path, files[0]).unwrap();
-    let df = Session::local(2).read_csv(&path, &CsvOptions::new()).await.unwrap();
+    let df = Session::builder()
+        .with_default_features()
+        .local(2)
+        .read_csv(&path, &CsvOptions::new())
+        .await
+        .unwrap();
     let plan = df.create_physical_plan().await.unwrap();
     let shown = displayable(plan.as_ref()).indent(true).to_string();
     assert!(shown.contains("plain lines decoded by hearth"), "{shown}");

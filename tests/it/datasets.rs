@@ -41,7 +41,7 @@ async fn csv_holds_the_generated_values() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("higgs.csv");
     higgs::write_csv(&path, 500, 11).unwrap();
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let read = session
         .read_csv(&path, &CsvOptions::new())
         .await

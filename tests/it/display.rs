@@ -21,7 +21,7 @@ fn balanced(html: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_shows_its_first_rows_types_and_escaped_values() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT * FROM (VALUES ('<script>alert(1)</script>', 1.5), ('b', 2.5), ('c', NULL)) AS t(label, x)")
         .await
@@ -60,7 +60,9 @@ fn a_frame_ending_a_cell_shows_its_first_rows_with_or_without_a_runtime() {
         .build()
         .unwrap();
     let df = runtime.block_on(async {
-        Session::local(2)
+        Session::builder()
+            .with_default_features()
+            .local(2)
             .sql("SELECT * FROM generate_series(1, 100) AS t(x)")
             .await
             .unwrap()
@@ -80,7 +82,7 @@ fn a_frame_ending_a_cell_shows_its_first_rows_with_or_without_a_runtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_of_ten_thousand_columns_is_cut_and_says_so() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let fields: Vec<Field> = (0..10_000)
         .map(|i| Field::new(format!("c{i}"), DataType::Int32, false))
         .collect();
@@ -103,7 +105,7 @@ async fn a_frame_of_ten_thousand_columns_is_cut_and_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trained_pipeline_its_model_and_its_metrics_show_with_plots() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql(
             "SELECT CAST(v % 7 AS DOUBLE) AS a, CAST(v % 5 AS DOUBLE) AS b, \
@@ -207,7 +209,9 @@ fn clear_histories(json: &mut serde_json::Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_shows_where_it_runs() {
-    let view = SessionView::of(&Session::local(3)).await.unwrap();
+    let view = SessionView::of(&Session::builder().with_default_features().local(3))
+        .await
+        .unwrap();
     let html = view.to_html();
     balanced(&html);
     assert!(

@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use hearth::prelude::{DefaultFeatures, Session};
+
 use crate::fleet::hearth_program;
 
 /// Compares the page at `relative` (from the project's root) with `written`, or rewrites it when blessing.
@@ -41,7 +43,11 @@ fn the_ml_functions_page_is_written_from_the_table_of_ml_functions() {
 fn the_stage_classes_page_is_written_from_the_stage_registry() {
     check_page(
         "docs/src/reference/stage-classes.md",
-        &hearth::preprocessing::pipeline::stage_classes_reference(),
+        // Training's classes are registered by a session built with training.
+        &{
+            Session::builder().with_default_features().local(1);
+            hearth::preprocessing::pipeline::stage_classes_reference()
+        },
     );
 }
 
@@ -49,7 +55,9 @@ fn the_stage_classes_page_is_written_from_the_stage_registry() {
 fn the_sql_functions_page_is_written_from_each_functions_documentation() {
     check_page(
         "docs/src/reference/sql-functions.md",
-        &hearth::preprocessing::functions::sql_functions_reference(),
+        &hearth::preprocessing::functions::sql_functions_reference(
+            &Session::builder().with_default_features().local(1),
+        ),
     );
 }
 
@@ -127,7 +135,7 @@ const EXAMPLE_TABLES: [&str; 6] = [
 async fn every_sql_functions_example_runs() {
     use hearth::prelude::*;
 
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let csv = hearth::datasets::german_credit::csv_path();
     session
         .sql(&format!(

@@ -19,7 +19,7 @@ async fn credit(session: &Session) -> DataFrame {
 
 #[tokio::test]
 async fn a_missing_column_is_named_with_the_columns_there_are() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await;
     let error = StringIndexer::new()
         .input_col("purpos")
@@ -44,7 +44,7 @@ async fn a_missing_column_is_named_with_the_columns_there_are() {
 /// error stays underneath, to match on.
 #[tokio::test]
 async fn a_pipelines_error_names_the_stage_of_how_many_and_the_blame() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await;
     let pipeline = Pipeline::new()
         .stage(StringIndexer::new().input_col("purpose").output_col("purpose_index"))
@@ -67,7 +67,7 @@ async fn a_pipelines_error_names_the_stage_of_how_many_and_the_blame() {
 
 #[tokio::test]
 async fn a_wrong_type_is_named_with_the_column() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await;
     let error = VectorAssembler::new()
         .input_cols(["age", "purpose"])
@@ -117,7 +117,7 @@ async fn a_wrong_type_is_named_with_the_column() {
 
 #[tokio::test]
 async fn an_existing_output_column_is_refused() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let df = credit(&session).await;
     let error = VectorAssembler::new()
         .input_cols(["age"])
@@ -134,7 +134,7 @@ async fn an_existing_output_column_is_refused() {
 
 #[tokio::test]
 async fn null_and_nan_under_error_name_the_column_and_row() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let columns = serde_json::json!([
         {"name": "x", "type": "double", "values": [1.0, "NaN", 3.0]},
         {"name": "c", "type": "string", "values": ["a", "b", null]},
@@ -198,7 +198,7 @@ async fn a_malformed_csv_row_names_the_file_and_its_line_in_the_file() {
     let path = dir.path().join("bad.csv");
     let mut file = std::fs::File::create(&path).unwrap();
     writeln!(file, "a,b\n1,2\n3,4\n5,6,7\n").unwrap();
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let df = session.read_csv(&path, &CsvOptions::new()).await;
     let error = match df {
         Ok(df) => query_error(df).await,
@@ -220,7 +220,7 @@ async fn a_malformed_csv_row_names_the_file_and_its_line_in_the_file() {
 
     // Found while inferring the types (the first 1,000 rows), and while reading a file split between two
     // partitions (4 MB): the reader counts from where its chunk or range began, the message from the file's top.
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     ragged_csv(&path, 200, 51);
     let error = session
         .read_csv(&path, &CsvOptions::new())
@@ -273,7 +273,7 @@ async fn an_empty_csv_file_is_named_as_empty() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("empty.csv");
     std::fs::write(&path, "").unwrap();
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let error = session
         .read_csv(&path, &CsvOptions::new())
         .await
@@ -297,7 +297,7 @@ async fn an_empty_csv_file_is_named_as_empty() {
 
 #[tokio::test]
 async fn an_empty_input_cannot_be_fitted() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await.filter(lit(false)).unwrap();
     let assembled = VectorAssembler::new()
         .input_cols(["age"])
@@ -340,28 +340,47 @@ async fn bad_parameters_and_files_are_named() {
     let error = OneHotEncoder::new()
         .input_col("x")
         .handle_invalid(HandleInvalid::Skip)
-        .fit(&Session::local(1).sql("SELECT 1.0 AS x").await.unwrap())
+        .fit(
+            &Session::builder()
+                .with_default_features()
+                .local(1)
+                .sql("SELECT 1.0 AS x")
+                .await
+                .unwrap(),
+        )
         .await
         .unwrap_err();
     assert!(error.to_string().contains("parameter handleInvalid"), "{error}");
     let error = StringIndexer::new()
         .input_cols(["a", "b"])
         .output_cols(["i"])
-        .fit(&Session::local(1).sql("SELECT 'x' AS a, 'y' AS b").await.unwrap())
+        .fit(
+            &Session::builder()
+                .with_default_features()
+                .local(1)
+                .sql("SELECT 'x' AS a, 'y' AS b")
+                .await
+                .unwrap(),
+        )
         .await
         .unwrap_err();
     assert!(
         error.to_string().contains("2 input columns but 1 output columns"),
         "{error}"
     );
-    let error = Session::local(1)
+    let error = Session::builder()
+        .with_default_features()
+        .local(1)
         .read_csv("no/such/file.csv", &CsvOptions::new())
         .await
         .unwrap_err();
     assert!(error.to_string().contains("no/such/file.csv: no such file"), "{error}");
-    let error = Session::new("local[x]").unwrap_err();
+    let error = Session::builder()
+        .with_default_features()
+        .build("local[x]")
+        .unwrap_err();
     assert!(error.to_string().contains("master \"local[x]\""), "{error}");
-    let error = Session::new("yarn").unwrap_err();
+    let error = Session::builder().with_default_features().build("yarn").unwrap_err();
     assert!(error.to_string().contains("unknown master"), "{error}");
 }
 
@@ -412,7 +431,7 @@ async fn a_broken_pipeline_file_is_named() {
 
 #[tokio::test]
 async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let gpus = hearth::exec::barrier::offered_gpus().len();
     let df = session
         .sql("SELECT ml_vector_assemble('error', x) AS features, y AS label FROM (VALUES (1.0, 0.0), (2.0, 1.0)) AS t(x, y)")
@@ -445,7 +464,7 @@ async fn training_on_gpus_the_session_lacks_fails_before_it_starts() {
 
 #[tokio::test]
 async fn device_auto_without_a_gpu_trains_on_the_cpu_and_the_ranks_table_says_so() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     if !hearth::exec::barrier::offered_gpus().is_empty() {
         return; // a machine with a GPU: auto takes it
     }

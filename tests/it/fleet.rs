@@ -151,7 +151,11 @@ impl Fleet {
     }
 
     pub(crate) async fn session(&self) -> Session {
-        Session::connect(&self.master()).await.unwrap()
+        Session::builder()
+            .with_default_features()
+            .connect(&self.master())
+            .await
+            .unwrap()
     }
 
     /// Kills executor `i` (0-based, in start order).
@@ -241,15 +245,23 @@ fn assert_same(what: &str, a: &(PipelineModel, ClassificationModel), b: &(Pipeli
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_master_fits_the_same_pipeline_and_model() {
-    let local = fit(&Session::local(2)).await;
-    let standalone = fit(&Session::connect("standalone[2]").await.unwrap()).await;
+    let local = fit(&Session::builder().with_default_features().local(2)).await;
+    let standalone = fit(&Session::builder()
+        .with_default_features()
+        .connect("standalone[2]")
+        .await
+        .unwrap())
+    .await;
     assert_same("standalone[2] vs local[2]", &standalone, &local);
     let fleet = Fleet::start(&[1, 1]).await;
     let cluster = fit(&fleet.session().await).await;
     assert_same("df:// vs local[2]", &cluster, &local);
     // Rows read more than once (the pipeline's estimators) are kept locally, and on the fleet read again on
     // the executors: nothing of the fleet's data is collected into the driver.
-    for (session, kept) in [(Session::local(2), 1), (fleet.session().await, 0)] {
+    for (session, kept) in [
+        (Session::builder().with_default_features().local(2), 1),
+        (fleet.session().await, 0),
+    ] {
         let credit = session
             .read_csv(german_credit::csv_path(), &CsvOptions::new())
             .await
@@ -292,7 +304,10 @@ async fn every_master_fits_the_same_pipeline_and_model() {
         .elastic_net_param(0.5)
         .workers(2);
     let on_fleet = logistic.fit(&train).await.unwrap();
-    let on_local = logistic.fit(&prepared(&Session::local(2)).await.1).await.unwrap();
+    let on_local = logistic
+        .fit(&prepared(&Session::builder().with_default_features().local(2)).await.1)
+        .await
+        .unwrap();
     assert_eq!(on_fleet.coefficients(), on_local.coefficients(), "df:// vs local[2]");
     assert_eq!(on_fleet.training_rows(), on_local.training_rows());
 }
@@ -426,7 +441,10 @@ async fn sql_main_job(session: &Session) -> [f64; 3] {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_main_job_in_sql_gives_the_same_metrics_on_the_fleet() {
     let models = tempfile::tempdir().unwrap();
-    let local_session = Session::local(2).with_models(models.path().join("local"));
+    let local_session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(models.path().join("local"));
     let local = sql_main_job(&local_session).await;
     let fleet = Fleet::start(&[1, 1]).await;
     let session = fleet.session().await.with_models(models.path().join("fleet"));

@@ -25,6 +25,7 @@ use datafusion_proto::physical_plan::AsExecutionPlan;
 use datafusion_proto::protobuf::PhysicalPlanNode;
 use hearth::exec::ballista::{ClusterSecret, Service};
 use hearth::exec::codec::HearthPhysicalCodec;
+use hearth::exec::extension::Extensions;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
@@ -148,7 +149,9 @@ async fn launch_writing(mark: &Path, job: &str, scheduler: &str) -> LaunchMultiT
     let copy = format!("COPY (SELECT 1 AS x) TO '{}' STORED AS CSV", mark.display());
     let plan = ctx.sql(&copy).await.unwrap().create_physical_plan().await.unwrap();
     let stage = ShuffleWriterExec::try_new(JobId::new(job), 1, plan, "unused".into()).unwrap();
-    let node = PhysicalPlanNode::try_from_physical_plan(Arc::new(stage), &HearthPhysicalCodec::default()).unwrap();
+    let node =
+        PhysicalPlanNode::try_from_physical_plan(Arc::new(stage), &HearthPhysicalCodec::new(&Extensions::default()))
+            .unwrap();
     LaunchMultiTaskParams {
         multi_tasks: vec![MultiTaskDefinition {
             task_ids: vec![TaskId::default()],

@@ -16,13 +16,23 @@ fn masters_parse_as_spark_writes_them() {
     assert_eq!("local[3]".parse::<Master>().unwrap(), Master::Local { partitions: 3 });
     assert!(matches!("local".parse::<Master>().unwrap(), Master::Local { partitions } if partitions >= 1));
     assert!(matches!("local[*]".parse::<Master>().unwrap(), Master::Local { .. }));
-    assert_eq!(Session::new("local[3]").unwrap().partitions(), 3);
-    assert_eq!(Session::local(2).master().to_string(), "local[2]");
+    assert_eq!(
+        Session::builder()
+            .with_default_features()
+            .build("local[3]")
+            .unwrap()
+            .partitions(),
+        3
+    );
+    assert_eq!(
+        Session::builder().with_default_features().local(2).master().to_string(),
+        "local[2]"
+    );
 }
 
 #[tokio::test]
 async fn csv_options_header_schema_nulls_and_gzip() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let digits = session
         .read_csv(
             dataset("sklearn_digits/digits.csv.gz"),
@@ -58,7 +68,7 @@ async fn csv_options_header_schema_nulls_and_gzip() {
 
 #[tokio::test]
 async fn parquet_round_trip() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = session
         .read_csv(dataset("german_credit/credit-g.csv"), &CsvOptions::new())
         .await
@@ -78,7 +88,7 @@ async fn random_split_is_deterministic_for_a_seed_under_any_partitioning() {
     let query = "SELECT x, x % 7 AS y FROM generate_series(1, 10000) AS t(x)";
     let mut sizes = Vec::new();
     for partitions in [1, 4] {
-        let session = Session::local(partitions);
+        let session = Session::builder().with_default_features().local(partitions);
         let df = session.sql(query).await.unwrap();
         let parts = df.random_split(&[3.0, 1.0], 7).unwrap();
         let train = doubles(&parts[0].clone().sort(vec![col("x").sort(true, true)]).unwrap(), "x").await;
@@ -92,7 +102,7 @@ async fn random_split_is_deterministic_for_a_seed_under_any_partitioning() {
         "the same rows go to training under local[1] and local[4]"
     );
 
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session.sql(query).await.unwrap();
     let other_seed = df.random_split(&[3.0, 1.0], 8).unwrap()[0]
         .clone()
@@ -123,14 +133,21 @@ async fn first_rows(session: &Session) -> Vec<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_takes_an_in_memory_tables_first_rows_on_every_master() {
-    assert_eq!(first_rows(&Session::local(2)).await, [1, 2, 10]);
-    let standalone = Session::connect("standalone[2]").await.unwrap();
+    assert_eq!(
+        first_rows(&Session::builder().with_default_features().local(2)).await,
+        [1, 2, 10]
+    );
+    let standalone = Session::builder()
+        .with_default_features()
+        .connect("standalone[2]")
+        .await
+        .unwrap();
     assert_eq!(first_rows(&standalone).await, [1, 2, 10], "on Ballista");
 }
 
 #[tokio::test]
 async fn repartition_rows_gives_exactly_n_even_partitions() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT x FROM generate_series(1, 3000) AS t(x)")
         .await
@@ -152,7 +169,7 @@ async fn repartition_rows_gives_exactly_n_even_partitions() {
 #[tokio::test]
 async fn parquet_is_written_a_part_file_per_partition_with_the_codec_asked() {
     use hearth::exec::write::{FrameWriter, OutputFormat};
-    let session = Session::local(3);
+    let session = Session::builder().with_default_features().local(3);
     let df = session
         .sql("SELECT x, CAST(x AS DOUBLE) / 7 AS y FROM generate_series(1, 3000) AS t(x)")
         .await
@@ -273,7 +290,7 @@ async fn parquet_is_written_a_part_file_per_partition_with_the_codec_asked() {
 #[tokio::test]
 async fn rows_appended_through_a_link_go_into_the_directory_it_names_all_at_once() {
     use hearth::exec::write::{FrameWriter, OutputFormat, SaveMode};
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT x FROM generate_series(1, 1000) AS t(x)")
         .await
@@ -309,7 +326,7 @@ async fn rows_appended_through_a_link_go_into_the_directory_it_names_all_at_once
 #[tokio::test]
 async fn a_read_after_an_append_sees_the_new_files_as_spark_lists_them_again() {
     use hearth::exec::write::{FrameWriter, OutputFormat, SaveMode};
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql("SELECT x FROM generate_series(1, 10) AS t(x)")
         .await

@@ -14,7 +14,8 @@ use datafusion_proto::physical_plan::{DefaultPhysicalProtoConverter, PhysicalExt
 use hearth::collective::{Coordinator, JobSecret, Registration, register};
 use hearth::datasets::german_credit;
 use hearth::exec::codec::HearthPhysicalCodec;
-use hearth::prelude::{CsvOptions, HearthError, Pipeline, PipelineModel, Session};
+use hearth::exec::extension::Extensions;
+use hearth::prelude::{CsvOptions, DefaultFeatures, HearthError, Pipeline, PipelineModel, Session};
 use hearth::sql::parse_statements;
 use hearth::torch::artifact::ModelArtifact;
 use hearth::torch::model::{ModelSpec, Network};
@@ -205,7 +206,7 @@ fn a_fitted_pipeline_loads_or_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("model");
     runtime().block_on(async {
-        let session = Session::local(2);
+        let session = Session::builder().with_default_features().local(2);
         let raw = session
             .read_csv(german_credit::csv_path(), &CsvOptions::new())
             .await
@@ -329,7 +330,7 @@ fn csv_reads_or_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("fuzz.csv");
     let rt = runtime();
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = std::fs::read(german_credit::csv_path()).unwrap();
     let head: Vec<u8> = credit.split(|&b| b == b'\n').take(6).collect::<Vec<_>>().join(&b'\n');
     let inputs = prop_oneof![csv_text().prop_map(String::into_bytes), mutated_bytes(head)];
@@ -383,7 +384,7 @@ fn plan_envelopes_decode_or_fail_cleanly() {
         mutated_bytes(envelope),
         prop::collection::vec(any::<u8>(), 0..64),
     ];
-    let codec = HearthPhysicalCodec::default();
+    let codec = HearthPhysicalCodec::new(&Extensions::default());
     let input: Arc<dyn ExecutionPlan> =
         Arc::new(EmptyExec::new(Arc::new(datafusion::arrow::datatypes::Schema::empty())));
     let context = TaskContext::default();

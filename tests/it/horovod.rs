@@ -32,7 +32,7 @@ fn fit_line(hvd: &mut Horovod<'_>) -> Result<Vec<f32>, Box<dyn std::error::Error
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn horovod_runner_trains_on_barrier_tasks_and_on_the_driver_alone() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let tasks: Vec<f32> = HorovodRunner::new(2).run(&session, "fit_line", fit_line).await.unwrap();
     let driver: Vec<f32> = HorovodRunner::new(-2)
         .run(&session, "fit_line", fit_line)
@@ -86,7 +86,7 @@ async fn horovod_runner_trains_on_barrier_tasks_and_on_the_driver_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sparklyr_mnist_cnn_learns_digits_on_two_workers_with_random_crops() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let parts = mnist::train(&session).unwrap().random_split(&[0.8, 0.2], 5).unwrap();
     let cnn = SequentialClassifier::new(mnist::IMAGE_SHAPE, mnist::keras_cnn())
         .features_col("image")

@@ -29,7 +29,7 @@ fn rows(batches: &[RecordBatch]) -> Vec<(f64, Vec<f32>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mnist_and_cifar10_files_read_as_image_tables() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let mnist = session
         .read_idx(
             dataset("mnist/train10k-images-idx3-ubyte.gz"),
@@ -74,7 +74,7 @@ async fn mnist_and_cifar10_files_read_as_image_tables() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_image_files_are_named() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let dir = tempfile::tempdir().unwrap();
     let truncated = dir.path().join("truncated.bin");
     std::fs::write(&truncated, vec![1u8; 3000]).unwrap();
@@ -110,7 +110,11 @@ async fn the_official_mnist_test_set_reads_from_shared() {
         );
         return;
     }
-    let test = Session::local(2).read_idx(images, labels).unwrap();
+    let test = Session::builder()
+        .with_default_features()
+        .local(2)
+        .read_idx(images, labels)
+        .unwrap();
     assert_eq!(test.count().await.unwrap(), 10_000);
 }
 
@@ -118,7 +122,7 @@ async fn the_official_mnist_test_set_reads_from_shared() {
 async fn image_tables_read_by_the_driver_run_on_a_fleet() {
     let fleet = Fleet::start(&[1, 1]).await;
     let on_fleet = fleet.session().await;
-    let local = Session::local(2);
+    let local = Session::builder().with_default_features().local(2);
     let (images, labels) = (
         dataset("mnist/train10k-images-idx3-ubyte.gz"),
         dataset("mnist/train10k-labels-idx1-ubyte.gz"),
@@ -139,7 +143,11 @@ async fn image_tables_read_by_the_driver_run_on_a_fleet() {
     };
     let (there, here) = (summary(on_fleet.clone()).await, summary(local).await);
     assert_eq!(there, here);
-    let standalone = Session::connect("standalone[2]").await.unwrap();
+    let standalone = Session::builder()
+        .with_default_features()
+        .connect("standalone[2]")
+        .await
+        .unwrap();
     assert_eq!(summary(standalone).await, here);
     assert_eq!(
         there[0]

@@ -131,7 +131,7 @@ fn cases_of(estimator: &str) -> Vec<&'static Value> {
 
 #[tokio::test]
 async fn logistic_regression_matches_spark_on_two_ranks() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for case in cases_of("LogisticRegression") {
         let name = case["name"].as_str().unwrap();
         let df = rows(&session, case);
@@ -167,7 +167,7 @@ async fn logistic_regression_matches_spark_on_two_ranks() {
 
 #[tokio::test]
 async fn linear_regression_matches_spark_on_two_ranks() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for case in cases_of("LinearRegression") {
         let name = case["name"].as_str().unwrap();
         let df = rows(&session, case);
@@ -206,11 +206,11 @@ async fn the_same_fit_on_one_rank_and_on_ballista() {
         .into_iter()
         .find(|c| c["name"] == "binomial_elastic_net")
         .unwrap();
-    let local = Session::local(2);
+    let local = Session::builder().with_default_features().local(2);
     let two = logistic(case, 2).fit(&rows(&local, case)).await.unwrap();
     for ranks in [1, 4] {
         let other = logistic(case, ranks)
-            .fit(&rows(&Session::local(ranks), case))
+            .fit(&rows(&Session::builder().with_default_features().local(ranks), case))
             .await
             .unwrap();
         assert_close(
@@ -220,7 +220,11 @@ async fn the_same_fit_on_one_rank_and_on_ballista() {
             1e-9,
         );
     }
-    let standalone = Session::connect("standalone[2]").await.unwrap();
+    let standalone = Session::builder()
+        .with_default_features()
+        .connect("standalone[2]")
+        .await
+        .unwrap();
     let ballista = logistic(case, 2).fit(&rows(&standalone, case)).await.unwrap();
     // A rank's rows are ordered by a hash of their values: the same sums, the same bits.
     assert_eq!(
@@ -239,7 +243,7 @@ async fn the_same_fit_on_one_rank_and_on_ballista() {
 
 #[tokio::test]
 async fn a_label_that_is_not_a_class_names_its_rank_and_row_and_a_bad_param_its_name() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let df = session
         .context()
         .sql("SELECT * FROM (VALUES (0.0, 0.0), (1.0, 2.5)) AS t(x, label)")
@@ -266,7 +270,7 @@ async fn a_label_that_is_not_a_class_names_its_rank_and_row_and_a_bad_param_its_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rank_without_rows_fits_with_the_others() {
-    let session = Session::local(4);
+    let session = Session::builder().with_default_features().local(4);
     let df = session
         .context()
         .sql("SELECT * FROM (VALUES (0.0, 1.0, 0.0), (1.0, 0.5, 1.0), (2.0, -1.0, 1.0)) AS t(x, y, label)")
@@ -301,7 +305,7 @@ async fn a_rank_without_rows_fits_with_the_others() {
 /// normal equation; its standard errors, t statistics and p-values, intercept last, as Spark gives them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_normal_equation_fit_has_sparks_standard_errors_and_p_values() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .context()
         .sql(
@@ -364,7 +368,7 @@ async fn a_normal_equation_fit_has_sparks_standard_errors_and_p_values() {
 /// both qualified and not, and it failed.
 #[tokio::test]
 async fn a_classifier_scores_a_frame_aliased_twice() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let rows = session
         .sql("SELECT CAST(x AS DOUBLE) AS x, CAST(x % 2 AS DOUBLE) AS label FROM generate_series(1, 20) AS t(x)")
         .await

@@ -30,7 +30,7 @@ fn assert_numbers(what: &str, got: &[f64], want: &[f64], relative: f64) {
 #[tokio::test]
 async fn german_credit_end_to_end() {
     let spark = case("german_credit");
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = session
         .read_csv(german_credit::csv_path(), &CsvOptions::new())
         .await
@@ -65,7 +65,7 @@ async fn german_credit_end_to_end() {
 #[tokio::test]
 async fn ionosphere_end_to_end() {
     let spark = case("ionosphere");
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let raw = session
         .read_csv(dataset("ionosphere/ionosphere.data"), &CsvOptions::new().header(false))
         .await
@@ -115,7 +115,7 @@ fn handle_invalid_of(case: &Value) -> HandleInvalid {
 
 #[tokio::test]
 async fn string_indexer_orders_ties_and_numeric_labels() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for spark in cases("string_order/") {
         let df = frame(&session, &spark["input"]);
         let model = StringIndexer::new()
@@ -131,7 +131,7 @@ async fn string_indexer_orders_ties_and_numeric_labels() {
 
 #[tokio::test]
 async fn string_indexer_unseen_and_null_under_each_handle_invalid() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for spark in cases("string_invalid/") {
         let name = spark["name"].as_str().unwrap();
         let (inputs, outputs): (Vec<&str>, Vec<String>) = if name.ends_with("multi_column_skip") {
@@ -179,7 +179,7 @@ async fn string_indexer_unseen_and_null_under_each_handle_invalid() {
 
 #[tokio::test]
 async fn standard_scaler_edge_cases() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for spark in cases("scaler/") {
         let name = spark["name"].as_str().unwrap();
         let df = frame(&session, &spark["input"]);
@@ -200,7 +200,7 @@ async fn standard_scaler_edge_cases() {
 
 #[tokio::test]
 async fn one_hot_encoder_drop_last_by_handle_invalid() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for spark in cases("one_hot/valid/").into_iter().chain(cases("one_hot/invalid/")) {
         let name = spark["name"].as_str().unwrap();
         let model = OneHotEncoder::new()
@@ -232,7 +232,7 @@ async fn one_hot_encoder_drop_last_by_handle_invalid() {
 
 #[tokio::test]
 async fn one_hot_encoder_sizes_from_string_indexer_metadata() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for spark in cases("one_hot/from_indexer_metadata/") {
         let name = spark["name"].as_str().unwrap();
         let df = frame(&session, &spark["input"]);
@@ -260,7 +260,7 @@ async fn one_hot_encoder_sizes_from_string_indexer_metadata() {
 
 #[tokio::test]
 async fn one_hot_encoder_fit_rejects_values_that_are_not_indices() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for spark in cases("one_hot/fit_rejects/") {
         assert!(spark["error"].is_string(), "Spark rejected {}", spark["name"]);
         let error = OneHotEncoder::new()
@@ -279,7 +279,7 @@ async fn one_hot_encoder_fit_rejects_values_that_are_not_indices() {
 
 #[tokio::test]
 async fn vector_assembler_handle_invalid() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     for spark in cases("assembler/") {
         let name = spark["name"].as_str().unwrap();
         let out = VectorAssembler::new()

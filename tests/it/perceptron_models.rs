@@ -71,7 +71,7 @@ fn estimator(case: &Value, workers: usize) -> MultilayerPerceptronClassifier {
 
 #[tokio::test]
 async fn the_perceptron_matches_spark_on_one_rank() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let df = rows(&session);
     for case in fixture()["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
@@ -99,10 +99,17 @@ async fn two_ranks_give_the_same_bits_on_local_and_ballista_and_the_model_reload
     // master and every run; stacks form within each rank's rows, so two ranks' model is not one rank's (as Spark's
     // depends on its partitions).
     let case = &fixture()["cases"][1];
-    let one = estimator(case, 1).fit(&rows(&Session::local(1))).await.unwrap();
-    let local = Session::local(2);
+    let one = estimator(case, 1)
+        .fit(&rows(&Session::builder().with_default_features().local(1)))
+        .await
+        .unwrap();
+    let local = Session::builder().with_default_features().local(2);
     let two = estimator(case, 2).fit(&rows(&local)).await.unwrap();
-    let standalone = Session::connect("standalone[2]").await.unwrap();
+    let standalone = Session::builder()
+        .with_default_features()
+        .connect("standalone[2]")
+        .await
+        .unwrap();
     for run in 0..2 {
         let ballista = estimator(case, 2).fit(&rows(&standalone)).await.unwrap();
         assert_eq!(ballista.weights(), two.weights(), "standalone[2] run {run} vs local[2]");
@@ -129,7 +136,7 @@ async fn two_ranks_give_the_same_bits_on_local_and_ballista_and_the_model_reload
 
 #[tokio::test]
 async fn layers_that_do_not_fit_the_features_are_refused_by_name() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let error = MultilayerPerceptronClassifier::new()
         .layers([3, 2])
         .fit(&rows(&session))

@@ -36,7 +36,7 @@ fn credit_pipeline() -> Pipeline {
 
 #[tokio::test]
 async fn stages_after_the_last_estimator_are_not_fitted() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await;
     let assembler = VectorAssembler::new().input_cols(["age"]).output_col("f");
     let model = Pipeline::new()
@@ -55,7 +55,7 @@ async fn stages_after_the_last_estimator_are_not_fitted() {
 
 #[tokio::test]
 async fn fit_transform_equals_fit_then_transform_with_or_without_caching() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await;
     let (model, fitted_output) = credit_pipeline().fit_transform(&df).await.unwrap();
     let uncached = credit_pipeline().cache_input(false).fit(&df).await.unwrap();
@@ -79,7 +79,7 @@ async fn fit_transform_equals_fit_then_transform_with_or_without_caching() {
 
 #[tokio::test]
 async fn a_fitted_pipeline_round_trips_through_readable_json() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await;
     let model = credit_pipeline().fit(&df).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -123,7 +123,7 @@ async fn a_pipeline_defined_in_a_json_file_fits() {
     .unwrap();
     let pipeline = Pipeline::load(&file).unwrap();
     assert_eq!(pipeline.stages().len(), 4);
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await;
     let model = pipeline.fit(&df).await.unwrap();
     let indexer: &StringIndexerModel = stage(&model, 0);
@@ -143,7 +143,7 @@ async fn a_pipeline_defined_in_a_json_file_fits() {
 
 #[tokio::test]
 async fn fitted_transforms_are_callable_from_sql() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = session
         .sql(
             "SELECT ml_string_index(c, ['b', 'a'], 'keep') AS i, \
@@ -227,7 +227,7 @@ async fn fitted_transforms_are_callable_from_sql() {
 
 #[tokio::test]
 async fn string_indexer_output_carries_its_labels_as_metadata() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let df = session
         .sql("SELECT * FROM (VALUES ('a'), ('b'), ('b')) AS t(c)")
         .await
@@ -247,7 +247,7 @@ async fn string_indexer_output_carries_its_labels_as_metadata() {
 
 #[tokio::test]
 async fn a_scaler_after_an_assembler_fits_and_scales_from_the_columns_in_one_pass() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = credit(&session).await;
     let assembled = VectorAssembler::new()
         .input_cols(["age", "duration", "credit_amount", "installment_commitment"])

@@ -35,7 +35,7 @@ async fn vector_bits(df: DataFrame) -> Vec<Vec<u32>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preprocessed_rows_go_to_polars_and_back_with_their_vectors() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = session
         .read_csv(german_credit::csv_path(), &CsvOptions::new())
         .await
@@ -102,7 +102,7 @@ async fn preprocessed_rows_go_to_polars_and_back_with_their_vectors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_made_in_polars_is_fitted_by_a_pipeline() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let colour = Series::new("colour".into(), &["red", "blue", "red", "green", "red"]);
     let size = Series::new("size".into(), &[1.0f64, 2.0, 3.0, 4.0, 5.0]);
     let frame = PolarsFrame::new(5, vec![colour.into_column(), size.into_column()]).unwrap();
@@ -131,7 +131,7 @@ async fn a_frame_made_in_polars_is_fitted_by_a_pipeline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nulls_dictionaries_no_columns_and_types_polars_lacks() {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     // Nulls in a slice starting at an odd row (x from 4 to 16): the validity bits line up both ways.
     let df = session
         .sql(

@@ -44,7 +44,11 @@ impl HearthDb {
     /// A session on `master` with a new model catalog and the table `credit`.
     async fn open(master: &'static str) -> Result<Self, SltError> {
         let models = tempfile::tempdir().map_err(|e| SltError(e.to_string()))?;
-        let session = Session::connect(master).await?.with_models(models.path());
+        let session = Session::builder()
+            .with_default_features()
+            .connect(master)
+            .await?
+            .with_models(models.path());
         session
             .sql(&format!(
                 "CREATE EXTERNAL TABLE credit STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true')",

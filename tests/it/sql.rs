@@ -51,7 +51,7 @@ fn catalog_files(dir: &Path) -> Vec<String> {
 
 /// The Rust main job's evaluation metrics on `local[2]`, and its fitted pipeline.
 async fn rust_main_job() -> (PipelineModel, [f64; 3]) {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let credit = session
         .read_csv(german_credit::csv_path(), &CsvOptions::new())
         .await
@@ -79,7 +79,10 @@ async fn rust_main_job() -> (PipelineModel, [f64; 3]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_main_job_in_sql_gives_the_rust_main_jobs_metrics_and_predictions() {
     let models = tempfile::tempdir().unwrap();
-    let session = Session::local(2).with_models(models.path());
+    let session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(models.path());
     let script = std::fs::read_to_string(german_credit::sql_path()).unwrap();
     let statements = parse_statements(&script).unwrap();
     let (before_evaluate, after) = statements.split_at(3);
@@ -128,6 +131,7 @@ async fn the_main_job_in_sql_gives_the_rust_main_jobs_metrics_and_predictions() 
     // The Rust model, registered in the catalog, predicts every row as the SQL one does.
     session
         .models()
+        .unwrap()
         .register("credit_from_rust", &rust_model, "class", false)
         .unwrap();
     let different = session
@@ -159,7 +163,12 @@ pub async fn credit_session(models: &Path) -> Session {
 
 /// [`credit_session`] on `master`.
 pub async fn credit_session_on(master: &str, models: &Path) -> Session {
-    let session = Session::connect(master).await.unwrap().with_models(models);
+    let session = Session::builder()
+        .with_default_features()
+        .connect(master)
+        .await
+        .unwrap()
+        .with_models(models);
     session
         .sql(&format!(
             "CREATE EXTERNAL TABLE credit STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true')",
@@ -168,6 +177,31 @@ pub async fn credit_session_on(master: &str, models: &Path) -> Session {
         .await
         .unwrap();
     session
+}
+
+/// A session has what its builder lists: without the model catalog, SQL's model statements say how to get one
+/// and write nothing into the working directory's `models`; without training, its functions are unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_has_only_the_extensions_its_builder_lists() {
+    let session = Session::builder().with_default_features().local(1);
+    for statement in [
+        "SHOW MODELS",
+        "CREATE MODEL m OPTIONS (model_type = 'linear_reg', input_label_cols = ['y']) AS SELECT 1.0 AS x, 2.0 AS y",
+    ] {
+        let error = session.sql(statement).await.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("no model catalog: build it with `with_models(dir)`"),
+            "{statement}: {error}"
+        );
+        assert_eq!(error.blame(), hearth::exec::error::Blame::Plan, "{statement}");
+    }
+    let preprocessing_only = Session::builder().with_preprocessing().local(1);
+    let known = |session: &Session, name: &str| session.context().state().scalar_functions().contains_key(name);
+    assert!(known(&preprocessing_only, "ml_string_index"));
+    assert!(!known(&preprocessing_only, "ml_linear_predict"));
+    assert!(known(&session, "ml_linear_predict"));
 }
 
 /// What only the catalog's files show: a statement that fails (in parsing, in planning, or on the ranks in the

@@ -21,7 +21,10 @@ async fn blobs_session(dir: &std::path::Path) -> Session {
     }
     let path = dir.join("blobs.csv");
     std::fs::write(&path, text).unwrap();
-    let session = Session::local(2).with_models(dir.join("models"));
+    let session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(dir.join("models"));
     session
         .sql(&format!(
             "CREATE EXTERNAL TABLE blobs STORED AS CSV LOCATION '{}' OPTIONS ('format.has_header' 'true')",
@@ -214,7 +217,10 @@ async fn kmeans_in_sql_predicts_evaluates_and_shows_its_centroids() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_segments_example_puts_every_customer_in_one_of_four_segments() {
     let models = tempfile::tempdir().unwrap();
-    let session = Session::local(2).with_models(models.path());
+    let session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(models.path());
     let script = std::fs::read_to_string("examples/credit_segments.sql").unwrap();
     let segments = one(&run_script(&session, &script).await.unwrap());
     assert_eq!(segments.num_rows(), 4);

@@ -604,7 +604,10 @@ async fn linear_reg_of_adults_hours_is_least_squares() {
     let csv = std::env::var("HEARTH_ADULT_CSV")
         .expect("HEARTH_ADULT_CSV: the CSV scripts/adult.sh installs (./dev test sets it)");
     let models = tempfile::tempdir().unwrap();
-    let session = Session::local(2).with_models(models.path());
+    let session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(models.path());
     let query = "SELECT age, workclass, education_num, occupation, sex, marital_status, hours_per_week FROM adult";
     let create = |name: &str, split: &str| {
         format!(

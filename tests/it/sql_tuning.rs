@@ -5,6 +5,7 @@
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use hearth::prelude::{DefaultFeatures, Session};
 use hearth::sql::{ModelCatalog, SqlSessionExt};
 
 use crate::sql::{credit_session, run_script};
@@ -118,7 +119,10 @@ async fn create_model_tunes_with_bigquery_options_and_trial_info_shows_every_tri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tuning_example_keeps_the_best_of_its_eight_trials() {
     let models = tempfile::tempdir().unwrap();
-    let session = hearth::prelude::Session::local(2).with_models(models.path());
+    let session = Session::builder()
+        .with_default_features()
+        .local(2)
+        .with_models(models.path());
     let script = std::fs::read_to_string("examples/credit_tuning.sql").unwrap();
     let trials = run_script(&session, &script).await.unwrap();
     let aucs = floats(&trials, "roc_auc");

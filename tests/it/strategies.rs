@@ -49,7 +49,7 @@ async fn weighted_f1(model: &ClassificationModel, test: &DataFrame) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_strategy_trains_the_higgs_mlp_within_a_point_of_synchronous() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, test) = higgs_split(&session, 30_000).await;
     let synchronous = higgs_mlp(Strategy::Synchronous).fit(&train).await.unwrap();
     let baseline = weighted_f1(&synchronous, &test).await;
@@ -99,7 +99,7 @@ async fn every_strategy_trains_the_higgs_mlp_within_a_point_of_synchronous() {
 
 /// A small Higgs problem for the trainer alone: 4,000 preprocessed events as one shard.
 async fn higgs_shard() -> Shard {
-    let session = Session::local(1);
+    let session = Session::builder().with_default_features().local(1);
     let (train, _) = higgs_split(&session, 4_000).await;
     Shard::from_batches(&train.collect().await.unwrap(), "features", "label").unwrap()
 }
@@ -259,7 +259,7 @@ async fn a_stalled_rank_holds_the_others_no_longer_than_the_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_asynchronous_stage_retries_from_the_checkpointed_center() {
     crate::barrier::fail_once_after_the_first_epoch();
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let (train, test) = higgs_split(&session, 4_000).await;
     let renamed = train
         .clone()
@@ -312,7 +312,7 @@ async fn the_challenge_file_layout_reads_and_weights_the_evaluation() {
         write!(out, "{line}{extra}\r\n").unwrap();
     }
     drop(out);
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let events = session
         .read_csv(&challenge, &CsvOptions::new().infer_schema(true))
         .await

@@ -60,7 +60,7 @@ async fn accuracy(model: &ClassificationModel, df: &DataFrame) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rank_beyond_its_budget_streams_and_trains_what_it_would_in_memory() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = rows(&session).await;
     let held = mlp().fit(&df).await.unwrap();
     assert!(
@@ -118,7 +118,7 @@ async fn a_rank_beyond_its_budget_streams_and_trains_what_it_would_in_memory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_validation_rows_decide_early_stopping_as_held_ones_do() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let df = rows(&session).await;
     let network = || {
         mlp()

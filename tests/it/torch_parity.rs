@@ -165,7 +165,7 @@ fn without_dropout_or_shuffling_every_optimizer_follows_pytorch_step_for_step() 
 /// initialisation hearth had before gave about 4 points less than PyTorch.
 #[tokio::test]
 async fn the_higgs_mlp_with_dropout_reaches_pytorchs_test_accuracy() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let events = session
         .read_batches(higgs::schema(), higgs::batches(20_000, 8192, 42))
         .unwrap();

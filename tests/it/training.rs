@@ -136,7 +136,7 @@ fn digits() -> (Shard, Shard) {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let session = Session::local(2);
+        let session = Session::builder().with_default_features().local(2);
         let path = crate::common::dataset("sklearn_digits/digits.csv.gz");
         let raw = session.read_csv(path, &CsvOptions::new().header(false)).await.unwrap();
         let pixels: Vec<String> = (1..=64).map(|i| format!("column_{i}")).collect();

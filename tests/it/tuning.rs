@@ -31,7 +31,7 @@ async fn blobs(session: &Session, dir: &std::path::Path) -> DataFrame {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cross_validation_picks_the_number_of_clusters_and_refits_it() {
-    let session = Session::local(2);
+    let session = Session::builder().with_default_features().local(2);
     let dir = tempfile::tempdir().unwrap();
     let df = blobs(&session, dir.path()).await;
     let grid = ParamGridBuilder::new().add_grid("k", [2, 3, 4]).build().unwrap();

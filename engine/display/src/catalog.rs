@@ -27,7 +27,7 @@ pub trait CatalogPlots {
     /// use hearth_display::CatalogPlots;
     /// use hearth_sql::SqlSessionExt;
     /// # async fn show(session: &hearth_exec::session::Session) -> hearth_exec::error::Result<()> {
-    /// let model = session.models().get("credit_risk")?;
+    /// let model = session.models()?.get("credit_risk")?;
     /// for file in model.save_plots(session, "plots").await? {
     ///     println!("{}", file.display()); // plots/credit_risk_training_curves.svg, …
     /// }

@@ -37,7 +37,7 @@ pub trait PreviewExt {
     /// ```
     /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
     /// use hearth_display::{PreviewExt, Rich};
-    /// let session = hearth_exec::session::Session::local(2);
+    /// let session = hearth_exec::session::Session::builder().local(2);
     /// let df = session.context().sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
     /// let preview = df.preview(3).await.unwrap();
     /// assert_eq!(preview.rows().len(), 3);
@@ -67,7 +67,7 @@ pub trait FrameDisplay {
     /// ```
     /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
     /// use hearth_display::FrameDisplay;
-    /// let session = hearth_exec::session::Session::local(2);
+    /// let session = hearth_exec::session::Session::builder().local(2);
     /// let df = session.context().sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
     /// assert_eq!(df.preview_now(3).unwrap().rows().len(), 3);
     /// # });

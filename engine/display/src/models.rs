@@ -186,7 +186,7 @@ impl SessionView {
     /// ```
     /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
     /// use hearth_display::{Rich, SessionView};
-    /// let view = SessionView::of(&hearth_exec::session::Session::local(2)).await.unwrap();
+    /// let view = SessionView::of(&hearth_exec::session::Session::builder().local(2)).await.unwrap();
     /// assert!(view.to_text().contains("local[2]"));
     /// # });
     /// ```

@@ -12,7 +12,7 @@
 //! use hearth_display::polars::{FromPolars, ToPolars};
 //! use hearth_exec::session::Session;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().local(2);
 //! let df = session
 //!     .context()
 //!     .sql("SELECT x, x * 2 AS y FROM generate_series(1, 5) AS t(x)")
@@ -247,7 +247,7 @@ pub fn polars_to_batches(frame: &PolarsFrame) -> Result<(Arc<Schema>, Vec<Record
 /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 /// use hearth_display::polars::ToPolars;
 /// use hearth_exec::session::Session;
-/// let df = Session::local(1).context().sql("SELECT 'a' AS s, 1.5 AS x").await.unwrap();
+/// let df = Session::builder().local(1).context().sql("SELECT 'a' AS s, 1.5 AS x").await.unwrap();
 /// let frame = df.to_polars().await.unwrap();
 /// assert_eq!(frame.get_column_names(), ["s", "x"]);
 /// # });
@@ -273,7 +273,7 @@ impl ToPolars for DataFrame {
 /// use hearth_display::polars::FromPolars;
 /// use hearth_display::polars::polars_core::prelude::{Column, DataFrame as PolarsFrame};
 /// use hearth_exec::session::Session;
-/// let session = Session::local(1);
+/// let session = Session::builder().local(1);
 /// let frame = PolarsFrame::new(2, vec![Column::new("x".into(), [1.0f64, 2.0])]).unwrap();
 /// let df = DataFrame::from_polars(&session, &frame).unwrap();
 /// assert_eq!(df.count().await.unwrap(), 2);

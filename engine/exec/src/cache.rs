@@ -10,7 +10,7 @@
 //! use hearth_exec::cache::cache;
 //! use hearth_exec::session::Session;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().local(2);
 //! let df = session.context().sql("SELECT * FROM generate_series(1, 100000) AS t(x)").await.unwrap();
 //! // A budget of 0 bytes: every partition goes to disk, and reads back the same.
 //! let kept = cache(df, 0).await.unwrap();
@@ -63,7 +63,7 @@ pub const DEFAULT_MEMORY_BUDGET: usize = 1 << 30;
 /// use hearth_exec::cache::{DEFAULT_MEMORY_BUDGET, for_rereading};
 /// use hearth_exec::session::Session;
 ///
-/// let session = Session::local(2);
+/// let session = Session::builder().local(2);
 /// let df = session.context().sql("SELECT * FROM generate_series(1, 1000) AS t(x)").await.unwrap();
 /// let kept = for_rereading(df, DEFAULT_MEMORY_BUDGET).await.unwrap();
 /// assert_eq!(kept.clone().count().await.unwrap(), 1000);
@@ -364,7 +364,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn rows_past_the_budget_go_to_disk_and_the_files_go_when_the_frame_does() {
-        let session = Session::local(2);
+        let session = Session::builder().local(2);
         let df = session
             .context()
             .sql("SELECT x, x * 2 AS y FROM generate_series(1, 200000) AS t(x)")

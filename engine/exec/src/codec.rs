@@ -1,6 +1,6 @@
 //! hearth's codecs: Ballista's own nodes and hearth's barrier operator in an explicit envelope, and
-//! functions bound to data (a trained model's `ml_classify`, `ml_regress`) through the [`UdfCodec`]s their
-//! owners submit.
+//! functions bound to data (a trained model's `ml_classify`, `ml_regress`) through the [`UdfCodec`]s of the
+//! [`Extensions`] a codec is made with.
 
 use std::sync::Arc;
 
@@ -21,43 +21,37 @@ use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
 use crate::barrier::{BarrierExec, BarrierSpec};
+use crate::extension::{Extensions, UdfCodec};
 use crate::write::{PartWriterExec, PartWriterSpec};
 
-/// How a function bound to data that travels with it (a trained model) crosses the wire between driver and
-/// executors. The module that owns such functions submits one with `inventory::submit!`; every other function
-/// travels by name, and the executor finds it among its registered functions.
-#[derive(Debug)]
-pub struct UdfCodec {
-    /// The names of the functions it rebuilds.
-    pub names: &'static [&'static str],
-    /// Writes `udf`'s bound data into the buffer and says `true`, or says `false` when `udf` is not one of its
-    /// functions.
-    pub encode: fn(&ScalarUDF, &mut Vec<u8>) -> bool,
-    /// Rebuilds one of its functions from the bytes `encode` wrote.
-    pub decode: fn(&[u8]) -> Result<Arc<ScalarUDF>>,
-}
+/// The codecs of bound functions that a hearth codec consults, from its extensions.
+#[derive(Debug, Clone)]
+struct UdfCodecs(Arc<[UdfCodec]>);
 
-inventory::collect!(UdfCodec);
+impl UdfCodecs {
+    fn new(extensions: &Extensions) -> Self {
+        Self(extensions.udf_codecs().into())
+    }
 
-/// Writes a bound function's data; other functions travel by name (nothing written).
-fn encode_udf(node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
-    for codec in inventory::iter::<UdfCodec> {
-        if (codec.encode)(node, buf) {
-            break;
+    /// Writes a bound function's data; other functions travel by name (nothing written).
+    fn encode(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
+        for codec in self.0.iter() {
+            if (codec.encode)(node, buf) {
+                break;
+            }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-/// Rebuilds a bound function from its data, or `None` for a function no submitted codec owns.
-fn decode_udf(name: &str, buf: &[u8]) -> Option<Result<Arc<ScalarUDF>>> {
-    if buf.is_empty() {
-        return None;
+    /// Rebuilds a bound function from its data, or `None` for a function none of the codecs owns.
+    fn decode(&self, name: &str, buf: &[u8]) -> Option<Result<Arc<ScalarUDF>>> {
+        if buf.is_empty() {
+            return None;
+        }
+        (self.0.iter())
+            .find(|codec| codec.names.contains(&name))
+            .map(|codec| (codec.decode)(buf))
     }
-    inventory::iter::<UdfCodec>
-        .into_iter()
-        .find(|codec| codec.names.contains(&name))
-        .map(|codec| (codec.decode)(buf))
 }
 
 /// The first byte of an encoded node: whose node it is.
@@ -76,14 +70,25 @@ const PART_WRITER_NODE: u8 = 2;
 /// use datafusion_proto::physical_plan::{DefaultPhysicalProtoConverter, PhysicalExtensionCodec};
 /// use hearth_exec::codec::HearthPhysicalCodec;
 ///
-/// let codec = HearthPhysicalCodec::default();
+/// let codec = HearthPhysicalCodec::new(&hearth_exec::extension::Extensions::default());
 /// let mut buf = Vec::new();
 /// // EmptyExec is DataFusion's, not Ballista's: neither codec claims it.
 /// assert!(codec.try_encode(Arc::new(EmptyExec::new(Arc::new(Schema::empty()))), &mut buf, &DefaultPhysicalProtoConverter {}).is_err());
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HearthPhysicalCodec {
     ballista: BallistaPhysicalExtensionCodec,
+    udfs: UdfCodecs,
+}
+
+impl HearthPhysicalCodec {
+    /// The codec of a context with `extensions`, whose bound functions it carries.
+    pub fn new(extensions: &Extensions) -> Self {
+        Self {
+            ballista: BallistaPhysicalExtensionCodec::default(),
+            udfs: UdfCodecs::new(extensions),
+        }
+    }
 }
 
 impl PhysicalExtensionCodec for HearthPhysicalCodec {
@@ -135,11 +140,13 @@ impl PhysicalExtensionCodec for HearthPhysicalCodec {
     }
 
     fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        decode_udf(name, buf).unwrap_or_else(|| self.ballista.try_decode_udf(name, buf))
+        self.udfs
+            .decode(name, buf)
+            .unwrap_or_else(|| self.ballista.try_decode_udf(name, buf))
     }
 
     fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
-        encode_udf(node, buf)
+        self.udfs.encode(node, buf)
     }
 }
 
@@ -239,9 +246,20 @@ fn decode_memory_table(
 
 /// Ballista's logical codec, which also carries model-bound functions (a logical plan that scores with a
 /// trained model goes to the scheduler with the model).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HearthLogicalCodec {
     ballista: BallistaLogicalExtensionCodec,
+    udfs: UdfCodecs,
+}
+
+impl HearthLogicalCodec {
+    /// The codec of a context with `extensions`, whose bound functions it carries.
+    pub fn new(extensions: &Extensions) -> Self {
+        Self {
+            ballista: BallistaLogicalExtensionCodec::default(),
+            udfs: UdfCodecs::new(extensions),
+        }
+    }
 }
 
 impl LogicalExtensionCodec for HearthLogicalCodec {
@@ -287,10 +305,12 @@ impl LogicalExtensionCodec for HearthLogicalCodec {
     }
 
     fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        decode_udf(name, buf).unwrap_or_else(|| self.ballista.try_decode_udf(name, buf))
+        self.udfs
+            .decode(name, buf)
+            .unwrap_or_else(|| self.ballista.try_decode_udf(name, buf))
     }
 
     fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
-        encode_udf(node, buf)
+        self.udfs.encode(node, buf)
     }
 }

@@ -5,7 +5,7 @@
 //! ```no_run
 //! # async fn run() -> hearth_exec::error::Result<()> {
 //! use hearth_exec::session::Session;
-//! let session = Session::local(2);
+//! let session = Session::builder().local(2);
 //! let digits = session.read_idx("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")?;
 //! let cifar = session.read_cifar10(["data_batch_1.bin", "data_batch_2.bin"])?;
 //! # Ok(()) }

@@ -7,15 +7,16 @@
 //!   `randomSplit` and `repartition(n)` ([`frame`]), in-memory [caching](cache).
 //! - The [barrier stage](barrier): one task per partition, all at once, running a registered barrier
 //!   function; on [Ballista](ballista) through hearth's [codecs](codec).
-//! - [Extensions](extension): what the crates above add to every session — SQL functions, barrier functions,
-//!   planners and catalogs — and the [`UdfCodec`](codec::UdfCodec)s of functions that carry their data.
+//! - [Extensions](extension): what the crates above add to a session built with them
+//!   ([`Session::builder`](session::Session::builder)) — SQL functions, barrier functions, planners and catalogs
+//!   — and the [`UdfCodec`](extension::UdfCodec)s of functions that carry their data.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_exec::frame::DataFrameExt;
 //! use hearth_exec::session::Session;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().local(2);
 //! let df = session.context().sql("SELECT * FROM generate_series(1, 1000) AS t(x)").await.unwrap();
 //! let [train, test] = <[_; 2]>::try_from(df.random_split(&[0.8, 0.2], 42).unwrap()).unwrap();
 //! let rows = train.count().await.unwrap() + test.count().await.unwrap();

@@ -126,7 +126,7 @@ impl fmt::Display for Master {
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_exec::master::SessionInfo;
 /// use hearth_exec::session::Session;
-/// let df = Session::local(3).context().sql("SELECT 1").await.unwrap();
+/// let df = Session::builder().local(3).context().sql("SELECT 1").await.unwrap();
 /// assert_eq!(SessionInfo::of(&df).task_slots().await.unwrap(), 3);
 /// # });
 /// ```

@@ -10,7 +10,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use datafusion::execution::SessionState;
 use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::logical_expr::ScalarUDF;
 use datafusion::optimizer::{Optimizer, OptimizerRule};
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 
@@ -19,29 +18,30 @@ use crate::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec}
 use crate::driver_job::{DriverJob, JOB_ID_ENV};
 use crate::error::{HearthError, Result};
 use crate::exchange::HearthQueryPlanner;
-use crate::extension;
-use crate::frame::ROW_UNIFORM;
+use crate::extension::{Extensions, SessionExtension};
 use crate::master::{Master, SessionInfo, cores};
 use crate::object_stores::{StoreRegistry, StoreSettings};
 use crate::read::{CsvOptions, LocatedCsvFactory, Reader};
 
 /// hearth's session state for a Ballista scheduler, executor or client: DataFusion's defaults, hearth's SQL
-/// functions (the core's and every [`extension`]'s) and query planner, hearth's codecs, and the object stores
-/// of `config`'s [`StoreSettings`], configured by `config`.
+/// functions (the core's and those of `extensions`) and query planner, hearth's codecs (with the extensions'
+/// bound functions), and the object stores of `config`'s [`StoreSettings`], configured by `config`.
 ///
 /// ```
 /// use datafusion::execution::FunctionRegistry;
 /// use datafusion::prelude::SessionConfig;
 /// use ballista_core::extension::SessionConfigExt;
+/// use hearth_exec::extension::Extensions;
 ///
-/// let state = hearth_exec::session::hearth_state(SessionConfig::new_with_ballista());
+/// let state = hearth_exec::session::hearth_state(SessionConfig::new_with_ballista(), &Extensions::default());
 /// assert!(state.udf("ml_row_uniform").is_ok());
 /// ```
-pub fn hearth_state(config: SessionConfig) -> SessionState {
+pub fn hearth_state(config: SessionConfig, extensions: &Extensions) -> SessionState {
     let config = config
-        .with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::default()))
-        .with_ballista_logical_extension_codec(Arc::new(HearthLogicalCodec::default()))
-        .with_ballista_grpc_client_max_message_size(FLEET_MESSAGE_BYTES);
+        .with_ballista_physical_extension_codec(Arc::new(HearthPhysicalCodec::new(extensions)))
+        .with_ballista_logical_extension_codec(Arc::new(HearthLogicalCodec::new(extensions)))
+        .with_ballista_grpc_client_max_message_size(FLEET_MESSAGE_BYTES)
+        .with_extension(Arc::new(extensions.clone()));
     let state = SessionStateBuilder::new()
         .with_default_features()
         .with_runtime_env(StoreRegistry::runtime_for(&config))
@@ -50,7 +50,7 @@ pub fn hearth_state(config: SessionConfig) -> SessionState {
         .with_optimizer_rules(optimizer_rules())
         .build();
     let ctx = SessionContext::new_with_state(state);
-    install_session_functions(&ctx);
+    extensions.register_functions(&ctx);
     ctx.state()
 }
 
@@ -67,27 +67,73 @@ fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
         .collect()
 }
 
-/// Registers every function a hearth session has in `ctx`: the core's own and every extension's.
+/// What a session is built with: its [`SessionExtension`]s, listed in code where the session is made, as
+/// DataFusion's `SessionStateBuilder` lists its features. `hearth_training::DefaultFeatures` adds
+/// preprocessing's and training's (`with_default_features()`), `hearth_sql::ModelsFeature` the model catalog
+/// (`with_models(dir)`); a session built without an extension has none of what it adds.
 ///
 /// ```
 /// use datafusion::execution::FunctionRegistry;
+/// use hearth_exec::session::Session;
 ///
-/// let ctx = datafusion::prelude::SessionContext::new();
-/// hearth_exec::session::install_session_functions(&ctx);
-/// assert!(ctx.udf("ml_row_uniform").is_ok());
+/// let session = Session::builder().build("local[2]").unwrap();
+/// assert_eq!(session.partitions(), 2);
+/// assert!(session.context().udf("ml_row_uniform").is_ok()); // the core's own function
+/// assert!(Session::builder().build("standalone[2]").is_err()); // a fleet is reached with connect(..).await
 /// ```
-pub fn install_session_functions(ctx: &SessionContext) {
-    ctx.register_udf(ScalarUDF::clone(&ROW_UNIFORM));
-    extension::install_functions(ctx);
+#[derive(Debug, Clone, Default)]
+pub struct SessionBuilder {
+    extensions: Extensions,
+}
+
+impl SessionBuilder {
+    /// The builder with `extension` too (replacing one of the same name).
+    pub fn with_extension(mut self, extension: Arc<dyn SessionExtension>) -> Self {
+        self.extensions = self.extensions.with(extension);
+        self
+    }
+
+    /// The extensions listed so far.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// An embedded session for a `local` master URL (see [`Master`]); Ballista masters need
+    /// [`connect`](Self::connect).
+    pub fn build(self, master: &str) -> Result<Session> {
+        match master.parse()? {
+            Master::Local { partitions } => Ok(self.local(partitions)),
+            other => Err(HearthError::master(
+                other.to_string(),
+                "a Ballista master starts or reaches a scheduler: use Session::builder().connect(master).await",
+            )),
+        }
+    }
+
+    /// An embedded session with `partitions` partitions, `local[partitions]`.
+    pub fn local(self, partitions: usize) -> Session {
+        Session::local(partitions, self.extensions)
+    }
+
+    /// A session for any master: embedded for `local`, a Ballista cluster started in this process for
+    /// `standalone`, the scheduler at the address for `df://`.
+    ///
+    /// In a copy of a driver program that a fleet's executor started for a barrier task (see
+    /// [`barrier::program`](crate::barrier::program)), every master gives an embedded `local[1]` session:
+    /// the copy only prepares what its function needs.
+    pub async fn connect(self, master: &str) -> Result<Session> {
+        Session::connect(master, self.extensions).await
+    }
 }
 
 /// A hearth session: a DataFusion context with hearth's functions registered, configured for its master.
+/// Made by a [`SessionBuilder`] ([`Session::builder`]).
 ///
 /// ```
 /// # tokio_test_block(async {
 /// use hearth_exec::session::Session;
 ///
-/// let session = Session::new("local[2]").unwrap();
+/// let session = Session::builder().build("local[2]").unwrap();
 /// let df = session.context().sql("SELECT ml_row_uniform(7, 1.5) AS u").await.unwrap();
 /// assert_eq!(df.count().await.unwrap(), 1);
 /// # });
@@ -110,31 +156,19 @@ impl fmt::Debug for Session {
 }
 
 impl Session {
-    /// An embedded session for a `local` master URL (see [`Master`]); Ballista masters need
-    /// [`Session::connect`].
-    pub fn new(master: &str) -> Result<Self> {
-        match master.parse()? {
-            Master::Local { partitions } => Ok(Self::local(partitions)),
-            other => Err(HearthError::master(
-                other.to_string(),
-                "a Ballista master starts or reaches a scheduler: use Session::connect(master).await",
-            )),
-        }
+    /// A builder of a session, to list its extensions in.
+    pub fn builder() -> SessionBuilder {
+        SessionBuilder::default()
     }
 
-    /// A session for any master: embedded for `local`, a Ballista cluster started in this process for
-    /// `standalone`, the scheduler at the address for `df://`.
-    ///
-    /// In a copy of a driver program that a fleet's executor started for a barrier task (see
-    /// [`barrier::program`](crate::barrier::program)), every master gives an embedded `local[1]` session:
-    /// the copy only prepares what its function needs.
-    pub async fn connect(master: &str) -> Result<Self> {
+    /// A session for any master, with `extensions` (see [`SessionBuilder::connect`]).
+    async fn connect(master: &str, extensions: Extensions) -> Result<Self> {
         let master: Master = master.parse()?;
         if crate::barrier::program::in_barrier_worker() {
-            return Ok(Self::local(1));
+            return Ok(Self::local(1, extensions));
         }
         match &master {
-            Master::Local { partitions } => Ok(Self::local(*partitions)),
+            Master::Local { partitions } => Ok(Self::local(*partitions, extensions)),
             Master::Standalone { partitions } => {
                 let info = SessionInfo::new(master.clone(), None);
                 // Its servers admit only this process: a secret made here, never written anywhere, goes with
@@ -145,7 +179,7 @@ impl Session {
                     tls: None,
                 };
                 let config = ballista_config(*partitions).with_ballista_standalone_parallelism(*partitions);
-                let state = hearth_state(access.present_in(config.with_extension(Arc::new(info))));
+                let state = hearth_state(access.present_in(config.with_extension(Arc::new(info))), &extensions);
                 let (ctx, url) = crate::ballista::start_standalone(state, secret)
                     .await
                     // DataFusion's message already says what failed ("cannot reach the scheduler at …"); its
@@ -164,7 +198,7 @@ impl Session {
                     HearthError::master(master.to_string(), "finding the fleet's secret and TLS").caused_by(e)
                 })?;
                 config = access.present_in(config);
-                let mut state = SessionStateBuilder::new_from_existing(hearth_state(config));
+                let mut state = SessionStateBuilder::new_from_existing(hearth_state(config, &extensions));
                 // A driver `hearth submit` started in cluster mode runs its queries in a Ballista session
                 // named after its job, so the scheduler knows which queries `hearth job kill` cancels.
                 if let Ok(job) = std::env::var(JOB_ID_ENV) {
@@ -193,14 +227,14 @@ impl Session {
         Self::with_context(master, SessionContext::new_with_state(state))
     }
 
-    /// A session of `ctx`, with every extension's session additions (the model catalog, its planner).
+    /// A session of `ctx`, with its extensions' session additions (the model catalog, its planner).
     fn with_context(master: Master, ctx: SessionContext) -> Self {
-        extension::install_session(&ctx);
+        Extensions::of(&ctx).extend_session(&ctx);
         Self { master, ctx }
     }
 
-    /// An embedded session with `partitions` partitions, `local[partitions]`.
-    pub fn local(partitions: usize) -> Self {
+    /// An embedded session with `partitions` partitions, `local[partitions]`, and `extensions`.
+    fn local(partitions: usize, extensions: Extensions) -> Self {
         let master = Master::Local {
             partitions: partitions.max(1),
         };
@@ -208,7 +242,8 @@ impl Session {
             .with_target_partitions(partitions.max(1))
             .with_information_schema(true)
             .with_option_extension(StoreSettings::from_env())
-            .with_extension(Arc::new(SessionInfo::new(master.clone(), None)));
+            .with_extension(Arc::new(SessionInfo::new(master.clone(), None)))
+            .with_extension(Arc::new(extensions.clone()));
         let mut state = SessionStateBuilder::new()
             .with_runtime_env(StoreRegistry::runtime_for(&config))
             .with_config(config)
@@ -222,7 +257,7 @@ impl Session {
             state.table_factories_mut().insert("CSV".to_string(), located);
         }
         let ctx = SessionContext::new_with_state(state);
-        install_session_functions(&ctx);
+        extensions.register_functions(&ctx);
         Self::with_context(master, ctx)
     }
 
@@ -252,7 +287,7 @@ impl Session {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// let session = hearth_exec::session::Session::local(1).with_config_extension(Arc::new(7u32));
+    /// let session = hearth_exec::session::Session::builder().local(1).with_config_extension(Arc::new(7u32));
     /// assert_eq!(session.context().copied_config().get_extension::<u32>().as_deref(), Some(&7));
     /// ```
     pub fn with_config_extension<T: Send + Sync + 'static>(self, extension: Arc<T>) -> Self {
@@ -271,8 +306,8 @@ impl Session {
     /// arguments and input plan, but new contents under the same paths are not seen — give a new run a new id.
     ///
     /// ```
-    /// let _session = hearth_exec::session::Session::local(1).resume_job("run-18ec1b22").unwrap();
-    /// assert!(hearth_exec::session::Session::local(1).resume_job("../x").is_err());
+    /// let _session = hearth_exec::session::Session::builder().local(1).resume_job("run-18ec1b22").unwrap();
+    /// assert!(hearth_exec::session::Session::builder().local(1).resume_job("../x").is_err());
     /// ```
     pub fn resume_job(self, job: &str) -> Result<Self> {
         if !crate::driver_job::is_job_name(job) {
@@ -304,7 +339,7 @@ impl Session {
     /// ```no_run
     /// # async fn demo() -> hearth_exec::error::Result<()> {
     /// use hearth_exec::{read::CsvOptions, session::Session};
-    /// let df = Session::local(2).read_csv("datasets/german_credit/credit-g.csv", &CsvOptions::new()).await?;
+    /// let df = Session::builder().local(2).read_csv("datasets/german_credit/credit-g.csv", &CsvOptions::new()).await?;
     /// # Ok(()) }
     /// ```
     pub async fn read_csv(&self, path: impl AsRef<Path>, options: &CsvOptions) -> Result<DataFrame> {
@@ -328,7 +363,7 @@ impl Session {
     ///
     /// let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
     /// let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Float64Array::from(vec![1.0, 2.0]))]).unwrap();
-    /// let df = hearth_exec::session::Session::local(2).read_batches(schema, vec![batch]).unwrap();
+    /// let df = hearth_exec::session::Session::builder().local(2).read_batches(schema, vec![batch]).unwrap();
     /// ```
     pub fn read_batches(&self, schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<DataFrame> {
         let partitions = self.partitions();

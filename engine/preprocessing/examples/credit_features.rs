@@ -28,7 +28,7 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<()> {
-    let session = Session::local(2);
+    let session = Session::builder().with_preprocessing().local(2);
     let csv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/german_credit/credit-g.csv");
     let credit = session.read_csv(&csv, &CsvOptions::new()).await?;
     let indexed = CATEGORICAL.map(|c| format!("{c}_idx"));

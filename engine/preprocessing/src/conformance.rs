@@ -1,18 +1,20 @@
 //! The conformance battery every stage class goes through, as scikit-learn's `check_estimator`: each class's
-//! example (submitted with [`stage_example!`](crate::stage_example) beside the class) has its parameters
+//! example (made with [`stage_example!`](crate::stage_example) beside the class, and listed by its crate:
+//! [`PREPROCESSING_EXAMPLES`]) has its parameters
 //! survive a reload, is fitted on [`example_frame`] when it is an estimator, and its model transforms the
 //! frame keeping every row and column, survives a save and load with the same parameters and the same rows out,
-//! and describes itself. A stage class of your own gets the battery by submitting an example.
+//! and describes itself. A stage class of your own gets the battery by [`check_stage`] of an example.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
-//! use hearth_preprocessing::conformance::{check_stage, example_frame, stage_examples};
+//! use hearth_preprocessing::conformance::{PREPROCESSING_EXAMPLES, check_stage, example_frame, stage_examples};
 //! use hearth_exec::session::Session;
+//! use hearth_preprocessing::functions::PreprocessingFeature;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().with_preprocessing().local(2);
 //! let frame = example_frame(&session).await.unwrap();
 //! let dir = std::env::temp_dir().join(format!("hearth-doc-conformance-{}", std::process::id()));
-//! let (_, indexer) = stage_examples().into_iter().find(|(class, _)| *class == "StringIndexer").unwrap();
+//! let (_, indexer) = stage_examples(PREPROCESSING_EXAMPLES).into_iter().find(|(class, _)| *class == "StringIndexer").unwrap();
 //! let classes = check_stage(&indexer, &frame, &dir).await.unwrap();
 //! assert_eq!(classes, ["StringIndexer", "StringIndexerModel"]);
 //! # std::fs::remove_dir_all(&dir).unwrap();
@@ -29,12 +31,12 @@ use hearth_exec::error::{HearthError, Result};
 use hearth_exec::session::Session;
 
 use crate::feature::{OneHotEncoder, StringIndexer, VectorAssembler};
-use crate::pipeline::{Pipeline, PipelineModel, PipelineStage, StageClass, rebuild_stage};
+use crate::pipeline::{Pipeline, PipelineModel, PipelineStage, rebuild_stage};
 use crate::stage::{Estimator, Stage, Transformer};
 
-/// An example of a stage class, configured for the columns of [`example_frame`]; submitted with
+/// An example of a stage class, configured for the columns of [`example_frame`]; made with
 /// [`stage_example!`](crate::stage_example) by the module that owns the class.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct StageExample {
     /// The class, as [`Stage::class`] names it.
     pub class: &'static str,
@@ -42,22 +44,38 @@ pub struct StageExample {
     pub build: fn() -> PipelineStage,
 }
 
-inventory::collect!(StageExample);
+/// A stage type with an example for the conformance battery, for its crate's list of examples.
+pub trait ExampleStage {
+    /// The type's example.
+    const EXAMPLE: StageExample;
+}
 
-/// Submits an example of a stage class for the conformance battery: a stage configured for the columns of
-/// [`example_frame`](crate::conformance::example_frame).
+/// Gives a stage class its example for the conformance battery ([`ExampleStage`]): a stage configured for the
+/// columns of [`example_frame`](crate::conformance::example_frame).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! stage_example {
     ($class:ident, $build:expr) => {
-        ::inventory::submit! {
-            $crate::conformance::StageExample {
+        impl $crate::conformance::ExampleStage for $class {
+            const EXAMPLE: $crate::conformance::StageExample = $crate::conformance::StageExample {
                 class: stringify!($class),
                 build: || $crate::pipeline::PipelineStage::from($build),
-            }
+            };
         }
     };
 }
+
+/// The examples of the preprocessing side's estimators and transformers; with the models they fit, they
+/// cover [`PREPROCESSING_CLASSES`](crate::pipeline::PREPROCESSING_CLASSES).
+pub const PREPROCESSING_EXAMPLES: &[StageExample] = &[
+    <StringIndexer as ExampleStage>::EXAMPLE,
+    <OneHotEncoder as ExampleStage>::EXAMPLE,
+    <crate::feature::StandardScaler as ExampleStage>::EXAMPLE,
+    <VectorAssembler as ExampleStage>::EXAMPLE,
+    <crate::feature::SqlColumns as ExampleStage>::EXAMPLE,
+    <crate::clustering::KMeans as ExampleStage>::EXAMPLE,
+    <Pipeline as ExampleStage>::EXAMPLE,
+];
 
 // The pipeline's example: two of the feature stages.
 crate::stage_example!(
@@ -67,22 +85,13 @@ crate::stage_example!(
         .stage(OneHotEncoder::new().input_col("text_index").output_col("text_vector"))
 );
 
-/// Every submitted example, by class.
-pub fn stage_examples() -> Vec<(&'static str, PipelineStage)> {
-    let mut examples: Vec<(&'static str, PipelineStage)> = inventory::iter::<StageExample>
-        .into_iter()
+/// Each of `examples` built, with its class, by class.
+pub fn stage_examples(examples: &[StageExample]) -> Vec<(&'static str, PipelineStage)> {
+    let mut built: Vec<(&'static str, PipelineStage)> = (examples.iter())
         .map(|example| (example.class, (example.build)()))
         .collect();
-    examples.sort_by_key(|(class, _)| *class);
-    examples
-}
-
-/// The classes the crates linked into this program submitted (classes registered at run time aside), sorted:
-/// each needs an example, or to be the model an example fits.
-pub fn submitted_classes() -> Vec<&'static str> {
-    let mut classes: Vec<&'static str> = inventory::iter::<StageClass>.into_iter().map(|c| c.class).collect();
-    classes.sort_unstable();
-    classes
+    built.sort_by_key(|(class, _)| *class);
+    built
 }
 
 /// The rows every example runs on: `x` and `y` (numbers), `text` (strings), `label` (0 or 1) and `features`

@@ -1,6 +1,7 @@
 //! The SQL functions of the preprocessing side: the transforms of fitted stages (scalar functions taking the
 //! fitted state as literal arguments) and the aggregates that fit them. All are registered by name in every
-//! [`Session`] and executor (a [`SessionExtension`]), so they are callable from SQL and resolve on any executor. Each function lives with its
+//! [`Session`] and executor built with them ([`PreprocessingFunctions`], a [`SessionExtension`]:
+//! [`PreprocessingFeature::with_preprocessing`]), so they are callable from SQL and resolve on any executor. Each function lives with its
 //! stage (`ml_string_index` and `ml_label_counts` in [`feature::string_indexer`](crate::feature::string_indexer),
 //! …); this module only lists them.
 //!
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::{AggregateUDF, Documentation, ScalarUDF};
 use datafusion::prelude::SessionContext;
 use hearth_exec::extension::SessionExtension;
-use hearth_exec::session::install_session_functions;
+use hearth_exec::session::{Session, SessionBuilder};
 
 use crate::clustering::{KMEANS_ASSIGN, KMEANS_COST, KMEANS_SUMS};
 use crate::evaluation::{EVALUATION_STATES, METRIC, SILHOUETTE, SILHOUETTE_STATS, STATE_ROWS};
@@ -61,22 +62,52 @@ pub fn register_all(ctx: &SessionContext) {
     }
 }
 
-inventory::submit! {
-    SessionExtension {
-        name: "hearth_preprocessing::functions",
-        functions: register_all,
-        session: SessionExtension::nothing,
+/// The preprocessing side's SQL functions as a session's extension ([`register_all`] in every context).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PreprocessingFunctions;
+
+impl SessionExtension for PreprocessingFunctions {
+    fn name(&self) -> &str {
+        "hearth_preprocessing::functions"
+    }
+
+    fn register_functions(&self, ctx: &SessionContext) {
+        register_all(ctx);
     }
 }
 
-/// hearth's SQL functions as a Markdown page: every `ml_` function a session of this program has, in name
-/// order, from its own documentation.
+/// Lists the preprocessing side's functions in a [`SessionBuilder`]: what a program that preprocesses without
+/// training builds its sessions with.
 ///
 /// ```
-/// let page = hearth_preprocessing::functions::sql_functions_reference();
+/// use datafusion::execution::FunctionRegistry;
+/// use hearth_preprocessing::prelude::*;
+///
+/// let session = Session::builder().with_preprocessing().local(1);
+/// assert!(session.context().udf("ml_string_index").is_ok());
+/// assert!(Session::builder().local(1).context().udf("ml_string_index").is_err());
+/// ```
+pub trait PreprocessingFeature {
+    /// The builder with [`PreprocessingFunctions`].
+    fn with_preprocessing(self) -> Self;
+}
+
+impl PreprocessingFeature for SessionBuilder {
+    fn with_preprocessing(self) -> Self {
+        self.with_extension(Arc::new(PreprocessingFunctions))
+    }
+}
+
+/// hearth's SQL functions as a Markdown page: every `ml_` function `session` has, in name order, from its own
+/// documentation.
+///
+/// ```
+/// use hearth_preprocessing::prelude::*;
+///
+/// let page = hearth_preprocessing::functions::sql_functions_reference(&Session::builder().with_preprocessing().local(1));
 /// assert!(page.contains("## `ml_string_index`"));
 /// ```
-pub fn sql_functions_reference() -> String {
+pub fn sql_functions_reference(session: &Session) -> String {
     let mut page = String::from(
         "# SQL functions\n\n\
          <!-- Written from each function's documentation by `hearth_preprocessing::functions::sql_functions_reference`; \
@@ -88,7 +119,7 @@ pub fn sql_functions_reference() -> String {
          the two whose result's shape a list argument sets, which planning must read as a literal (a query's \
          `[…]` is not one; each says so).\n",
     );
-    for (name, kind, documentation) in registered_ml_functions() {
+    for (name, kind, documentation) in registered_ml_functions(session) {
         let _ = write!(page, "\n## `{name}`\n\n");
         match documentation {
             Some(documentation) => write_documentation(&mut page, kind, &documentation),
@@ -100,12 +131,10 @@ pub fn sql_functions_reference() -> String {
     page
 }
 
-/// Every `ml_` function a session of this program has, in name order: its name, whether it is a
-/// scalar or an aggregate function, and its documentation.
-fn registered_ml_functions() -> Vec<(String, &'static str, Option<Documentation>)> {
-    let ctx = SessionContext::new();
-    install_session_functions(&ctx);
-    let state = ctx.state();
+/// Every `ml_` function `session` has, in name order: its name, whether it is a scalar or an aggregate
+/// function, and its documentation.
+fn registered_ml_functions(session: &Session) -> Vec<(String, &'static str, Option<Documentation>)> {
+    let state = session.context().state();
     let scalars =
         (state.scalar_functions().iter()).map(|(name, f)| (name.clone(), "Scalar", f.documentation().cloned()));
     let aggregates =
@@ -142,9 +171,14 @@ fn write_documentation(page: &mut String, kind: &str, documentation: &Documentat
 
 #[cfg(test)]
 mod tests {
+    use hearth_exec::session::Session;
+
+    use super::PreprocessingFeature;
+
     #[test]
     fn every_ml_function_documents_itself() {
-        let undocumented: Vec<String> = super::registered_ml_functions()
+        let session = Session::builder().with_preprocessing().local(1);
+        let undocumented: Vec<String> = super::registered_ml_functions(&session)
             .into_iter()
             .filter(|(_, _, documentation)| documentation.is_none())
             .map(|(name, ..)| name)

@@ -19,7 +19,7 @@
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_preprocessing::prelude::*;
 //!
-//! let session = Session::new("local[2]").unwrap();
+//! let session = Session::builder().with_preprocessing().build("local[2]").unwrap();
 //! let df = session
 //!     .context()
 //!     .sql("SELECT * FROM (VALUES ('x', 1.0), ('y', 3.0), ('x', 2.0)) AS t(c, v)")
@@ -59,6 +59,7 @@ pub mod prelude {
         OneHotEncoder, OneHotEncoderModel, StandardScaler, StandardScalerModel, StringIndexer, StringIndexerModel,
         VectorAssembler,
     };
+    pub use crate::functions::PreprocessingFeature;
     pub use crate::pipeline::{Pipeline, PipelineModel, PipelineStage};
     pub use crate::stage::{Estimator, Stage, Transformer};
     pub use datafusion::prelude::DataFrame;

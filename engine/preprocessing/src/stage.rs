@@ -6,7 +6,7 @@
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use hearth_preprocessing::prelude::*;
 //!
-//! let session = Session::local(1);
+//! let session = Session::builder().with_preprocessing().local(1);
 //! let df = session.context().sql("SELECT * FROM (VALUES ('b'), ('a'), ('b')) AS t(x)").await.unwrap();
 //! let indexer = StringIndexer::new().input_col("x").output_col("i");
 //! let model = indexer.fit(&df).await.unwrap();            // Estimator::fit

@@ -82,7 +82,7 @@ impl BestTrial {
 /// Runs a `CREATE MODEL` statement in `session`, whose catalog receives the model: planned, then executed. With
 /// `IF NOT EXISTS` and a model of that name, nothing is planned (the query may no longer plan) or trained.
 pub(crate) async fn create_model(session: &Session, create: &CreateModel) -> Result<CreatedModel> {
-    let catalog = ModelCatalog::of(session);
+    let catalog = ModelCatalog::of(session)?;
     if create.if_not_exists && catalog.contains(&create.name) {
         return Ok(CreatedModel {
             name: create.name.clone(),

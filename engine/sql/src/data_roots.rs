@@ -12,7 +12,7 @@
 //!
 //! let root = tempfile::tempdir().unwrap();
 //! let roots = DataRoots::new([root.path().display().to_string()]).unwrap();
-//! let session = Session::local(1).with_data_roots(roots);
+//! let session = Session::builder().local(1).with_data_roots(roots);
 //! let inside = format!("COPY (SELECT 1 AS x) TO '{}/x.csv' STORED AS CSV", root.path().display());
 //! session.sql(&inside).await.unwrap().collect().await.unwrap();
 //! let outside = session.sql("COPY (SELECT 1 AS x) TO '/etc/hearth-x.csv' STORED AS CSV").await;

@@ -11,7 +11,7 @@
 //! use hearth_sql::SqlSessionExt;
 //!
 //! let models = std::env::temp_dir().join(format!("hearth-doc-sql-{}", std::process::id()));
-//! let session = Session::local(2).with_models(&models);
+//! let session = Session::builder().with_default_features().local(2).with_models(&models);
 //! session
 //!     .sql("CREATE TABLE points AS SELECT x, x * x AS y, x > 50 AS big FROM generate_series(1, 100) AS t(x)")
 //!     .await
@@ -47,12 +47,13 @@ mod evaluation_tables;
 mod explain;
 mod feature_slots;
 mod hparams;
-mod install;
 mod kmeans;
 mod linear_artifact;
 mod literals;
 mod ml_functions;
+mod ml_table;
 mod model_plan;
+mod models_feature;
 mod options;
 mod parser;
 mod preprocessing;
@@ -72,6 +73,7 @@ pub use create_model::{BestTrial, CreatedModel};
 pub use data_roots::DataRoots;
 pub use ml_functions::{ML_FUNCTIONS, MlFunction, ml_functions_reference};
 pub use model_plan::{CreateModelPlan, ModelPlanContext, plan_create_model};
+pub use models_feature::{ModelCatalogExtension, ModelsFeature};
 pub use options::{ClassWeights, DataSplit, ModelOptions, ModelType, OptimizeStrategy, create_model_options_reference};
 pub use parser::{CreateModel, Statement, parse_statements};
 pub use relation::MlRelationPlanner;

@@ -22,8 +22,8 @@
 //!     async fn query_rows(&self, _query: &Query) -> Result<DataFrame> {
 //!         Ok(self.0.clone())
 //!     }
-//!     fn has_model(&self, _name: &str) -> bool {
-//!         false
+//!     fn has_model(&self, _name: &str) -> Result<bool> {
+//!         Ok(false)
 //!     }
 //!     fn data_roots(&self) -> Option<Arc<DataRoots>> {
 //!         None
@@ -76,8 +76,8 @@ pub trait ModelPlanContext {
     /// The training query's rows, as a plan: nothing is read.
     fn query_rows(&self, query: &Query) -> impl Future<Output = Result<DataFrame>> + Send;
 
-    /// Whether the catalog holds a model called `name`.
-    fn has_model(&self, name: &str) -> bool;
+    /// Whether the catalog holds a model called `name`, or why there is no catalog to look in.
+    fn has_model(&self, name: &str) -> Result<bool>;
 
     /// The folders and stores the session's jobs are confined to, when they are (`--data-roots`).
     fn data_roots(&self) -> Option<Arc<DataRoots>>;
@@ -88,8 +88,8 @@ impl ModelPlanContext for Session {
         super::rows::plan_query(self, query)
     }
 
-    fn has_model(&self, name: &str) -> bool {
-        ModelCatalog::of(self).contains(name)
+    fn has_model(&self, name: &str) -> Result<bool> {
+        Ok(ModelCatalog::of(self)?.contains(name))
     }
 
     fn data_roots(&self) -> Option<Arc<DataRoots>> {
@@ -149,7 +149,11 @@ pub async fn plan_create_model(context: &impl ModelPlanContext, create: &CreateM
         roots.check(dir, "checkpoint_dir")?;
     }
     let trials = trial_options(&fixed, tuning.as_ref(), &options)?;
-    let existing = match (context.has_model(&create.name), create.if_not_exists, create.or_replace) {
+    let existing = match (
+        context.has_model(&create.name)?,
+        create.if_not_exists,
+        create.or_replace,
+    ) {
         (false, ..) => Existing::None,
         (true, true, _) => Existing::Kept,
         (true, false, true) => Existing::Replaced,

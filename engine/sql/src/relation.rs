@@ -11,30 +11,28 @@ use datafusion::logical_expr::planner::{PlannedRelation, RelationPlanner, Relati
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, Query, TableAlias, TableFactor, Value};
 use hearth_common::names::did_you_mean;
-use hearth_exec::session::install_session_functions;
+use hearth_exec::extension::Extensions;
 
-use super::catalog::{CatalogModel, ModelCatalog};
-use super::evaluation_tables::{confusion_matrix, roc_curve};
-use super::explain::{explain_predict, global_explain};
-use super::kmeans;
-use super::ml_functions::{ML_FUNCTIONS, MlFunction, ml_function};
-use super::table_functions::{evaluate, feature_info, held_out_rows, predict, training_info, transform};
-use super::trials::trial_info;
-use super::weights::weights;
+use super::catalog::ModelCatalog;
+use super::ml_functions::{ML_FUNCTIONS, MlFunction};
+use super::ml_table::{MlArgs, MlTableFunction, kind_of, table_function};
 
 /// Plans hearth's `ML.` table functions against a model catalog.
 #[derive(Debug)]
 pub struct MlRelationPlanner {
     catalog: ModelCatalog,
+    /// The extensions of the session it plans for, whose functions the plans' expressions name.
+    extensions: Extensions,
     /// A state for building the plans' expressions (hearth's functions registered), made on first use.
     state: OnceLock<SessionState>,
 }
 
 impl MlRelationPlanner {
-    /// The planner of the models in `catalog`.
-    pub fn new(catalog: ModelCatalog) -> Self {
+    /// The planner of the models in `catalog`, for a session with `extensions`.
+    pub fn new(catalog: ModelCatalog, extensions: Extensions) -> Self {
         Self {
             catalog,
+            extensions,
             state: OnceLock::new(),
         }
     }
@@ -42,7 +40,7 @@ impl MlRelationPlanner {
     fn state(&self) -> &SessionState {
         self.state.get_or_init(|| {
             let ctx = SessionContext::new_with_state(SessionStateBuilder::new().with_default_features().build());
-            install_session_functions(&ctx);
+            self.extensions.register_functions(&ctx);
             ctx.state()
         })
     }
@@ -67,85 +65,32 @@ impl RelationPlanner for MlRelationPlanner {
 }
 
 impl MlRelationPlanner {
-    /// The plan of an `ML.` call: the model's table function, over the call's rows where it has them.
+    /// The plan of an `ML.` call: its table function's, over the call's model (dispatching on its kind) and
+    /// rows.
     fn plan_call(&self, call: &MlCall, context: &mut dyn RelationPlannerContext) -> Result<LogicalPlan> {
-        call.check()?;
-        let mut rows = |what: &str| -> Result<DataFrame> {
-            let Some(query) = call.query.clone() else {
-                return Err(plan_error(format!(
-                    "{}(MODEL {}, (SELECT …)): {what}",
-                    call.name, call.model
-                )));
-            };
-            let plan = context.plan(TableFactor::Derived {
-                lateral: false,
-                subquery: query,
-                alias: None,
-                sample: None,
-            })?;
-            Ok(DataFrame::new(self.state().clone(), plan))
-        };
+        let function = call.check()?;
         let model = self.catalog.get(&call.model).map_err(DataFusionError::from)?;
-        let clusters = kmeans::fitted(&model.pipeline).is_some();
-        let given = call.query.is_some();
-        match (call.function.as_str(), clusters) {
-            ("predict", true) => kmeans::predict(&model, rows("the rows to predict are missing")?),
-            ("predict", false) => predict(&model, rows("the rows to predict are missing")?),
-            ("transform", _) => transform(&model, rows("the rows to transform are missing")?),
-            ("evaluate", true) if given => kmeans::evaluate(&model, rows("")?),
-            // Without rows, k-means gives the figures of its training rows, as BigQuery ML does.
-            ("evaluate", true) => kmeans::training_evaluation(&model),
-            ("evaluate", false) if given => evaluate(&model, rows("")?),
-            ("evaluate", false) => {
-                held_out_rows(&model).and_then(|plan| evaluate(&model, DataFrame::new(self.state().clone(), plan)))
-            }
-            ("training_info", true) => kmeans::training_info(&model),
-            ("training_info", false) => training_info(&model),
-            ("confusion_matrix" | "roc_curve" | "explain_predict" | "global_explain", true) => {
-                Err(hearth_exec::error::HearthError::invalid_param(
-                    &call.name,
-                    "MODEL",
-                    format!(
-                        "{} is a k-means model: it has no labels to compare or network to explain",
-                        call.model
-                    ),
-                ))
-            }
-            ("explain_predict", false) => {
-                explain_predict(&model, rows("the rows to explain are missing")?, call.settings.as_ref())
-            }
-            ("confusion_matrix" | "roc_curve" | "global_explain", false) => {
-                let rows = given.then(|| rows("")).transpose()?;
-                self.network_table(call, &model, rows)
-            }
-            ("trial_info", _) => trial_info(&model),
-            ("centroids", _) => kmeans::centroids(&model),
-            ("weights", _) => weights(&model, call.settings.as_ref()),
-            _ => feature_info(&model),
-        }
-        .map_err(DataFusionError::from)
-    }
-}
-
-impl MlRelationPlanner {
-    /// A network's evaluation table or global explanation over `rows`, or without them over the rows the
-    /// model held out, as ML.EVALUATE does.
-    fn network_table(
-        &self,
-        call: &MlCall,
-        model: &CatalogModel,
-        rows: Option<DataFrame>,
-    ) -> hearth_exec::error::Result<LogicalPlan> {
-        let rows = match rows {
-            Some(rows) => rows,
-            None => DataFrame::new(self.state().clone(), held_out_rows(model)?),
+        let rows = match call.query.clone() {
+            Some(subquery) => Some(DataFrame::new(
+                self.state().clone(),
+                context.plan(TableFactor::Derived {
+                    lateral: false,
+                    subquery,
+                    alias: None,
+                    sample: None,
+                })?,
+            )),
+            None => None,
         };
-        let settings = call.settings.as_ref();
-        match call.function.as_str() {
-            "confusion_matrix" => confusion_matrix(model, rows, settings),
-            "roc_curve" => roc_curve(model, rows, settings),
-            _ => global_explain(model, rows),
-        }
+        let args = MlArgs {
+            name: &call.name,
+            model_name: &call.model,
+            model: &model,
+            rows,
+            settings: call.settings.as_ref(),
+            state: self.state(),
+        };
+        Ok(function.plan(&args, kind_of(&model))?)
     }
 }
 
@@ -164,9 +109,9 @@ struct MlCall {
 }
 
 impl MlCall {
-    /// Refuses a function hearth does not have, and settings a function does not take.
-    fn check(&self) -> Result<()> {
-        let Some(function) = ml_function(&self.function) else {
+    /// The call's function; refuses a function hearth does not have, and rows or settings it does not take.
+    fn check(&self) -> Result<&'static dyn MlTableFunction> {
+        let Some(function) = table_function(&self.function) else {
             let functions: Vec<String> = ML_FUNCTIONS.iter().map(MlFunction::call_name).collect();
             return Err(plan_error(format!(
                 "{} is not a table function{}; hearth has {}",
@@ -175,10 +120,14 @@ impl MlCall {
                 functions.join(", ")
             )));
         };
-        if self.query.is_some() && !function.takes_rows {
-            return Err(plan_error(format!("{} takes no rows: {}", self.name, function.syntax)));
+        let declaration = function.declaration();
+        if self.query.is_some() && !declaration.takes_rows {
+            return Err(plan_error(format!(
+                "{} takes no rows: {}",
+                self.name, declaration.syntax
+            )));
         }
-        if self.settings.is_some() && function.settings.is_none() {
+        if self.settings.is_some() && declaration.settings.is_none() {
             let taking: Vec<String> = ML_FUNCTIONS
                 .iter()
                 .filter(|f| f.settings.is_some())
@@ -190,7 +139,7 @@ impl MlCall {
                 taking.join(" and ")
             )));
         }
-        Ok(())
+        Ok(function)
     }
 
     /// The `ML.` call `relation` is, with its alias; `None` for any other relation.
@@ -251,6 +200,6 @@ impl MlCall {
 }
 
 /// The planner as DataFusion takes it.
-pub(crate) fn planner(catalog: ModelCatalog) -> Arc<dyn RelationPlanner> {
-    Arc::new(MlRelationPlanner::new(catalog))
+pub(crate) fn planner(catalog: ModelCatalog, extensions: Extensions) -> Arc<dyn RelationPlanner> {
+    Arc::new(MlRelationPlanner::new(catalog, extensions))
 }

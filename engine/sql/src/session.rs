@@ -14,8 +14,8 @@ use hearth_exec::session::Session;
 use super::catalog::{ModelCatalog, ModelEntry};
 use super::create_model::{CreatedModel, create_model};
 use super::data_roots::DataRoots;
-use super::install::with_catalog;
 use super::model_plan::{CreateModelPlan, plan_create_model};
+use super::models_feature::with_catalog;
 use super::parser::{Statement, parse_statements};
 use super::rows::{literal_frame, run_statement};
 
@@ -28,14 +28,15 @@ use super::rows::{literal_frame, run_statement};
 /// use hearth_sql::SqlSessionExt;
 ///
 /// let models = std::env::temp_dir().join(format!("hearth-doc-sql-ext-{}", std::process::id()));
-/// let session = Session::local(1).with_models(&models);
-/// assert_eq!(session.models().dir(), models.as_path());
+/// let session = Session::builder().local(1).with_models(&models);
+/// assert_eq!(session.models().unwrap().dir(), models.as_path());
 /// assert_eq!(session.sql("SHOW MODELS").await.unwrap().count().await.unwrap(), 0);
 /// # });
 /// ```
 pub trait SqlSessionExt: Sized {
-    /// The catalog `CREATE MODEL` saves to and `ML.` functions read from.
-    fn models(&self) -> Arc<ModelCatalog>;
+    /// The catalog `CREATE MODEL` saves to and `ML.` functions read from, or why there is none (a session
+    /// built without [`ModelsFeature::with_models`](crate::ModelsFeature::with_models) has none).
+    fn models(&self) -> Result<Arc<ModelCatalog>>;
 
     /// The session with its models kept in `dir`.
     fn with_models(self, dir: impl Into<PathBuf>) -> Self;
@@ -54,7 +55,7 @@ pub trait SqlSessionExt: Sized {
 }
 
 impl SqlSessionExt for Session {
-    fn models(&self) -> Arc<ModelCatalog> {
+    fn models(&self) -> Result<Arc<ModelCatalog>> {
         ModelCatalog::of(self)
     }
 
@@ -95,7 +96,7 @@ impl SqlSessionExt for Session {
                 literal_frame(self, plan_rows(&plan))
             }
             Statement::DropModel { name, if_exists } => {
-                let models = self.models();
+                let models = self.models()?;
                 if !models.drop_model(name)? && !*if_exists {
                     return Err(HearthError::persistence(
                         models.dir(),
@@ -104,7 +105,7 @@ impl SqlSessionExt for Session {
                 }
                 literal_frame(self, empty_rows())
             }
-            Statement::ShowModels => literal_frame(self, model_rows(&self.models().list()?)),
+            Statement::ShowModels => literal_frame(self, model_rows(&self.models()?.list()?)),
             Statement::Sql(statement) => run_statement(self, DFStatement::clone(statement)).await,
         }
     }

@@ -9,8 +9,9 @@
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_training::horovod_runner::HorovodRunner;
 //! use hearth_exec::session::Session;
+//! use hearth_training::functions::DefaultFeatures;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().with_default_features().local(2);
 //! // Every rank contributes its rank; rank 0 returns the sum it allreduced.
 //! let sum: f32 = HorovodRunner::new(2)
 //!     .run(&session, "sum_of_ranks", |hvd| {

@@ -17,7 +17,7 @@
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_training::prelude::*;
 //!
-//! let session = Session::new("local[2]").unwrap();
+//! let session = Session::builder().with_default_features().build("local[2]").unwrap();
 //! let df = session
 //!     .context()
 //!     .sql("SELECT * FROM (VALUES ('x', 1.0, 0.0), ('y', 3.0, 1.0), ('x', 2.0, 0.0)) AS t(c, v, label)")
@@ -38,6 +38,7 @@
 // No function over 80 lines in the library (clippy.toml); tests, examples and benchmarks are exempt.
 #![warn(clippy::too_many_lines)]
 
+pub mod classes;
 pub mod full_batch;
 pub mod functions;
 pub mod horovod_runner;
@@ -50,6 +51,7 @@ hearth_preprocessing::classifier_columns!(train::ClassificationModel, linear::Lo
 
 /// What a pipeline author writes: [`hearth_preprocessing::prelude`], and the trainers and their settings.
 pub mod prelude {
+    pub use crate::functions::DefaultFeatures;
     pub use crate::linear::{LinearRegression, LinearRegressionModel, LogisticRegression, LogisticRegressionModel};
     pub use crate::perceptron::{MultilayerPerceptronClassificationModel, MultilayerPerceptronClassifier};
     pub use crate::train::{

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_exec::session::Session;
+use hearth_training::functions::DefaultFeatures;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -95,7 +96,10 @@ impl ConnectServer {
     /// Starts a server: checks the options, connects to the master, binds, and serves in the background.
     pub async fn start(options: ConnectOptions) -> Result<Self> {
         refuse_open_door(&options)?;
-        let base = Session::connect(&options.master).await?;
+        let base = Session::builder()
+            .with_default_features()
+            .connect(&options.master)
+            .await?;
         let listener = TcpListener::bind(options.bind)
             .await
             .map_err(|e| ConnectError::Execution(format!("binding the Spark Connect port {}: {e}", options.bind)))?;

@@ -26,6 +26,7 @@ use hearth_exec::barrier::shipped::run_shipped_programs;
 use hearth_exec::barrier::{detect_gpus, offer_gpus};
 use hearth_exec::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
 use hearth_exec::error::Cause;
+use hearth_exec::extension::Extensions;
 use hearth_exec::session::hearth_state;
 
 use super::flight::flight_front;
@@ -71,6 +72,9 @@ pub struct ExecutorOptions {
     pub run_shipped_programs: bool,
     /// The fleet's secret, presented to the scheduler, and its TLS.
     pub access: FleetAccess,
+    /// What its tasks' contexts have: the functions, barrier functions and codecs plans may name (the
+    /// `hearth` program gives preprocessing's and training's).
+    pub extensions: Extensions,
 }
 
 /// `hearth executor --scheduler HOST:PORT --slots N --gpus auto|N|none`.
@@ -97,6 +101,7 @@ pub async fn executor(options: ExecutorOptions) -> Result<()> {
         inner: inner_host(options.bind)?,
         registry: Arc::new(BallistaFunctionRegistry::from(&hearth_state(
             SessionConfig::new_with_ballista(),
+            &options.extensions,
         ))),
         work_dir: WorkDir::of(options.work_dir.as_deref())?,
         token: LaunchToken::generate(),
@@ -308,8 +313,8 @@ impl Start {
             vcores: options.slots,
             work_dir: Some(self.work_dir.path().display().to_string()),
             override_function_registry: Some(Arc::clone(&self.registry)),
-            override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
-            override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
+            override_physical_codec: Some(Arc::new(HearthPhysicalCodec::new(&options.extensions))),
+            override_logical_codec: Some(Arc::new(HearthLogicalCodec::new(&options.extensions))),
             executor_heartbeat_interval_seconds: HEARTBEAT.as_secs(),
             grpc_max_decoding_message_size: FLEET_MESSAGE_BYTES as u32,
             grpc_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,

@@ -20,6 +20,7 @@ use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 use hearth_common::host::host_name;
 use hearth_exec::ballista::{EXECUTORS_ROUTE, FleetAccess, FleetPort, TLS_DIR_ENV};
 use hearth_exec::codec::{FLEET_MESSAGE_BYTES, HearthLogicalCodec, HearthPhysicalCodec};
+use hearth_exec::extension::Extensions;
 use hearth_exec::session::hearth_state;
 use tonic::service::RoutesBuilder;
 
@@ -58,6 +59,9 @@ pub struct SchedulerOptions {
     pub access: FleetAccess,
     /// The directories and URL prefixes cluster-mode jobs' statements may name besides their job's folder.
     pub data_roots: Vec<String>,
+    /// What the contexts it plans in have: the functions and codecs plans may name (the `hearth` program
+    /// gives preprocessing's and training's).
+    pub extensions: Extensions,
 }
 
 /// `hearth scheduler --bind HOST:PORT`. The line `hearth scheduler listening on HOST:PORT` says where it
@@ -70,7 +74,7 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
     let address = listener.local_addr().map_err(|e| FleetError::listen(options.bind, e))?;
     let temporary = options.work_dir.is_none();
     // This user's alone: made mode 700 under a name no other user can guess and create first.
-    let work_dir = match options.work_dir {
+    let work_dir = match options.work_dir.clone() {
         Some(dir) => {
             own_private_dir(&dir, "the jobs' work directory")?;
             dir
@@ -86,12 +90,10 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
         true => SocketAddr::from(([127, 0, 0, 1], address.port())),
         false => address,
     };
-    let advertised = options
-        .advertise
-        .unwrap_or_else(|| match address.ip().is_unspecified() {
-            true => host_name(),
-            false => address.ip().to_string(),
-        });
+    let advertised = (options.advertise.clone()).unwrap_or_else(|| match address.ip().is_unspecified() {
+        true => host_name(),
+        false => address.ip().to_string(),
+    });
     let jobs = Arc::new(JobBoard::open(
         &work_dir,
         format!("df://{local}"),
@@ -103,7 +105,7 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
         .transpose()
         .map_err(FleetError::tls)?;
     let book = Arc::new(FleetBook::default());
-    let config = ballista_config(address, &advertised, &options.access, Arc::clone(&book));
+    let config = ballista_config(address, &advertised, &options, Arc::clone(&book));
     config.validate().map_err(FleetError::scheduler)?;
     let cluster = BallistaCluster::new_from_config(&config)
         .await
@@ -138,22 +140,26 @@ pub async fn scheduler(options: SchedulerOptions) -> Result<()> {
 }
 
 /// Ballista's scheduler listening on `address`, reached at `advertised`, with hearth's planner, codec and
-/// gang policy (which learns executors' GPUs from `book`), its calls to executors made with `access`.
+/// gang policy (which learns executors' GPUs from `book`), the extensions of `options` and its calls to
+/// executors made with their access.
 fn ballista_config(
     address: SocketAddr,
     advertised: &str,
-    access: &FleetAccess,
+    options: &SchedulerOptions,
     book: Arc<FleetBook>,
 ) -> SchedulerConfig {
+    let extensions = options.extensions.clone();
     SchedulerConfig {
         bind_host: address.ip().to_string(),
         bind_port: address.port(),
         external_host: advertised.to_string(),
-        override_session_builder: Some(Arc::new(|config: SessionConfig| Ok(hearth_state(config)))),
+        override_session_builder: Some(Arc::new(move |config: SessionConfig| {
+            Ok(hearth_state(config, &extensions))
+        })),
         // Every query's session records which cluster-mode job (if any) submitted it.
         override_config_producer: Some(Arc::new(ownership::session_config)),
-        override_physical_codec: Some(Arc::new(HearthPhysicalCodec::default())),
-        override_logical_codec: Some(Arc::new(HearthLogicalCodec::default())),
+        override_physical_codec: Some(Arc::new(HearthPhysicalCodec::new(&options.extensions))),
+        override_logical_codec: Some(Arc::new(HearthLogicalCodec::new(&options.extensions))),
         task_distribution: TaskDistributionPolicy::Custom(Arc::new(GangPolicy::new(book))),
         executor_timeout_seconds: EXECUTOR_TIMEOUT_SECONDS,
         no_executors_grace_period_seconds: EXECUTOR_TIMEOUT_SECONDS,
@@ -161,7 +167,7 @@ fn ballista_config(
         grpc_server_max_encoding_message_size: FLEET_MESSAGE_BYTES as u32,
         grpc_client_max_message_size: FLEET_MESSAGE_BYTES as u32,
         // Its calls to executors (task launches) present the secret, over TLS when the fleet has it.
-        override_create_grpc_client_endpoint: access.endpoint_override(),
+        override_create_grpc_client_endpoint: options.access.endpoint_override(),
         ..SchedulerConfig::default()
     }
 }

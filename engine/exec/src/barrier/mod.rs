@@ -31,7 +31,7 @@
 //!     Ok(RecordBatch::try_new(Arc::clone(&out), vec![Arc::new(UInt64Array::from(vec![total]))])?)
 //! }));
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().local(2);
 //! let df = session.context().sql("SELECT * FROM generate_series(1, 100) AS t(x)").await.unwrap();
 //! let rows = BarrierStage::new("count_rows", "").workers(2).run(&df).await.unwrap();
 //! assert_eq!(rows.len(), 2);

@@ -21,7 +21,7 @@ pub trait DataFrameExt: Sized {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// use hearth_exec::{frame::DataFrameExt, session::Session};
-    /// let session = Session::local(2);
+    /// let session = Session::builder().local(2);
     /// let df = session.context().sql("SELECT * FROM generate_series(1, 1000) AS t(x)").await.unwrap();
     /// let parts = df.random_split(&[0.8, 0.2], 42).unwrap();
     /// let train = parts[0].clone().count().await.unwrap();

@@ -22,7 +22,7 @@
 //! use hearth_exec::session::Session;
 //! use hearth_exec::write::{FrameWriter, OutputFormat, SaveMode};
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().local(2);
 //! let df = session.context().sql("SELECT 1 AS id, 2.5 AS x").await.unwrap();
 //! let out = std::env::temp_dir().join(format!("hearth-write-example-{}", std::process::id()));
 //! let written = FrameWriter::new(OutputFormat::Parquet).save(df.clone(), &out).await.unwrap();

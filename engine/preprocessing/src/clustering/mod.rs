@@ -7,7 +7,7 @@
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_preprocessing::prelude::*;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().with_preprocessing().local(2);
 //! let df = session
 //!     .context()
 //!     .sql("SELECT * FROM (VALUES (0.0, 0.0), (0.0, 1.0), (9.0, 9.0), (9.0, 10.0)) AS t(x, y)")

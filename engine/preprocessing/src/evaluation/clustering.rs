@@ -40,7 +40,7 @@ const SCORE: &str = "ml_silhouette";
 /// ```
 /// # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 /// use hearth_preprocessing::prelude::*;
-/// let session = Session::local(2);
+/// let session = Session::builder().with_preprocessing().local(2);
 /// let df = session
 ///     .context()
 ///     .sql("SELECT * FROM (VALUES (0.0, 0.0, 1), (0.0, 1.0, 1), (5.0, 5.0, 0), (5.0, 6.0, 0)) AS t(x, y, label)")

@@ -5,8 +5,9 @@
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use hearth_preprocessing::evaluation::MulticlassClassificationEvaluator;
 //! use hearth_exec::session::Session;
+//! use hearth_preprocessing::functions::PreprocessingFeature;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().with_preprocessing().local(2);
 //! let scored = session
 //!     .context()
 //!     .sql("SELECT * FROM (VALUES (0.0, 0.0), (0.0, 1.0), (1.0, 1.0), (1.0, 1.0)) AS t(label, prediction)")

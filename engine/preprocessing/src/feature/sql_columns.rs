@@ -23,7 +23,7 @@ pub struct SqlColumn {
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_preprocessing::prelude::*;
 /// use hearth_preprocessing::feature::SqlColumns;
-/// let session = Session::local(1);
+/// let session = Session::builder().with_preprocessing().local(1);
 /// let df = session.context().sql("SELECT * FROM (VALUES (1.0, 2.0)) AS t(a, b)").await.unwrap();
 /// let out = SqlColumns::new().column("ratio", "a / b").transform(&df).unwrap();
 /// assert_eq!(out.schema().field_with_unqualified_name("ratio").unwrap().name(), "ratio");

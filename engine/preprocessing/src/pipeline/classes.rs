@@ -1,13 +1,14 @@
-//! The registry of stage classes that loading a saved pipeline looks each stage's `"class"` up in. The module
-//! that owns a stage submits its class with [`stage_class!`](crate::stage_class) (or `inventory::submit!` of a
-//! [`StageClass`]), so this registry names no stage; a program adds its own stage types at run time with
-//! [`register_stage_class`].
+//! The registry of stage classes that loading a saved pipeline looks each stage's `"class"` up in. It starts
+//! with the preprocessing side's classes ([`PREPROCESSING_CLASSES`]); the module that owns a stage makes its
+//! class with [`stage_class!`](crate::stage_class), the crate lists its classes in one place, and a session's
+//! extension registers a crate's list ([`register_stage_classes`]: training's, when a session is built with
+//! it). A program adds its own stage types the same way, or one by one with [`register_stage_class`].
 //!
 //! ```
 //! use hearth_preprocessing::pipeline::{is_stage_class, register_stage_class, load_serde_transformer};
 //! use hearth_preprocessing::feature::VectorAssembler;
 //!
-//! assert!(is_stage_class("StringIndexerModel")); // submitted by feature::string_indexer
+//! assert!(is_stage_class("StringIndexerModel")); // one of PREPROCESSING_CLASSES
 //! register_stage_class("MyAssembler", load_serde_transformer::<VectorAssembler>);
 //! assert!(is_stage_class("MyAssembler"));
 //! ```
@@ -28,8 +29,8 @@ use crate::stage::{Estimator, Transformer};
 pub type StageLoader = fn(Value, &Path) -> Result<PipelineStage>;
 
 /// A stage class that saved pipelines can hold: its name (the stage's [`Stage::class`](crate::stage::Stage::class))
-/// and how to rebuild it. Submitted with `inventory::submit!` by the module that owns the stage.
-#[derive(Debug)]
+/// and how to rebuild it. Made by [`stage_class!`](crate::stage_class) in the module that owns the stage.
+#[derive(Debug, Clone, Copy)]
 pub struct StageClass {
     /// The class name as `pipeline.json` spells it.
     pub class: &'static str,
@@ -44,10 +45,31 @@ impl StageClass {
     }
 }
 
-inventory::collect!(StageClass);
+/// A stage type whose saved form can be loaded: its [`StageClass`], for a crate's list of classes.
+pub trait SavedStage {
+    /// The type's class.
+    const CLASS: StageClass;
+}
+
+/// The preprocessing side's stage classes, which every program can load.
+pub const PREPROCESSING_CLASSES: &[StageClass] = &[
+    <crate::feature::StringIndexer as SavedStage>::CLASS,
+    <crate::feature::StringIndexerModel as SavedStage>::CLASS,
+    <crate::feature::OneHotEncoder as SavedStage>::CLASS,
+    <crate::feature::OneHotEncoderModel as SavedStage>::CLASS,
+    <crate::feature::StandardScaler as SavedStage>::CLASS,
+    <crate::feature::StandardScalerModel as SavedStage>::CLASS,
+    <crate::feature::VectorAssembler as SavedStage>::CLASS,
+    <crate::feature::SqlColumns as SavedStage>::CLASS,
+    <crate::clustering::KMeans as SavedStage>::CLASS,
+    <crate::clustering::KMeansModel as SavedStage>::CLASS,
+    <super::Pipeline as SavedStage>::CLASS,
+    <super::PipelineModel as SavedStage>::CLASS,
+];
 
 /// Makes a stage type a pipeline stage ([`IntoPipelineStage`](crate::pipeline::IntoPipelineStage)), and its class
-/// (the type's name) loadable from saved pipelines through its serde form, or through `load` when given.
+/// (the type's name, [`SavedStage`]) loadable from saved pipelines through its serde form, or through `load`
+/// when given; the crate's list of classes names it.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! stage_class {
@@ -63,8 +85,8 @@ macro_rules! stage_class {
                 $crate::pipeline::PipelineStage::$kind(self)
             }
         }
-        ::inventory::submit! {
-            $crate::pipeline::StageClass::new(stringify!($stage), $load)
+        impl $crate::pipeline::SavedStage for $stage {
+            const CLASS: $crate::pipeline::StageClass = $crate::pipeline::StageClass::new(stringify!($stage), $load);
         }
     };
 }
@@ -85,13 +107,26 @@ pub fn from_params<T: DeserializeOwned>(params: Value, dir: &Path) -> Result<T> 
         .map_err(|e| HearthError::persistence(dir, "cannot read the stage's parameters").caused_by(e))
 }
 
-/// The submitted classes, then those registered at run time.
+/// The preprocessing side's classes, then those registered at run time.
 static CLASSES: LazyLock<RwLock<HashMap<String, StageLoader>>> = LazyLock::new(|| {
-    let submitted = inventory::iter::<StageClass>
-        .into_iter()
+    let own = PREPROCESSING_CLASSES
+        .iter()
         .map(|class| (class.class.to_string(), class.load));
-    RwLock::new(submitted.collect())
+    RwLock::new(own.collect())
 });
+
+/// Makes saved stages of each of `classes` loadable (a crate's list of classes); replaces loaders of the same
+/// classes.
+///
+/// ```
+/// use hearth_preprocessing::pipeline::{PREPROCESSING_CLASSES, register_stage_classes};
+/// register_stage_classes(PREPROCESSING_CLASSES);
+/// ```
+pub fn register_stage_classes(classes: &[StageClass]) {
+    for class in classes {
+        register_stage_class(class.class, class.load);
+    }
+}
 
 /// Makes saved stages of `class` loadable (a stage type of your own); replaces a loader of the same class.
 ///

@@ -20,8 +20,8 @@ use hearth_exec::error::{HearthError, Result, ResultExt};
 use serde::Deserialize;
 
 pub use classes::{
-    StageClass, StageLoader, from_params, is_stage_class, load_serde_estimator, load_serde_transformer, rebuild_stage,
-    register_stage_class, stage_classes,
+    PREPROCESSING_CLASSES, SavedStage, StageClass, StageLoader, from_params, is_stage_class, load_serde_estimator,
+    load_serde_transformer, rebuild_stage, register_stage_class, register_stage_classes, stage_classes,
 };
 pub use persist::{FORMAT_VERSION, PIPELINE_FILE, refuse_existing};
 pub use reference::stage_classes_reference;
@@ -59,7 +59,7 @@ pub(crate) fn reads_files(plan: &LogicalPlan) -> bool {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_preprocessing::prelude::*;
-/// let session = Session::local(2);
+/// let session = Session::builder().with_preprocessing().local(2);
 /// let df = session.context().sql("SELECT * FROM (VALUES ('a', 1.0), ('b', 2.0), ('a', 4.0)) AS t(c, x)").await.unwrap();
 /// let pipeline = Pipeline::new()
 ///     .stage(StringIndexer::new().input_col("c").output_col("c_idx"))

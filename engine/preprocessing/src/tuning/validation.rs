@@ -254,7 +254,7 @@ async fn cached(df: &DataFrame) -> Result<DataFrame> {
 /// use hearth_preprocessing::prelude::*;
 /// use hearth_preprocessing::tuning::{ParamGridBuilder, TrainValidationSplit};
 ///
-/// let session = Session::local(2);
+/// let session = Session::builder().with_preprocessing().local(2);
 /// // Three groups of distinct values: around 0, 10 and 20.
 /// let df = session.context().sql("SELECT CAST(x % 3 AS DOUBLE) * 10 + x * 0.01 AS v FROM generate_series(1, 60) AS t(x)").await.unwrap();
 /// let df = VectorAssembler::new().input_cols(["v"]).output_col("features").transform(&df).unwrap();

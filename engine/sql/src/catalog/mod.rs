@@ -430,10 +430,20 @@ pub fn default_models_dir() -> PathBuf {
 }
 
 impl ModelCatalog {
-    /// The catalog `session` keeps (see [`SqlSessionExt::models`](crate::SqlSessionExt::models)): the one
-    /// installed with it, else one over [`default_models_dir`].
-    pub fn of(session: &Session) -> Arc<ModelCatalog> {
+    /// The catalog `session` keeps (see [`SqlSessionExt::models`](crate::SqlSessionExt::models)), or why it
+    /// has none: it was built without one.
+    pub fn of(session: &Session) -> Result<Arc<ModelCatalog>> {
         let catalog = session.context().copied_config().get_extension::<ModelCatalog>();
-        catalog.unwrap_or_else(|| Arc::new(ModelCatalog::new(default_models_dir())))
+        catalog.ok_or_else(|| {
+            HearthError::invalid_param(
+                "session",
+                "models",
+                format!(
+                    "this session has no model catalog: build it with `with_models(dir)` (the models in {} are \
+                     what `hearth sql` uses)",
+                    default_models_dir().display()
+                ),
+            )
+        })
     }
 }

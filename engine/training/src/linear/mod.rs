@@ -12,7 +12,7 @@
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_training::prelude::*;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().with_default_features().local(2);
 //! let df = session
 //!     .context()
 //!     .sql("SELECT * FROM (VALUES (0.0, 5.0, 17.0), (1.0, 7.0, 19.0), (2.0, 11.0, 23.0), (3.0, 13.0, 29.0)) AS t(a, b, y)")

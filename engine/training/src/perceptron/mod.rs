@@ -9,7 +9,7 @@
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_training::prelude::*;
 //!
-//! let session = Session::local(1);
+//! let session = Session::builder().with_default_features().local(1);
 //! let df = session
 //!     .context()
 //!     .sql("SELECT * FROM (VALUES (0.0, 0.0, 0.0), (0.0, 1.0, 1.0), (1.0, 0.0, 1.0), (1.0, 1.0, 0.0)) AS t(a, b, label)")

@@ -16,7 +16,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use hearth_exec::codec::UdfCodec;
+use hearth_exec::extension::UdfCodec;
 use hearth_exec::udf::ML_DOC_SECTION;
 use hearth_exec::vector::{vector_dim, vector_values};
 use hearth_torch::artifact::ModelArtifact;
@@ -290,21 +290,19 @@ impl ScalarUDFImpl for ExplainUdf {
     }
 }
 
-// The explanation travels to the executors with its model and settings.
-inventory::submit! {
-    UdfCodec {
-        names: &[EXPLAIN],
-        encode: |udf, buf| {
-            let inner: &dyn std::any::Any = udf.inner().as_ref();
-            let explain = inner.downcast_ref::<ExplainUdf>();
-            if let Some(explain) = explain {
-                buf.extend_from_slice(&explain.to_bytes());
-            }
-            explain.is_some()
-        },
-        decode: |bytes| Ok(Arc::new(ScalarUDF::from(ExplainUdf::from_bytes(bytes)?))),
-    }
-}
+/// How an explanation travels to the executors: with its model and settings.
+pub const EXPLAIN_UDF_CODEC: UdfCodec = UdfCodec {
+    names: &[EXPLAIN],
+    encode: |udf, buf| {
+        let inner: &dyn std::any::Any = udf.inner().as_ref();
+        let explain = inner.downcast_ref::<ExplainUdf>();
+        if let Some(explain) = explain {
+            buf.extend_from_slice(&explain.to_bytes());
+        }
+        explain.is_some()
+    },
+    decode: |bytes| Ok(Arc::new(ScalarUDF::from(ExplainUdf::from_bytes(bytes)?))),
+};
 
 /// `ml_explain` of a model's bytes with `settings`, as a registered function.
 pub fn explain_function(model: Vec<u8>, settings: ExplainSettings) -> Result<Arc<ScalarUDF>> {

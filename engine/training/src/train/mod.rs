@@ -13,7 +13,7 @@
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
 //! use hearth_training::prelude::*;
 //!
-//! let session = Session::local(2);
+//! let session = Session::builder().with_default_features().local(2);
 //! let df = session
 //!     .context()
 //!     .sql("SELECT ml_vector_assemble('error', x) AS features, CAST(x > 50 AS DOUBLE) AS label FROM generate_series(1, 100) AS t(x)")
@@ -41,7 +41,7 @@ mod task;
 mod trained;
 
 pub use architecture::{Architecture, Linear, Mlp, Sequential};
-pub use explain_udf::{EXPLAIN, ExplainSettings, ExplainUdf, explain_function};
+pub use explain_udf::{EXPLAIN, EXPLAIN_UDF_CODEC, ExplainSettings, ExplainUdf, explain_function};
 pub use fit::TrainingSummary;
 pub use function::{TRAIN_FUNCTION, TrainArgs, TrainFunction, register_barrier_functions};
 pub use hearth_torch::train::{EpochStats, RankReport};
@@ -52,7 +52,7 @@ pub use network::{
 pub use network_model::{
     ClassificationModel, ClassificationOutputs, ModelColumns, NetworkModel, Outputs, RegressionModel, RegressionOutputs,
 };
-pub use network_udf::{CLASSIFY, NetworkUdf, REGRESS};
+pub use network_udf::{CLASSIFY, NETWORK_UDF_CODEC, NetworkUdf, REGRESS};
 pub use progress::{ProgressSessionExt, TrainingProgress};
 pub use progress_bar::{TrainingBar, epoch_line};
 pub use task::{Classification, Regression, Task};

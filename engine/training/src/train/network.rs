@@ -12,7 +12,7 @@ use hearth_exec::barrier::{BarrierOptions, check_slots};
 use hearth_exec::error::{HearthError, Result};
 use hearth_exec::master::SessionInfo;
 use hearth_exec::vector::vector_dim;
-use hearth_preprocessing::pipeline::{IntoPipelineStage, PipelineStage, StageClass, load_serde_estimator};
+use hearth_preprocessing::pipeline::{IntoPipelineStage, PipelineStage, SavedStage, StageClass, load_serde_estimator};
 use hearth_preprocessing::stage::{Estimator, Stage, to_params};
 use hearth_torch::model::{Activation, Layer};
 use hearth_torch::train::{
@@ -506,11 +506,11 @@ impl<A: Architecture, T: Task> IntoPipelineStage for Network<A, T> {
     }
 }
 
-/// Submits the classes of saved networks, each loaded through its serde form.
+/// Makes the classes of saved networks, each loaded through its serde form.
 macro_rules! network_classes {
     ($($network:ident),*) => {
-        $(inventory::submit! {
-            StageClass::new(stringify!($network), load_serde_estimator::<$network>)
+        $(impl SavedStage for $network {
+            const CLASS: StageClass = StageClass::new(stringify!($network), load_serde_estimator::<$network>);
         })*
     };
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use datafusion::logical_expr::{Expr, ident};
 use datafusion::prelude::DataFrame;
 use hearth_exec::error::{HearthError, Result};
-use hearth_preprocessing::pipeline::{IntoPipelineStage, MlWriter, PipelineStage, StageClass};
+use hearth_preprocessing::pipeline::{IntoPipelineStage, MlWriter, PipelineStage, SavedStage, StageClass};
 use hearth_preprocessing::stage::{Stage, Transformer, to_params, with_classifier_scores};
 use hearth_torch::artifact::ModelArtifact;
 use hearth_torch::train::EpochStats;
@@ -247,14 +247,16 @@ impl<O: Outputs> IntoPipelineStage for NetworkModel<O> {
     }
 }
 
-inventory::submit! {
-    StageClass::new("ClassificationModel", |params, dir| {
-        Ok(PipelineStage::transformer(ClassificationModel::load_stage(params, dir)?))
-    })
+impl SavedStage for ClassificationModel {
+    const CLASS: StageClass = StageClass::new("ClassificationModel", |params, dir| {
+        Ok(PipelineStage::transformer(ClassificationModel::load_stage(
+            params, dir,
+        )?))
+    });
 }
 
-inventory::submit! {
-    StageClass::new("RegressionModel", |params, dir| {
+impl SavedStage for RegressionModel {
+    const CLASS: StageClass = StageClass::new("RegressionModel", |params, dir| {
         Ok(PipelineStage::transformer(RegressionModel::load_stage(params, dir)?))
-    })
+    });
 }

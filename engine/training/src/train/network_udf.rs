@@ -12,7 +12,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use hearth_exec::codec::UdfCodec;
+use hearth_exec::extension::UdfCodec;
 use hearth_exec::udf::ML_DOC_SECTION;
 use hearth_exec::vector::{classifier_score_fields, vector_array, vector_dim, vector_values};
 use hearth_torch::artifact::ModelArtifact;
@@ -256,21 +256,19 @@ impl ScalarUDFImpl for NetworkUdf {
     }
 }
 
-// A trained model's functions travel to the executors with their model.
-inventory::submit! {
-    UdfCodec {
-        names: &[CLASSIFY, REGRESS],
-        encode: |udf, buf| {
-            let inner: &dyn std::any::Any = udf.inner().as_ref();
-            let network = inner.downcast_ref::<NetworkUdf>();
-            if let Some(network) = network {
-                buf.extend_from_slice(network.model());
-            }
-            network.is_some()
-        },
-        decode: |model| Ok(Arc::new(ScalarUDF::from(NetworkUdf::new(model.to_vec())?))),
-    }
-}
+/// How a trained model's functions travel to the executors: with their model.
+pub const NETWORK_UDF_CODEC: UdfCodec = UdfCodec {
+    names: &[CLASSIFY, REGRESS],
+    encode: |udf, buf| {
+        let inner: &dyn std::any::Any = udf.inner().as_ref();
+        let network = inner.downcast_ref::<NetworkUdf>();
+        if let Some(network) = network {
+            buf.extend_from_slice(network.model());
+        }
+        network.is_some()
+    },
+    decode: |model| Ok(Arc::new(ScalarUDF::from(NetworkUdf::new(model.to_vec())?))),
+};
 
 /// Raw scores, probabilities and predictions of `rows` rows of network outputs.
 fn scores(outputs: &[f32], rows: usize, classes: usize, one_logit: bool) -> (Vec<f32>, Vec<f32>, Vec<f64>) {

@@ -15,6 +15,7 @@ use super::label_scale::LabelScale;
 ///
 /// ```
 /// use std::sync::Arc;
+/// use hearth_training::functions::DefaultFeatures;
 /// use hearth_training::train::{ProgressSessionExt, TrainingProgress};
 /// use hearth_torch::train::EpochStats;
 ///
@@ -25,7 +26,7 @@ use super::label_scale::LabelScale;
 ///         eprintln!("{model}: epoch {} of {epochs}, loss {:.4}", stats.epoch, stats.loss);
 ///     }
 /// }
-/// let session = hearth_exec::session::Session::local(2).with_progress(Arc::new(Print));
+/// let session = hearth_exec::session::Session::builder().with_default_features().local(2).with_progress(Arc::new(Print));
 /// ```
 pub trait TrainingProgress: fmt::Debug + Send + Sync {
     /// Epoch `stats.epoch` of `epochs` of the model `model` (its estimator's uid) has ended.

@@ -87,8 +87,9 @@ enum Shown {
 /// use std::sync::Arc;
 /// use hearth_training::train::{ProgressSessionExt, TrainingBar};
 /// use hearth_exec::session::Session;
+/// use hearth_training::functions::DefaultFeatures;
 ///
-/// let session = Session::local(2).with_progress(Arc::new(TrainingBar::lines()));
+/// let session = Session::builder().with_default_features().local(2).with_progress(Arc::new(TrainingBar::lines()));
 /// ```
 #[derive(Debug)]
 pub struct TrainingBar {

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use hearth_exec::ballista::{ClusterSecret, FleetAccess, FleetTls, Role};
 use hearth_fleet::{ExecutorOptions, GpuRequest, SchedulerOptions};
+use hearth_training::functions::default_extensions;
 
 /// A subcommand's outcome: its error is printed for the user.
 pub type CommandResult = Result<(), Box<dyn Error>>;
@@ -173,6 +174,7 @@ impl ExecutorArgs {
             grpc_port: self.grpc_port,
             work_dir: self.work_dir,
             allow_programs: self.allow_programs,
+            extensions: default_extensions(),
             run_shipped_programs: self.run_shipped_programs,
             access: self.access.access(Role::Executor)?,
         })
@@ -312,6 +314,7 @@ impl Cli {
                     work_dir,
                     data_roots,
                     access: access.access(Role::Scheduler)?,
+                    extensions: default_extensions(),
                 })
                 .await?;
                 Ok(())

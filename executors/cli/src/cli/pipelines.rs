@@ -80,7 +80,7 @@ fn save_model(fitted: &PipelineModel, model: &Path, overwrite: bool) -> Result<(
 /// `hearth fit`: fits the pipeline in `pipeline` (a JSON file) on `data`, saves it to `model` (an existing
 /// model replaced only when `overwrite`, refused before fitting otherwise).
 pub async fn fit(master: &str, pipeline: &Path, data: &Path, model: &Path, overwrite: bool) -> CommandResult {
-    let session = Session::connect(master).await?;
+    let session = Session::builder().with_default_features().connect(master).await?;
     let pipeline = Pipeline::load(pipeline)?;
     if !overwrite {
         refuse_existing(model)?;
@@ -100,7 +100,7 @@ pub async fn fit(master: &str, pipeline: &Path, data: &Path, model: &Path, overw
 /// `hearth transform`: applies the saved model in `model` to `data`; prints `rows` rows, or writes them all.
 pub async fn transform(master: &str, model: &Path, data: &Path, rows: usize, output: &OutputArgs) -> CommandResult {
     let started = Instant::now();
-    let session = Session::connect(master).await?;
+    let session = Session::builder().with_default_features().connect(master).await?;
     let model = PipelineModel::load(model)?;
     let df = read_input(&session, data).await?;
     let transformed = model.transform(&df)?;
@@ -131,7 +131,7 @@ pub async fn fit_transform(
         return Err("fit-transform writes its rows: name where with --output DIR".into());
     };
     let started = Instant::now();
-    let session = Session::connect(master).await?;
+    let session = Session::builder().with_default_features().connect(master).await?;
     let pipeline = Pipeline::load(pipeline)?;
     if !overwrite {
         refuse_existing(model)?;

@@ -12,7 +12,7 @@ use clap::Args;
 use datafusion::arrow::array::RecordBatch;
 use futures::StreamExt;
 use hearth_display::CatalogPlots;
-use hearth_sql::{DataRoots, SqlSessionExt, Statement, parse_statements};
+use hearth_sql::{DataRoots, ModelsFeature, SqlSessionExt, Statement, parse_statements};
 use hearth_training::prelude::*;
 use hearth_training::train::epoch_line;
 use hearth_training::train::{EpochStats, TrainingProgress};
@@ -65,7 +65,11 @@ struct Output<'a> {
 pub async fn run(master: &str, args: SqlArgs) -> CommandResult {
     let terminal = std::io::stderr().is_terminal();
     let progress = terminal.then(|| Arc::new(Progress::default()));
-    let mut session = Session::connect(master).await?.with_models(&args.models);
+    let mut session = Session::builder()
+        .with_default_features()
+        .with_models(&args.models)
+        .connect(master)
+        .await?;
     if !args.data_roots.is_empty() {
         let roots = DataRoots::new(&args.data_roots)?.denying(&args.data_deny);
         roots.check(&args.models.display().to_string(), "the model catalog (--models)")?;
@@ -118,7 +122,7 @@ async fn run_statement(
     write(&mut std::io::stdout().lock(), output.format, &result?)?;
     std::io::stdout().flush()?;
     if let (Statement::CreateModel(create), Some(dir)) = (statement, output.plots) {
-        for file in session.models().get(&create.name)?.save_plots(session, dir).await? {
+        for file in session.models()?.get(&create.name)?.save_plots(session, dir).await? {
             eprintln!("saved {}", file.display());
         }
     }

@@ -18,7 +18,7 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("plain.csv");
 //! std::fs::write(&path, "x,y,name\n1,0.5,a\n2,-1.25,\"b, quoted\"\n").unwrap();
-//! let df = Session::local(2).read_csv(&path, &CsvOptions::new()).await.unwrap();
+//! let df = Session::builder().local(2).read_csv(&path, &CsvOptions::new()).await.unwrap();
 //! // The first line is decoded here; the quoted one goes to arrow's decoder.
 //! assert_eq!(df.count().await.unwrap(), 2);
 //! # });

@@ -31,8 +31,9 @@ use crate::stage::{
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_exec::session::Session;
+/// use hearth_preprocessing::functions::PreprocessingFeature;
 /// use hearth_preprocessing::{feature::OneHotEncoder, stage::Estimator};
-/// let session = Session::local(1);
+/// let session = Session::builder().with_preprocessing().local(1);
 /// let df = session.context().sql("SELECT * FROM (VALUES (0.0), (2.0), (1.0)) AS t(i)").await.unwrap();
 /// let model = OneHotEncoder::new().input_col("i").output_col("v").fit(&df).await.unwrap();
 /// assert_eq!(model.category_sizes(), [3]);

@@ -29,8 +29,9 @@ use crate::stage::{Estimator, Transformer, ensure_new_column, input_field, serde
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_exec::session::Session;
+/// use hearth_preprocessing::functions::PreprocessingFeature;
 /// use hearth_preprocessing::{feature::{StandardScaler, VectorAssembler}, stage::{Estimator, Transformer}};
-/// let session = Session::local(1);
+/// let session = Session::builder().with_preprocessing().local(1);
 /// let df = session.context().sql("SELECT * FROM (VALUES (1.0), (2.0), (3.0), (4.0)) AS t(x)").await.unwrap();
 /// let df = VectorAssembler::new().input_cols(["x"]).output_col("v").transform(&df).unwrap();
 /// let model = StandardScaler::new().input_col("v").output_col("scaled").fit(&df).await.unwrap();

@@ -39,8 +39,9 @@ use crate::stage::{
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_exec::session::Session;
+/// use hearth_preprocessing::functions::PreprocessingFeature;
 /// use hearth_preprocessing::{feature::StringIndexer, stage::Estimator};
-/// let session = Session::local(1);
+/// let session = Session::builder().with_preprocessing().local(1);
 /// let df = session.context().sql("SELECT * FROM (VALUES ('b'), ('a'), ('b'), ('a'), ('c')) AS t(x)").await.unwrap();
 /// let model = StringIndexer::new().input_col("x").output_col("i").fit(&df).await.unwrap();
 /// assert_eq!(model.labels()[0], ["a", "b", "c"]);

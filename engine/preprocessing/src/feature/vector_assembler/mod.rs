@@ -25,8 +25,9 @@ use crate::stage::{Transformer, ensure_new_column, input_field, serde_stage};
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use hearth_exec::session::Session;
+/// use hearth_preprocessing::functions::PreprocessingFeature;
 /// use hearth_preprocessing::{feature::VectorAssembler, stage::Transformer};
-/// let session = Session::local(1);
+/// let session = Session::builder().with_preprocessing().local(1);
 /// let df = session.context().sql("SELECT 1 AS a, 2.5 AS b, true AS c").await.unwrap();
 /// let assembled = VectorAssembler::new().input_cols(["a", "b", "c"]).output_col("features").transform(&df).unwrap();
 /// assert!(assembled.schema().field_with_unqualified_name("features").is_ok());
