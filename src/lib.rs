@@ -67,7 +67,7 @@ pub mod prelude {
     #[cfg(not(feature = "torch"))]
     pub use hearth_preprocessing::prelude::*;
     #[cfg(feature = "torch")]
-    pub use hearth_sql::SqlSessionExt;
+    pub use hearth_sql::{ModelsFeature, SqlSessionExt};
     #[cfg(feature = "torch")]
     pub use hearth_training::prelude::*;
 }

@@ -113,7 +113,8 @@ pub fn sql_functions_reference(session: &Session) -> String {
          <!-- Written from each function's documentation by `hearth_preprocessing::functions::sql_functions_reference`; \
          a test fails when this page differs from it: `HEARTH_BLESS_DOCS=1 ./dev test docs_reference` rewrites \
          it. -->\n\n\
-         The functions hearth registers in every session and executor: the transforms of fitted stages (their \
+         The functions hearth registers in every session and executor built with them (`with_preprocessing()`, \
+         `with_default_features()`): the transforms of fitted stages (their \
          fitted state passed as literal arguments) and the aggregates that fit stages and evaluators. \
          `ML.PREDICT`, `Pipeline::fit` and the evaluators plan with them; a query may call them by name, but for \
          the two whose result's shape a list argument sets, which planning must read as a literal (a query's \

@@ -1,5 +1,6 @@
-//! hearth's `ML.` table functions, declared once: the planner refuses a function or a setting that is not in
-//! [`ML_FUNCTIONS`], and the guide's reference page is written from it ([`ml_functions_reference`]).
+//! hearth's `ML.` table functions as declared (each in its own file of `ml_table/`, beside its plan), listed in
+//! [`ML_FUNCTIONS`]: the planner refuses a function or a setting that is not there, and the guide's reference
+//! page is written from it ([`ml_functions_reference`]).
 
 use std::fmt::Write;
 
@@ -27,6 +28,7 @@ impl MlFunction {
 
 /// Every `ML.` table function, in the order the guide presents them. `rows` is `(SELECT …)` or `TABLE name`.
 pub const ML_FUNCTIONS: &[MlFunction] = &crate::ml_table::DECLARATIONS;
+
 /// The `ML.` table functions as a Markdown page, from [`ML_FUNCTIONS`].
 ///
 /// ```
@@ -36,7 +38,7 @@ pub const ML_FUNCTIONS: &[MlFunction] = &crate::ml_table::DECLARATIONS;
 pub fn ml_functions_reference() -> String {
     let mut page = String::from(
         "# `ML.` table functions\n\n\
-         <!-- Written from ML_FUNCTIONS (engine/sql/src/ml_functions.rs) by `hearth_sql::ml_functions_reference`; \
+         <!-- Written from ML_FUNCTIONS (the declarations in engine/sql/src/ml_table/) by `hearth_sql::ml_functions_reference`; \
          a test fails when this page differs from it: `HEARTH_BLESS_DOCS=1 ./dev test docs_reference` rewrites \
          it. -->\n\n\
          BigQuery ML's table functions over a model of the catalog, usable in any `FROM`. `MODEL m` names the \

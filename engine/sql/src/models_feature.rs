@@ -1,6 +1,7 @@
 //! The model catalog as a session's extension: a session built `with_models(dir)` keeps the catalog over
 //! `dir` in its configuration, with the planner of `ML.` table functions over it. A session built without it
-//! has no catalog: its `CREATE MODEL` and `ML.` functions say so.
+//! has no catalog: its `CREATE MODEL`, `SHOW MODELS` and `DROP MODEL` say so, and `ML.` table functions are
+//! unknown to it.
 //!
 //! ```
 //! use hearth_exec::session::Session;

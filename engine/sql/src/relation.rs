@@ -70,27 +70,26 @@ impl MlRelationPlanner {
     fn plan_call(&self, call: &MlCall, context: &mut dyn RelationPlannerContext) -> Result<LogicalPlan> {
         let function = call.check()?;
         let model = self.catalog.get(&call.model).map_err(DataFusionError::from)?;
-        let rows = match call.query.clone() {
-            Some(subquery) => Some(DataFrame::new(
-                self.state().clone(),
-                context.plan(TableFactor::Derived {
-                    lateral: false,
-                    subquery,
-                    alias: None,
-                    sample: None,
-                })?,
-            )),
-            None => None,
-        };
-        let args = MlArgs {
+        let kind = kind_of(&model);
+        let mut args = MlArgs {
             name: &call.name,
             model_name: &call.model,
             model: &model,
-            rows,
+            rows: None,
             settings: call.settings.as_ref(),
             state: self.state(),
         };
-        Ok(function.plan(&args, kind_of(&model))?)
+        function.check_kind(&args, kind)?;
+        if let Some(subquery) = call.query.clone() {
+            let rows = context.plan(TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias: None,
+                sample: None,
+            })?;
+            args.rows = Some(DataFrame::new(self.state().clone(), rows));
+        }
+        Ok(function.plan(&args, kind)?)
     }
 }
 

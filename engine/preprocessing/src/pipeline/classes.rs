@@ -115,16 +115,19 @@ static CLASSES: LazyLock<RwLock<HashMap<String, StageLoader>>> = LazyLock::new(|
     RwLock::new(own.collect())
 });
 
-/// Makes saved stages of each of `classes` loadable (a crate's list of classes); replaces loaders of the same
-/// classes.
+/// Makes saved stages of each of `classes` loadable (a crate's list of classes). A class that already has a
+/// loader keeps it, so a program's own [`register_stage_class`] of the same class stays.
 ///
 /// ```
-/// use hearth_preprocessing::pipeline::{PREPROCESSING_CLASSES, register_stage_classes};
-/// register_stage_classes(PREPROCESSING_CLASSES);
+/// use hearth_preprocessing::feature::VectorAssembler;
+/// use hearth_preprocessing::pipeline::{PREPROCESSING_CLASSES, load_serde_transformer, register_stage_class, register_stage_classes};
+/// register_stage_class("VectorAssembler", load_serde_transformer::<VectorAssembler>); // a replacement
+/// register_stage_classes(PREPROCESSING_CLASSES); // keeps it
 /// ```
 pub fn register_stage_classes(classes: &[StageClass]) {
+    let mut known = CLASSES.write().unwrap_or_else(PoisonError::into_inner);
     for class in classes {
-        register_stage_class(class.class, class.load);
+        known.entry(class.class.to_string()).or_insert(class.load);
     }
 }
 

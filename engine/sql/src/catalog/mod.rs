@@ -423,8 +423,8 @@ impl ModelCatalog {
     }
 }
 
-/// Where a session keeps its models unless told otherwise: `$HEARTH_MODELS`, else `models` in the working
-/// directory.
+/// Where `hearth sql` keeps its models unless told otherwise (`--models`): `$HEARTH_MODELS`, else `models` in
+/// the working directory.
 pub fn default_models_dir() -> PathBuf {
     std::env::var_os("HEARTH_MODELS").map_or_else(|| PathBuf::from("models"), PathBuf::from)
 }

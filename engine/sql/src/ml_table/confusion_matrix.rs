@@ -27,8 +27,11 @@ impl MlTableFunction for ConfusionMatrix {
         &DECLARATION
     }
 
-    fn plan(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<LogicalPlan> {
-        kind.labelled(args)?;
+    fn check_kind(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<()> {
+        kind.labelled(args)
+    }
+
+    fn plan(&self, args: &MlArgs<'_>, _kind: &dyn ModelKind) -> Result<LogicalPlan> {
         confusion_matrix(args.model, args.rows_or_held_out()?, args.settings)
     }
 }

@@ -26,8 +26,11 @@ impl MlTableFunction for ExplainPredict {
         &DECLARATION
     }
 
-    fn plan(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<LogicalPlan> {
-        kind.labelled(args)?;
+    fn check_kind(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<()> {
+        kind.labelled(args)
+    }
+
+    fn plan(&self, args: &MlArgs<'_>, _kind: &dyn ModelKind) -> Result<LogicalPlan> {
         explain_predict(args.model, args.rows("the rows to explain are missing")?, args.settings)
     }
 }

@@ -25,8 +25,11 @@ impl MlTableFunction for GlobalExplain {
         &DECLARATION
     }
 
-    fn plan(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<LogicalPlan> {
-        kind.labelled(args)?;
+    fn check_kind(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<()> {
+        kind.labelled(args)
+    }
+
+    fn plan(&self, args: &MlArgs<'_>, _kind: &dyn ModelKind) -> Result<LogicalPlan> {
         global_explain(args.model, args.rows_or_held_out()?)
     }
 }

@@ -35,6 +35,12 @@ pub(crate) trait MlTableFunction: Sync {
     /// How a query calls it and what it gives.
     fn declaration(&self) -> &'static MlFunction;
 
+    /// Nothing when the function applies to a model of kind `kind`, else why not; checked before the call's
+    /// rows are planned. Every kind, unless the function says otherwise.
+    fn check_kind(&self, _args: &MlArgs<'_>, _kind: &dyn ModelKind) -> Result<()> {
+        Ok(())
+    }
+
     /// The function's plan over a call's arguments, its model of kind `kind`.
     fn plan(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<LogicalPlan>;
 }
@@ -108,6 +114,19 @@ impl MlArgs<'_> {
         match &self.rows {
             Some(rows) => Ok(rows.clone()),
             None => Ok(DataFrame::new(self.state.clone(), held_out_rows(self.model)?)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DECLARATIONS, TABLE_FUNCTIONS};
+
+    #[test]
+    fn each_table_function_is_declared_in_its_place() {
+        assert_eq!(TABLE_FUNCTIONS.len(), DECLARATIONS.len());
+        for (function, declaration) in TABLE_FUNCTIONS.iter().zip(&DECLARATIONS) {
+            assert_eq!(function.declaration().name, declaration.name);
         }
     }
 }

@@ -29,8 +29,11 @@ impl MlTableFunction for RocCurve {
         &DECLARATION
     }
 
-    fn plan(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<LogicalPlan> {
-        kind.labelled(args)?;
+    fn check_kind(&self, args: &MlArgs<'_>, kind: &dyn ModelKind) -> Result<()> {
+        kind.labelled(args)
+    }
+
+    fn plan(&self, args: &MlArgs<'_>, _kind: &dyn ModelKind) -> Result<LogicalPlan> {
         roc_curve(args.model, args.rows_or_held_out()?, args.settings)
     }
 }

@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 /// The name of hearth's trainer as a barrier function.
 pub const TRAIN_FUNCTION: &str = "hearth.train";
 
-/// Makes hearth's barrier functions (the trainer) runnable in this process; every session and executor
-/// calls this when it registers hearth's SQL functions. A function already registered under the same name
-/// (a replacement of the user's) stays.
+/// Makes hearth's barrier functions (the trainer) runnable in this process; a session or executor built with
+/// training's extension calls this when it registers training's SQL functions. A function already registered
+/// under the same name (a replacement of the user's) stays.
 pub fn register_barrier_functions() {
     register_builtin(TrainFunction);
 }
